@@ -1,0 +1,12 @@
+/** Unit and integration tests in one run; integration tests talk to real redis-server processes
+ * that test/global-setup.ts starts (and test/global-teardown.ts stops, by pid). */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.spec.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  globalSetup: '<rootDir>/test/global-setup.ts',
+  globalTeardown: '<rootDir>/test/global-teardown.ts',
+  maxWorkers: 2,
+  testTimeout: 60000,
+};

@@ -1,0 +1,20 @@
+import type { LockLostReason } from './errors';
+import type { HeldLock } from './held-lock';
+import type { LockRegistry } from './lock-registry';
+import type { LockLogger } from './logger';
+import type { PublishCommand, RedisClient } from './redis-client';
+import type { LockWaiters } from './waiters';
+
+/** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
+export interface EngineContext {
+  readonly redis: RedisClient;
+  readonly clientId: string;
+  readonly keyPrefix: string;
+  readonly watchdogTimeout: number;
+  readonly operationTimeout: number;
+  readonly publishCommand: PublishCommand;
+  readonly waiters: LockWaiters;
+  readonly registry: LockRegistry;
+  readonly logger: LockLogger;
+  markLost(lock: HeldLock, reason: LockLostReason): void;
+}

@@ -1,0 +1,62 @@
+import type { LockLostReason } from './errors';
+import type { LockHandleOps } from './lock-handle';
+
+/** How the watchdog renews one lock: a script with its keys and arguments. */
+export interface Renewal {
+  readonly script: string;
+  readonly keys: string[];
+  readonly args: (string | number)[];
+}
+
+/**
+ * The local record of a lock this client holds for one owner: hold count, lease, fencing token and
+ * the AbortController whose signal tells the holder the lock was lost. Every handle of a reentrant
+ * hold shares it.
+ */
+export class HeldLock {
+  readonly controller = new AbortController();
+  holdCount = 1;
+  lost = false;
+  /** Conservative local estimate of when Redis lets the lease run out (ms since epoch). */
+  expiresAt: number;
+  /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
+  expiryTimer?: NodeJS.Timeout;
+
+  constructor(
+    readonly name: string,
+    readonly key: string,
+    readonly owner: string,
+    public leaseMs: number,
+    /** Renewed by the watchdog (no explicit leaseTime). */
+    public watched: boolean,
+    readonly fencingToken: number,
+    readonly renewal: Renewal,
+    /** The lock kind that releases and extends it. */
+    readonly ops: LockHandleOps,
+    /** When the acquiring command was sent: the lease cannot have started earlier. */
+    sentAt: number,
+  ) {
+    this.expiresAt = sentAt + leaseMs;
+  }
+
+  get id(): string {
+    return heldLockId(this.key, this.owner);
+  }
+
+  /** Explicit leases only: arm (or re-arm) the timer that reports the lease running out. */
+  armExpiry(onExpired: (lock: HeldLock, reason: LockLostReason) => void): void {
+    this.disarmExpiry();
+    if (this.watched) return;
+    this.expiryTimer = setTimeout(() => onExpired(this, 'lease-expired'), Math.max(0, this.expiresAt - Date.now()));
+    this.expiryTimer.unref();
+  }
+
+  disarmExpiry(): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = undefined;
+  }
+}
+
+export function heldLockId(key: string, owner: string): string {
+  return `${key}\u0000${owner}`;
+}

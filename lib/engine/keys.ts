@@ -1,0 +1,64 @@
+import { LockOptionsError } from './errors';
+
+/** Longest lock name accepted, in bytes: longer names are almost always a bug (a body used as a key). */
+export const MAX_NAME_BYTES = 1024;
+
+/**
+ * The Redis keys and channel of one lock. They all carry the same hash tag `{<name>}`, so every
+ * script touching them runs on one Cluster slot, and SPUBLISH on the channel stays on that slot.
+ */
+export interface LockKeys {
+  /** The lock itself: a hash of owner -> hold count (reentrant, fair) or a string token (simple). */
+  readonly lock: string;
+  /** Fencing-token counter. */
+  readonly fence: string;
+  /** Unlock notifications. */
+  readonly channel: string;
+  /** Fair lock: FIFO queue of waiter ids. */
+  readonly queue: string;
+  /** Fair lock: sorted set of waiter id -> deadline (Redis server time, ms). */
+  readonly deadlines: string;
+}
+
+/** Throws LockOptionsError unless `name` is a usable lock name. */
+export function assertLockName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new LockOptionsError(`Lock name must be a non-empty string, got ${describe(name)}.`, String(name));
+  }
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) {
+    throw new LockOptionsError(
+      `Lock name is ${Buffer.byteLength(name)} bytes; the limit is ${MAX_NAME_BYTES}. Use a shorter, stable identifier.`,
+      name.slice(0, 64) + '…',
+    );
+  }
+}
+
+/** Throws LockOptionsError unless `prefix` can namespace keys without disturbing the hash tag. */
+export function assertKeyPrefix(prefix: unknown): asserts prefix is string {
+  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
+    throw new LockOptionsError(`Key prefix must be a non-empty string without "{" or "}", got ${describe(prefix)}.`);
+  }
+}
+
+/**
+ * Braces would move the hash tag, so they are percent-encoded (and "%" itself, to keep the encoding
+ * reversible and distinct names distinct).
+ */
+export function encodeName(name: string): string {
+  return name.replace(/[%{}]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+export function lockKeys(prefix: string, name: string): LockKeys {
+  const base = `${prefix}:{${encodeName(name)}}`;
+  return {
+    lock: base,
+    fence: `${base}:fence`,
+    channel: `${base}:unlock`,
+    queue: `${base}:queue`,
+    deadlines: `${base}:deadlines`,
+  };
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}

@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import { acquireLoop, type Attempt } from './acquire-loop';
+import { bounded } from './bounded';
+import type { EngineContext } from './engine-context';
+import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, LockOptionsError } from './errors';
+import type { HeldLock, Renewal } from './held-lock';
+import { assertLockName, lockKeys, type LockKeys } from './keys';
+import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
+import { assertAcquireOptions, type AcquireOptions } from './options';
+import { currentScope, runInLockScope } from './owner-scope';
+import { runScript } from './scripts';
+
+/** A granted attempt: the fencing token and whether the owner already held the lock. */
+export interface Grant {
+  fencingToken: number;
+  reentered: boolean;
+}
+
+/** What Redis did with one release. */
+export type RawRelease = 'released' | 'decremented' | 'not-locked' | 'not-owner';
+
+export interface WithLockOptions extends AcquireOptions {
+  /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
+  newScope?: boolean;
+}
+
+/**
+ * The behaviour every lock kind shares: owner resolution, waiting, handles, release bookkeeping,
+ * lost-lock reporting. A kind supplies its scripts through the four abstract members.
+ */
+export abstract class LockBase {
+  readonly keys: LockKeys;
+
+  constructor(
+    protected readonly engine: EngineContext,
+    readonly name: string,
+  ) {
+    assertLockName(name);
+    this.keys = lockKeys(engine.keyPrefix, name);
+  }
+
+  /** One acquisition attempt for `owner`, with `leaseMs`. */
+  protected abstract attempt(owner: string, leaseMs: number, waiterId?: string): Promise<Attempt<Grant>>;
+  /** Releases one hold of `owner`. */
+  protected abstract releaseOnce(owner: string, leaseMs: number): Promise<RawRelease>;
+  /** How the watchdog renews this lock for `owner`. */
+  protected abstract renewal(owner: string, leaseMs: number): Renewal;
+  /** Whether holds of one owner nest (reentrant and fair locks) or not (simple lock). */
+  protected abstract readonly reentrant: boolean;
+
+  /** Hook for kinds that keep waiter state (the fair lock's queue): give up a wait cleanly. */
+  protected async abandonWait(_owner: string, _waiterId: string | undefined): Promise<void> {}
+  /** Hook for kinds that need per-waiter ids and deadline refreshes while waiting. */
+  protected waitBehaviour(_owner: string): { waiterId?: string; maxSleep?: number; beforeRetry?: () => Promise<void> } {
+    return {};
+  }
+
+  /**
+   * Acquires the lock, waiting as long as it takes (or up to `waitTime`, then throwing
+   * LockAcquireTimeoutError).
+   * @example
+   * const handle = await locks.getLock('invoice:42').lock();
+   * try { await work(handle.signal); } finally { await handle.release(); }
+   */
+  async lock(options: AcquireOptions = {}): Promise<LockHandle> {
+    const outcome = await this.acquire(options);
+    if (outcome instanceof LockHandle) return outcome;
+    throw new LockAcquireTimeoutError(this.name, options.waitTime ?? 0, outcome.ttl > 0 ? outcome.ttl : undefined);
+  }
+
+  /** Acquires within `waitTime` (default 0: one attempt) or resolves `null`. */
+  async tryLock(options: AcquireOptions = {}): Promise<LockHandle | null> {
+    const outcome = await this.acquire({ ...options, waitTime: options.waitTime ?? 0 });
+    return outcome instanceof LockHandle ? outcome : null;
+  }
+
+  /**
+   * Runs `fn` holding the lock and releases it however `fn` ends. Without `waitTime` it waits until
+   * the lock is free; with one it throws LockAcquireTimeoutError when that runs out.
+   * @example
+   * await locks.getLock(`order:${id}`).withLock(async ({ signal, fencingToken }) => {
+   *   await db.update(order, { fencingToken, signal });
+   * });
+   */
+  withLock<T>(fn: (context: LockContext) => Promise<T> | T, options: WithLockOptions = {}): Promise<T> {
+    return runInLockScope(async () => {
+      const handle = await this.lock(options);
+      let failed = false;
+      try {
+        return await fn(handle);
+      } catch (error) {
+        failed = true;
+        throw error;
+      } finally {
+        await handle.release().catch((error: Error) => {
+          // The work's own outcome wins; the lease will run out by itself.
+          this.engine.logger.warn(`Could not release lock "${this.name}"${failed ? ' after a failure' : ''}: ${error.message}`);
+        });
+      }
+    }, { newScope: options.newScope });
+  }
+
+  /**
+   * Releases one hold of the current scope's owner (or `owner`). Outside a lock scope, release with
+   * the handle that `lock()` returned instead.
+   */
+  async unlock(options: { owner?: string } = {}): Promise<ReleaseOutcome> {
+    const owner = options.owner ?? this.scopeOwner();
+    if (owner === undefined) {
+      throw new LockNotHeldError(this.name, '(no lock scope)');
+    }
+    const held = this.engine.registry.get(this.keys.lock, owner);
+    if (held) return this.release(held);
+    const raw = await this.bounded(this.releaseOnce(owner, this.engine.watchdogTimeout), 'unlock');
+    if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
+    return raw;
+  }
+
+  /** Whether anyone holds the lock. */
+  async isLocked(): Promise<boolean> {
+    return (await this.bounded(this.engine.redis.exists(this.keys.lock), 'isLocked')) === 1;
+  }
+
+  /** Remaining lease in ms; -2 when not locked (Redis PTTL semantics). */
+  remainTimeToLive(): Promise<number> {
+    return this.bounded(this.engine.redis.pttl(this.keys.lock), 'remainTimeToLive');
+  }
+
+  /** Deletes the lock whoever holds it and wakes the waiters. True when it was locked. */
+  async forceUnlock(): Promise<boolean> {
+    const deleted = await this.bounded(
+      runScript<number>(this.engine.redis, 'force-unlock', [this.keys.lock, this.keys.channel], [this.engine.publishCommand, 'force']),
+      'forceUnlock',
+    );
+    return deleted === 1;
+  }
+
+  protected scopeOwner(): string | undefined {
+    const scope = currentScope();
+    return scope ? `${this.engine.clientId}:${scope.id}` : undefined;
+  }
+
+  /** Outside any scope every acquisition gets its own owner, so unrelated callers never share a hold. */
+  private ownerForAcquire(explicit: string | undefined): string {
+    return explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${randomUUID()}`;
+  }
+
+  protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
+    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what }, onLate);
+  }
+
+  private async acquire(options: AcquireOptions): Promise<LockHandle | { ttl: number }> {
+    if (options === null || typeof options !== 'object') {
+      throw new LockOptionsError(`Lock options must be an object, got ${String(options)}.`, this.name);
+    }
+    assertAcquireOptions(this.name, options);
+    const owner = this.ownerForAcquire(options.owner);
+    const watched = options.leaseTime === undefined;
+    const leaseMs = options.leaseTime ?? this.engine.watchdogTimeout;
+    const behaviour = this.waitBehaviour(owner);
+    try {
+      const outcome = await acquireLoop<LockHandle>({
+        key: this.name,
+        channel: this.keys.channel,
+        waiters: this.engine.waiters,
+        waitTime: options.waitTime,
+        signal: options.signal,
+        operationTimeout: this.engine.operationTimeout,
+        ...behaviour,
+        attempt: async () => {
+          const sentAt = Date.now();
+          const result = await this.bounded(this.attempt(owner, leaseMs, behaviour.waiterId), 'lock', (late) => {
+            // The attempt landed after we gave up on it: undo it, nobody will use or renew it.
+            if (late.acquired) void this.releaseOnce(owner, leaseMs).catch(() => undefined);
+          });
+          if (!result.acquired) return result;
+          const held = this.engine.registry.record({
+            name: this.name,
+            key: this.keys.lock,
+            owner,
+            leaseMs,
+            watched,
+            fencingToken: result.value.fencingToken,
+            reentered: result.value.reentered,
+            renewal: this.renewal(owner, leaseMs),
+            ops: this,
+            sentAt,
+          });
+          return { acquired: true, value: new LockHandle(held, this) };
+        },
+      });
+      if (outcome.acquired) return outcome.value;
+      await this.abandonWait(owner, behaviour.waiterId);
+      return { ttl: outcome.ttl };
+    } catch (error) {
+      await this.abandonWait(owner, behaviour.waiterId).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Releases one hold recorded by this client (LockHandleOps). */
+  async release(held: HeldLock): Promise<ReleaseOutcome> {
+    const { registry } = this.engine;
+    if (held.lost) {
+      registry.forget(held);
+      return 'expired';
+    }
+    const final = registry.beginRelease(held);
+    let raw: RawRelease;
+    try {
+      raw = await this.bounded(this.releaseOnce(held.owner, held.leaseMs), 'unlock');
+    } catch (error) {
+      registry.releaseFailed(held);
+      throw error;
+    }
+    switch (raw) {
+      case 'released':
+        registry.released(held);
+        return 'released';
+      case 'decremented':
+        registry.decremented(held, final);
+        return 'decremented';
+      default:
+        // It ran out before we released it: the work ran unprotected for a while; say so loudly.
+        this.engine.markLost(held, raw === 'not-owner' ? 'not-owner' : 'lease-expired');
+        return 'expired';
+    }
+  }
+
+  /** Extends the lease of a hold recorded by this client (LockHandleOps). */
+  async extend(held: HeldLock, leaseTime?: number): Promise<void> {
+    if (leaseTime !== undefined) {
+      if (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0) {
+        throw new LockOptionsError(`leaseTime must be a finite positive number of milliseconds, got ${String(leaseTime)}.`, this.name);
+      }
+    }
+    if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
+    const leaseMs = leaseTime ?? held.leaseMs;
+    const renewal = this.renewal(held.owner, leaseMs);
+    const sentAt = Date.now();
+    const renewed = await this.bounded(runScript<number>(this.engine.redis, renewal.script, renewal.keys, renewal.args), 'extend');
+    if (renewed !== 1) {
+      this.engine.markLost(held, 'not-owner');
+      throw new LockLostError(this.name, held.owner, 'not-owner');
+    }
+    held.expiresAt = sentAt + leaseMs;
+    if (!held.watched) {
+      held.leaseMs = leaseMs;
+      held.armExpiry((lock, reason) => this.engine.markLost(lock, reason));
+    }
+  }
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { EngineContext } from './engine-context';
+import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
+import type { HeldLock } from './held-lock';
+import { assertKeyPrefix } from './keys';
+import { LockRegistry } from './lock-registry';
+import { consoleLogger, type LockLogger } from './logger';
+import { assertDuration } from './options';
+import { RedisPubSub, type PubSub } from './pubsub';
+import type { PublishCommand, RedisClient } from './redis-client';
+import { ReentrantLock } from './reentrant-lock';
+import { registerScripts } from './scripts';
+import { LockWaiters } from './waiters';
+import { Watchdog } from './watchdog';
+
+export interface LockClientOptions {
+  /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
+  redis: RedisClient;
+  /**
+   * The pub/sub side. Omitted: a duplicate of `redis`, owned (and closed) by this client. A PubSub
+   * you pass is closed by `close()` only if it says so.
+   */
+  pubsub?: PubSub;
+  /** 'spublish' (sharded, Redis 7) on a Cluster, else 'publish'. */
+  publishCommand?: PublishCommand;
+  /** Namespace of every key. Default 'lock'. */
+  keyPrefix?: string;
+  /** Lease of locks taken without leaseTime, renewed every third of it. Default 30000 ms. */
+  watchdogTimeout?: number;
+  /** Longest any single Redis operation may take before RedisUnavailableError. Default 3000 ms. */
+  operationTimeout?: number;
+  /** Default: console. */
+  logger?: LockLogger;
+  /** Default: a random UUID. */
+  clientId?: string;
+}
+
+export interface LockClientEvents {
+  /** A held lock was lost; the holder's signal was aborted with the same error. */
+  lockLost: [error: LockLostError];
+}
+
+/**
+ * One lock engine over one Redis deployment: owner identity, the shared subscriber, the watchdog and
+ * the record of held locks. Create one per process (the Nest module does) and get locks from it.
+ * @example
+ * const locks = new LockClient({ redis: new Redis() });
+ * await locks.getLock('nightly-export').withLock(() => exportAll());
+ * await locks.close();
+ */
+export class LockClient extends EventEmitter<LockClientEvents> implements EngineContext {
+  readonly clientId: string;
+  readonly keyPrefix: string;
+  readonly watchdogTimeout: number;
+  readonly operationTimeout: number;
+  readonly publishCommand: PublishCommand;
+  readonly redis: RedisClient;
+  readonly waiters: LockWaiters;
+  readonly registry: LockRegistry;
+  readonly watchdog: Watchdog;
+  readonly logger: LockLogger;
+  private readonly pubsub: PubSub;
+  private closed = false;
+
+  constructor(options: LockClientOptions) {
+    super();
+    if (!options || typeof options !== 'object' || !options.redis) {
+      throw new LockOptionsError('LockClient needs an ioredis client or Cluster in `redis`.');
+    }
+    const keyPrefix = options.keyPrefix ?? 'lock';
+    assertKeyPrefix(keyPrefix);
+    assertDuration('', 'watchdogTimeout', options.watchdogTimeout, { positive: true });
+    assertDuration('', 'operationTimeout', options.operationTimeout, { positive: true });
+    this.redis = options.redis;
+    this.clientId = options.clientId ?? randomUUID();
+    this.keyPrefix = keyPrefix;
+    this.watchdogTimeout = options.watchdogTimeout ?? 30_000;
+    this.operationTimeout = options.operationTimeout ?? 3_000;
+    this.logger = options.logger ?? consoleLogger;
+    const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
+    this.publishCommand = sharded ? 'spublish' : 'publish';
+    this.pubsub = options.pubsub ?? new RedisPubSub(this.redis.duplicate(), sharded, true);
+    this.waiters = new LockWaiters(this.pubsub);
+    this.watchdog = new Watchdog(
+      this.redis,
+      Math.max(1, Math.floor(this.watchdogTimeout / 3)),
+      this.operationTimeout,
+      (lock, reason) => this.markLost(lock, reason),
+      this.logger,
+    );
+    this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
+    registerScripts(this.redis);
+  }
+
+  /** A reentrant lock (Redisson RLock) named `name`. Cheap: holds no state of its own. */
+  getLock(name: string): ReentrantLock {
+    return new ReentrantLock(this, name);
+  }
+
+  /** Locks currently held through this client (one entry per lock and owner). */
+  get heldLockCount(): number {
+    return this.registry.size;
+  }
+
+  markLost(lock: HeldLock, reason: LockLostReason): void {
+    if (lock.lost) return;
+    lock.lost = true;
+    this.registry.forget(lock);
+    const error = new LockLostError(lock.name, lock.owner, reason);
+    lock.controller.abort(error);
+    this.logger.warn(error.message);
+    this.emit('lockLost', error);
+  }
+
+  /**
+   * Stops the watchdog, releases what this client still holds (best effort, bounded by
+   * operationTimeout; what cannot be released expires with its lease) and closes the connections
+   * it created. The `redis` client passed in stays open: it is the caller's.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.watchdog.close();
+    const held = this.registry.all();
+    await Promise.all(
+      held.map(async (lock) => {
+        try {
+          // Every hold of a reentrant owner, so nothing of ours outlives the client.
+          while ((await lock.ops.release(lock)) === 'decremented');
+        } catch (error) {
+          this.logger.warn(`Could not release "${lock.name}" on close: ${(error as Error).message}`);
+        }
+      }),
+    );
+    await this.pubsub.close();
+  }
+}

@@ -1,0 +1,75 @@
+import type { HeldLock } from './held-lock';
+
+/**
+ * What a release did, as Redis saw it:
+ * - `released`: the last hold is gone and the next waiter was notified;
+ * - `decremented`: a reentrant hold was released, outer holds of the same owner remain;
+ * - `expired`: the lock had already expired or been lost; there was nothing of ours to release.
+ */
+export type ReleaseOutcome = 'released' | 'decremented' | 'expired';
+
+/** What the work inside `withLock` (or a decorated method) can use. */
+export interface LockContext {
+  /** Aborts with a LockLostError if the lock is lost while the work runs. */
+  readonly signal: AbortSignal;
+  /** Strictly increasing per lock name: pass it to the guarded resource so it can reject stale holders. */
+  readonly fencingToken: number;
+  /** Renews the lease now (watchdog leases) or sets it to `leaseTime` ms. Throws LockLostError if lost. */
+  extend(leaseTime?: number): Promise<void>;
+}
+
+export interface LockHandleOps {
+  release(lock: HeldLock): Promise<ReleaseOutcome>;
+  extend(lock: HeldLock, leaseTime?: number): Promise<void>;
+}
+
+/**
+ * One acquisition. Reentrant acquisitions by the same owner share the lock's record (token, signal);
+ * each handle releases exactly one hold, once: releasing twice returns the first outcome.
+ */
+export class LockHandle implements LockContext, AsyncDisposable {
+  private releasing?: Promise<ReleaseOutcome>;
+
+  constructor(
+    private readonly held: HeldLock,
+    private readonly ops: LockHandleOps,
+  ) {}
+
+  get name(): string {
+    return this.held.name;
+  }
+
+  get owner(): string {
+    return this.held.owner;
+  }
+
+  get fencingToken(): number {
+    return this.held.fencingToken;
+  }
+
+  get signal(): AbortSignal {
+    return this.held.controller.signal;
+  }
+
+  /** True once the lock was lost (see `signal`). */
+  get isLost(): boolean {
+    return this.held.lost;
+  }
+
+  release(): Promise<ReleaseOutcome> {
+    if (!this.releasing) {
+      this.releasing = this.ops.release(this.held);
+      // A release that failed (Redis unreachable) may be retried.
+      this.releasing.catch(() => (this.releasing = undefined));
+    }
+    return this.releasing;
+  }
+
+  extend(leaseTime?: number): Promise<void> {
+    return this.ops.extend(this.held, leaseTime);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}

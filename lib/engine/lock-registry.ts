@@ -1,0 +1,94 @@
+import type { LockLostReason } from './errors';
+import { HeldLock, heldLockId, type Renewal } from './held-lock';
+import type { LockHandleOps } from './lock-handle';
+import type { Watchdog } from './watchdog';
+
+export interface Acquisition {
+  name: string;
+  key: string;
+  owner: string;
+  leaseMs: number;
+  watched: boolean;
+  fencingToken: number;
+  renewal: Renewal;
+  ops: LockHandleOps;
+  sentAt: number;
+  /** The script reported a re-entry (the owner already held the lock). */
+  reentered: boolean;
+}
+
+/**
+ * The locks this client holds, one record per (lock key, owner). It keeps the watchdog's list in
+ * step: a lock is watched as soon as it is recorded and unwatched before its final release is sent,
+ * so a renewal never outlives the lock.
+ */
+export class LockRegistry {
+  private readonly locks = new Map<string, HeldLock>();
+
+  constructor(
+    private readonly watchdog: Watchdog,
+    private readonly onLost: (lock: HeldLock, reason: LockLostReason) => void,
+  ) {}
+
+  get size(): number {
+    return this.locks.size;
+  }
+
+  get(key: string, owner: string): HeldLock | undefined {
+    return this.locks.get(heldLockId(key, owner));
+  }
+
+  all(): HeldLock[] {
+    return [...this.locks.values()];
+  }
+
+  record(a: Acquisition): HeldLock {
+    const existing = this.locks.get(heldLockId(a.key, a.owner));
+    if (existing && a.reentered) {
+      existing.holdCount++;
+      if (a.watched && !existing.watched) {
+        existing.watched = true;
+        existing.leaseMs = a.leaseMs;
+        existing.disarmExpiry();
+        this.watchdog.watch(existing);
+      }
+      return existing;
+    }
+    // A fresh grant while we still had a record means the old hold expired unnoticed.
+    if (existing) this.onLost(existing, 'lease-expired');
+    const lock = new HeldLock(a.name, a.key, a.owner, a.leaseMs, a.watched, a.fencingToken, a.renewal, a.ops, a.sentAt);
+    this.locks.set(lock.id, lock);
+    if (lock.watched) this.watchdog.watch(lock);
+    else lock.armExpiry(this.onLost);
+    return lock;
+  }
+
+  /** Before sending a release: true when it is the last hold (renewals stop now). */
+  beginRelease(lock: HeldLock): boolean {
+    const final = lock.holdCount <= 1;
+    if (final) this.watchdog.unwatch(lock);
+    return final;
+  }
+
+  /** The release could not be sent: we still hold the lock, keep renewing it. */
+  releaseFailed(lock: HeldLock): void {
+    if (lock.watched && !lock.lost && this.locks.get(lock.id) === lock) this.watchdog.watch(lock);
+  }
+
+  /** Redis reports the last hold released. */
+  released(lock: HeldLock): void {
+    this.forget(lock);
+  }
+
+  /** Redis reports holds remain. */
+  decremented(lock: HeldLock, wasFinal: boolean): void {
+    lock.holdCount = Math.max(1, lock.holdCount - 1);
+    if (wasFinal) this.releaseFailed(lock);
+  }
+
+  forget(lock: HeldLock): void {
+    this.watchdog.unwatch(lock);
+    lock.disarmExpiry();
+    if (this.locks.get(lock.id) === lock) this.locks.delete(lock.id);
+  }
+}

@@ -1,0 +1,77 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from './redis-client';
+
+/**
+ * Loads every `lua/<name>-<numberOfKeys>.lua` once per process and registers it on each client with
+ * ioredis `defineCommand` (EVALSHA with a NOSCRIPT fallback is then ioredis's job). The command name
+ * carries a hash of the script, so two versions of this library sharing one client never collide.
+ */
+export type ScriptName = 'lock' | 'unlock' | 'renew' | 'force-unlock';
+
+interface LoadedScript {
+  readonly commandName: string;
+  readonly numberOfKeys: number;
+  readonly source: string;
+}
+
+let loaded: Map<string, LoadedScript> | undefined;
+const registered = new WeakSet<object>();
+
+function findLuaDir(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const candidate = join(dir, 'lua');
+    if (existsSync(join(candidate, 'lock-2.lua'))) return candidate;
+    if (dirname(dir) === dir) throw new Error(`Cannot find the lua/ scripts directory above ${__dirname}.`);
+  }
+}
+
+function loadScripts(): Map<string, LoadedScript> {
+  if (loaded) return loaded;
+  const dir = findLuaDir();
+  loaded = new Map();
+  for (const file of readdirSync(dir)) {
+    const match = /^(.+)-(\d+)\.lua$/.exec(file);
+    if (!match) continue;
+    const [, name, keys] = match;
+    const source = readFileSync(join(dir, file), 'utf8');
+    const hash = createHash('sha1').update(source).digest('hex').slice(0, 10);
+    loaded.set(name, { commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`, numberOfKeys: Number(keys), source });
+  }
+  return loaded;
+}
+
+function script(name: string): LoadedScript {
+  const found = loadScripts().get(name);
+  if (!found) throw new Error(`Lua script "${name}" is missing from lua/.`);
+  return found;
+}
+
+/** Registers all scripts on the client (idempotent). */
+export function registerScripts(client: RedisClient): void {
+  if (registered.has(client)) return;
+  for (const { commandName, numberOfKeys, source } of loadScripts().values()) {
+    client.defineCommand(commandName, { numberOfKeys, lua: source });
+  }
+  registered.add(client);
+}
+
+type ScriptArg = string | number;
+
+/** Runs a registered script on a client. */
+export function runScript<T>(client: RedisClient, name: ScriptName | string, keys: string[], args: ScriptArg[]): Promise<T> {
+  registerScripts(client);
+  const { commandName, numberOfKeys } = script(name);
+  if (keys.length !== numberOfKeys) throw new Error(`Script "${name}" takes ${numberOfKeys} keys, got ${keys.length}.`);
+  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<T>>)[commandName];
+  return command.call(client, ...keys, ...args);
+}
+
+/** Queues a registered script on a pipeline (the client must have had `registerScripts`). */
+export function queueScript(pipeline: ChainableCommander, name: ScriptName | string, keys: string[], args: ScriptArg[]): void {
+  const { commandName } = script(name);
+  const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[commandName];
+  command.call(pipeline, ...keys, ...args);
+}

@@ -1,0 +1,155 @@
+import type { PubSub } from './pubsub';
+
+export type WakeReason = 'notified' | 'timeout';
+
+/**
+ * One waiter's seat on a lock channel. `wait()` sleeps until an unlock message picks this waiter or
+ * the timeout passes; a wake-up that arrives while the waiter is busy retrying is kept for its next
+ * `wait()`, so none is lost.
+ */
+export class WaitTicket {
+  /** A wake-up received while not parked. */
+  pending = false;
+  private wake?: (reason: WakeReason) => void;
+
+  constructor(
+    private readonly channel: ChannelWaiters,
+    /** Fair-lock waiter id: a message equal to it wakes exactly this waiter. */
+    readonly id: string | undefined,
+    private readonly onLeave: (ticket: WaitTicket) => void,
+  ) {}
+
+  get parked(): boolean {
+    return this.wake !== undefined;
+  }
+
+  wait(timeoutMs: number, signal?: AbortSignal): Promise<WakeReason> {
+    signal?.throwIfAborted();
+    if (this.pending || this.channel.takePermit()) {
+      this.pending = false;
+      return Promise.resolve('notified');
+    }
+    return new Promise<WakeReason>((resolve, reject) => {
+      const finish = (reason: WakeReason): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.wake = undefined;
+        this.channel.unpark(this);
+        resolve(reason);
+      };
+      const onAbort = (): void => {
+        finish('timeout');
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.wake = finish;
+      this.channel.park(this);
+    });
+  }
+
+  /** Wakes this waiter now, or at its next wait(). */
+  notify(): void {
+    if (this.wake) this.wake('notified');
+    else this.pending = true;
+  }
+
+  leave(): void {
+    this.onLeave(this);
+  }
+}
+
+/** The local waiters of one channel. */
+class ChannelWaiters {
+  readonly members = new Set<WaitTicket>();
+  private readonly parkedQueue: WaitTicket[] = [];
+  private permits = 0;
+  /** Serialises SUBSCRIBE / UNSUBSCRIBE of this channel. */
+  operation: Promise<unknown> = Promise.resolve();
+  subscribed?: Promise<unknown>;
+
+  park(ticket: WaitTicket): void {
+    this.parkedQueue.push(ticket);
+  }
+
+  unpark(ticket: WaitTicket): void {
+    const index = this.parkedQueue.indexOf(ticket);
+    if (index >= 0) this.parkedQueue.splice(index, 1);
+  }
+
+  takePermit(): boolean {
+    if (this.permits === 0) return false;
+    this.permits--;
+    return true;
+  }
+
+  /** One message wakes one local waiter: the one it names, else the longest parked. */
+  deliver(message: string): void {
+    for (const ticket of this.members) {
+      if (ticket.id !== undefined && ticket.id === message) return ticket.notify();
+    }
+    const first = this.parkedQueue[0];
+    if (first) first.notify();
+    // Everyone is busy retrying: keep the wake-up for the next one to wait (bounded by the waiters).
+    else this.permits = Math.min(this.permits + 1, this.members.size);
+  }
+
+  wakeAll(): void {
+    for (const ticket of this.members) ticket.notify();
+  }
+}
+
+/**
+ * Every waiter of a client shares one subscriber connection, multiplexed across lock channels. A
+ * channel is subscribed while it has local waiters and unsubscribed when the last one leaves.
+ */
+export class LockWaiters {
+  private readonly channels = new Map<string, ChannelWaiters>();
+
+  constructor(private readonly pubsub: PubSub) {
+    pubsub.listen(
+      (channel, message) => this.channels.get(channel)?.deliver(message),
+      () => this.channels.forEach((waiters) => waiters.wakeAll()),
+    );
+  }
+
+  /**
+   * Takes a seat on `channel`; the returned promise resolves once the subscription is live, so a
+   * release that happens after it cannot be missed. Always `leave()` the ticket (also on error).
+   */
+  join(channel: string, id?: string): { ticket: WaitTicket; subscribed: Promise<unknown> } {
+    let waiters = this.channels.get(channel);
+    if (!waiters) {
+      waiters = new ChannelWaiters();
+      this.channels.set(channel, waiters);
+    }
+    const ticket = new WaitTicket(waiters, id, (t) => this.leave(channel, t));
+    waiters.members.add(ticket);
+    if (waiters.members.size === 1 || !waiters.subscribed) {
+      const subscribe = waiters.operation.then(() => this.pubsub.subscribe(channel));
+      waiters.subscribed = subscribe;
+      waiters.operation = subscribe.catch(() => undefined);
+    }
+    return { ticket, subscribed: waiters.subscribed };
+  }
+
+  /** Number of channels currently subscribed or being subscribed (for tests and health). */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
+  private leave(channel: string, ticket: WaitTicket): void {
+    const waiters = this.channels.get(channel);
+    if (!waiters || !waiters.members.delete(ticket)) return;
+    waiters.unpark(ticket);
+    // A wake-up this waiter received but did not use belongs to the next one.
+    if (ticket.pending) waiters.deliver('');
+    if (waiters.members.size > 0) return;
+    waiters.subscribed = undefined;
+    const unsubscribe = waiters.operation.then(() => this.pubsub.unsubscribe(channel)).catch(() => undefined);
+    waiters.operation = unsubscribe;
+    void unsubscribe.then(() => {
+      if (waiters.members.size === 0 && this.channels.get(channel) === waiters) this.channels.delete(channel);
+    });
+  }
+}

@@ -1,0 +1,23 @@
+-- Reentrant lock: acquire or re-enter.
+-- KEYS[1]  lock hash            <prefix>:{<name>}        field = owner id, value = hold count
+-- KEYS[2]  fencing counter      <prefix>:{<name>}:fence  never expires, so tokens only grow
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner id             <clientId>:<scopeId>
+-- Returns  {0, token}   acquired; token = new fencing token (INCR of KEYS[2])
+--          {1, token}   re-entered; hold count + 1; token = the current holder's token
+--          {2, pttl}    held by another owner; pttl = its remaining lease in ms
+local lease = tonumber(ARGV[1])
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], lease)
+  return {0, redis.call('incr', KEYS[2])}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  -- never shorten the lease an outer hold (or its watchdog) relies on
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
+  end
+  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}
+end
+return {2, redis.call('pttl', KEYS[1])}
