@@ -2,7 +2,11 @@
 export * from './engine/errors';
 export { LockClient, type LockClientOptions, type LockClientEvents } from './engine/lock-client';
 export { ReentrantLock } from './engine/reentrant-lock';
+export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fair-lock';
+export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';
 export { LockBase, type WithLockOptions } from './engine/lock-base';
+export { MultiLock, MultiLockHandle, type MultiLockContext } from './engine/multi-lock';
+export { RedLock, RedLockHandle, type RedLockOptions } from './engine/red-lock';
 export { LockHandle, type LockContext, type ReleaseOutcome } from './engine/lock-handle';
 export type { AcquireOptions } from './engine/options';
 export { runInLockScope, currentScope, type OwnerScope } from './engine/owner-scope';

@@ -18,8 +18,6 @@ export interface AcquireLoopOptions<T> {
   waiterId?: string;
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
   maxSleep?: number;
-  /** Called on every wake-up before the next attempt (fair lock refreshes its queue deadline there). */
-  beforeRetry?: () => Promise<void>;
 }
 
 /** setTimeout's own limit (about 24.8 days); longer sleeps are cut to it. */
@@ -51,7 +49,6 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
       // PTTL -2: released in between, retry at once; -1 (no expiry): rely on the message.
       const ttl = result.ttl === -2 ? 0 : result.ttl === -1 ? remaining : result.ttl;
       await ticket.wait(Math.min(ttl, remaining, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS), signal);
-      if (options.beforeRetry) await options.beforeRetry();
     }
   } finally {
     ticket.leave();

@@ -33,7 +33,9 @@ export function bounded<T>(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        reject(isConnectionError(error) ? new RedisUnavailableError(describe.key, describe.name, timeoutMs, error) : error);
+        reject(
+          isConnectionError(error) ? new RedisUnavailableError(describe.key, describe.name, timeoutMs, error) : error,
+        );
       },
     );
   });

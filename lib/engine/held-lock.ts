@@ -17,6 +17,8 @@ export class HeldLock {
   readonly controller = new AbortController();
   holdCount = 1;
   lost = false;
+  /** Redis reported the last hold released; later releases of it are no-ops. */
+  released = false;
   /** Conservative local estimate of when Redis lets the lease run out (ms since epoch). */
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */

@@ -14,6 +14,8 @@ import { runScript } from './scripts';
 export interface Grant {
   fencingToken: number;
   reentered: boolean;
+  /** The id the hold is recorded, renewed and released under, when not the owner itself (simple lock's token). */
+  holder?: string;
 }
 
 /** What Redis did with one release. */
@@ -48,10 +50,13 @@ export abstract class LockBase {
   /** Whether holds of one owner nest (reentrant and fair locks) or not (simple lock). */
   protected abstract readonly reentrant: boolean;
 
+  /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
+  protected readonly defaultLeaseTime: number | undefined = undefined;
+
   /** Hook for kinds that keep waiter state (the fair lock's queue): give up a wait cleanly. */
   protected async abandonWait(_owner: string, _waiterId: string | undefined): Promise<void> {}
   /** Hook for kinds that need per-waiter ids and deadline refreshes while waiting. */
-  protected waitBehaviour(_owner: string): { waiterId?: string; maxSleep?: number; beforeRetry?: () => Promise<void> } {
+  protected waitBehaviour(_owner: string): { channel?: string; waiterId?: string; maxSleep?: number } {
     return {};
   }
 
@@ -83,21 +88,26 @@ export abstract class LockBase {
    * });
    */
   withLock<T>(fn: (context: LockContext) => Promise<T> | T, options: WithLockOptions = {}): Promise<T> {
-    return runInLockScope(async () => {
-      const handle = await this.lock(options);
-      let failed = false;
-      try {
-        return await fn(handle);
-      } catch (error) {
-        failed = true;
-        throw error;
-      } finally {
-        await handle.release().catch((error: Error) => {
-          // The work's own outcome wins; the lease will run out by itself.
-          this.engine.logger.warn(`Could not release lock "${this.name}"${failed ? ' after a failure' : ''}: ${error.message}`);
-        });
-      }
-    }, { newScope: options.newScope });
+    return runInLockScope(
+      async () => {
+        const handle = await this.lock(options);
+        let failed = false;
+        try {
+          return await fn(handle);
+        } catch (error) {
+          failed = true;
+          throw error;
+        } finally {
+          await handle.release().catch((error: Error) => {
+            // The work's own outcome wins; the lease will run out by itself.
+            this.engine.logger.warn(
+              `Could not release lock "${this.name}"${failed ? ' after a failure' : ''}: ${error.message}`,
+            );
+          });
+        }
+      },
+      { newScope: options.newScope },
+    );
   }
 
   /**
@@ -109,7 +119,7 @@ export abstract class LockBase {
     if (owner === undefined) {
       throw new LockNotHeldError(this.name, '(no lock scope)');
     }
-    const held = this.engine.registry.get(this.keys.lock, owner);
+    const held = this.findHeld(owner);
     if (held) return this.release(held);
     const raw = await this.bounded(this.releaseOnce(owner, this.engine.watchdogTimeout), 'unlock');
     if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
@@ -129,10 +139,20 @@ export abstract class LockBase {
   /** Deletes the lock whoever holds it and wakes the waiters. True when it was locked. */
   async forceUnlock(): Promise<boolean> {
     const deleted = await this.bounded(
-      runScript<number>(this.engine.redis, 'force-unlock', [this.keys.lock, this.keys.channel], [this.engine.publishCommand, 'force']),
+      runScript<number>(
+        this.engine.redis,
+        'force-unlock',
+        [this.keys.lock, this.keys.channel],
+        [this.engine.publishCommand, 'force'],
+      ),
       'forceUnlock',
     );
     return deleted === 1;
+  }
+
+  /** This client's record of `owner`'s hold on this lock. */
+  protected findHeld(owner: string): HeldLock | undefined {
+    return this.engine.registry.get(this.keys.lock, owner);
   }
 
   protected scopeOwner(): string | undefined {
@@ -155,34 +175,36 @@ export abstract class LockBase {
     }
     assertAcquireOptions(this.name, options);
     const owner = this.ownerForAcquire(options.owner);
-    const watched = options.leaseTime === undefined;
-    const leaseMs = options.leaseTime ?? this.engine.watchdogTimeout;
+    const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
+    const watched = leaseTime === undefined;
+    const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
     const behaviour = this.waitBehaviour(owner);
     try {
       const outcome = await acquireLoop<LockHandle>({
         key: this.name,
-        channel: this.keys.channel,
         waiters: this.engine.waiters,
         waitTime: options.waitTime,
         signal: options.signal,
         operationTimeout: this.engine.operationTimeout,
         ...behaviour,
+        channel: behaviour.channel ?? this.keys.channel,
         attempt: async () => {
           const sentAt = Date.now();
           const result = await this.bounded(this.attempt(owner, leaseMs, behaviour.waiterId), 'lock', (late) => {
             // The attempt landed after we gave up on it: undo it, nobody will use or renew it.
-            if (late.acquired) void this.releaseOnce(owner, leaseMs).catch(() => undefined);
+            if (late.acquired) void this.releaseOnce(late.value.holder ?? owner, leaseMs).catch(() => undefined);
           });
           if (!result.acquired) return result;
+          const holder = result.value.holder ?? owner;
           const held = this.engine.registry.record({
             name: this.name,
             key: this.keys.lock,
-            owner,
+            owner: holder,
             leaseMs,
             watched,
             fencingToken: result.value.fencingToken,
             reentered: result.value.reentered,
-            renewal: this.renewal(owner, leaseMs),
+            renewal: this.renewal(holder, leaseMs),
             ops: this,
             sentAt,
           });
@@ -201,6 +223,7 @@ export abstract class LockBase {
   /** Releases one hold recorded by this client (LockHandleOps). */
   async release(held: HeldLock): Promise<ReleaseOutcome> {
     const { registry } = this.engine;
+    if (held.released) return 'released';
     if (held.lost) {
       registry.forget(held);
       return 'expired';
@@ -231,14 +254,20 @@ export abstract class LockBase {
   async extend(held: HeldLock, leaseTime?: number): Promise<void> {
     if (leaseTime !== undefined) {
       if (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0) {
-        throw new LockOptionsError(`leaseTime must be a finite positive number of milliseconds, got ${String(leaseTime)}.`, this.name);
+        throw new LockOptionsError(
+          `leaseTime must be a finite positive number of milliseconds, got ${String(leaseTime)}.`,
+          this.name,
+        );
       }
     }
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
     const renewal = this.renewal(held.owner, leaseMs);
     const sentAt = Date.now();
-    const renewed = await this.bounded(runScript<number>(this.engine.redis, renewal.script, renewal.keys, renewal.args), 'extend');
+    const renewed = await this.bounded(
+      runScript<number>(this.engine.redis, renewal.script, renewal.keys, renewal.args),
+      'extend',
+    );
     if (renewed !== 1) {
       this.engine.markLost(held, 'not-owner');
       throw new LockLostError(this.name, held.owner, 'not-owner');

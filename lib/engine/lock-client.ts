@@ -11,6 +11,8 @@ import { RedisPubSub, type PubSub } from './pubsub';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
 import { registerScripts } from './scripts';
+import { SimpleLock, type SimpleLockOptions } from './simple-lock';
+import { FairLock, type FairLockOptions } from './fair-lock';
 import { LockWaiters } from './waiters';
 import { Watchdog } from './watchdog';
 
@@ -96,6 +98,16 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   /** A reentrant lock (Redisson RLock) named `name`. Cheap: holds no state of its own. */
   getLock(name: string): ReentrantLock {
     return new ReentrantLock(this, name);
+  }
+
+  /** A fair (FIFO) lock named `name`, sharing the reentrant lock's hash: the two exclude each other. */
+  getFairLock(name: string, options?: FairLockOptions): FairLock {
+    return new FairLock(this, name, options);
+  }
+
+  /** A simple `SET NX PX` lock named `name`: not re-entrant, 3 s wait and lease by default. */
+  getSimpleLock(name: string, options?: SimpleLockOptions): SimpleLock {
+    return new SimpleLock(this, name, options);
   }
 
   /** Locks currently held through this client (one entry per lock and owner). */

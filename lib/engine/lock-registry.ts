@@ -38,6 +38,12 @@ export class LockRegistry {
     return this.locks.get(heldLockId(key, owner));
   }
 
+  /** The first record of `key` whose owner id satisfies `match`. */
+  find(key: string, match: (owner: string) => boolean): HeldLock | undefined {
+    for (const lock of this.locks.values()) if (lock.key === key && match(lock.owner)) return lock;
+    return undefined;
+  }
+
   all(): HeldLock[] {
     return [...this.locks.values()];
   }
@@ -77,6 +83,7 @@ export class LockRegistry {
 
   /** Redis reports the last hold released. */
   released(lock: HeldLock): void {
+    lock.released = true;
     this.forget(lock);
   }
 

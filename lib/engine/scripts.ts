@@ -38,7 +38,11 @@ function loadScripts(): Map<string, LoadedScript> {
     const [, name, keys] = match;
     const source = readFileSync(join(dir, file), 'utf8');
     const hash = createHash('sha1').update(source).digest('hex').slice(0, 10);
-    loaded.set(name, { commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`, numberOfKeys: Number(keys), source });
+    loaded.set(name, {
+      commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`,
+      numberOfKeys: Number(keys),
+      source,
+    });
   }
   return loaded;
 }
@@ -61,7 +65,12 @@ export function registerScripts(client: RedisClient): void {
 type ScriptArg = string | number;
 
 /** Runs a registered script on a client. */
-export function runScript<T>(client: RedisClient, name: ScriptName | string, keys: string[], args: ScriptArg[]): Promise<T> {
+export function runScript<T>(
+  client: RedisClient,
+  name: ScriptName | string,
+  keys: string[],
+  args: ScriptArg[],
+): Promise<T> {
   registerScripts(client);
   const { commandName, numberOfKeys } = script(name);
   if (keys.length !== numberOfKeys) throw new Error(`Script "${name}" takes ${numberOfKeys} keys, got ${keys.length}.`);
@@ -70,7 +79,12 @@ export function runScript<T>(client: RedisClient, name: ScriptName | string, key
 }
 
 /** Queues a registered script on a pipeline (the client must have had `registerScripts`). */
-export function queueScript(pipeline: ChainableCommander, name: ScriptName | string, keys: string[], args: ScriptArg[]): void {
+export function queueScript(
+  pipeline: ChainableCommander,
+  name: ScriptName | string,
+  keys: string[],
+  args: ScriptArg[],
+): void {
   const { commandName } = script(name);
   const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[commandName];
   command.call(pipeline, ...keys, ...args);

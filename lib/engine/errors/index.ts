@@ -4,3 +4,4 @@ export * from './lock-not-held-error';
 export * from './lock-acquire-timeout-error';
 export * from './lock-lost-error';
 export * from './redis-unavailable-error';
+export * from './lock-quorum-error';

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One set-up command for a fresh machine (`npm run setup`): Redis >= 7 (redis-server + redis-cli,
+# which the tests start themselves on ports 7100-7449), then the npm dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REQUIRED_MAJOR=7
+
+redis_major() { redis-server --version 2>/dev/null | sed -n 's/.* v=\([0-9][0-9]*\)\..*/\1/p'; }
+
+redis_ok() {
+  command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 &&
+    [ "$(redis_major)" -ge "$REQUIRED_MAJOR" ] 2>/dev/null
+}
+
+install_redis_with_apt() {
+  echo "Installing redis-server and redis-tools with apt-get..."
+  # The package's post-install would start its own service on 6379. The tests never use it, and
+  # starting it could clash with a Redis already on 6379, so keep dpkg from starting any service
+  # during this install (policy-rc.d 101 = "not allowed"), unless the machine already has a policy.
+  local policy=/usr/sbin/policy-rc.d added=no
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod +x "$policy"
+    added=yes
+    trap "rm -f $policy" EXIT # also on failure
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools
+  if [ "$added" = yes ]; then
+    rm -f "$policy"
+    trap - EXIT
+  fi
+}
+
+if ! redis_ok; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    install_redis_with_apt
+  else
+    cat >&2 <<MSG
+Redis >= ${REQUIRED_MAJOR} is required (redis-server and redis-cli on PATH); found: $(redis-server --version 2>/dev/null || echo none).
+Install it, then run "npm run setup" again:
+  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y redis-server redis-tools
+  macOS:         brew install redis
+  other:         https://redis.io/docs/latest/operate/oss_and_stack/install/
+The tests start their own redis-server processes; no Redis service needs to run.
+MSG
+    exit 1
+  fi
+  if ! redis_ok; then
+    echo "The installed Redis is older than ${REQUIRED_MAJOR}: $(redis-server --version). Install Redis >= ${REQUIRED_MAJOR} (e.g. from packages.redis.io)." >&2
+    exit 1
+  fi
+fi
+
+npm ci
+
+echo
+echo "node:         $(node --version)"
+echo "npm:          $(npm --version)"
+echo "redis-server: $(redis-server --version)"
+echo "redis-cli:    $(redis-cli --version)"

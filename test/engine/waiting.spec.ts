@@ -1,0 +1,106 @@
+import { runInLockScope } from '../../lib';
+import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+
+describe('waiting on pub/sub', () => {
+  let holder: TestClient;
+  let waiter: TestClient;
+  const prefix = testPrefix();
+
+  beforeAll(() => {
+    holder = lockClient({ keyPrefix: prefix });
+    waiter = lockClient({ keyPrefix: prefix, connectionName: `${prefix}-waiter` });
+  });
+  afterAll(async () => {
+    await holder.close();
+    await waiter.close();
+  });
+
+  it('a waiter whose TTL-bound retry is a minute away acquires within moments of the release', async () => {
+    const handle = await holder.locks.getLock('handoff').lock({ leaseTime: 60_000 });
+    let acquiredAt = 0;
+    const waiting = waiter.locks
+      .getLock('handoff')
+      .lock({ leaseTime: 5_000 })
+      .then((h) => {
+        acquiredAt = Date.now();
+        return h;
+      });
+    await sleep(200);
+    const releasedAt = Date.now();
+    await handle.release();
+    const next = await waiting;
+    expect(acquiredAt - releasedAt).toBeLessThan(1_000); // the TTL retry would be ~60 s away
+    await next.release();
+  });
+
+  it('one unlock message wakes one local waiter, not all of them', async () => {
+    const lock = waiter.locks.getLock('herd');
+    const key = lock.keys.lock;
+    const first = await holder.locks.getLock('herd').lock({ leaseTime: 60_000 });
+    const attempts = countScriptCalls(waiter, key);
+    const order: number[] = [];
+    const waiters = Array.from({ length: 10 }, (_, i) =>
+      runInLockScope(() =>
+        lock.withLock(async () => {
+          order.push(i);
+          await sleep(10);
+        }),
+      ),
+    );
+    await eventually(() => attempts.count() >= 20, 5_000); // two attempts each: before and after subscribing
+    await sleep(100);
+    const parkedAttempts = attempts.count();
+    await first.release();
+    await Promise.all(waiters);
+    const wakeAttempts = attempts.count() - parkedAttempts;
+    attempts.stop();
+    expect(order).toHaveLength(10);
+    // Ten hand-offs; a thundering herd would cost 10 + 9 + … + 1 = 55 attempts.
+    expect(wakeAttempts).toBeLessThanOrEqual(13);
+    expect(waiter.locks.waiters.channelCount).toBe(0);
+    await eventually(async () => (await numsub(waiter, lock.keys.channel)) === 0, 5_000);
+  });
+
+  it('after the subscriber reconnects every waiter retries (a release during the outage is not lost)', async () => {
+    const lock = waiter.locks.getLock('reconnect');
+    await holder.locks.getLock('reconnect').lock({ leaseTime: 60_000 });
+    const waiting = lock.lock({ leaseTime: 5_000 });
+    await eventually(async () => (await numsub(holder, lock.keys.channel)) === 1, 5_000);
+    // Delete the lock without a message, as if the release was published while we were away …
+    await holder.redis.del(lock.keys.lock);
+    // … and drop the subscriber's connection: ioredis reconnects and resubscribes.
+    const subscriberIds = await subscriberIdsNamed(holder, `${prefix}-waiter`);
+    expect(subscriberIds).toHaveLength(1);
+    const started = Date.now();
+    await holder.redis.client('KILL', 'ID', subscriberIds[0]);
+    const handle = await waiting;
+    expect(Date.now() - started).toBeLessThan(10_000); // not the 60 s TTL
+    await handle.release();
+  });
+});
+
+function countScriptCalls(client: TestClient, key: string): { count(): number; stop(): void } {
+  const spy = jest.spyOn(client.redis, 'sendCommand');
+  const isAttempt = (command: unknown) => {
+    const c = command as { name: string; args: unknown[] };
+    return (c.name === 'evalsha' || c.name === 'eval') && c.args[2] === key && String(c.args[3]).endsWith(':fence');
+  };
+  return {
+    count: () => spy.mock.calls.filter(([command]) => isAttempt(command)).length,
+    stop: () => spy.mockRestore(),
+  };
+}
+
+async function numsub(client: TestClient, channel: string): Promise<number> {
+  const [, count] = (await client.redis.pubsub('NUMSUB', channel)) as [string, number];
+  return Number(count);
+}
+
+/** The waiter's subscriber is a duplicate of its connection, so it carries the same client name. */
+async function subscriberIdsNamed(client: TestClient, name: string): Promise<string[]> {
+  const list = (await client.redis.client('LIST', 'TYPE', 'PUBSUB')) as string;
+  return list
+    .split('\n')
+    .filter((line) => line.includes(` name=${name} `) && /sub=[1-9]/.test(line))
+    .map((line) => /id=(\d+)/.exec(line)![1]);
+}

@@ -1,0 +1,100 @@
+import { LockClient, LockLostError } from '../../lib';
+import { connect, eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
+
+describe('watchdog', () => {
+  let client: TestClient;
+  const prefix = testPrefix();
+  const watchdogTimeout = 600;
+
+  beforeAll(() => (client = lockClient({ keyPrefix: prefix, watchdogTimeout })));
+  afterAll(() => client.close());
+
+  it('keeps a lock held three times longer than watchdogTimeout, then stops renewing after unlock', async () => {
+    const lock = client.locks.getLock('long-hold');
+    const other = lockClient({ keyPrefix: prefix, watchdogTimeout });
+    try {
+      const handle = await lock.lock();
+      const until = Date.now() + 3 * watchdogTimeout + 200;
+      while (Date.now() < until) {
+        expect(await client.redis.pttl(lock.keys.lock)).toBeGreaterThan(0);
+        expect(await other.locks.getLock('long-hold').tryLock()).toBeNull();
+        await sleep(100);
+      }
+      expect(handle.isLost).toBe(false);
+      expect(await handle.release()).toBe('released');
+      expect(client.locks.watchdog.size).toBe(0);
+
+      // No renewal traffic after the last unlock: nothing is sent for two renewal periods.
+      const sent = jest.spyOn(client.redis, 'sendCommand');
+      await sleep(2 * watchdogTimeout);
+      const count = sent.mock.calls.length;
+      sent.mockRestore();
+      expect(count).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('renews many held locks in one pipeline per tick, not one timer per lock', async () => {
+    const handles = await Promise.all(Array.from({ length: 50 }, (_, i) => client.locks.getLock(`many-${i}`).lock()));
+    const pipelines = jest.spyOn(client.redis, 'pipeline');
+    await sleep(2 * watchdogTimeout + 100); // a tick every 200 ms: about 6 ticks
+    const calls = pipelines.mock.calls.length;
+    pipelines.mockRestore();
+    expect(calls).toBeGreaterThanOrEqual(3);
+    expect(calls).toBeLessThanOrEqual(10); // 50 locks, yet about one pipeline per tick
+    for (const h of handles) expect(await client.redis.pttl(`${prefix}:{${h.name}}`)).toBeGreaterThan(0);
+    await Promise.all(handles.map((h) => h.release()));
+    expect(client.locks.watchdog.size).toBe(0);
+  });
+
+  it('an explicit leaseTime means no watchdog: the lock simply expires', async () => {
+    const lock = client.locks.getLock('explicit');
+    const handle = await lock.lock({ leaseTime: 400 });
+    expect(client.locks.watchdog.size).toBe(0);
+    await eventually(async () => !(await lock.isLocked()), 3_000);
+    expect(await handle.release()).toBe('expired');
+  });
+
+  it('a lock deleted behind the holder is reported lost: signal aborts, event fires, release says expired', async () => {
+    const lock = client.locks.getLock('stolen');
+    const events: LockLostError[] = [];
+    client.locks.on('lockLost', (e) => events.push(e));
+    await lock.withLock(async ({ signal }) => {
+      await client.redis.del(lock.keys.lock);
+      await eventually(() => signal.aborted, 5_000);
+      expect(signal.reason).toBeInstanceOf(LockLostError);
+      expect((signal.reason as LockLostError).reason).toBe('not-owner');
+      expect((signal.reason as LockLostError).key).toBe('stolen');
+    });
+    expect(events.map((e) => e.key)).toContain('stolen');
+    expect(quietLogger.warnings.some((w) => w.includes('"stolen"'))).toBe(true);
+  });
+
+  it('extend() renews now and throws LockLostError once the lock is gone', async () => {
+    const lock = client.locks.getLock('extend');
+    const handle = await lock.lock({ leaseTime: 500 });
+    await handle.extend(5_000);
+    expect(await client.redis.pttl(lock.keys.lock)).toBeGreaterThan(4_000);
+    await sleep(700);
+    expect(handle.isLost).toBe(false); // the new lease re-armed the expiry timer
+    await client.redis.del(lock.keys.lock);
+    await expect(handle.extend()).rejects.toBeInstanceOf(LockLostError);
+    expect(handle.signal.aborted).toBe(true);
+  });
+
+  it('close() stops renewing and releases what the client still held', async () => {
+    const redis = connect();
+    const locks = new LockClient({ redis, keyPrefix: prefix, watchdogTimeout, logger: quietLogger });
+    const lock = locks.getLock('closing');
+    const explicit = locks.getLock('closing-explicit');
+    await lock.lock();
+    await explicit.lock({ owner: 'explicit-owner' });
+    await explicit.lock({ owner: 'explicit-owner' }); // re-entered: both holds go
+    expect(locks.watchdog.size).toBe(2);
+    await locks.close();
+    expect(locks.watchdog.size).toBe(0);
+    expect(await client.redis.exists(lock.keys.lock, explicit.keys.lock)).toBe(0);
+    await redis.quit();
+  });
+});

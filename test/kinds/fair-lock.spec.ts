@@ -1,0 +1,157 @@
+import { runInLockScope } from '../../lib';
+import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import { killAll, startWorker, type Worker } from '../support/workers';
+
+describe('FairLock', () => {
+  const prefix = testPrefix();
+  const fairOptions = { staleWaiterTimeout: 1_500, acceptanceLease: 1_000 };
+  let client: TestClient;
+  const workers: Worker[] = [];
+  let name: string;
+
+  beforeAll(() => (client = lockClient({ keyPrefix: prefix })));
+  beforeEach(() => (name = `fair-${Math.random().toString(36).slice(2)}`));
+  afterEach(() => killAll(workers.splice(0)));
+  afterAll(() => client.close());
+
+  const queueLength = () => client.redis.llen(client.locks.getFairLock(name).keys.queue);
+  const lockKeysLeft = async () => {
+    const k = client.locks.getFairLock(name).keys;
+    return client.redis.exists(k.lock, k.queue, k.deadlines);
+  };
+  const startQueueWorker = (extra: Record<string, string | number> = {}) => {
+    const worker = startWorker('queue-waiters.ts', {
+      REDIS_PORT: singlePort(),
+      KEY_PREFIX: prefix,
+      LOCK_NAME: name,
+      ORDER_KEY: `${prefix}:order:${name}`,
+      STALE_MS: fairOptions.staleWaiterTimeout,
+      ACCEPT_MS: fairOptions.acceptanceLease,
+      ...extra,
+    });
+    workers.push(worker);
+    return worker;
+  };
+
+  it('20 waiters in 4 processes acquire in exactly the order they queued; then every key is gone', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const procs = Array.from({ length: 4 }, () => startQueueWorker());
+    await Promise.all(procs.map((p) => p.waitFor('ready')));
+    const expected: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      procs[(i * 7) % 4].send(`enqueue ${i}`); // interleave processes
+      expected.push(String(i));
+      await eventually(async () => (await queueLength()) === i + 1, 10_000, 5);
+    }
+    await holder.release();
+    procs.forEach((p) => p.send('finish'));
+    await Promise.all(procs.map((p) => p.result));
+    expect(await client.redis.lrange(`${prefix}:order:${name}`, 0, -1)).toEqual(expected);
+    expect(await lockKeysLeft()).toBe(0);
+  }, 60_000);
+
+  it('a waiter killed while queued does not stall the ones behind it beyond staleWaiterTimeout + acceptanceLease', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const doomed = startQueueWorker();
+    const survivor = startQueueWorker();
+    await Promise.all([doomed.waitFor('ready'), survivor.waitFor('ready')]);
+    doomed.send('enqueue doomed');
+    await eventually(async () => (await queueLength()) === 1);
+    survivor.send('enqueue survivor');
+    await eventually(async () => (await queueLength()) === 2);
+    doomed.child.kill('SIGKILL');
+    const releasedAt = Date.now();
+    await holder.release(); // handed to the dead head, whose deadline has not run out yet
+    await eventually(async () => (await client.redis.llen(`${prefix}:order:${name}`)) === 1, 15_000);
+    const waited = Date.now() - releasedAt;
+    expect(await client.redis.lrange(`${prefix}:order:${name}`, 0, -1)).toEqual(['survivor']);
+    expect(waited).toBeLessThan(fairOptions.staleWaiterTimeout + fairOptions.acceptanceLease + 3_000);
+    survivor.send('finish');
+    await survivor.result;
+    expect(await lockKeysLeft()).toBe(0);
+  }, 60_000);
+
+  it('a dead waiter in the middle of the queue is pruned once its deadline passes', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const doomed = startQueueWorker();
+    const survivor = startQueueWorker();
+    await Promise.all([doomed.waitFor('ready'), survivor.waitFor('ready')]);
+    doomed.send('enqueue doomed');
+    await eventually(async () => (await queueLength()) === 1);
+    survivor.send('enqueue survivor');
+    await eventually(async () => (await queueLength()) === 2);
+    doomed.child.kill('SIGKILL');
+    await sleep(fairOptions.staleWaiterTimeout + 500); // the dead one stopped refreshing its deadline
+    const releasedAt = Date.now();
+    await holder.release();
+    await eventually(async () => (await client.redis.llen(`${prefix}:order:${name}`)) === 1, 10_000);
+    expect(Date.now() - releasedAt).toBeLessThan(2_000); // no acceptance lease wasted on the dead waiter
+    survivor.send('finish');
+    await survivor.result;
+  }, 60_000);
+
+  it('a tryLock that times out leaves no trace in the queue', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const other = await runInLockScope(() => lock.tryLock({ waitTime: 300 }), { newScope: true });
+    expect(other).toBeNull();
+    expect(await queueLength()).toBe(0);
+    expect(await client.redis.exists(lock.keys.deadlines)).toBe(0);
+    await holder.release();
+    expect(await lockKeysLeft()).toBe(0);
+  });
+
+  it('re-enters like the reentrant lock and hands over only on the last release', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    await runInLockScope(async () => {
+      const outer = await lock.lock();
+      const inner = await lock.lock();
+      expect(inner.fencingToken).toBe(outer.fencingToken);
+      expect(await lock.getHoldCount()).toBe(2);
+      const waiting = runInLockScope(() => lock.lock({ leaseTime: 5_000 }), { newScope: true });
+      await eventually(async () => (await queueLength()) === 1);
+      expect(await inner.release()).toBe('decremented');
+      await sleep(100);
+      expect(await queueLength()).toBe(1);
+      expect(await outer.release()).toBe('released');
+      const next = await waiting;
+      expect(next.fencingToken).toBeGreaterThan(outer.fencingToken);
+      await next.release();
+    });
+    expect(await lockKeysLeft()).toBe(0);
+  });
+
+  it('excludes the reentrant lock of the same name', async () => {
+    const fair = await client.locks.getFairLock(name).lock({ leaseTime: 5_000 });
+    expect(await client.locks.getLock(name).tryLock()).toBeNull();
+    await fair.release();
+    const plain = await client.locks.getLock(name).lock({ leaseTime: 5_000 });
+    expect(await runInLockScope(() => client.locks.getFairLock(name).tryLock(), { newScope: true })).toBeNull();
+    await plain.release();
+  });
+
+  it('8 processes incrementing a racy counter lose no update', async () => {
+    const env = {
+      REDIS_PORT: singlePort(),
+      KEY_PREFIX: prefix,
+      LOCK_KIND: 'fair',
+      LOCK_NAME: name,
+      COUNTER_KEY: `${prefix}:counter:${name}`,
+      TOKENS_KEY: `${prefix}:tokens:${name}`,
+      START_AT: Date.now() + 3_000,
+      DURATION_MS: 3_000,
+    };
+    const procs = Array.from({ length: 8 }, () => startWorker('racy-counter.ts', env));
+    workers.push(...procs);
+    const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
+    const total = results.reduce((sum, r) => sum + r.increments, 0);
+    expect(results.every((r) => r.increments > 0)).toBe(true);
+    expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
+    const tokens = (await client.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    expect(await lockKeysLeft()).toBe(0);
+  }, 60_000);
+});

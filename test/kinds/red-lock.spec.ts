@@ -1,0 +1,120 @@
+import Redis from 'ioredis';
+import { LockClient, LockQuorumError, RedLock } from '../../lib';
+import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
+import { killAll, startWorker, type Worker } from '../support/workers';
+
+/** RedLock over five independent masters. Killing masters happens on a private topology (7230). */
+describe('RedLock', () => {
+  const prefix = testPrefix();
+  let counterClient: TestClient;
+  const workers: Worker[] = [];
+
+  const clientsFor = (ports: number[], operationTimeout = 500) =>
+    ports.map(
+      (port) =>
+        new LockClient({
+          redis: new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 }),
+          keyPrefix: prefix,
+          operationTimeout,
+          logger: quietLogger,
+        }),
+    );
+  const closeAll = async (clients: LockClient[]) => {
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    clients.forEach((c) => (c.redis as Redis).disconnect());
+  };
+  const racers = (ports: number[], name: string, durationMs: number) => {
+    const env = {
+      REDIS_PORT: singlePort(), // the counter lives in the main Redis, as in the seed
+      REDLOCK_PORTS: ports.join(','),
+      KEY_PREFIX: prefix,
+      LOCK_KIND: 'redlock',
+      LOCK_NAME: name,
+      COUNTER_KEY: `${prefix}:counter:${name}`,
+      TOKENS_KEY: `${prefix}:tokens:${name}`,
+      START_AT: Date.now() + 3_000,
+      DURATION_MS: durationMs,
+    };
+    const procs = Array.from({ length: 8 }, () => startWorker('racy-counter.ts', env));
+    workers.push(...procs);
+    return { procs, counterKey: env.COUNTER_KEY, startAt: env.START_AT };
+  };
+  const total = async (procs: Worker[]) =>
+    ((await Promise.all(procs.map((w) => w.result))) as { increments: number }[]).reduce((s, r) => s + r.increments, 0);
+
+  beforeAll(() => (counterClient = lockClient({ keyPrefix: prefix })));
+  afterEach(() => killAll(workers.splice(0)));
+  afterAll(() => counterClient.close());
+
+  it('holds on a majority with a validity below the lease, and releases everywhere', async () => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    const clients = clientsFor(ports);
+    try {
+      const redLock = new RedLock(clients, 'validity');
+      expect(redLock.quorum).toBe(3);
+      const handle = await redLock.lock({ leaseTime: 10_000 });
+      expect(handle.validity).toBeGreaterThan(9_000);
+      expect(handle.validity).toBeLessThanOrEqual(10_000 - 102); // drift = 1% of the lease + 2 ms
+      const keys = clients.map((c) => c.getLock('validity').keys.lock);
+      expect(await Promise.all(clients.map((c, i) => c.redis.exists(keys[i])))).toEqual([1, 1, 1, 1, 1]);
+      expect(await new RedLock(clients, 'validity').tryLock()).toBeNull(); // another owner
+      await handle.extend(20_000);
+      expect(handle.validity).toBeGreaterThan(19_000);
+      expect(await handle.release()).toBe('released');
+      expect(await Promise.all(clients.map((c, i) => c.redis.exists(keys[i])))).toEqual([0, 0, 0, 0, 0]);
+    } finally {
+      await closeAll(clients);
+    }
+  });
+
+  it('8 processes incrementing a racy counter lose no update', async () => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    const { procs, counterKey } = racers(ports, 'race', 3_000);
+    const count = await total(procs);
+    expect(count).toBeGreaterThan(0);
+    expect(Number(await counterClient.redis.get(counterKey))).toBe(count);
+  }, 60_000);
+
+  describe('when masters die', () => {
+    let topology: RunningTopology;
+    let ports: number[];
+
+    beforeAll(async () => {
+      topology = await startTopology('multi', { basePort: 7230 });
+      ports = topology.masters.map((m) => m.port);
+    }, 60_000);
+    afterAll(async () => {
+      if (topology) await stopTopology(topology);
+    });
+
+    it('2 of 5 killed mid-run: acquisitions go on and no update is lost; 3 of 5: a typed quorum error within the wait, no partial lock left', async () => {
+      const { procs, counterKey, startAt } = racers(ports, 'kill', 4_000);
+      await sleep(startAt - Date.now() + 1_500);
+      const before = Number(await counterClient.redis.get(counterKey));
+      await signalNode(topology, ports[0], 'SIGKILL');
+      await signalNode(topology, ports[1], 'SIGKILL');
+      const count = await total(procs);
+      const after = Number(await counterClient.redis.get(counterKey));
+      expect(after).toBe(count); // no double grant while two masters were gone
+      expect(after).toBeGreaterThan(before); // and acquisitions went on
+
+      await signalNode(topology, ports[2], 'SIGKILL');
+      const clients = clientsFor(ports, 300);
+      try {
+        const started = Date.now();
+        const error = await new RedLock(clients, 'kill').lock({ waitTime: 2_000, leaseTime: 5_000 }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockQuorumError);
+        expect((error as LockQuorumError).name).toBe('LockQuorumError');
+        expect((error as LockQuorumError).reachable).toBe(2);
+        expect(Date.now() - started).toBeLessThan(2_000 + 2_000);
+        const survivors = clients.slice(3);
+        const key = survivors[0].getLock('kill').keys.lock;
+        expect(await Promise.all(survivors.map((c) => c.redis.exists(key)))).toEqual([0, 0]);
+      } finally {
+        await closeAll(clients);
+      }
+    }, 90_000);
+  });
+});

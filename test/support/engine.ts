@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { LockClient, type LockClientOptions } from '../../lib';
+import { sharedTopology } from './topologies';
+
+/** A fresh key prefix per test file keeps tests on the shared servers apart. */
+export function testPrefix(): string {
+  return `t-${randomUUID().slice(0, 8)}`;
+}
+
+export function singlePort(): number {
+  return sharedTopology('single').masters[0].port;
+}
+
+/** A standalone ioredis client on the shared single server (or `port`). */
+export function connect(port = singlePort(), connectionName?: string): Redis {
+  return new Redis({ host: '127.0.0.1', port, connectionName, maxRetriesPerRequest: 1 });
+}
+
+export interface TestClient {
+  redis: Redis;
+  locks: LockClient;
+  close(): Promise<void>;
+}
+
+/** A LockClient on its own connection; `close()` closes both. */
+export function lockClient(
+  options: Partial<LockClientOptions> & { port?: number; connectionName?: string } = {},
+): TestClient {
+  const { port, connectionName, ...rest } = options;
+  const redis = connect(port, connectionName);
+  const locks = new LockClient({ redis, logger: quietLogger, ...rest });
+  return {
+    redis,
+    locks,
+    async close() {
+      await locks.close();
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/** Keeps expected warnings (lost locks in loss tests) out of the test output while recording them. */
+export const quietLogger = {
+  warnings: [] as string[],
+  warn(message: string) {
+    this.warnings.push(message);
+  },
+  error(message: string) {
+    this.warnings.push(message);
+  },
+};
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` until it returns true or `timeoutMs` passes (generous bounds: shared machines are noisy). */
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 10_000,
+  stepMs = 25,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(stepMs);
+  }
+}

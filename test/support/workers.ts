@@ -1,0 +1,66 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+/** A test worker: a separate OS process running a TypeScript file under tsx. */
+export interface Worker {
+  child: ChildProcess;
+  /** Resolves with the JSON the worker printed last on stdout, when it exits with 0. */
+  result: Promise<unknown>;
+  /** Writes one line to the worker's stdin. */
+  send(line: string): void;
+  /** Resolves when the worker printed a line equal to `marker`. */
+  waitFor(marker: string, timeoutMs?: number): Promise<void>;
+}
+
+export function startWorker(file: string, env: Record<string, string | number>): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'workers', file)], {
+    env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  const markers = new Map<string, () => void>();
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    for (const [marker, resolve] of markers) if (stdout.split('\n').includes(marker)) resolve();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const result = new Promise<unknown>((resolve, reject) => {
+    child.on('exit', (code, signal) => {
+      if (code !== 0) return reject(new Error(`worker ${file} exited with ${code ?? signal}: ${stderr.slice(-2000)}`));
+      const lines = stdout.trim().split('\n');
+      try {
+        resolve(JSON.parse(lines[lines.length - 1]));
+      } catch {
+        reject(new Error(`worker ${file} printed no JSON result: ${stdout.slice(-500)} ${stderr.slice(-1000)}`));
+      }
+    });
+  });
+  result.catch(() => undefined); // observed by the caller when it wants to
+  return {
+    child,
+    result,
+    send(line) {
+      child.stdin!.write(line + '\n');
+    },
+    waitFor(marker, timeoutMs = 30_000) {
+      if (stdout.split('\n').includes(marker)) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`worker ${file} did not print "${marker}": ${stderr.slice(-1000)}`)),
+          timeoutMs,
+        );
+        markers.set(marker, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.on('exit', () => reject(new Error(`worker ${file} exited before "${marker}": ${stderr.slice(-1000)}`)));
+      });
+    },
+  };
+}
+
+/** Kills every still-running worker (afterEach/afterAll safety net). */
+export function killAll(workers: Worker[]): void {
+  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+}

@@ -1,0 +1,17 @@
+// Acquires LOCK_NAME (lease LEASE_MS, or the watchdog when unset), prints "acquired", then holds it
+// until killed.
+import { workerClient, workerLock } from './worker-client';
+
+async function main(): Promise<void> {
+  const { locks } = workerClient();
+  const leaseTime = process.env.LEASE_MS ? Number(process.env.LEASE_MS) : undefined;
+  const handle = await workerLock(locks, process.env.LOCK_NAME!).lock({ leaseTime });
+  console.log('acquired');
+  console.log(JSON.stringify({ fencingToken: handle.fencingToken }));
+  setInterval(() => undefined, 1000); // stay alive until killed
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,35 @@
+// Increments a plain Redis string with GET then SET (deliberately racy) under a lock, for
+// DURATION_MS, starting at START_AT. Also appends each fencing token to TOKENS_KEY inside the lock,
+// so the test can check tokens grow strictly in the order the lock was granted.
+import { sleep, workerClient, workerLock, workerRedLock } from './worker-client';
+
+async function main(): Promise<void> {
+  const { redis, locks } = workerClient();
+  const redLock = process.env.LOCK_KIND === 'redlock' ? workerRedLock(process.env.LOCK_NAME!) : undefined;
+  const lock = redLock
+    ? { withLock: (fn: (c: { fencingToken: number }) => Promise<void>) => redLock.redLock.withLock(() => fn({ fencingToken: 0 })) }
+    : workerLock(locks, process.env.LOCK_NAME!);
+  const counterKey = process.env.COUNTER_KEY!;
+  const tokensKey = process.env.TOKENS_KEY!;
+  await sleep(Math.max(0, Number(process.env.START_AT) - Date.now()));
+  const until = Date.now() + Number(process.env.DURATION_MS);
+  let increments = 0;
+  while (Date.now() < until) {
+    await lock.withLock(async ({ fencingToken }) => {
+      const value = Number(await redis.get(counterKey));
+      await sleep(Math.random() < 0.3 ? 1 : 0); // widen the race window
+      await redis.set(counterKey, String(value + 1));
+      if (!redLock) await redis.rpush(tokensKey, String(fencingToken)); // RedLock has no single token
+    });
+    increments++;
+  }
+  await locks.close();
+  await redLock?.close();
+  await redis.quit();
+  console.log(JSON.stringify({ increments }));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

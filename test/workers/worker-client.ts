@@ -1,0 +1,55 @@
+import Redis from 'ioredis';
+import { LockClient, RedLock } from '../../lib';
+
+/** Builds the worker's lock client from its environment (set by the spawning test). */
+export function workerClient(): { redis: Redis; locks: LockClient } {
+  const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: 1 });
+  const locks = new LockClient({
+    redis,
+    keyPrefix: process.env.KEY_PREFIX,
+    watchdogTimeout: process.env.WATCHDOG_MS ? Number(process.env.WATCHDOG_MS) : undefined,
+    logger: { warn: (m) => console.error(m), error: (m) => console.error(m) },
+  });
+  return { redis, locks };
+}
+
+/** The lock kind named by LOCK_KIND (reentrant by default). */
+export function workerLock(locks: LockClient, name: string) {
+  switch (process.env.LOCK_KIND ?? 'reentrant') {
+    case 'fair':
+      return locks.getFairLock(name, fairOptions());
+    case 'simple':
+      return locks.getSimpleLock(name, { leaseTime: 'watchdog' });
+    default:
+      return locks.getLock(name);
+  }
+}
+
+export function fairOptions() {
+  return {
+    staleWaiterTimeout: process.env.STALE_MS ? Number(process.env.STALE_MS) : undefined,
+    acceptanceLease: process.env.ACCEPT_MS ? Number(process.env.ACCEPT_MS) : undefined,
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** RedLock over the independent masters listed in REDLOCK_PORTS (comma-separated). */
+export function workerRedLock(name: string): { redLock: RedLock; close(): Promise<void> } {
+  const clients = process.env.REDLOCK_PORTS!.split(',').map((port) => {
+    const redis = new Redis({ host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: 1 });
+    return new LockClient({ redis, keyPrefix: process.env.KEY_PREFIX, operationTimeout: 500, logger: silent });
+  });
+  return {
+    redLock: new RedLock(clients, name),
+    async close() {
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      clients.forEach((c) => (c.redis as Redis).disconnect());
+    },
+  };
+}
+
+/** Lost masters are expected in RedLock tests: keep their warnings out of the output. */
+const silent = { warn: () => undefined, error: () => undefined };
