@@ -4,6 +4,7 @@ import type { LockRegistry } from './lock-registry';
 import type { LockLogger } from './logger';
 import type { PublishCommand, RedisClient } from './redis-client';
 import type { LockWaiters } from './waiters';
+import type { ReplicaSyncOptions } from './replica-sync';
 
 /** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
 export interface EngineContext {
@@ -16,5 +17,6 @@ export interface EngineContext {
   readonly waiters: LockWaiters;
   readonly registry: LockRegistry;
   readonly logger: LockLogger;
+  readonly replicaSync?: ReplicaSyncOptions;
   markLost(lock: HeldLock, reason: LockLostReason): void;
 }

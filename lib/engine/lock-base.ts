@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { acquireLoop, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
-import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, LockOptionsError } from './errors';
+import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, LockOptionsError, ReplicaSyncError } from './errors';
+import { waitForReplicas } from './replica-sync';
 import type { HeldLock, Renewal } from './held-lock';
 import { assertLockName, lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
@@ -211,13 +212,33 @@ export abstract class LockBase {
           return { acquired: true, value: new LockHandle(held, this) };
         },
       });
-      if (outcome.acquired) return outcome.value;
+      if (outcome.acquired) {
+        await this.syncReplicas(outcome.value);
+        return outcome.value;
+      }
       await this.abandonWait(owner, behaviour.waiterId);
       return { ttl: outcome.ttl };
     } catch (error) {
       await this.abandonWait(owner, behaviour.waiterId).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Replica sync: after a first acquisition, wait for replicas; too few -> release and throw (or warn). */
+  private async syncReplicas(handle: LockHandle): Promise<void> {
+    const sync = this.engine.replicaSync;
+    if (!sync || handle.holdCount > 1) return;
+    const acknowledged = await this.bounded(
+      waitForReplicas(this.engine.redis, this.keys.lock, sync.replicas, sync.timeout),
+      'replica sync',
+    ).catch(() => 0);
+    if (acknowledged >= sync.replicas) return;
+    if (sync.onFailure === 'warn') {
+      this.engine.logger.warn(new ReplicaSyncError(this.name, acknowledged, sync.replicas, sync.timeout).message);
+      return;
+    }
+    await handle.release().catch(() => undefined);
+    throw new ReplicaSyncError(this.name, acknowledged, sync.replicas, sync.timeout);
   }
 
   /** Releases one hold recorded by this client (LockHandleOps). */

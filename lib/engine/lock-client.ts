@@ -14,6 +14,7 @@ import { registerScripts } from './scripts';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
 import { LockWaiters } from './waiters';
+import type { ReplicaSyncOptions } from './replica-sync';
 import { Watchdog } from './watchdog';
 
 export interface LockClientOptions {
@@ -36,6 +37,10 @@ export interface LockClientOptions {
   logger?: LockLogger;
   /** Default: a random UUID. */
   clientId?: string;
+  /** WAIT for replicas after each first acquisition (see ReplicaSyncOptions for what it does and does not guarantee). */
+  replicaSync?: ReplicaSyncOptions;
+  /** Runs at the end of `close()`: how a client created from a deployment closes its connections. */
+  onClose?: () => Promise<void>;
 }
 
 export interface LockClientEvents {
@@ -62,7 +67,9 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   readonly registry: LockRegistry;
   readonly watchdog: Watchdog;
   readonly logger: LockLogger;
+  readonly replicaSync?: ReplicaSyncOptions;
   private readonly pubsub: PubSub;
+  private readonly onClose?: () => Promise<void>;
   private closed = false;
 
   constructor(options: LockClientOptions) {
@@ -80,6 +87,8 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.watchdogTimeout = options.watchdogTimeout ?? 30_000;
     this.operationTimeout = options.operationTimeout ?? 3_000;
     this.logger = options.logger ?? consoleLogger;
+    this.replicaSync = validReplicaSync(options.replicaSync);
+    this.onClose = options.onClose;
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
     this.pubsub = options.pubsub ?? new RedisPubSub(this.redis.duplicate(), sharded, true);
@@ -146,5 +155,19 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
       }),
     );
     await this.pubsub.close();
+    await this.onClose?.();
   }
+}
+
+function validReplicaSync(sync: ReplicaSyncOptions | undefined): ReplicaSyncOptions | undefined {
+  if (sync === undefined) return undefined;
+  if (!Number.isInteger(sync.replicas) || sync.replicas < 1) {
+    throw new LockOptionsError(`replicaSync.replicas must be a positive integer, got ${String(sync.replicas)}.`);
+  }
+  assertDuration('', 'replicaSync.timeout', sync.timeout, { positive: true });
+  if (sync.timeout === undefined) throw new LockOptionsError('replicaSync.timeout is required (ms).');
+  if (sync.onFailure !== undefined && sync.onFailure !== 'release' && sync.onFailure !== 'warn') {
+    throw new LockOptionsError(`replicaSync.onFailure must be 'release' or 'warn', got ${String(sync.onFailure)}.`);
+  }
+  return sync;
 }

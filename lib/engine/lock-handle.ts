@@ -51,6 +51,11 @@ export class LockHandle implements LockContext, AsyncDisposable {
     return this.held.controller.signal;
   }
 
+  /** Holds this owner has on the lock as this client knows them (1 = first acquisition). */
+  get holdCount(): number {
+    return this.held.holdCount;
+  }
+
   /** True once the lock was lost (see `signal`). */
   get isLost(): boolean {
     return this.held.lost;

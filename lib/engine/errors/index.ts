@@ -5,3 +5,5 @@ export * from './lock-acquire-timeout-error';
 export * from './lock-lost-error';
 export * from './redis-unavailable-error';
 export * from './lock-quorum-error';
+export * from './connection-config-error';
+export * from './replica-sync-error';

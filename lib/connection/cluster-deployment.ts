@@ -1,0 +1,44 @@
+import { Cluster } from 'ioredis';
+import { RedisPubSub } from '../engine/pubsub';
+import type { ClusterConnectionOptions, HostPort } from './connection-options';
+import { connectAll, quitAll } from './lifecycle';
+import type { RedisDeployment } from './redis-deployment';
+import { lockConnectionOptions } from './redis-options';
+
+/**
+ * Redis Cluster. Every script's keys share the lock's hash tag, so each runs on one slot; unlock
+ * notifications use sharded pub/sub (SPUBLISH / SSUBSCRIBE, Redis 7), which stays on that slot's
+ * shard instead of being broadcast to every node.
+ */
+export class ClusterDeployment implements RedisDeployment {
+  readonly type = 'cluster' as const;
+  readonly client: Cluster;
+  readonly pubsub: RedisPubSub;
+  readonly publishCommand = 'spublish' as const;
+  readonly replicas: readonly HostPort[] = [];
+  private readonly subscriber: Cluster;
+
+  constructor(options: ClusterConnectionOptions) {
+    const { lazyConnect, enableOfflineQueue, ...redisOptions } = lockConnectionOptions(options);
+    const clusterOptions = {
+      ...options.clusterOptions,
+      redisOptions,
+      lazyConnect,
+      enableOfflineQueue,
+      maxRedirections: 16,
+      // Sharded subscriptions go to the node serving each channel's slot, and follow it on resharding.
+      shardedSubscribers: true,
+    };
+    this.client = new Cluster(options.nodes, clusterOptions);
+    this.subscriber = new Cluster(options.nodes, clusterOptions);
+    this.pubsub = new RedisPubSub(this.subscriber, true, false);
+  }
+
+  ready(): Promise<void> {
+    return connectAll([this.client, this.subscriber]);
+  }
+
+  close(): Promise<void> {
+    return quitAll([this.client, this.subscriber]);
+  }
+}

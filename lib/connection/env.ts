@@ -1,0 +1,169 @@
+import { ConnectionConfigError } from '../engine/errors';
+import type { CommonConnectionOptions, ConnectionOptions, DeployType, HostPort } from './connection-options';
+import { DEPLOY_TYPES } from './connection-options';
+import type { RedisLockClientOptions } from './create-lock-client';
+
+/**
+ * Environment variables read by `lockOptionsFromEnv`:
+ *
+ * | variable                     | meaning                                                        |
+ * |------------------------------|----------------------------------------------------------------|
+ * | REDIS_DEPLOY_TYPE            | single (default) / master-slave / sentinel / cluster           |
+ * | REDIS_URL                    | single: redis[s]://[user:pass@]host:port[/db]; master-slave: the master |
+ * | REDIS_REPLICAS               | master-slave: host:port,host:port                              |
+ * | REDIS_SENTINELS              | sentinel: host:port,host:port                                  |
+ * | REDIS_SENTINEL_MASTER        | sentinel: monitored master name                                |
+ * | REDIS_SENTINEL_PASSWORD      | sentinel: password of the sentinels themselves (optional)      |
+ * | REDIS_NODES                  | cluster: host:port,host:port (seed nodes)                      |
+ * | REDIS_USERNAME, REDIS_PASSWORD | ACL user and password (never logged)                         |
+ * | REDIS_DB                     | database index (not cluster)                                   |
+ * | REDIS_TLS                    | true / false                                                   |
+ * | REDIS_COMMAND_TIMEOUT        | ms before a command to a frozen server fails (default 2000)    |
+ * | REDIS_LOCK_PREFIX            | key prefix of every lock (default "lock")                      |
+ * | REDIS_LOCK_WATCHDOG_TIMEOUT  | watchdog lease in ms (default 30000)                           |
+ */
+export const LOCK_ENV_VARIABLES = [
+  'REDIS_DEPLOY_TYPE',
+  'REDIS_URL',
+  'REDIS_REPLICAS',
+  'REDIS_SENTINELS',
+  'REDIS_SENTINEL_MASTER',
+  'REDIS_SENTINEL_PASSWORD',
+  'REDIS_NODES',
+  'REDIS_USERNAME',
+  'REDIS_PASSWORD',
+  'REDIS_DB',
+  'REDIS_TLS',
+  'REDIS_COMMAND_TIMEOUT',
+  'REDIS_LOCK_PREFIX',
+  'REDIS_LOCK_WATCHDOG_TIMEOUT',
+] as const;
+
+type Env = Record<string, string | undefined>;
+
+/**
+ * Turns the environment into lock client options. Every problem (unknown deploy type, missing or
+ * malformed addresses, bad numbers) is collected and thrown as one ConnectionConfigError naming the
+ * variable to fix. Passwords are never echoed.
+ * @example
+ * RedisLockModule.forRoot(lockOptionsFromEnv())
+ */
+export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptions {
+  const problems: string[] = [];
+  const value = (name: string) => {
+    const v = env[name]?.trim();
+    return v === '' ? undefined : v;
+  };
+  const type = (value('REDIS_DEPLOY_TYPE') ?? 'single') as DeployType;
+  if (!DEPLOY_TYPES.includes(type)) {
+    problems.push(`REDIS_DEPLOY_TYPE must be one of ${DEPLOY_TYPES.join(', ')}; got "${value('REDIS_DEPLOY_TYPE')}"`);
+  }
+
+  const common: CommonConnectionOptions = {
+    username: value('REDIS_USERNAME'),
+    password: value('REDIS_PASSWORD'),
+    db: integer(problems, 'REDIS_DB', value('REDIS_DB'), 0),
+    tls: boolean(problems, 'REDIS_TLS', value('REDIS_TLS')),
+    commandTimeout: integer(problems, 'REDIS_COMMAND_TIMEOUT', value('REDIS_COMMAND_TIMEOUT'), 1),
+  };
+  const required = (name: string) => {
+    const v = value(name);
+    if (v === undefined) problems.push(`${name} is required when REDIS_DEPLOY_TYPE=${type}`);
+    return v;
+  };
+
+  let connection: ConnectionOptions | undefined;
+  switch (type) {
+    case 'single': {
+      const url = value('REDIS_URL');
+      if (url !== undefined) parseUrl(problems, 'REDIS_URL', url);
+      connection = { type, url: url ?? 'redis://127.0.0.1:6379', ...common };
+      break;
+    }
+    case 'master-slave': {
+      const master = parseUrl(problems, 'REDIS_URL', required('REDIS_URL'));
+      const replicas = addresses(problems, 'REDIS_REPLICAS', value('REDIS_REPLICAS') ?? '', 0);
+      if (master) connection = { type, master, replicas, ...common };
+      break;
+    }
+    case 'sentinel': {
+      const sentinels = addresses(problems, 'REDIS_SENTINELS', required('REDIS_SENTINELS'), 1);
+      const masterName = required('REDIS_SENTINEL_MASTER');
+      connection = { type, sentinels, masterName: masterName ?? '', sentinelPassword: value('REDIS_SENTINEL_PASSWORD'), ...common };
+      break;
+    }
+    case 'cluster': {
+      const nodes = addresses(problems, 'REDIS_NODES', required('REDIS_NODES'), 1);
+      if (common.db) problems.push('REDIS_DB cannot be used with a cluster (it only has database 0)');
+      connection = { type, nodes, ...common, db: undefined };
+      break;
+    }
+  }
+  const keyPrefix = value('REDIS_LOCK_PREFIX');
+  if (keyPrefix !== undefined && /[{}]/.test(keyPrefix)) problems.push('REDIS_LOCK_PREFIX must not contain "{" or "}"');
+  const watchdogTimeout = integer(problems, 'REDIS_LOCK_WATCHDOG_TIMEOUT', value('REDIS_LOCK_WATCHDOG_TIMEOUT'), 1);
+
+  if (problems.length > 0 || !connection) throw new ConnectionConfigError(problems);
+  return { connection, keyPrefix, watchdogTimeout };
+}
+
+function integer(problems: string[], name: string, raw: string | undefined, min: number): number | undefined {
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min) {
+    problems.push(`${name} must be an integer >= ${min}; got "${raw}"`);
+    return undefined;
+  }
+  return n;
+}
+
+function boolean(problems: string[], name: string, raw: string | undefined): boolean | undefined {
+  if (raw === undefined) return undefined;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  problems.push(`${name} must be true or false; got "${raw}"`);
+  return undefined;
+}
+
+/** `host:port,host:port` -> addresses; malformed entries are reported by position. */
+function addresses(problems: string[], name: string, raw: string | undefined, min: number): HostPort[] {
+  if (raw === undefined) return [];
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e.length > 0);
+  const parsed: HostPort[] = [];
+  entries.forEach((entry, i) => {
+    const address = hostPort(entry);
+    if (address) parsed.push(address);
+    else problems.push(`${name} entry ${i + 1} ("${entry}") is not host:port with a port in 1-65535`);
+  });
+  if (entries.length < min) problems.push(`${name} needs at least ${min} host:port address(es), e.g. 10.0.0.1:26379,10.0.0.2:26379`);
+  return parsed;
+}
+
+function hostPort(entry: string): HostPort | undefined {
+  const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(entry);
+  if (!match) return undefined;
+  const port = Number(match[2]);
+  return port > 0 && port < 65536 ? { host: match[1], port } : undefined;
+}
+
+/** Validates a redis[s]:// URL without ever putting its password into a message. */
+function parseUrl(problems: string[], name: string, raw: string | undefined): HostPort | undefined {
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`${name} is not a valid URL (expected redis://host:port)`);
+    return undefined;
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    problems.push(`${name} must start with redis:// or rediss://; got "${url.protocol}//…"`);
+    return undefined;
+  }
+  const port = url.port === '' ? 6379 : Number(url.port);
+  if (!url.hostname) {
+    problems.push(`${name} has no host`);
+    return undefined;
+  }
+  return { host: url.hostname.replace(/^\[|\]$/g, ''), port };
+}

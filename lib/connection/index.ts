@@ -1,0 +1,10 @@
+export * from './connection-options';
+export type { RedisDeployment } from './redis-deployment';
+export { createDeployment, connectionProblems } from './create-deployment';
+export { createLockClient, type RedisLockClientOptions, type LockClientSettings } from './create-lock-client';
+export { lockOptionsFromEnv, LOCK_ENV_VARIABLES } from './env';
+export { SingleDeployment } from './single-deployment';
+export { MasterSlaveDeployment } from './master-slave-deployment';
+export { SentinelDeployment } from './sentinel-deployment';
+export { ClusterDeployment } from './cluster-deployment';
+export { ExistingClientDeployment } from './existing-client-deployment';

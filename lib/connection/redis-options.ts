@@ -1,0 +1,28 @@
+import type { RedisOptions } from 'ioredis';
+import type { CommonConnectionOptions } from './connection-options';
+
+export const DEFAULT_COMMAND_TIMEOUT = 2_000;
+
+/**
+ * ioredis options for every connection we create. Chosen for a lock library:
+ * - commandTimeout: a frozen server fails commands instead of hanging them;
+ * - maxRetriesPerRequest 0: a script in flight when the connection drops is not re-sent on
+ *   reconnect, where it could apply twice (a re-entry counted twice) or acquire for a caller that
+ *   already gave up;
+ * - enableOfflineQueue false: while disconnected, commands fail at once (bounded errors) instead of
+ *   queueing and running later behind the caller's back;
+ * - lazyConnect: `ready()` connects and verifies explicitly.
+ */
+export function lockConnectionOptions(options: CommonConnectionOptions): RedisOptions {
+  return {
+    ...options.redisOptions,
+    username: options.username ?? options.redisOptions?.username,
+    password: options.password ?? options.redisOptions?.password,
+    db: options.db ?? options.redisOptions?.db,
+    tls: options.tls === true ? {} : options.tls === false ? undefined : (options.tls ?? options.redisOptions?.tls),
+    commandTimeout: options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    lazyConnect: true,
+  };
+}
