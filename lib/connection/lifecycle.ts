@@ -5,16 +5,13 @@ export async function connectAll(connections: (Redis | Cluster)[]): Promise<void
   await Promise.all(connections.map((c) => (c.status === 'wait' ? c.connect() : undefined)));
 }
 
-/** Closes connections politely, falling back to a hard disconnect if QUIT cannot be sent. */
+/** Closes connections politely (QUIT), then makes sure nothing of theirs stays open. */
 export async function quitAll(connections: (Redis | Cluster)[]): Promise<void> {
   await Promise.all(
     connections.map(async (c) => {
-      if (c.status === 'end') return;
-      try {
-        await c.quit();
-      } catch {
-        c.disconnect();
-      }
+      if (c.status !== 'end') await c.quit().catch(() => undefined);
+      // QUIT leaves side connections open (a sentinel client's failover detector): close those too.
+      c.disconnect();
     }),
   );
 }

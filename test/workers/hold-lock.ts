@@ -3,7 +3,7 @@
 import { workerClient, workerLock } from './worker-client';
 
 async function main(): Promise<void> {
-  const { locks } = workerClient();
+  const { locks } = await workerClient();
   const leaseTime = process.env.LEASE_MS ? Number(process.env.LEASE_MS) : undefined;
   const handle = await workerLock(locks, process.env.LOCK_NAME!).lock({ leaseTime });
   console.log('acquired');

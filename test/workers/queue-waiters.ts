@@ -5,7 +5,7 @@ import { runInLockScope } from '../../lib';
 import { fairOptions, sleep, workerClient } from './worker-client';
 
 async function main(): Promise<void> {
-  const { redis, locks } = workerClient();
+  const { redis, locks } = await workerClient();
   const lock = locks.getFairLock(process.env.LOCK_NAME!, fairOptions());
   const holdMs = Number(process.env.HOLD_MS ?? 5);
   const running: Promise<void>[] = [];
@@ -29,8 +29,7 @@ async function main(): Promise<void> {
   }
   process.stdin.destroy(); // the test keeps its end open; ours must not keep this process alive
   await Promise.all(running);
-  await locks.close();
-  await redis.quit();
+  await locks.close(); // closes the worker's connections too
   console.log(JSON.stringify({ done: running.length }));
 }
 

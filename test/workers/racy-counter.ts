@@ -4,7 +4,7 @@
 import { sleep, workerClient, workerLock, workerRedLock } from './worker-client';
 
 async function main(): Promise<void> {
-  const { redis, locks } = workerClient();
+  const { redis, locks } = await workerClient();
   const redLock = process.env.LOCK_KIND === 'redlock' ? workerRedLock(process.env.LOCK_NAME!) : undefined;
   const lock = redLock
     ? { withLock: (fn: (c: { fencingToken: number }) => Promise<void>) => redLock.redLock.withLock(() => fn({ fencingToken: 0 })) }
@@ -23,9 +23,8 @@ async function main(): Promise<void> {
     });
     increments++;
   }
-  await locks.close();
+  await locks.close(); // closes the worker's connections too
   await redLock?.close();
-  await redis.quit();
   console.log(JSON.stringify({ increments }));
 }
 

@@ -1,15 +1,23 @@
 import Redis from 'ioredis';
-import { LockClient, RedLock } from '../../lib';
+import { createLockClient, LockClient, RedLock, type ConnectionOptions, type RedisClient } from '../../lib';
 
-/** Builds the worker's lock client from its environment (set by the spawning test). */
-export function workerClient(): { redis: Redis; locks: LockClient } {
-  const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: 1 });
-  const locks = new LockClient({
-    redis,
+/**
+ * Builds the worker's lock client from its environment (set by the spawning test): CONNECTION (JSON
+ * connection options, any deployment) or REDIS_PORT (a single server). `redis` runs the worker's
+ * own commands (the racy counter) on the same deployment.
+ */
+export async function workerClient(): Promise<{ redis: RedisClient; locks: LockClient }> {
+  const settings = {
     keyPrefix: process.env.KEY_PREFIX,
     watchdogTimeout: process.env.WATCHDOG_MS ? Number(process.env.WATCHDOG_MS) : undefined,
-    logger: { warn: (m) => console.error(m), error: (m) => console.error(m) },
-  });
+    logger: { warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
+  };
+  if (process.env.CONNECTION) {
+    const locks = await createLockClient({ connection: JSON.parse(process.env.CONNECTION) as ConnectionOptions, ...settings });
+    return { redis: locks.redis, locks };
+  }
+  const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: 1 });
+  const locks = new LockClient({ redis, ...settings, onClose: async () => void (await redis.quit()) });
   return { redis, locks };
 }
 

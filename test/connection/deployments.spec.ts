@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import type { Cluster } from 'ioredis';
+import { clusterSlot } from '../../lib/engine/cluster-slot';
+import { createLockClient, runInLockScope, type LockClient } from '../../lib';
+import { deploymentCases } from '../support/deployments';
+import { eventually, quietLogger, sleep } from '../support/engine';
+import { killAll, startWorker, type Worker } from '../support/workers';
+
+/** The core and lock-kind behaviour, parameterised over the four deployments. */
+describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) => {
+  const prefix = `d-${randomUUID().slice(0, 8)}`;
+  let locks: LockClient;
+  const workers: Worker[] = [];
+
+  beforeAll(async () => {
+    locks = await createLockClient({ connection, keyPrefix: prefix, watchdogTimeout: 600, logger: quietLogger });
+  });
+  afterEach(() => killAll(workers.splice(0)));
+  afterAll(() => locks.close());
+
+  it('re-enters within a scope and excludes other scopes', async () => {
+    const lock = locks.getLock('reentrant');
+    await lock.withLock(async () => {
+      await lock.withLock(async () => expect(await lock.getHoldCount()).toBe(2));
+      expect(await runInLockScope(() => lock.tryLock(), { newScope: true })).toBeNull();
+    });
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it('wakes a waiter by pub/sub within moments of the release', async () => {
+    const held = await locks.getLock('handoff').lock({ leaseTime: 60_000 });
+    const waiting = runInLockScope(() => locks.getLock('handoff').lock({ leaseTime: 5_000 }), { newScope: true });
+    await sleep(200);
+    const releasedAt = Date.now();
+    await held.release();
+    const next = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    await next.release();
+  });
+
+  it('the watchdog keeps a lock three watchdog timeouts long', async () => {
+    const lock = locks.getLock('watchdog');
+    const handle = await lock.lock();
+    await sleep(3 * 600 + 200);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+    expect(handle.isLost).toBe(false);
+    expect(await handle.release()).toBe('released');
+  });
+
+  it('the fair lock serves waiters in the order they queued', async () => {
+    const lock = locks.getFairLock('fair');
+    const holder = await lock.lock();
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let i = 0; i < 5; i++) {
+      waiters.push(runInLockScope(() => lock.withLock(async () => void order.push(i)), { newScope: true }));
+      await eventually(async () => (await locks.redis.llen(lock.keys.queue)) === i + 1);
+    }
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect(await locks.redis.exists(lock.keys.lock, lock.keys.queue, lock.keys.deadlines)).toBe(0);
+  });
+
+  it.each(['reentrant', 'fair', 'simple'])('4 processes racing on a counter with the %s lock lose no update', async (kind) => {
+    const env = {
+      CONNECTION: JSON.stringify(connection),
+      KEY_PREFIX: prefix,
+      LOCK_KIND: kind,
+      LOCK_NAME: `race-${kind}`,
+      COUNTER_KEY: `${prefix}:counter:${kind}`,
+      TOKENS_KEY: `${prefix}:tokens:${kind}`,
+      START_AT: Date.now() + 3_000,
+      DURATION_MS: 2_000,
+    };
+    const procs = Array.from({ length: 4 }, () => startWorker('racy-counter.ts', env));
+    workers.push(...procs);
+    const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
+    const total = results.reduce((sum, r) => sum + r.increments, 0);
+    expect(total).toBeGreaterThan(0);
+    expect(Number(await locks.redis.get(env.COUNTER_KEY))).toBe(total);
+  }, 60_000);
+
+  if (deployment === 'cluster') {
+    it('spreads locks over all three masters, fair lock scripts included: no CROSSSLOT, no MOVED', async () => {
+      const cluster = locks.redis as Cluster;
+      const owners = new Map<string, string>(); // master "host:port" -> a lock name whose slot it serves
+      for (let i = 0; owners.size < 3 && i < 1000; i++) {
+        const lockName = `spread-${i}`;
+        const master = cluster.slots[clusterSlot(locks.getLock(lockName).keys.lock)][0];
+        if (!owners.has(master)) owners.set(master, lockName);
+      }
+      expect(owners.size).toBe(3);
+      for (const lockName of owners.values()) {
+        const fair = locks.getFairLock(lockName);
+        const holder = await fair.lock();
+        const waiter = runInLockScope(() => fair.lock({ leaseTime: 2_000 }), { newScope: true });
+        await eventually(async () => (await cluster.llen(fair.keys.queue)) === 1);
+        await holder.release();
+        await (await waiter).release();
+        await locks.getSimpleLock(lockName).withLock(() => undefined);
+        await locks.getLock(`${lockName}-r`).withLock(() => undefined);
+      }
+    });
+  }
+});
