@@ -81,7 +81,12 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
       break;
     }
     case 'master-slave': {
-      const master = parseUrl(problems, 'REDIS_URL', required('REDIS_URL'));
+      const masterUrl = required('REDIS_URL');
+      const master = parseUrl(problems, 'REDIS_URL', masterUrl);
+      const credentials = masterUrl && master ? new URL(masterUrl) : undefined;
+      // Credentials in the master URL count, unless REDIS_USERNAME / REDIS_PASSWORD say otherwise.
+      common.username ??= credentials?.username ? decodeURIComponent(credentials.username) : undefined;
+      common.password ??= credentials?.password ? decodeURIComponent(credentials.password) : undefined;
       const replicas = addresses(problems, 'REDIS_REPLICAS', value('REDIS_REPLICAS') ?? '', 0);
       if (master) connection = { type, master, replicas, ...common };
       break;

@@ -1,0 +1,125 @@
+import { ConnectionConfigError, lockOptionsFromEnv } from '../../lib';
+
+describe('lockOptionsFromEnv', () => {
+  const good: [string, Record<string, string>, unknown][] = [
+    ['defaults to a local single server', {}, { connection: { type: 'single', url: 'redis://127.0.0.1:6379' } }],
+    [
+      'single with URL, credentials, db, TLS and lock settings',
+      {
+        REDIS_URL: 'rediss://cache:6380/2',
+        REDIS_USERNAME: 'app',
+        REDIS_PASSWORD: 's3cret',
+        REDIS_DB: '2',
+        REDIS_TLS: 'true',
+        REDIS_LOCK_PREFIX: 'orders',
+        REDIS_LOCK_WATCHDOG_TIMEOUT: '10000',
+        REDIS_COMMAND_TIMEOUT: '500',
+      },
+      {
+        connection: { type: 'single', url: 'rediss://cache:6380/2', username: 'app', password: 's3cret', db: 2, tls: true, commandTimeout: 500 },
+        keyPrefix: 'orders',
+        watchdogTimeout: 10_000,
+      },
+    ],
+    [
+      'master-slave',
+      { REDIS_DEPLOY_TYPE: 'master-slave', REDIS_URL: 'redis://10.0.0.1:6379', REDIS_REPLICAS: '10.0.0.2:6379, 10.0.0.3:6380' },
+      {
+        connection: {
+          type: 'master-slave',
+          master: { host: '10.0.0.1', port: 6379 },
+          replicas: [
+            { host: '10.0.0.2', port: 6379 },
+            { host: '10.0.0.3', port: 6380 },
+          ],
+        },
+      },
+    ],
+    [
+      'sentinel',
+      { REDIS_DEPLOY_TYPE: 'sentinel', REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_MASTER: 'mymaster' },
+      {
+        connection: {
+          type: 'sentinel',
+          sentinels: [
+            { host: 's1', port: 26379 },
+            { host: 's2', port: 26379 },
+          ],
+          masterName: 'mymaster',
+        },
+      },
+    ],
+    [
+      'cluster',
+      { REDIS_DEPLOY_TYPE: 'cluster', REDIS_NODES: 'n1:7000,n2:7001,[::1]:7002' },
+      {
+        connection: {
+          type: 'cluster',
+          nodes: [
+            { host: 'n1', port: 7000 },
+            { host: 'n2', port: 7001 },
+            { host: '::1', port: 7002 },
+          ],
+        },
+      },
+    ],
+  ];
+
+  it.each(good)('%s', (_label, env, expected) => {
+    expect(stripUndefined(lockOptionsFromEnv(env))).toEqual(expected);
+  });
+
+  const bad: [string, Record<string, string>, string[]][] = [
+    ['unknown deploy type', { REDIS_DEPLOY_TYPE: 'galaxy' }, ['REDIS_DEPLOY_TYPE must be one of single, master-slave, sentinel, cluster; got "galaxy"']],
+    ['malformed URL', { REDIS_URL: 'http://x:1' }, ['REDIS_URL must start with redis:// or rediss://']],
+    [
+      'sentinel without its addresses',
+      { REDIS_DEPLOY_TYPE: 'sentinel' },
+      ['REDIS_SENTINELS is required when REDIS_DEPLOY_TYPE=sentinel', 'REDIS_SENTINEL_MASTER is required when REDIS_DEPLOY_TYPE=sentinel'],
+    ],
+    [
+      'every problem at once',
+      { REDIS_DEPLOY_TYPE: 'cluster', REDIS_NODES: 'n1:7000,n2,n3:99999', REDIS_DB: 'x', REDIS_TLS: 'maybe', REDIS_LOCK_PREFIX: 'a{b}' },
+      [
+        'REDIS_NODES entry 2 ("n2") is not host:port',
+        'REDIS_NODES entry 3 ("n3:99999") is not host:port',
+        'REDIS_DB must be an integer >= 0; got "x"',
+        'REDIS_TLS must be true or false; got "maybe"',
+        'REDIS_LOCK_PREFIX must not contain "{" or "}"',
+      ],
+    ],
+    ['master-slave without the master', { REDIS_DEPLOY_TYPE: 'master-slave' }, ['REDIS_URL is required when REDIS_DEPLOY_TYPE=master-slave']],
+    ['cluster with a db', { REDIS_DEPLOY_TYPE: 'cluster', REDIS_NODES: 'n1:7000', REDIS_DB: '3' }, ['REDIS_DB cannot be used with a cluster']],
+    ['bad watchdog timeout', { REDIS_LOCK_WATCHDOG_TIMEOUT: '-5' }, ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer >= 1; got "-5"']],
+  ];
+
+  it.each(bad)('%s: one error listing every problem', (_label, env, messages) => {
+    let error: unknown;
+    try {
+      lockOptionsFromEnv(env);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConnectionConfigError);
+    expect((error as ConnectionConfigError).name).toBe('ConnectionConfigError');
+    expect((error as ConnectionConfigError).problems).toHaveLength(messages.length);
+    for (const message of messages) expect((error as Error).message).toContain(message);
+  });
+
+  it('never puts a password into an error message', () => {
+    const env = { REDIS_DEPLOY_TYPE: 'master-slave', REDIS_URL: 'ftp://user:hunter2@host:1', REDIS_PASSWORD: 'hunter3', REDIS_DB: 'oops' };
+    const error = (() => {
+      try {
+        lockOptionsFromEnv(env);
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConnectionConfigError);
+    expect(error!.message).not.toMatch(/hunter/);
+  });
+});
+
+function stripUndefined(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value));
+}
