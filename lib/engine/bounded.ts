@@ -41,10 +41,11 @@ export function bounded<T>(
   });
 }
 
-/** ioredis reports a dead connection with plain Errors; script and type errors must stay as they are. */
+/** ioredis reports a dead or failing-over server with plain Errors; script and type errors must stay as they are. */
 function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
-  return /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|Command timed out|MaxRetriesPerRequest|CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY/i.test(
+  if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
+  return /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Command timed out|max retries per request|All sentinels are unreachable|Failed to refresh slots cache|None of startup nodes is available|CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|UNBLOCKED/i.test(
     error.message,
   );
 }

@@ -11,6 +11,7 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
     keyPrefix: process.env.KEY_PREFIX,
     watchdogTimeout: process.env.WATCHDOG_MS ? Number(process.env.WATCHDOG_MS) : undefined,
     logger: { warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
+    replicaSync: process.env.REPLICA_SYNC ? { replicas: 1, timeout: 200 } : undefined,
   };
   if (process.env.CONNECTION) {
     const locks = await createLockClient({ connection: JSON.parse(process.env.CONNECTION) as ConnectionOptions, ...settings });

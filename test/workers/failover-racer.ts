@@ -1,0 +1,39 @@
+// Races on one lock through a failover: every critical section records its [start, end] in
+// high-resolution epoch time (comparable across processes), so the test can count double grants.
+// Errors while Redis fails over are counted and retried, never fatal.
+import { performance } from 'node:perf_hooks';
+import { sleep, workerClient, workerLock } from './worker-client';
+
+const now = () => performance.timeOrigin + performance.now();
+
+async function main(): Promise<void> {
+  const { redis, locks } = await workerClient();
+  const lock = workerLock(locks, process.env.LOCK_NAME!);
+  const until = Date.now() + Number(process.env.DURATION_MS);
+  const intervals: [number, number][] = [];
+  const errors: string[] = [];
+  while (Date.now() < until) {
+    try {
+      await lock.withLock(
+        async () => {
+          const start = now();
+          const value = Number(await redis.get(process.env.COUNTER_KEY!));
+          await redis.set(process.env.COUNTER_KEY!, String(value + 1));
+          intervals.push([start, now()]);
+        },
+        { waitTime: 5_000 },
+      );
+    } catch (error) {
+      const { name, message } = error as Error;
+      errors.push(name === 'Error' ? `Error(${message.slice(0, 50)})` : name);
+      await sleep(50);
+    }
+  }
+  await locks.close();
+  console.log(JSON.stringify({ intervals, errors }));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
