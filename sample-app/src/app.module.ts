@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { lockOptionsFromEnv, RedisLockModule } from '../../lib';
+import { HealthController } from './health.controller';
+import { PageViewModule } from './page-view/page-view.module';
+import { ReportModule } from './report/report.module';
+
+/**
+ * Configuration comes only from the environment (REDIS_DEPLOY_TYPE, the addresses, PORT), read by the
+ * library's own parser, so one build runs on single, master-slave, sentinel or cluster Redis.
+ */
+@Module({
+  imports: [
+    RedisLockModule.forRootAsync({ useFactory: () => ({ ...lockOptionsFromEnv(), keyPrefix: 'pview-lock' }) }),
+    ScheduleModule.forRoot(),
+    PageViewModule,
+    ReportModule,
+  ],
+  controllers: [HealthController],
+})
+export class AppModule {}
