@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { subscriberFor } from '../engine/lock-client';
 import { RedisPubSub } from '../engine/pubsub';
 import type { ExistingClientOptions, HostPort } from './connection-options';
 import { quitAll } from './lifecycle';
@@ -16,7 +17,7 @@ export class ExistingClientDeployment implements RedisDeployment {
   constructor(options: ExistingClientOptions) {
     this.client = options.client;
     this.publishCommand = options.client.isCluster ? 'spublish' : 'publish';
-    if (!options.subscriber) this.ownedSubscriber = options.client.duplicate();
+    if (!options.subscriber) this.ownedSubscriber = subscriberFor(options.client);
     this.pubsub = new RedisPubSub(options.subscriber ?? this.ownedSubscriber!, options.client.isCluster, false);
   }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Cluster } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
 import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
@@ -91,7 +92,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.onClose = options.onClose;
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
-    this.pubsub = options.pubsub ?? new RedisPubSub(this.redis.duplicate(), sharded, true);
+    this.pubsub = options.pubsub ?? new RedisPubSub(subscriberFor(this.redis), sharded, true);
     this.waiters = new LockWaiters(this.pubsub);
     this.watchdog = new Watchdog(
       this.redis,
@@ -157,6 +158,14 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     await this.pubsub.close();
     await this.onClose?.();
   }
+}
+
+/**
+ * A connection for pub/sub, duplicated from the command client. A Cluster's duplicate subscribes per
+ * shard (sharded subscribers), so SSUBSCRIBE reaches the node serving each channel's slot.
+ */
+export function subscriberFor(client: RedisClient): RedisClient {
+  return client.isCluster ? (client as Cluster).duplicate(undefined, { shardedSubscribers: true }) : client.duplicate();
 }
 
 function validReplicaSync(sync: ReplicaSyncOptions | undefined): ReplicaSyncOptions | undefined {
