@@ -49,7 +49,8 @@ export function connectionProblems(options: ConnectionOptions | undefined): stri
   };
   switch (options.type) {
     case 'single':
-      if (options.url !== undefined && !/^rediss?:\/\//.test(options.url)) problems.push('url must start with redis:// or rediss://');
+      if (options.url !== undefined && !/^rediss?:\/\//.test(options.url))
+        problems.push('url must start with redis:// or rediss://');
       if (options.port !== undefined && !isPort(options.port)) problems.push('port must be an integer in 1-65535');
       break;
     case 'master-slave':
@@ -58,7 +59,8 @@ export function connectionProblems(options: ConnectionOptions | undefined): stri
       break;
     case 'sentinel':
       addresses('sentinels', options.sentinels, 1);
-      if (typeof options.masterName !== 'string' || options.masterName.length === 0) problems.push('masterName is required');
+      if (typeof options.masterName !== 'string' || options.masterName.length === 0)
+        problems.push('masterName is required');
       break;
     case 'cluster':
       addresses('nodes', options.nodes, 1);

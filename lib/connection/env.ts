@@ -94,7 +94,13 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     case 'sentinel': {
       const sentinels = addresses(problems, 'REDIS_SENTINELS', required('REDIS_SENTINELS'), 1);
       const masterName = required('REDIS_SENTINEL_MASTER');
-      connection = { type, sentinels, masterName: masterName ?? '', sentinelPassword: value('REDIS_SENTINEL_PASSWORD'), ...common };
+      connection = {
+        type,
+        sentinels,
+        masterName: masterName ?? '',
+        sentinelPassword: value('REDIS_SENTINEL_PASSWORD'),
+        ...common,
+      };
       break;
     }
     case 'cluster': {
@@ -133,14 +139,18 @@ function boolean(problems: string[], name: string, raw: string | undefined): boo
 /** `host:port,host:port` -> addresses; malformed entries are reported by position. */
 function addresses(problems: string[], name: string, raw: string | undefined, min: number): HostPort[] {
   if (raw === undefined) return [];
-  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e.length > 0);
+  const entries = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e.length > 0);
   const parsed: HostPort[] = [];
   entries.forEach((entry, i) => {
     const address = hostPort(entry);
     if (address) parsed.push(address);
     else problems.push(`${name} entry ${i + 1} ("${entry}") is not host:port with a port in 1-65535`);
   });
-  if (entries.length < min) problems.push(`${name} needs at least ${min} host:port address(es), e.g. 10.0.0.1:26379,10.0.0.2:26379`);
+  if (entries.length < min)
+    problems.push(`${name} needs at least ${min} host:port address(es), e.g. 10.0.0.1:26379,10.0.0.2:26379`);
   return parsed;
 }
 

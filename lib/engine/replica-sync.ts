@@ -18,7 +18,12 @@ export interface ReplicaSyncOptions {
 }
 
 /** Runs WAIT on the node that holds `key` and returns how many replicas acknowledged. */
-export async function waitForReplicas(client: RedisClient, key: string, replicas: number, timeout: number): Promise<number> {
+export async function waitForReplicas(
+  client: RedisClient,
+  key: string,
+  replicas: number,
+  timeout: number,
+): Promise<number> {
   const node = client.isCluster ? masterForKey(client as Cluster, key) : (client as Redis);
   return (await node.call('WAIT', replicas, timeout)) as number;
 }

@@ -62,24 +62,28 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     expect(await locks.redis.exists(lock.keys.lock, lock.keys.queue, lock.keys.deadlines)).toBe(0);
   });
 
-  it.each(['reentrant', 'fair', 'simple'])('4 processes racing on a counter with the %s lock lose no update', async (kind) => {
-    const env = {
-      CONNECTION: JSON.stringify(connection),
-      KEY_PREFIX: prefix,
-      LOCK_KIND: kind,
-      LOCK_NAME: `race-${kind}`,
-      COUNTER_KEY: `${prefix}:counter:${kind}`,
-      TOKENS_KEY: `${prefix}:tokens:${kind}`,
-      START_AT: Date.now() + 3_000,
-      DURATION_MS: 2_000,
-    };
-    const procs = Array.from({ length: 4 }, () => startWorker('racy-counter.ts', env));
-    workers.push(...procs);
-    const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
-    const total = results.reduce((sum, r) => sum + r.increments, 0);
-    expect(total).toBeGreaterThan(0);
-    expect(Number(await locks.redis.get(env.COUNTER_KEY))).toBe(total);
-  }, 60_000);
+  it.each(['reentrant', 'fair', 'simple'])(
+    '4 processes racing on a counter with the %s lock lose no update',
+    async (kind) => {
+      const env = {
+        CONNECTION: JSON.stringify(connection),
+        KEY_PREFIX: prefix,
+        LOCK_KIND: kind,
+        LOCK_NAME: `race-${kind}`,
+        COUNTER_KEY: `${prefix}:counter:${kind}`,
+        TOKENS_KEY: `${prefix}:tokens:${kind}`,
+        START_AT: Date.now() + 3_000,
+        DURATION_MS: 2_000,
+      };
+      const procs = Array.from({ length: 4 }, () => startWorker('racy-counter.ts', env));
+      workers.push(...procs);
+      const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
+      const total = results.reduce((sum, r) => sum + r.increments, 0);
+      expect(total).toBeGreaterThan(0);
+      expect(Number(await locks.redis.get(env.COUNTER_KEY))).toBe(total);
+    },
+    60_000,
+  );
 
   if (deployment === 'cluster') {
     it('spreads locks over all three masters, fair lock scripts included: no CROSSSLOT, no MOVED', async () => {

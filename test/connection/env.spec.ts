@@ -16,14 +16,26 @@ describe('lockOptionsFromEnv', () => {
         REDIS_COMMAND_TIMEOUT: '500',
       },
       {
-        connection: { type: 'single', url: 'rediss://cache:6380/2', username: 'app', password: 's3cret', db: 2, tls: true, commandTimeout: 500 },
+        connection: {
+          type: 'single',
+          url: 'rediss://cache:6380/2',
+          username: 'app',
+          password: 's3cret',
+          db: 2,
+          tls: true,
+          commandTimeout: 500,
+        },
         keyPrefix: 'orders',
         watchdogTimeout: 10_000,
       },
     ],
     [
       'master-slave',
-      { REDIS_DEPLOY_TYPE: 'master-slave', REDIS_URL: 'redis://10.0.0.1:6379', REDIS_REPLICAS: '10.0.0.2:6379, 10.0.0.3:6380' },
+      {
+        REDIS_DEPLOY_TYPE: 'master-slave',
+        REDIS_URL: 'redis://10.0.0.1:6379',
+        REDIS_REPLICAS: '10.0.0.2:6379, 10.0.0.3:6380',
+      },
       {
         connection: {
           type: 'master-slave',
@@ -70,16 +82,29 @@ describe('lockOptionsFromEnv', () => {
   });
 
   const bad: [string, Record<string, string>, string[]][] = [
-    ['unknown deploy type', { REDIS_DEPLOY_TYPE: 'galaxy' }, ['REDIS_DEPLOY_TYPE must be one of single, master-slave, sentinel, cluster; got "galaxy"']],
+    [
+      'unknown deploy type',
+      { REDIS_DEPLOY_TYPE: 'galaxy' },
+      ['REDIS_DEPLOY_TYPE must be one of single, master-slave, sentinel, cluster; got "galaxy"'],
+    ],
     ['malformed URL', { REDIS_URL: 'http://x:1' }, ['REDIS_URL must start with redis:// or rediss://']],
     [
       'sentinel without its addresses',
       { REDIS_DEPLOY_TYPE: 'sentinel' },
-      ['REDIS_SENTINELS is required when REDIS_DEPLOY_TYPE=sentinel', 'REDIS_SENTINEL_MASTER is required when REDIS_DEPLOY_TYPE=sentinel'],
+      [
+        'REDIS_SENTINELS is required when REDIS_DEPLOY_TYPE=sentinel',
+        'REDIS_SENTINEL_MASTER is required when REDIS_DEPLOY_TYPE=sentinel',
+      ],
     ],
     [
       'every problem at once',
-      { REDIS_DEPLOY_TYPE: 'cluster', REDIS_NODES: 'n1:7000,n2,n3:99999', REDIS_DB: 'x', REDIS_TLS: 'maybe', REDIS_LOCK_PREFIX: 'a{b}' },
+      {
+        REDIS_DEPLOY_TYPE: 'cluster',
+        REDIS_NODES: 'n1:7000,n2,n3:99999',
+        REDIS_DB: 'x',
+        REDIS_TLS: 'maybe',
+        REDIS_LOCK_PREFIX: 'a{b}',
+      },
       [
         'REDIS_NODES entry 2 ("n2") is not host:port',
         'REDIS_NODES entry 3 ("n3:99999") is not host:port',
@@ -88,9 +113,21 @@ describe('lockOptionsFromEnv', () => {
         'REDIS_LOCK_PREFIX must not contain "{" or "}"',
       ],
     ],
-    ['master-slave without the master', { REDIS_DEPLOY_TYPE: 'master-slave' }, ['REDIS_URL is required when REDIS_DEPLOY_TYPE=master-slave']],
-    ['cluster with a db', { REDIS_DEPLOY_TYPE: 'cluster', REDIS_NODES: 'n1:7000', REDIS_DB: '3' }, ['REDIS_DB cannot be used with a cluster']],
-    ['bad watchdog timeout', { REDIS_LOCK_WATCHDOG_TIMEOUT: '-5' }, ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer >= 1; got "-5"']],
+    [
+      'master-slave without the master',
+      { REDIS_DEPLOY_TYPE: 'master-slave' },
+      ['REDIS_URL is required when REDIS_DEPLOY_TYPE=master-slave'],
+    ],
+    [
+      'cluster with a db',
+      { REDIS_DEPLOY_TYPE: 'cluster', REDIS_NODES: 'n1:7000', REDIS_DB: '3' },
+      ['REDIS_DB cannot be used with a cluster'],
+    ],
+    [
+      'bad watchdog timeout',
+      { REDIS_LOCK_WATCHDOG_TIMEOUT: '-5' },
+      ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer >= 1; got "-5"'],
+    ],
   ];
 
   it.each(bad)('%s: one error listing every problem', (_label, env, messages) => {
@@ -107,7 +144,12 @@ describe('lockOptionsFromEnv', () => {
   });
 
   it('never puts a password into an error message', () => {
-    const env = { REDIS_DEPLOY_TYPE: 'master-slave', REDIS_URL: 'ftp://user:hunter2@host:1', REDIS_PASSWORD: 'hunter3', REDIS_DB: 'oops' };
+    const env = {
+      REDIS_DEPLOY_TYPE: 'master-slave',
+      REDIS_URL: 'ftp://user:hunter2@host:1',
+      REDIS_PASSWORD: 'hunter3',
+      REDIS_DB: 'oops',
+    };
     const error = (() => {
       try {
         lockOptionsFromEnv(env);

@@ -11,7 +11,11 @@ describe.each([
 ])('existing %s', (_label, make) => {
   it('locks, wakes waiters across slots, and is left open by close()', async () => {
     const client = make();
-    const locks = await createLockClient({ connection: { type: 'client', client }, keyPrefix: `ex-${randomUUID().slice(0, 8)}`, logger: quietLogger });
+    const locks = await createLockClient({
+      connection: { type: 'client', client },
+      keyPrefix: `ex-${randomUUID().slice(0, 8)}`,
+      logger: quietLogger,
+    });
     try {
       for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) {
         const held = await locks.getLock(name).lock({ leaseTime: 60_000 });

@@ -52,7 +52,10 @@ describe('master-slave deployment', () => {
         logger: quietLogger,
       });
       try {
-        const error = await locks.getLock('unsynced').lock().catch((e: unknown) => e);
+        const error = await locks
+          .getLock('unsynced')
+          .lock()
+          .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(ReplicaSyncError);
         expect((error as ReplicaSyncError).acknowledged).toBe(3);
         expect(await locks.getLock('unsynced').isLocked()).toBe(false);

@@ -48,11 +48,15 @@ describe('sentinel failover', () => {
     }
     const stoppedAt = Date.now();
     await stopNode(topology, topology.masters[0].port);
-    const results = (await Promise.all(procs.map((w) => w.result))) as { intervals: [number, number][]; errors: string[] }[];
+    const results = (await Promise.all(procs.map((w) => w.result))) as {
+      intervals: [number, number][];
+      errors: string[];
+    }[];
     const all = results.flatMap((r, proc) => r.intervals.map(([start, end]) => ({ proc, start, end })));
     all.sort((a, b) => a.start - b.start);
     let doubleGrants = 0;
-    for (let i = 1; i < all.length; i++) if (all[i].start < all[i - 1].end && all[i].proc !== all[i - 1].proc) doubleGrants++;
+    for (let i = 1; i < all.length; i++)
+      if (all[i].start < all[i - 1].end && all[i].proc !== all[i - 1].proc) doubleGrants++;
     const beforeFailover = all.filter((x) => x.end < stoppedAt).length;
     const afterFailover = all.filter((x) => x.start > stoppedAt + 1_000).length;
     const errors = results.flatMap((r) => r.errors);
@@ -103,7 +107,9 @@ describe('sentinel failover', () => {
         await sleep(100);
       }
       const resumeMs = resumedAt ? resumedAt - frozenAt : Infinity;
-      process.stdout.write(`\nsentinel, master frozen with SIGSTOP for ${pause / 1000} s: clients resumed after ${resumeMs} ms\n`);
+      process.stdout.write(
+        `\nsentinel, master frozen with SIGSTOP for ${pause / 1000} s: clients resumed after ${resumeMs} ms\n`,
+      );
       expect(resumedAt).toBeGreaterThan(0); // resumed while the old master was still frozen
       expect(resumeMs).toBeLessThan(12_000); // about the failover time (down-after 1 s + election), not the pause
     } finally {

@@ -104,7 +104,9 @@ describe('RedLock', () => {
       const clients = clientsFor(ports, 300);
       try {
         const started = Date.now();
-        const error = await new RedLock(clients, 'kill').lock({ waitTime: 2_000, leaseTime: 5_000 }).catch((e: unknown) => e);
+        const error = await new RedLock(clients, 'kill')
+          .lock({ waitTime: 2_000, leaseTime: 5_000 })
+          .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(LockQuorumError);
         expect((error as LockQuorumError).name).toBe('LockQuorumError');
         expect((error as LockQuorumError).reachable).toBe(2);

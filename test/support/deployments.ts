@@ -14,7 +14,10 @@ export function deploymentCases(): DeploymentCase[] {
   const cluster = sharedTopology('cluster');
   return [
     { name: 'single', connection: { type: 'single', host: single.masters[0].host, port: single.masters[0].port } },
-    { name: 'master-slave', connection: { type: 'master-slave', master: replica.masters[0], replicas: replica.replicas } },
+    {
+      name: 'master-slave',
+      connection: { type: 'master-slave', master: replica.masters[0], replicas: replica.replicas },
+    },
     {
       name: 'sentinel',
       connection: { type: 'sentinel', sentinels: sentinel.sentinels, masterName: sentinel.sentinelMasterName! },

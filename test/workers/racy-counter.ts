@@ -7,7 +7,10 @@ async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
   const redLock = process.env.LOCK_KIND === 'redlock' ? workerRedLock(process.env.LOCK_NAME!) : undefined;
   const lock = redLock
-    ? { withLock: (fn: (c: { fencingToken: number }) => Promise<void>) => redLock.redLock.withLock(() => fn({ fencingToken: 0 })) }
+    ? {
+        withLock: (fn: (c: { fencingToken: number }) => Promise<void>) =>
+          redLock.redLock.withLock(() => fn({ fencingToken: 0 })),
+      }
     : workerLock(locks, process.env.LOCK_NAME!);
   const counterKey = process.env.COUNTER_KEY!;
   const tokensKey = process.env.TOKENS_KEY!;

@@ -14,7 +14,10 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
     replicaSync: process.env.REPLICA_SYNC ? { replicas: 1, timeout: 200 } : undefined,
   };
   if (process.env.CONNECTION) {
-    const locks = await createLockClient({ connection: JSON.parse(process.env.CONNECTION) as ConnectionOptions, ...settings });
+    const locks = await createLockClient({
+      connection: JSON.parse(process.env.CONNECTION) as ConnectionOptions,
+      ...settings,
+    });
     return { redis: locks.redis, locks };
   }
   const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: 1 });

@@ -15,7 +15,8 @@ export class RedLockProvider implements OnApplicationShutdown {
   async get(): Promise<RedLock> {
     if (!this.redLock) {
       const nodes = (process.env.REDLOCK_NODES ?? '').split(',').filter(Boolean);
-      if (nodes.length === 0) throw new Error('REDLOCK_NODES is not set: list the independent masters for /v4 (host:port,…).');
+      if (nodes.length === 0)
+        throw new Error('REDLOCK_NODES is not set: list the independent masters for /v4 (host:port,…).');
       this.clients = await Promise.all(
         nodes.map((node) =>
           createLockClient({ ...lockOptionsFromEnv({ REDIS_URL: `redis://${node}` }), keyPrefix: 'pview-redlock' }),

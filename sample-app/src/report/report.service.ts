@@ -18,7 +18,11 @@ export class ReportService {
   @DistributedLock({ key: REPORT_KEY, waitTime: 0, leaseTime: 5_000 })
   async publish(second: number): Promise<void> {
     const redis = this.locks.client.redis;
-    await redis.hset(REPORT_KEY, { count: String(await this.counter.read()), second: String(second), pid: String(process.pid) });
+    await redis.hset(REPORT_KEY, {
+      count: String(await this.counter.read()),
+      second: String(second),
+      pid: String(process.pid),
+    });
     // One run per tick across all instances: the demo and tests can check this count.
     const runs = `${REPORT_KEY}:runs:${second}`;
     await redis.incr(runs);
