@@ -190,7 +190,7 @@ export async function startTopology(kind: TopologyKind, opts: StartOptions = {})
   await reclaimStateDir(ctx);
   const layout = layoutFor(kind, basePort);
   await assertPortsFree(t.name, [...layout.servers, ...layout.sentinels, ...layout.busPorts]);
-  fs.mkdirSync(t.stateDir, { recursive: true });
+  claimStateDir(t);
   persist(t);
   try {
     await STARTERS[kind](ctx, layout);
@@ -202,6 +202,23 @@ export async function startTopology(kind: TopologyKind, opts: StartOptions = {})
     // Never leak a half-started topology; the error already carries the failing node's log tail.
     await stopTopology(t).catch((stopErr: unknown) => ctx.log(`${t.name}: cleanup failed: ${String(stopErr)}`));
     throw err;
+  }
+}
+
+/**
+ * Creates the state dir atomically: two runs starting the same topology at the same moment both
+ * pass the checks above, but only one can create the dir; the other stops here, before it has
+ * launched (or could stop) anything.
+ */
+function claimStateDir(t: RunningTopology): void {
+  fs.mkdirSync(TOPOLOGY_STATE_ROOT, { recursive: true });
+  try {
+    fs.mkdirSync(t.stateDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    throw new Error(
+      `${t.name}: ${t.stateDir} was just claimed by another run starting the same topology; stop it or use another basePort.`,
+    );
   }
 }
 

@@ -25,8 +25,10 @@ export default async function globalSetup(): Promise<void> {
   );
   const failures = results.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : []));
   if (failures.length > 0) {
-    // Jest skips global teardown when setup throws, so stop the ones that did start here.
-    await Promise.all(SHARED_STATE_DIRS.map((dir) => stopTopology(dir).catch(() => undefined)));
+    // Jest skips global teardown when setup throws, so stop the ones that did start here (only
+    // those: a dir we could not claim belongs to another run).
+    const startedHere = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    await Promise.all(startedHere.map((t) => stopTopology(t).catch(() => undefined)));
     removeTopologyExitHandlers();
     const messages = failures.map((err) => (err instanceof Error ? err.message : String(err)));
     throw new Error(`could not start the shared Redis test topologies:\n\n${messages.join('\n\n')}`);

@@ -34,16 +34,22 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
   const { waitTime, signal } = options;
   signal?.throwIfAborted();
   const deadline = waitTime === undefined ? Infinity : Date.now() + waitTime;
-  let result = await options.attempt();
-  if (result.acquired || waitTime === 0) return result;
-
-  const { ticket, subscribed } = options.waiters.join(options.channel, options.waiterId);
+  // Already subscribed (a hot key): take a seat before the first attempt, so a release right after
+  // it cannot be missed and no second attempt is needed once subscribed.
+  const live = waitTime !== 0 && options.waiters.isLive(options.channel);
+  let seat = live ? options.waiters.join(options.channel, options.waiterId) : undefined;
   try {
-    await bounded(subscribed, options.operationTimeout, { key: options.key, name: 'subscribe' });
-    for (;;) {
+    let result = await options.attempt();
+    if (result.acquired || waitTime === 0) return result;
+    seat ??= options.waiters.join(options.channel, options.waiterId);
+    const { ticket } = seat;
+    await bounded(seat.subscribed, options.operationTimeout, { key: options.key, name: 'subscribe' });
+    for (let first = true; ; first = false) {
       signal?.throwIfAborted();
-      result = await options.attempt();
-      if (result.acquired) return result;
+      if (!first || !live) {
+        result = await options.attempt();
+        if (result.acquired) return result;
+      }
       const remaining = deadline - Date.now();
       if (remaining <= 0) return result;
       // PTTL -2: released in between, retry at once; -1 (no expiry): rely on the message.
@@ -51,6 +57,6 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
       await ticket.wait(Math.min(ttl, remaining, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS), signal);
     }
   } finally {
-    ticket.leave();
+    seat?.ticket.leave();
   }
 }

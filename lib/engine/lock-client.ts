@@ -144,6 +144,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     if (this.closed) return;
     this.closed = true;
     this.watchdog.close();
+    this.waiters.close();
     const held = this.registry.all();
     await Promise.all(
       held.map(async (lock) => {

@@ -4,8 +4,8 @@ import type { Cluster, Redis } from 'ioredis';
 export interface PubSub {
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
-  /** `onMessage` for every unlock message; `onReconnect` after the connection came back (not the first time). */
-  listen(onMessage: (channel: string, message: string) => void, onReconnect: () => void): void;
+  /** `onMessage` for every unlock message; `onReady` whenever the connection is (again) ready. */
+  listen(onMessage: (channel: string, message: string) => void, onReady: () => void): void;
   close(): Promise<void>;
 }
 
@@ -14,14 +14,22 @@ export interface PubSub {
  * (Redis 7) keeps a Cluster's notifications on the lock's own slot instead of broadcasting them.
  */
 export class RedisPubSub implements PubSub {
+  private pendingReady?: Promise<void>;
+
   constructor(
     private readonly connection: Redis | Cluster,
     private readonly sharded: boolean,
     /** Whether close() should disconnect it (false when the user lent us the connection). */
     private readonly owned: boolean,
-  ) {}
+  ) {
+    // A failing subscriber reconnects by itself; without a listener ioredis would print every error.
+    connection.on('error', () => undefined);
+  }
 
-  subscribe(channel: string): Promise<unknown> {
+  async subscribe(channel: string): Promise<unknown> {
+    // Never SUBSCRIBE before 'ready': queued ahead of ioredis's ready check (INFO), it would put
+    // the connection in subscriber mode, fail the check, and the reconnect would not resubscribe.
+    await this.ready();
     return this.sharded ? this.connection.ssubscribe(channel) : this.connection.subscribe(channel);
   }
 
@@ -29,22 +37,30 @@ export class RedisPubSub implements PubSub {
     return this.sharded ? this.connection.sunsubscribe(channel) : this.connection.unsubscribe(channel);
   }
 
-  listen(onMessage: (channel: string, message: string) => void, onReconnect: () => void): void {
+  listen(onMessage: (channel: string, message: string) => void, onReady: () => void): void {
     this.connection.on(this.sharded ? 'smessage' : 'message', onMessage);
-    let connectedBefore = this.connection.status === 'ready';
-    this.connection.on('ready', () => {
-      // ioredis resubscribes by itself; a release published while we were away is lost, so retry all.
-      if (connectedBefore) onReconnect();
-      connectedBefore = true;
-    });
+    // Every 'ready' (ioredis has resubscribed by then): a release published while the connection was
+    // down or not yet up is lost, so every waiter retries.
+    this.connection.on('ready', onReady);
   }
 
   async close(): Promise<void> {
     if (!this.owned) return;
-    try {
-      await this.connection.quit();
-    } catch {
-      this.connection.disconnect();
-    }
+    await this.connection.quit().catch(() => undefined);
+    this.connection.disconnect();
+  }
+
+  /** Resolves at the next 'ready' (one shared listener however many subscriptions wait for it). */
+  private ready(): Promise<void> {
+    const connection = this.connection;
+    if (connection.status === 'ready') return Promise.resolve();
+    if (connection.status === 'wait') void connection.connect().catch(() => undefined);
+    this.pendingReady ??= new Promise((resolve) =>
+      connection.once('ready', () => {
+        this.pendingReady = undefined;
+        resolve();
+      }),
+    );
+    return this.pendingReady;
   }
 }

@@ -67,6 +67,10 @@ class ChannelWaiters {
   /** Serialises SUBSCRIBE / UNSUBSCRIBE of this channel. */
   operation: Promise<unknown> = Promise.resolve();
   subscribed?: Promise<unknown>;
+  /** The SUBSCRIBE was confirmed (and no UNSUBSCRIBE has been sent since). */
+  live = false;
+  /** Pending UNSUBSCRIBE after the last waiter left (see SUBSCRIPTION_LINGER_MS). */
+  lingerTimer?: NodeJS.Timeout;
 
   park(ticket: WaitTicket): void {
     this.parkedQueue.push(ticket);
@@ -100,8 +104,14 @@ class ChannelWaiters {
 }
 
 /**
+ * How long a channel stays subscribed after its last local waiter left. A hot key keeps its
+ * subscription instead of paying SUBSCRIBE + UNSUBSCRIBE around every contended acquisition.
+ */
+export const SUBSCRIPTION_LINGER_MS = 2_000;
+
+/**
  * Every waiter of a client shares one subscriber connection, multiplexed across lock channels. A
- * channel is subscribed while it has local waiters and unsubscribed when the last one leaves.
+ * channel is subscribed while it has local waiters, and unsubscribed a little after the last one left.
  */
 export class LockWaiters {
   private readonly channels = new Map<string, ChannelWaiters>();
@@ -125,12 +135,31 @@ export class LockWaiters {
     }
     const ticket = new WaitTicket(waiters, id, (t) => this.leave(channel, t));
     waiters.members.add(ticket);
-    if (waiters.members.size === 1 || !waiters.subscribed) {
+    clearTimeout(waiters.lingerTimer);
+    waiters.lingerTimer = undefined;
+    if (!waiters.subscribed) {
+      const state = waiters;
       const subscribe = waiters.operation.then(() => this.pubsub.subscribe(channel));
       waiters.subscribed = subscribe;
-      waiters.operation = subscribe.catch(() => undefined);
+      waiters.operation = subscribe.then(
+        () => void (state.live = state.subscribed === subscribe),
+        () => void (state.subscribed === subscribe && (state.subscribed = undefined)),
+      );
     }
     return { ticket, subscribed: waiters.subscribed };
+  }
+
+  /**
+   * Whether `channel` is subscribed right now: then a release published after this moment reaches
+   * us, and a waiter that joins before its first attempt needs no second attempt after subscribing.
+   */
+  isLive(channel: string): boolean {
+    return this.channels.get(channel)?.live === true;
+  }
+
+  /** Drops pending unsubscribes (the connection is about to close anyway). */
+  close(): void {
+    for (const waiters of this.channels.values()) clearTimeout(waiters.lingerTimer);
   }
 
   /** Number of channels currently subscribed or being subscribed (for tests and health). */
@@ -145,11 +174,21 @@ export class LockWaiters {
     // A wake-up this waiter received but did not use belongs to the next one.
     if (ticket.pending) waiters.deliver('');
     if (waiters.members.size > 0) return;
+    waiters.lingerTimer = setTimeout(() => this.unsubscribe(channel, waiters), SUBSCRIPTION_LINGER_MS);
+    waiters.lingerTimer.unref();
+  }
+
+  private unsubscribe(channel: string, waiters: ChannelWaiters): void {
+    waiters.lingerTimer = undefined;
+    if (waiters.members.size > 0) return;
     waiters.subscribed = undefined;
+    waiters.live = false;
     const unsubscribe = waiters.operation.then(() => this.pubsub.unsubscribe(channel)).catch(() => undefined);
     waiters.operation = unsubscribe;
     void unsubscribe.then(() => {
-      if (waiters.members.size === 0 && this.channels.get(channel) === waiters) this.channels.delete(channel);
+      if (waiters.members.size === 0 && !waiters.subscribed && this.channels.get(channel) === waiters) {
+        this.channels.delete(channel);
+      }
     });
   }
 }

@@ -1,4 +1,4 @@
-import { runInLockScope } from '../../lib';
+import { RedisPubSub, runInLockScope } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('waiting on pub/sub', () => {
@@ -57,7 +57,7 @@ describe('waiting on pub/sub', () => {
     expect(order).toHaveLength(10);
     // Ten hand-offs; a thundering herd would cost 10 + 9 + … + 1 = 55 attempts.
     expect(wakeAttempts).toBeLessThanOrEqual(13);
-    expect(waiter.locks.waiters.channelCount).toBe(0);
+    await eventually(() => waiter.locks.waiters.channelCount === 0, 5_000); // unsubscribed after the linger
     await eventually(async () => (await numsub(waiter, lock.keys.channel)) === 0, 5_000);
   });
 
@@ -104,3 +104,34 @@ async function subscriberIdsNamed(client: TestClient, name: string): Promise<str
     .filter((line) => line.includes(` name=${name} `) && /sub=[1-9]/.test(line))
     .map((line) => /id=(\d+)/.exec(line)![1]);
 }
+
+describe('subscription linger', () => {
+  it('a hot key keeps its subscription between waits, then unsubscribes when nobody waits', async () => {
+    const prefix = testPrefix();
+    const holder = lockClient({ keyPrefix: prefix });
+    const waiter = lockClient({ keyPrefix: prefix });
+    try {
+      const lock = waiter.locks.getLock('hot');
+      const subscribes = jest.spyOn(RedisPubSub.prototype, 'subscribe');
+      for (let round = 0; round < 3; round++) {
+        const held = await holder.locks.getLock('hot').lock({ leaseTime: 10_000 });
+        const waiting = lock.lock({ leaseTime: 5_000 });
+        await sleep(100);
+        await held.release();
+        await (await waiting).release();
+      }
+      const sent = subscribes.mock.calls.filter(([channel]) => channel === lock.keys.channel).length;
+      subscribes.mockRestore();
+      expect(sent).toBe(1); // one SUBSCRIBE for three contended acquisitions
+      const [, count] = (await holder.redis.pubsub('NUMSUB', lock.keys.channel)) as [string, number];
+      expect(Number(count)).toBe(1);
+      await eventually(async () => {
+        const [, n] = (await holder.redis.pubsub('NUMSUB', lock.keys.channel)) as [string, number];
+        return Number(n) === 0;
+      }, 10_000);
+    } finally {
+      await holder.close();
+      await waiter.close();
+    }
+  });
+});
