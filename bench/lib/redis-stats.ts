@@ -13,7 +13,10 @@ export interface CommandCounter {
 type SendCommand = Redis['sendCommand'];
 
 /** Wraps `redis.sendCommand` on this instance only; returns the live counter. */
-export function countCommands(redis: Redis, counter: CommandCounter = { requests: 0, commands: 0, pipelines: 0 }): CommandCounter {
+export function countCommands(
+  redis: Redis,
+  counter: CommandCounter = { requests: 0, commands: 0, pipelines: 0 },
+): CommandCounter {
   const original: SendCommand = redis.sendCommand.bind(redis);
   const seenPipelines = new WeakSet<object>();
   const wrapped = (...args: Parameters<SendCommand>): ReturnType<SendCommand> => {
@@ -58,7 +61,16 @@ export async function commandStats(redis: Redis): Promise<Map<string, number>> {
 }
 
 /** The bench's own bookkeeping commands, never counted as lock traffic. */
-export const BOOKKEEPING_COMMANDS = new Set(['info', 'config|resetstat', 'config', 'mget', 'mset', 'ping', 'client|setname', 'client|info']);
+export const BOOKKEEPING_COMMANDS = new Set([
+  'info',
+  'config|resetstat',
+  'config',
+  'mget',
+  'mset',
+  'ping',
+  'client|setname',
+  'client|info',
+]);
 
 /** Sum of calls of every command that is not bookkeeping (the critical section uses only MGET/MSET). */
 export function lockCommandCalls(stats: Map<string, number>): { total: number; byCommand: Record<string, number> } {

@@ -40,9 +40,11 @@ export function jain(allocations: readonly number[]): number {
 }
 
 /** For each key, the median over rounds of that key's value. */
-export function medianOfRounds<T extends Record<string, number>>(rounds: readonly T[]): T {
-  const out: Record<string, number> = {};
-  if (rounds.length === 0) return out as T;
-  for (const key of Object.keys(rounds[0])) out[key] = median(rounds.map((r) => r[key]));
-  return out as T;
+export function medianOfRounds<T extends { [K in keyof T]: number }>(rounds: readonly T[]): T {
+  const out = {} as T;
+  if (rounds.length === 0) return out;
+  for (const key of Object.keys(rounds[0]) as (keyof T)[]) {
+    out[key] = median(rounds.map((r) => r[key])) as T[keyof T];
+  }
+  return out;
 }

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
+import { Mutex, TimeoutError } from 'redis-semaphore';
+import { LockClient, RedisPubSub } from '../../lib';
+import { sleep } from './clock';
+
+/**
+ * Every lock under test behind one small interface. Each contender waits until it gets the lock:
+ * where a library gives up on its own (redlock after retryCount attempts, redis-semaphore after
+ * acquireTimeout) the bench asks again and counts a give-up, so waits are measured from the first
+ * request to the grant.
+ */
+export type Release = () => Promise<unknown>;
+
+export interface Contender {
+  readonly id: ContenderId;
+  acquire(key: string, signal?: AbortSignal): Promise<Release>;
+  /** How often the library's own wait ran out and the bench called acquire again. */
+  readonly giveUps: number;
+  /** Resolves once the contender's own connections are ready (awaited before any measurement). */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const CONTENDER_IDS = ['reentrant', 'fair', 'simple', 'redlock', 'redlock-10ms', 'semaphore', 'raw'] as const;
+export type ContenderId = (typeof CONTENDER_IDS)[number];
+
+export const CONTENDER_LABELS: Record<ContenderId, string> = {
+  reentrant: 'ours: reentrant',
+  fair: 'ours: fair',
+  simple: 'ours: simple',
+  redlock: 'redlock (defaults)',
+  'redlock-10ms': 'redlock retryDelay 10 ms',
+  semaphore: 'redis-semaphore Mutex',
+  raw: 'raw SET NX floor',
+};
+
+/** What each contender runs with, for the report. */
+export const CONTENDER_CONFIG: Record<ContenderId, string> = {
+  reentrant: '`getLock(name).lock()`: watchdog lease 30 s, pub/sub wait (one wake-up per process)',
+  fair: '`getFairLock(name).lock()`: watchdog lease 30 s, FIFO queue, direct hand-off to the queue head',
+  simple: '`getSimpleLock(name).lock()`: defaults (lease 3 s, no watchdog), pub/sub wait',
+  redlock:
+    '`@sesamecare-oss/redlock` 1.4.0 over one client, all defaults (retryCount 10, retryDelay 200 ms, retryJitter 100 ms); lock duration 30 s',
+  'redlock-10ms':
+    'same, `retryDelay: 10`; every other setting default (so retryJitter stays 100 ms: each pause is uniform in 0..110 ms, 0 about 45% of the time)',
+  semaphore:
+    '`redis-semaphore` 5.8.0 `Mutex`, all defaults (lockTimeout 10 s, acquireTimeout 10 s, retryInterval 10 ms)',
+  raw: 'written here: `SET key token PX 30000 NX`, retry after a 5 ms sleep; release by a compare-and-delete Lua script',
+};
+
+/** Polling locks: they retry on a timer instead of being told about a release. */
+export const POLLING: ReadonlySet<ContenderId> = new Set<ContenderId>(['redlock', 'redlock-10ms', 'semaphore', 'raw']);
+export const OURS: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant', 'fair', 'simple']);
+
+/** The commands each contender's client sends itself (everything else in commandstats runs inside its scripts). */
+const SCRIPTS = ['evalsha', 'eval', 'script|load'];
+export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
+  reentrant: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  fair: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  simple: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  redlock: SCRIPTS,
+  'redlock-10ms': SCRIPTS,
+  semaphore: [...SCRIPTS, 'set'],
+  raw: [...SCRIPTS, 'set'],
+};
+
+const LEASE_MS = 30_000;
+const RAW_RETRY_MS = 5;
+
+export interface ContenderOptions {
+  /** Called with each connection a contender opens itself (ours: the pub/sub connection), to count its commands. */
+  onConnection?: (connection: Redis) => void;
+}
+
+export function createContender(id: ContenderId, redis: Redis, options: ContenderOptions = {}): Contender {
+  switch (id) {
+    case 'reentrant':
+    case 'fair':
+    case 'simple':
+      return new OurLock(id, redis, options);
+    case 'redlock':
+      return new RedlockContender(id, redis, {});
+    case 'redlock-10ms':
+      return new RedlockContender(id, redis, { retryDelay: 10 });
+    case 'semaphore':
+      return new SemaphoreContender(redis);
+    case 'raw':
+      return new RawSetNx(redis);
+  }
+}
+
+class OurLock implements Contender {
+  readonly giveUps = 0;
+  readonly client: LockClient;
+  private readonly subscriber: Redis;
+
+  constructor(
+    readonly id: 'reentrant' | 'fair' | 'simple',
+    redis: Redis,
+    options: ContenderOptions,
+  ) {
+    // Exactly what LockClient does by default (a duplicate connection for pub/sub, closed with the
+    // client), made here only so its SUBSCRIBE/UNSUBSCRIBE can be counted too.
+    const subscriber = redis.duplicate();
+    options.onConnection?.(subscriber);
+    this.subscriber = subscriber;
+    this.client = new LockClient({ redis, pubsub: new RedisPubSub(subscriber, false, true), keyPrefix: 'bench' });
+  }
+
+  /**
+   * The pub/sub connection must be ready before the first wait: a SUBSCRIBE sent while it is still
+   * connecting makes ioredis's ready check fail and reconnect, and an unlock message published in
+   * that gap is lost (see "Engine findings" in docs/benchmarks.md). A start-up race, kept out of
+   * the steady-state numbers here and reported separately.
+   */
+  ready(): Promise<void> {
+    if (this.subscriber.status === 'ready') return Promise.resolve();
+    return new Promise((resolve) => this.subscriber.once('ready', () => resolve()));
+  }
+
+  async acquire(key: string, signal?: AbortSignal): Promise<Release> {
+    const lock =
+      this.id === 'reentrant'
+        ? this.client.getLock(key)
+        : this.id === 'fair'
+          ? this.client.getFairLock(key)
+          : this.client.getSimpleLock(key);
+    const handle = await lock.lock({ signal });
+    return () => handle.release();
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}
+
+class RedlockContender implements Contender {
+  giveUps = 0;
+  private readonly redlock: Redlock;
+
+  constructor(
+    readonly id: 'redlock' | 'redlock-10ms',
+    redis: Redis,
+    settings: { retryDelay?: number },
+  ) {
+    this.redlock = new Redlock([redis], settings);
+    // redlock emits every refused attempt as an 'error' event; without a listener Node would throw.
+    this.redlock.on('error', () => undefined);
+  }
+
+  async acquire(key: string, signal?: AbortSignal): Promise<Release> {
+    for (;;) {
+      signal?.throwIfAborted();
+      try {
+        const lock = await this.redlock.acquire([`redlock:${key}`], LEASE_MS);
+        if (signal?.aborted) {
+          await lock.release();
+          signal.throwIfAborted();
+        }
+        return () => lock.release();
+      } catch (error) {
+        if (!(error instanceof ExecutionError)) throw error;
+        this.giveUps++;
+      }
+    }
+  }
+
+  async ready(): Promise<void> {}
+
+  async close(): Promise<void> {
+    // The client is the bench's; Redlock.quit() would close it.
+  }
+}
+
+class SemaphoreContender implements Contender {
+  readonly id = 'semaphore' as const;
+  giveUps = 0;
+
+  constructor(private readonly redis: Redis) {}
+
+  async acquire(key: string, signal?: AbortSignal): Promise<Release> {
+    for (;;) {
+      const mutex = new Mutex(this.redis, key);
+      try {
+        await mutex.acquire(signal);
+        return () => mutex.release();
+      } catch (error) {
+        if (!(error instanceof TimeoutError)) throw error;
+        this.giveUps++;
+      }
+    }
+  }
+
+  async ready(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+/** The floor: the least a correct lock can do. Written for this bench. */
+class RawSetNx implements Contender {
+  readonly id = 'raw' as const;
+  readonly giveUps = 0;
+
+  constructor(private readonly redis: Redis) {
+    redis.defineCommand('benchRawUnlock', {
+      numberOfKeys: 1,
+      lua: "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
+    });
+  }
+
+  async acquire(key: string, signal?: AbortSignal): Promise<Release> {
+    const name = `raw:${key}`;
+    const token = randomUUID();
+    for (;;) {
+      signal?.throwIfAborted();
+      if ((await this.redis.set(name, token, 'PX', LEASE_MS, 'NX')) === 'OK') {
+        return () => (this.redis as unknown as RawUnlock).benchRawUnlock(name, token);
+      }
+      await sleep(RAW_RETRY_MS);
+    }
+  }
+
+  async ready(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+interface RawUnlock {
+  benchRawUnlock(key: string, token: string): Promise<number>;
+}

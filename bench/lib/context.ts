@@ -1,0 +1,59 @@
+import type Redis from 'ioredis';
+import { CONTENDER_IDS, type ContenderId } from './contenders';
+import type { WorkerPool } from './worker-pool';
+
+/** Sizes and durations of one run; `--quick` shrinks them to about a minute in all. */
+export interface BenchConfig {
+  quick: boolean;
+  /** Which locks to measure (all by default; `--contenders=` narrows it for experiments). */
+  contenders: ContenderId[];
+  /** Every contender is measured once per round, in turn (A B C ... then again); tables show medians. */
+  rounds: number;
+  uncontendedIterations: number;
+  parallelKeys: number;
+  parallelMs: number;
+  hotProcesses: number;
+  hotWarmupMs: number;
+  hotWindowMs: number;
+  waiterCounts: number[];
+  waitersRounds: number;
+  waitersWarmupMs: (waiters: number) => number;
+  waitersWindowMs: number;
+  watchdogLocks: number;
+  watchdogTicks: number;
+}
+
+export function benchConfig(
+  quick: boolean,
+  rounds?: number,
+  contenders: ContenderId[] = [...CONTENDER_IDS],
+): BenchConfig {
+  return {
+    quick,
+    contenders,
+    rounds: rounds ?? (quick ? 1 : 3),
+    uncontendedIterations: quick ? 400 : 2_000,
+    parallelKeys: 200,
+    parallelMs: quick ? 500 : 1_500,
+    hotProcesses: 8,
+    hotWarmupMs: quick ? 300 : 500,
+    hotWindowMs: quick ? 1_200 : 2_500,
+    waiterCounts: [1, 10, 100, 1000],
+    waitersRounds: rounds ?? (quick ? 1 : 2),
+    waitersWarmupMs: (waiters) => (waiters >= 1000 ? (quick ? 600 : 1_000) : waiters >= 100 ? 400 : 250),
+    waitersWindowMs: quick ? 400 : 1_200,
+    watchdogLocks: 10_000,
+    watchdogTicks: quick ? 3 : 10,
+  };
+}
+
+export interface BenchContext {
+  config: BenchConfig;
+  port: number;
+  /** A separate connection for INFO / CONFIG RESETSTAT / checks. */
+  admin: Redis;
+  pool: WorkerPool;
+  /** Unique per run, so keys never collide with a previous (crashed) run. */
+  tag: string;
+  log: (line: string) => void;
+}

@@ -1,0 +1,163 @@
+import { CONTENDER_LABELS, OURS, POLLING, type ContenderId } from '../lib/contenders';
+import type { BenchResults } from './markdown';
+
+export interface TargetRow {
+  target: string;
+  lock: ContenderId;
+  measured: string;
+  bound: string;
+  met: boolean;
+}
+
+/** Library peers (the raw SET NX loop is a floor, not a peer). */
+const PEERS: ContenderId[] = ['redlock', 'redlock-10ms', 'semaphore'];
+const OUR_IDS: ContenderId[] = ['reentrant', 'fair', 'simple'];
+
+const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+function best<T>(
+  ids: ContenderId[],
+  rows: Partial<Record<ContenderId, T>>,
+  value: (row: T) => number,
+  pick: 'max' | 'min',
+) {
+  let bestId: ContenderId | undefined;
+  let bestValue = pick === 'max' ? -Infinity : Infinity;
+  for (const id of ids) {
+    const row = rows[id];
+    if (!row) continue;
+    const v = value(row);
+    if (!Number.isFinite(v)) continue;
+    if (pick === 'max' ? v > bestValue : v < bestValue) {
+      bestValue = v;
+      bestId = id;
+    }
+  }
+  return bestId ? { id: bestId, value: bestValue } : undefined;
+}
+
+/** The targets of the issue, each checked against numbers measured in this same run. */
+export function evaluateTargets(results: BenchResults): TargetRow[] {
+  const rows: TargetRow[] = [];
+  const u = results.uncontended;
+  const hot = results.hotKey;
+  const rtt = u?.rttMs ?? NaN;
+
+  for (const id of OUR_IDS) {
+    const r = u?.rows[id];
+    if (!r) continue;
+    rows.push({
+      target: 'Uncontended acquire p50 ≤ 1.2 round trips',
+      lock: id,
+      measured: `${f(r.acquireRtt)} RTT (${f(r.acquireP50 * 1000, 0)} µs)`,
+      bound: '≤ 1.20 RTT',
+      met: r.acquireRtt <= 1.2,
+    });
+    rows.push({
+      target: 'Uncontended release p50 ≤ 1.2 round trips',
+      lock: id,
+      measured: `${f(r.releaseRtt)} RTT (${f(r.releaseP50 * 1000, 0)} µs)`,
+      bound: '≤ 1.20 RTT',
+      met: r.releaseRtt <= 1.2,
+    });
+  }
+
+  if (hot) {
+    const peerThroughput = best(PEERS, hot.rows, (r) => r.perSecond, 'max');
+    const peerWait = best(PEERS, hot.rows, (r) => r.waitP99, 'min');
+    const pollingIds = PEERS.filter((id) => POLLING.has(id));
+    const pollingCommands = best(pollingIds, hot.rows, (r) => r.commandsPerAcq, 'min');
+    for (const id of OUR_IDS) {
+      const r = hot.rows[id];
+      if (!r) continue;
+      if (peerThroughput) {
+        rows.push({
+          target: 'Hot key: throughput ≥ best peer',
+          lock: id,
+          measured: `${f(r.perSecond, 0)}/s`,
+          bound: `≥ ${f(peerThroughput.value, 0)}/s (${CONTENDER_LABELS[peerThroughput.id]})`,
+          met: r.perSecond >= peerThroughput.value,
+        });
+      }
+      rows.push({
+        target: 'Hot key: hand-off p50 ≤ 3 round trips',
+        lock: id,
+        measured: `${f(r.handoffP50)} ms = ${f(r.handoffP50 / rtt, 1)} RTT`,
+        bound: `≤ ${f(3 * rtt)} ms`,
+        met: r.handoffP50 <= 3 * rtt,
+      });
+      if (peerWait) {
+        rows.push({
+          target: 'Hot key: wait p99 ≤ ½ best peer',
+          lock: id,
+          measured: `${f(r.waitP99, 1)} ms`,
+          bound: `≤ ${f(peerWait.value / 2, 1)} ms (½ of ${CONTENDER_LABELS[peerWait.id]})`,
+          met: r.waitP99 <= peerWait.value / 2,
+        });
+      }
+      const jainBound = id === 'fair' ? 0.99 : 0.95;
+      rows.push({
+        target: `Hot key: Jain's index ≥ ${jainBound}`,
+        lock: id,
+        measured: f(r.jain, 3),
+        bound: `≥ ${jainBound}`,
+        met: r.jain >= jainBound,
+      });
+      rows.push({
+        target: 'Hot key: zero lost updates',
+        lock: id,
+        measured: String(r.lostUpdates),
+        bound: '0',
+        met: r.lostUpdates === 0,
+      });
+      if (pollingCommands) {
+        const peer = hot.rows[pollingCommands.id]!;
+        rows.push({
+          target: 'Hot key: fewer Redis commands per acquisition than any polling peer',
+          lock: id,
+          measured: `${f(r.commandsPerAcq)} (incl. Lua ${f(r.executedPerAcq, 1)})`,
+          bound: `< ${f(pollingCommands.value)} (${CONTENDER_LABELS[pollingCommands.id]}; incl. Lua ${f(peer.executedPerAcq, 1)})`,
+          met: r.commandsPerAcq < pollingCommands.value,
+        });
+      }
+    }
+  }
+
+  const level = results.waiters?.levels.find((l) => l.waiters === 100);
+  if (level) {
+    const fair = level.rows.fair;
+    if (fair) {
+      rows.push({
+        target: '100 waiters: fair lock ≤ 5 Redis commands per acquisition',
+        lock: 'fair',
+        measured: `${f(fair.commandsPerAcq)} (incl. Lua ${f(fair.executedPerAcq, 1)})`,
+        bound: '≤ 5',
+        met: fair.commandsPerAcq <= 5,
+      });
+    }
+    const reentrant = level.rows.reentrant;
+    if (reentrant) {
+      const bound = level.processes + 4;
+      rows.push({
+        target: '100 waiters: reentrant lock ≤ processes + 4 Redis commands per acquisition',
+        lock: 'reentrant',
+        measured: `${f(reentrant.commandsPerAcq)} (incl. Lua ${f(reentrant.executedPerAcq, 1)})`,
+        bound: `≤ ${bound} (${level.processes} processes)`,
+        met: reentrant.commandsPerAcq <= bound,
+      });
+    }
+  }
+
+  const wd = results.watchdog;
+  if (wd) {
+    const bound = Math.max(1, Math.floor(wd.locks / 1000));
+    rows.push({
+      target: `Watchdog: ≤ 1 round trip per 1000 held locks per tick`,
+      lock: 'reentrant',
+      measured: `${f(wd.roundTrips, 0)} round trip(s) for ${wd.locks} locks`,
+      bound: `≤ ${bound}`,
+      met: wd.roundTrips <= bound,
+    });
+  }
+  return rows.filter((r) => OURS.has(r.lock));
+}

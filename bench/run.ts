@@ -1,0 +1,201 @@
+/**
+ * `npm run bench [-- --quick] [-- --rounds=N] [-- --only=uncontended,parallel,hot,waiters,watchdog]`
+ *
+ * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
+ * private 7200-7399 range of scripts/redis-topology.ts), pins it apart from the clients where it can,
+ * runs every scenario with every contender interleaved round by round, and writes
+ * docs/benchmarks.md + docs/benchmarks.svg (a --quick run writes to bench/out/ instead, so it never
+ * replaces the published report). Redis and the worker processes are stopped at the end and on
+ * Ctrl-C, each by its own pid.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import Redis from 'ioredis';
+import { startTopology, stopTopology, terminateTopologySync, type RunningTopology } from '../scripts/redis-topology';
+import { benchConfig, type BenchContext } from './lib/context';
+import { CONTENDER_IDS, type ContenderId } from './lib/contenders';
+import { pinApart, type Pinning } from './lib/pinning';
+import { killAllWorkers, WorkerPool } from './lib/worker-pool';
+import { formatLikeRepo } from './report/format';
+import { machineInfo } from './report/machine';
+import { writeReport, type BenchResults } from './report/markdown';
+import { runHotKey } from './scenarios/hot-key';
+import { runManyWaiters } from './scenarios/many-waiters';
+import { runParallel } from './scenarios/parallel';
+import { runUncontended } from './scenarios/uncontended';
+import { runStartup } from './scenarios/startup';
+import { runWatchdog } from './scenarios/watchdog';
+
+const BASE_PORT = 7300;
+const SCENARIOS = ['uncontended', 'parallel', 'hot', 'waiters', 'watchdog', 'startup'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+interface Args {
+  quick: boolean;
+  /** Only re-render the report from a results.json of an earlier run. */
+  from?: string;
+  contenders?: ContenderId[];
+  rounds?: number;
+  only: Set<Scenario>;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { quick: false, only: new Set(SCENARIOS) };
+  for (const arg of argv) {
+    if (arg === '--quick') args.quick = true;
+    else if (arg.startsWith('--from=')) args.from = arg.slice('--from='.length);
+    else if (arg.startsWith('--rounds=')) args.rounds = Number(arg.slice('--rounds='.length));
+    else if (arg.startsWith('--only=')) {
+      const names = arg.slice('--only='.length).split(',');
+      for (const n of names)
+        if (!SCENARIOS.includes(n as Scenario))
+          throw new Error(`unknown scenario ${n}; one of ${SCENARIOS.join(', ')}`);
+      args.only = new Set(names as Scenario[]);
+    } else if (arg.startsWith('--contenders=')) {
+      const ids = arg.slice('--contenders='.length).split(',');
+      for (const id of ids)
+        if (!CONTENDER_IDS.includes(id as ContenderId))
+          throw new Error(`unknown contender ${id}; one of ${CONTENDER_IDS.join(', ')}`);
+      args.contenders = ids as ContenderId[];
+    } else if (arg === '--help' || arg === '-h') {
+      console.log(
+        `npm run bench [-- --quick] [--rounds=N] [--only=${SCENARIOS.join(',')}] [--contenders=${CONTENDER_IDS.join(',')}]\n` +
+          '              [--from=bench/out/results.json]   (re-render the report only)',
+      );
+      process.exit(0);
+    } else throw new Error(`unknown argument ${arg} (try --help)`);
+  }
+  if (args.rounds !== undefined && !(Number.isInteger(args.rounds) && args.rounds > 0))
+    throw new Error('--rounds must be a positive integer');
+  return args;
+}
+
+const log = (line: string): void => console.log(line);
+
+const OUT_DIR = path.join(__dirname, 'out');
+const DOCS_DIR = path.join(__dirname, '..', 'docs');
+
+async function report(results: BenchResults): Promise<void> {
+  const written = await writeReport(results, results.complete ? DOCS_DIR : OUT_DIR);
+  log(`wrote ${written.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
+}
+
+/** What has to be cleaned up, for the exit and signal handlers. */
+const run: { topology?: RunningTopology; stopped: boolean; interrupted: boolean } = {
+  stopped: false,
+  interrupted: false,
+};
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.from) return report(JSON.parse(fs.readFileSync(args.from, 'utf8')) as BenchResults);
+  const config = benchConfig(args.quick, args.rounds, args.contenders);
+  const started = Date.now();
+  const starting = new AbortController();
+  const stopSync = (): void => {
+    killAllWorkers();
+    if (run.topology && !run.stopped) terminateTopologySync(run.topology);
+    run.stopped = true;
+  };
+  process.on('exit', stopSync);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (run.interrupted) {
+      // Second Ctrl-C: signal everything now, do not wait.
+      stopSync();
+      process.exit(130);
+    }
+    run.interrupted = true;
+    log(`\n${signal}: stopping workers and redis-server ...`);
+    killAllWorkers();
+    const t = run.topology;
+    if (!t) {
+      starting.abort(new Error(`interrupted by ${signal}`)); // startTopology stops what it started, then rejects
+      return;
+    }
+    stopTopology(t)
+      .catch(() => terminateTopologySync(t))
+      .finally(() => {
+        run.stopped = true;
+        process.exit(130);
+      });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const topology = await startTopology('single', {
+    basePort: BASE_PORT,
+    name: `bench-${BASE_PORT}`,
+    log,
+    signal: starting.signal,
+  });
+  run.topology = topology;
+  const port = topology.masters[0].port;
+  const pinning: Pinning = pinApart(topology.nodes[0].pid);
+  log(`pinning: ${pinning.description}`);
+  const admin = new Redis({ port, host: '127.0.0.1' });
+  let pool: WorkerPool | undefined;
+  try {
+    const needPool = args.only.has('hot') || args.only.has('waiters');
+    pool = needPool ? await WorkerPool.start(config.hotProcesses, port) : undefined;
+    const ctx: BenchContext = {
+      config,
+      port,
+      admin,
+      pool: pool as WorkerPool,
+      tag: `b${Date.now().toString(36)}`,
+      log,
+    };
+    const results: BenchResults = { config, pinning, machine: await machineInfo(admin), workerPids: pool?.pids ?? [] };
+    if (args.only.has('uncontended')) {
+      log('uncontended latency ...');
+      results.uncontended = await runUncontended(ctx);
+    }
+    if (args.only.has('parallel')) {
+      log('parallel capacity ...');
+      results.parallel = await runParallel(ctx);
+    }
+    if (args.only.has('hot')) {
+      log(`hot key, ${config.hotProcesses} processes ...`);
+      results.hotKey = await runHotKey(ctx);
+    }
+    if (args.only.has('waiters')) {
+      log('many waiters ...');
+      results.waiters = await runManyWaiters(ctx);
+    }
+    if (args.only.has('watchdog')) {
+      log(`watchdog, ${config.watchdogLocks} held locks ...`);
+      results.watchdog = await runWatchdog(ctx);
+    }
+    if (args.only.has('startup')) {
+      log('start-up race ...');
+      results.startup = await runStartup(ctx);
+    }
+    results.durationS = (Date.now() - started) / 1000;
+    results.machine.loadEnd = os.loadavg()[0];
+    // Only a full run at the default sizes replaces docs/benchmarks.md; anything else goes to bench/out/.
+    results.complete =
+      !args.quick && args.only.size === SCENARIOS.length && args.rounds === undefined && args.contenders === undefined;
+    fs.mkdirSync(OUT_DIR, { recursive: true });
+    const resultsFile = path.join(OUT_DIR, 'results.json');
+    fs.writeFileSync(resultsFile, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', resultsFile));
+    log(`measured in ${results.durationS.toFixed(0)} s`);
+    await report(results);
+  } finally {
+    await pool?.close();
+    admin.disconnect();
+    if (!run.interrupted) {
+      await stopTopology(topology);
+      run.stopped = true;
+    }
+  }
+}
+
+main().catch((error: Error) => {
+  if (run.interrupted) {
+    process.exitCode = 130; // the signal handler is stopping redis-server; what failed meanwhile is expected
+    return;
+  }
+  console.error(error.stack ?? error.message);
+  process.exitCode = 1;
+});
