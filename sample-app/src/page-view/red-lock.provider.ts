@@ -13,7 +13,10 @@ export class RedLockProvider implements OnApplicationShutdown {
   constructor(@Inject(LockService) private readonly locks: LockService) {}
 
   async get(): Promise<RedLock> {
-    this.redLock ??= this.create();
+    if (!this.redLock) {
+      this.redLock = this.create();
+      this.redLock.catch(() => (this.redLock = undefined)); // a failed start is retried by the next request
+    }
     return (await this.redLock).redLock;
   }
 
