@@ -16,3 +16,4 @@ export type { RedisClient, PublishCommand } from './engine/redis-client';
 export type { LockLogger } from './engine/logger';
 export type { ReplicaSyncOptions } from './engine/replica-sync';
 export * from './connection';
+export * from './nest';

@@ -1,6 +1,6 @@
 export * from './connection-options';
 export type { RedisDeployment } from './redis-deployment';
-export { createDeployment, connectionProblems } from './create-deployment';
+export { createDeployment, connectionProblems, isRedisDeployment } from './create-deployment';
 export { createLockClient, type RedisLockClientOptions, type LockClientSettings } from './create-lock-client';
 export { lockOptionsFromEnv, LOCK_ENV_VARIABLES } from './env';
 export { SingleDeployment } from './single-deployment';

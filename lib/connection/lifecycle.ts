@@ -1,7 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
 
-/** Connects lazily created connections (no-op for ones already connecting or ready). */
+/**
+ * Connects lazily created connections (no-op for ones already connecting or ready). Connection
+ * errors surface as rejected commands and RedisUnavailableError; the listener only keeps ioredis
+ * from printing each reconnect failure as an "Unhandled error event".
+ */
 export async function connectAll(connections: (Redis | Cluster)[]): Promise<void> {
+  for (const c of connections) if (c.listenerCount('error') === 0) c.on('error', () => undefined);
   await Promise.all(connections.map((c) => (c.status === 'wait' ? c.connect() : undefined)));
 }
 

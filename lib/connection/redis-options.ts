@@ -24,5 +24,7 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
     lazyConnect: true,
+    // A connection that never came up should not keep the process alive for ioredis's default 2 s.
+    disconnectTimeout: options.redisOptions?.disconnectTimeout ?? 200,
   };
 }

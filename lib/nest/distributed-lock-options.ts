@@ -1,0 +1,40 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { LockKind } from './lock-options';
+
+/**
+ * Builds a lock name. On a route or message handler it receives the `ExecutionContext`; on any other
+ * method it receives the method's arguments. It may be async. Return a non-empty string (or number).
+ */
+export type LockKeyFactory<A extends unknown[] = [ExecutionContext]> = (
+  ...args: A
+) => string | number | Promise<string | number>;
+
+/** Options of `@DistributedLock()`. Times are in milliseconds. */
+export interface DistributedLockOptions<A extends unknown[] = [ExecutionContext]> {
+  /**
+   * The lock name: a template or a function. Templates read, on an HTTP route, `{params.id}`,
+   * `{query.x}`, `{body.y}`, `{headers.x-tenant}`, `{user.id}`; on an RPC / WebSocket handler
+   * `{data.id}`; on any other method its arguments, `{0}`, `{1.id}` or `{args.0.id}`. A referenced
+   * value that is missing or empty takes no lock and fails the call (400 over HTTP). `{{` and `}}`
+   * are literal braces.
+   */
+  key: string | LockKeyFactory<A>;
+  /** Lock kind; default 'reentrant'. */
+  kind?: LockKind;
+  /** Shorthand for `kind: 'fair'`. */
+  fair?: boolean;
+  /**
+   * Longest wait for the lock; `0` = one attempt; `Infinity` = until free. Default: the module's
+   * `waitTime`, else until free (simple lock: 3 s). Over HTTP, running out answers 409 (see
+   * `conflictStatus`) with a `Retry-After` header.
+   */
+  waitTime?: number;
+  /** Lease; `'watchdog'` = renewed while held. Default: the module's `leaseTime`, else the watchdog (simple lock: 3 s). */
+  leaseTime?: number | 'watchdog';
+  /**
+   * Methods that are not handlers join the caller's lock scope, so a call nested in another locked
+   * call re-enters its locks. `true` gives each call a fresh scope (parallel calls inside one request
+   * then exclude each other). Handlers always get a fresh scope per request.
+   */
+  newScope?: boolean;
+}

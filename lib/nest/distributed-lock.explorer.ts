@@ -1,0 +1,96 @@
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { LockOptionsError } from '../engine/errors';
+import { LockClient } from '../engine/lock-client';
+import { lockSpecOf } from './lock-spec';
+import { LockService } from './lock.service';
+import { methodBindings } from './method-bindings';
+import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
+import { messages } from './redis-lock.messages';
+
+/**
+ * At bootstrap, finds every `@DistributedLock()` on the application's controllers and providers
+ * (as @nestjs/schedule finds its jobs), validates it (a bad key template or time fails `app.init()`
+ * naming the class and method) and binds the instances of providers with decorated methods to this
+ * application's LockService. Unbinds them on shutdown.
+ */
+@Injectable()
+export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutdown {
+  private explored = false;
+  private failure?: unknown;
+  private readonly boundInstances: object[] = [];
+  private readonly boundClasses: object[] = [];
+
+  constructor(
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(LockService) private readonly locks: LockService,
+    @Inject(LockClient) private readonly client: LockClient,
+  ) {
+    methodBindings.addPending(this);
+  }
+
+  async onModuleInit(): Promise<void> {
+    try {
+      this.explore();
+    } catch (error) {
+      // app.init() fails: leave no connection behind.
+      await this.client.close();
+      throw error;
+    }
+  }
+
+  onApplicationShutdown(): void {
+    methodBindings.removePending(this);
+    for (const instance of this.boundInstances.splice(0)) methodBindings.unbindInstance(instance, this.locks);
+    for (const classRef of this.boundClasses.splice(0)) methodBindings.unbindClass(classRef, this.locks);
+  }
+
+  /** Runs once; a validation failure is thrown now and again from onModuleInit. */
+  explore(): void {
+    if (this.explored) {
+      if (this.failure !== undefined) throw this.failure;
+      return;
+    }
+    this.explored = true;
+    methodBindings.removePending(this);
+    try {
+      for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
+        this.exploreInstance(wrapper);
+      }
+    } catch (error) {
+      this.failure = error;
+      throw error;
+    }
+  }
+
+  private exploreInstance(wrapper: InstanceWrapper): void {
+    const instance: unknown = wrapper.instance;
+    if (!instance || typeof instance !== 'object') return;
+    const prototype = Object.getPrototypeOf(instance) as Record<string, unknown> | null;
+    if (!prototype) return;
+    const classRef = (instance as { constructor: object }).constructor;
+    let hasLockedMethods = false;
+    let hasLockedHandlers = false;
+    for (const name of this.scanner.getAllMethodNames(prototype)) {
+      const method = prototype[name];
+      if (typeof method !== 'function') continue;
+      const spec = lockSpecOf(classRef, method, name);
+      if (!spec) continue;
+      if (spec.handlerType) hasLockedHandlers = true;
+      else hasLockedMethods = true;
+    }
+    if (!hasLockedHandlers && Reflect.getMetadata(DISTRIBUTED_LOCK_METADATA, classRef) !== undefined) {
+      throw new LockOptionsError(messages.classLevelWithoutHandlers((classRef as { name: string }).name));
+    }
+    if (!hasLockedMethods) return;
+    if (wrapper.isDependencyTreeStatic()) {
+      methodBindings.bindInstance(instance, this.locks);
+      this.boundInstances.push(instance);
+    } else {
+      methodBindings.bindClass(classRef, this.locks);
+      this.boundClasses.push(classRef);
+    }
+  }
+}

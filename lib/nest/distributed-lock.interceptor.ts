@@ -1,0 +1,160 @@
+import { STATUS_CODES } from 'node:http';
+import {
+  BadRequestException,
+  HttpException,
+  Inject,
+  Injectable,
+  ServiceUnavailableException,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import type { Observable } from 'rxjs';
+import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../engine/errors';
+import type { HandlerInvocation } from './active-lock';
+import { keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
+import { LockKeyError } from './lock-key-error';
+import { LockModuleClosedError } from './lock-module-closed-error';
+import { lockedObservable } from './locked-observable';
+import { lockSpecOf, type LockSpec } from './lock-spec';
+import { LockService } from './lock.service';
+import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
+import type { RedisLockModuleOptions } from './redis-lock-module-options';
+import { messages } from './redis-lock.messages';
+
+/** Nginx's "client closed request": what a request that left while waiting gets (nobody reads it). */
+const CLIENT_CLOSED_REQUEST = 499;
+
+class ClientGone extends Error {}
+
+/**
+ * Calls already being locked. A handler decorated on its class and on itself gets the interceptor
+ * twice (one ExecutionContext per call, shared by its interceptors): only the first one locks.
+ */
+const locking = new WeakSet<ExecutionContext>();
+
+/**
+ * Runs a handler decorated with `@DistributedLock()` (on the method or its class) holding its lock,
+ * in a new lock scope per request. The lock is taken before the handler (and its pipes) run and
+ * released when the handler's result completes, errors or is unsubscribed (client gone).
+ *
+ * Over HTTP: a missing key value -> 400; `waitTime` ran out -> 409 (`conflictStatus`) with
+ * `Retry-After`; Redis unreachable -> 503; the lock error is the exception's `cause`. Elsewhere (RPC,
+ * WebSocket) the typed errors themselves. `@DistributedLock()` applies this interceptor by itself.
+ *
+ * Subclass it to change how names are built or errors mapped, and apply the subclass with
+ * `@UseInterceptors()` next to `SetMetadata(DISTRIBUTED_LOCK_METADATA, options)`.
+ * @example
+ * @Injectable()
+ * export class TenantLockInterceptor extends DistributedLockInterceptor {
+ *   protected override async lockName(context: ExecutionContext, spec: LockSpec) {
+ *     return `${tenantOf(context)}:${await super.lockName(context, spec)}`;
+ *   }
+ * }
+ */
+@Injectable()
+export class DistributedLockInterceptor implements NestInterceptor {
+  constructor(
+    @Inject(LockService) protected readonly locks: LockService,
+    @Inject(REDIS_LOCK_MODULE_OPTIONS) protected readonly options: RedisLockModuleOptions,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const handler = context.getHandler();
+    const spec = lockSpecOf(context.getClass(), handler);
+    if (!spec || locking.has(context)) return next.handle();
+    locking.add(context);
+    const invocation: HandlerInvocation = { handler, claimed: false };
+    return lockedObservable({
+      locks: this.locks,
+      spec,
+      invocation,
+      name: () => this.lockName(context, spec),
+      run: () => next.handle(),
+      newScope: true,
+      watchWait: context.getType() === 'http' ? (abort) => this.watchClient(context, abort) : undefined,
+      mapError: (error) => this.toException(error, context),
+    });
+  }
+
+  /**
+   * The lock name of this call: the key template rendered over the request (HTTP) or the message
+   * (RPC, WebSocket), or what the key function returns for the ExecutionContext.
+   * @example
+   * // 'article:{params.id}' on GET /articles/42 -> 'article:42'
+   */
+  protected async lockName(context: ExecutionContext, spec: LockSpec): Promise<string> {
+    if (typeof spec.key === 'function') return keyFunctionResult(await spec.key(context));
+    return renderKeyTemplate(spec.key, this.keySources(context));
+  }
+
+  /**
+   * What placeholders read from in this context.
+   * @example
+   * // HTTP: { params, query, body, headers, user } of the request
+   */
+  protected keySources(context: ExecutionContext): KeySources {
+    switch (context.getType()) {
+      case 'http': {
+        const request = context.switchToHttp().getRequest<Record<string, unknown>>();
+        const { params, query, body, headers, user } = request;
+        return { params, query, body, headers, user, args: context.getArgs() };
+      }
+      case 'rpc':
+        return { data: context.switchToRpc().getData(), args: context.getArgs() };
+      case 'ws':
+        return { data: context.switchToWs().getData(), args: context.getArgs() };
+      default:
+        return { args: context.getArgs() };
+    }
+  }
+
+  /**
+   * Maps a failure to get the lock (never an error of the handler) for the transport: HTTP exceptions
+   * over HTTP, the typed lock errors elsewhere.
+   * @example
+   * // LockAcquireTimeoutError over HTTP -> 409 Conflict, Retry-After: 1
+   */
+  protected toException(error: unknown, context: ExecutionContext): unknown {
+    if (context.getType() !== 'http') return error;
+    if (error instanceof LockKeyError) return new BadRequestException(error.message, { cause: error });
+    if (error instanceof LockAcquireTimeoutError) {
+      const seconds = error.retryAfterMs !== undefined ? Math.max(1, Math.ceil(error.retryAfterMs / 1000)) : 1;
+      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(seconds));
+      const status = this.options.conflictStatus ?? DEFAULT_CONFLICT_STATUS;
+      const body = { statusCode: status, message: messages.httpConflict(), error: STATUS_CODES[status] ?? 'Error' };
+      return new HttpException(body, status, { cause: error });
+    }
+    if (
+      error instanceof RedisUnavailableError ||
+      error instanceof LockModuleClosedError ||
+      error instanceof ReplicaSyncError ||
+      error instanceof LockQuorumError
+    ) {
+      return new ServiceUnavailableException(messages.httpUnavailable(), { cause: error });
+    }
+    if (error instanceof ClientGone) {
+      return new HttpException(messages.httpClientGone(), CLIENT_CLOSED_REQUEST, { cause: error });
+    }
+    return error;
+  }
+
+  /** While the request waits for its lock: abort the wait if the client disconnects. */
+  private watchClient(context: ExecutionContext, abort: (reason: unknown) => void): () => void {
+    const response = context.switchToHttp().getResponse<{ raw?: unknown }>();
+    const raw = (response?.raw ?? response) as Partial<NodeJS.EventEmitter> & { writableEnded?: boolean };
+    if (typeof raw?.once !== 'function' || typeof raw.removeListener !== 'function') return () => undefined;
+    const onClose = () => {
+      if (!raw.writableEnded) abort(new ClientGone(messages.httpClientGone()));
+    };
+    raw.once('close', onClose);
+    return () => raw.removeListener!('close', onClose);
+  }
+}
+
+/** Express (`header`), Fastify (`header`) or a bare Node response (`setHeader`). */
+function setHeader(response: unknown, name: string, value: string): void {
+  const r = response as { header?: (n: string, v: string) => void; setHeader?: (n: string, v: string) => void };
+  if (typeof r?.header === 'function') r.header(name, value);
+  else if (typeof r?.setHeader === 'function') r.setHeader(name, value);
+}

@@ -1,0 +1,32 @@
+import type { AcquireOptions } from '../engine/options';
+
+/**
+ * The lock kinds one Redis deployment offers: `reentrant` (Redisson RLock, the default), `fair`
+ * (FIFO, re-entrant, excludes the reentrant lock of the same name) and `simple` (`SET NX PX`, not
+ * re-entrant, 3 s wait and lease unless told otherwise).
+ */
+export type LockKind = 'reentrant' | 'fair' | 'simple';
+
+export const LOCK_KINDS: readonly LockKind[] = ['reentrant', 'fair', 'simple'];
+
+/** How `LockService` acquires: the engine's AcquireOptions plus the kind and the module's defaults. */
+export interface LockCallOptions extends Omit<AcquireOptions, 'waitTime' | 'leaseTime'> {
+  /** Default 'reentrant'. */
+  kind?: LockKind;
+  /**
+   * Longest wait for a held lock, in ms; `0` = a single attempt; `Infinity` = until it is free.
+   * Omitted: the module's `waitTime`, else until it is free (3 s for the simple lock).
+   */
+  waitTime?: number;
+  /**
+   * Lease in ms, after which the lock expires unless extended; `'watchdog'` = renewed while held.
+   * Omitted: the module's `leaseTime`, else the watchdog (3 s for the simple lock).
+   */
+  leaseTime?: number | 'watchdog';
+}
+
+/** `LockService.withLock` options. */
+export interface WithLockCallOptions extends LockCallOptions {
+  /** Run in a fresh owner scope, so the callback does not re-enter locks its caller holds. Default false. */
+  newScope?: boolean;
+}

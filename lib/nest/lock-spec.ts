@@ -1,0 +1,135 @@
+import { PATH_METADATA } from '@nestjs/common/constants';
+import { LockOptionsError } from '../engine/errors';
+import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-options';
+import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
+import { LOCK_KINDS, type LockKind } from './lock-options';
+import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
+import { durationProblem, show } from './redis-lock-module-options';
+import { messages } from './redis-lock.messages';
+
+/** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */
+export type HandlerType = 'http' | 'rpc' | 'ws';
+
+/** `@DistributedLock()` options, validated and compiled for one method. */
+export interface LockSpec {
+  /** "Class.method", for messages. */
+  readonly owner: string;
+  readonly key: KeyTemplate | LockKeyFactory<unknown[]>;
+  readonly kind: LockKind;
+  readonly waitTime?: number;
+  readonly leaseTime?: number | 'watchdog';
+  readonly newScope: boolean;
+  /** Set when Nest calls the method as a handler: the interceptor locks it, over the request / message. */
+  readonly handlerType?: HandlerType;
+}
+
+/** Metadata keys of @nestjs/microservices' @MessagePattern / @EventPattern and @nestjs/websockets' @SubscribeMessage. */
+const RPC_PATTERN_METADATA = 'microservices:pattern';
+const WS_MESSAGE_METADATA = 'message';
+
+const ROOTS: Record<HandlerType | 'method', readonly KeyRoot[]> = {
+  http: ['params', 'query', 'body', 'headers', 'user'],
+  rpc: ['data'],
+  ws: ['data'],
+  method: ['args'],
+};
+
+const KNOWN_OPTIONS = new Set(['key', 'kind', 'fair', 'waitTime', 'leaseTime', 'newScope']);
+
+export function handlerTypeOf(method: object): HandlerType | undefined {
+  if (Reflect.hasOwnMetadata(PATH_METADATA, method)) return 'http';
+  if (Reflect.hasOwnMetadata(RPC_PATTERN_METADATA, method)) return 'rpc';
+  if (Reflect.hasOwnMetadata(WS_MESSAGE_METADATA, method)) return 'ws';
+  return undefined;
+}
+
+/** Specs of methods with their own decorator, and of handlers locked by their class's decorator (per class). */
+const ownSpecs = new WeakMap<object, LockSpec | null>();
+const classSpecs = new WeakMap<object, WeakMap<object, LockSpec | null>>();
+
+/**
+ * The compiled lock of `method` of class `classRef`: its own `@DistributedLock()`, else the class's
+ * when the method is a handler; null when it has none. Throws LockOptionsError naming the class and
+ * method when the options are invalid. Cached.
+ */
+export function lockSpecOf(classRef: object, method: object, methodName: string = nameOf(method)): LockSpec | null {
+  const cached = ownSpecs.get(method);
+  if (cached !== undefined) return cached;
+  const owner = `${nameOf(classRef)}.${methodName}`;
+  const handlerType = handlerTypeOf(method);
+  const own = Reflect.getOwnMetadata(DISTRIBUTED_LOCK_METADATA, method) as unknown;
+  if (own !== undefined) {
+    const spec = compileLockSpec(own, owner, handlerType);
+    ownSpecs.set(method, spec);
+    return spec;
+  }
+  if (!handlerType) return null;
+  let perClass = classSpecs.get(classRef);
+  if (!perClass) classSpecs.set(classRef, (perClass = new WeakMap()));
+  let spec = perClass.get(method);
+  if (spec === undefined) {
+    const options = Reflect.getMetadata(DISTRIBUTED_LOCK_METADATA, classRef) as unknown;
+    spec = options === undefined ? null : compileLockSpec(options, `${owner} (from the class decorator)`, handlerType);
+    perClass.set(method, spec);
+  }
+  return spec;
+}
+
+/** Validates `options` for a method called `owner`; throws one LockOptionsError listing every problem. */
+export function compileLockSpec(options: unknown, owner: string, handlerType?: HandlerType): LockSpec {
+  const problems: string[] = [];
+  const fail = () => new LockOptionsError(messages.invalidDecorator(owner, problems));
+  if (!options || typeof options !== 'object') {
+    problems.push(messages.decoratorNotObject(show(options)));
+    throw fail();
+  }
+  const o = options as DistributedLockOptions<unknown[]>;
+  for (const name of Object.keys(o)) if (!KNOWN_OPTIONS.has(name)) problems.push(messages.unknownOption(name));
+
+  let key: KeyTemplate | LockKeyFactory<unknown[]> | undefined;
+  if (typeof o.key === 'function') key = o.key;
+  else if (typeof o.key === 'string') {
+    try {
+      key = parseKeyTemplate(o.key);
+      const allowed = ROOTS[handlerType ?? 'method'];
+      for (const p of key.placeholders) {
+        if (!allowed.includes(p.root))
+          problems.push(messages.wrongRoot(p.text, messages.methodKinds[handlerType ?? 'method'], allowed));
+      }
+    } catch (error) {
+      problems.push(messages.badKey(o.key, (error as Error).message));
+    }
+  } else problems.push(messages.badKeyType(show(o.key)));
+
+  if (o.kind !== undefined && !LOCK_KINDS.includes(o.kind)) {
+    problems.push(messages.badKind(LOCK_KINDS, show(o.kind)));
+  }
+  if (o.fair !== undefined && typeof o.fair !== 'boolean') problems.push(messages.notBoolean('fair', show(o.fair)));
+  if (o.fair === true && o.kind !== undefined && o.kind !== 'fair') {
+    problems.push(messages.fairContradictsKind(show(o.kind)));
+  }
+  if (o.newScope !== undefined && typeof o.newScope !== 'boolean') {
+    problems.push(messages.notBoolean('newScope', show(o.newScope)));
+  }
+  const wait = durationProblem('waitTime', o.waitTime, { infinite: true });
+  if (wait) problems.push(wait);
+  if (o.leaseTime !== 'watchdog') {
+    const lease = durationProblem('leaseTime', o.leaseTime, { positive: true, watchdog: true });
+    if (lease) problems.push(lease);
+  }
+  if (problems.length > 0 || key === undefined) throw fail();
+  return {
+    owner,
+    key,
+    kind: o.kind ?? (o.fair ? 'fair' : 'reentrant'),
+    waitTime: o.waitTime,
+    leaseTime: o.leaseTime,
+    newScope: o.newScope ?? false,
+    handlerType,
+  };
+}
+
+function nameOf(value: object): string {
+  const name = (value as { name?: unknown }).name;
+  return typeof name === 'string' && name.length > 0 ? name : '(anonymous)';
+}

@@ -1,0 +1,247 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LockOptionsError } from '../engine/errors';
+import type { FairLock, FairLockOptions } from '../engine/fair-lock';
+import type { LockBase } from '../engine/lock-base';
+import { LockClient } from '../engine/lock-client';
+import type { LockHandle, ReleaseOutcome } from '../engine/lock-handle';
+import { MultiLock } from '../engine/multi-lock';
+import type { AcquireOptions } from '../engine/options';
+import { RedLock, type RedLockOptions } from '../engine/red-lock';
+import type { ReentrantLock } from '../engine/reentrant-lock';
+import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../engine/simple-lock';
+import { activeLock, currentLock, runWithActiveLock, type ActiveLock } from './active-lock';
+import { LockLifecycle, linkLifecycle } from './lock-lifecycle';
+import { LOCK_KINDS, type LockCallOptions, type LockKind, type WithLockCallOptions } from './lock-options';
+import { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
+import { messages } from './redis-lock.messages';
+import type { RedisLockModuleOptions } from './redis-lock-module-options';
+
+/**
+ * Distributed locks for any provider: every lock kind of the engine, with the module's default
+ * `waitTime` / `leaseTime`, plus the lock the current call runs under (`current()`).
+ *
+ * Locks are owned by the current async call chain (a lock scope): nested calls re-enter, concurrent
+ * requests exclude each other. `withLock` opens a scope if there is none.
+ * @example
+ * @Injectable()
+ * export class InvoiceService {
+ *   constructor(private readonly locks: LockService) {}
+ *
+ *   pay(id: string) {
+ *     return this.locks.withLock(`invoice:${id}`, async ({ fencingToken }) => this.repo.pay(id, fencingToken));
+ *   }
+ * }
+ */
+@Injectable()
+export class LockService {
+  // Explicit @Inject everywhere in this package: it then also works when compiled by esbuild / tsx,
+  // which emit no decorator metadata.
+  constructor(
+    /**
+     * The engine client the module created (and closes on shutdown), for what this service does not wrap.
+     * @example
+     * lockService.client.on('lockLost', (error) => metrics.increment('lock.lost', { lock: error.key }));
+     */
+    @Inject(LockClient) readonly client: LockClient,
+    @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
+    @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
+  ) {
+    linkLifecycle(this, lifecycle);
+  }
+
+  /**
+   * Acquires `name`, waiting up to `waitTime` (default: the module's, else until free); throws
+   * LockAcquireTimeoutError when that runs out. Release the handle when done.
+   * @example
+   * const handle = await lockService.lock(`cart:${id}`, { waitTime: 2_000 });
+   * try {
+   *   await checkout(id, handle.fencingToken);
+   * } finally {
+   *   await handle.release();
+   * }
+   */
+  async lock(name: string, options: LockCallOptions = {}): Promise<LockHandle> {
+    return this.lockOf(name, options).lock(this.acquireOptions(name, options));
+  }
+
+  /**
+   * Acquires `name` within `waitTime` (default 0: a single attempt) or resolves null.
+   * @example
+   * const handle = await lockService.tryLock('nightly-report');
+   * if (!handle) return; // another instance is on it
+   * try { await buildReport(); } finally { await handle.release(); }
+   */
+  async tryLock(name: string, options: LockCallOptions = {}): Promise<LockHandle | null> {
+    return this.lockOf(name, options).tryLock(
+      this.acquireOptions(name, { ...options, waitTime: options.waitTime ?? 0 }),
+    );
+  }
+
+  /**
+   * Runs `fn` holding `name` and releases it however `fn` ends; `fn`'s result and errors pass through.
+   * Inside `fn`, `current()` returns this lock.
+   * @example
+   * await lockService.withLock(`stock:${sku}`, async ({ signal, fencingToken }) => {
+   *   await stock.decrement(sku, { signal, fencingToken });
+   * }, { waitTime: 5_000 });
+   */
+  async withLock<T>(
+    name: string,
+    fn: (lock: ActiveLock) => Promise<T> | T,
+    options: WithLockCallOptions = {},
+  ): Promise<T> {
+    const kind = this.kindOf(options);
+    const { newScope, ...rest } = options;
+    const acquire = this.acquireOptions(name, rest);
+    return this.lifecycle.track(
+      this.lockOf(name, options).withLock(
+        (context) => {
+          const lock = activeLock(name, kind, context);
+          return runWithActiveLock(lock, () => fn(lock));
+        },
+        { ...acquire, newScope },
+      ),
+    );
+  }
+
+  /**
+   * Releases one hold of `name` by the current lock scope (or `owner`). Prefer `handle.release()`
+   * or `withLock`; this is for code that locks and unlocks in different places of one scope.
+   * @example
+   * await runInLockScope(async () => {
+   *   await lockService.lock('migration');
+   *   try { await migrate(); } finally { await lockService.unlock('migration'); }
+   * });
+   */
+  async unlock(name: string, options: { kind?: LockKind; owner?: string } = {}): Promise<ReleaseOutcome> {
+    return this.lockOf(name, options).unlock({ owner: options.owner });
+  }
+
+  /**
+   * Whether anyone holds `name` (any kind: they share the key).
+   * @example
+   * if (await lockService.isLocked(`import:${tenant}`)) throw new ConflictException('Import running');
+   */
+  async isLocked(name: string): Promise<boolean> {
+    return this.client.getLock(name).isLocked();
+  }
+
+  /**
+   * Remaining lease of `name` in ms; -2 when it is not locked.
+   * @example
+   * const ttl = await lockService.remainTimeToLive('nightly-report');
+   */
+  async remainTimeToLive(name: string): Promise<number> {
+    return this.client.getLock(name).remainTimeToLive();
+  }
+
+  /**
+   * Deletes `name` whoever holds it and wakes its waiters (a fair lock goes to its next waiter).
+   * True when it was locked. For operators: the holder is not told.
+   * @example
+   * await lockService.forceUnlock(`import:${tenant}`, { kind: 'fair' });
+   */
+  async forceUnlock(name: string, options: { kind?: LockKind } = {}): Promise<boolean> {
+    return this.lockOf(name, options).forceUnlock();
+  }
+
+  /**
+   * The innermost lock the current call runs under: set by `@DistributedLock()` and `withLock`.
+   * @example
+   * const lock = lockService.current();
+   * await repo.save(order, { fencingToken: lock?.fencingToken, signal: lock?.signal });
+   */
+  current(): ActiveLock | undefined {
+    return currentLock();
+  }
+
+  /**
+   * The reentrant lock `name` (Redisson RLock), with all its operations.
+   * @example
+   * const holds = await lockService.reentrant('report').getHoldCount();
+   */
+  reentrant(name: string): ReentrantLock {
+    return this.client.getLock(name);
+  }
+
+  /**
+   * The fair (FIFO) lock `name`.
+   * @example
+   * await lockService.fair('ticket-counter').withLock(() => serveNext());
+   */
+  fair(name: string, options?: FairLockOptions): FairLock {
+    return this.client.getFairLock(name, options);
+  }
+
+  /**
+   * The simple (`SET NX PX`, not re-entrant) lock `name`.
+   * @example
+   * await lockService.simple('sync:users').doWithLock((ctx) => (ctx.isSuccess ? syncUsers() : undefined));
+   */
+  simple(name: string, options?: SimpleLockOptions): SimpleLock {
+    return this.client.getSimpleLock(name, options);
+  }
+
+  /**
+   * Several locks held all-or-nothing (names are reentrant locks); acquired in a global order, so
+   * overlapping multi-locks cannot deadlock.
+   * @example
+   * await lockService.multi([`account:${from}`, `account:${to}`]).withLock(() => transfer(from, to, amount));
+   */
+  multi(locks: (string | LockBase)[]): MultiLock {
+    if (!Array.isArray(locks)) throw new LockOptionsError(messages.multiNeedsArray());
+    return new MultiLock(locks.map((lock) => (typeof lock === 'string' ? this.client.getLock(lock) : lock)));
+  }
+
+  /**
+   * RedLock `name` over independent Redis masters, one LockClient each (create them with
+   * `createLockClient`; they are yours to close). Pass this module's `client` to include its Redis.
+   * @example
+   * const redLock = lockService.redLock('payout', [lockService.client, clientB, clientC]);
+   * await redLock.withLock(() => payout(), { leaseTime: 10_000, waitTime: 2_000 });
+   */
+  redLock(name: string, clients: LockClient[], options?: RedLockOptions): RedLock {
+    return new RedLock(clients, name, options);
+  }
+
+  /** The lock object of `options.kind` for `name`. */
+  private lockOf(name: string, options: LockCallOptions): LockBase {
+    switch (this.kindOf(options)) {
+      case 'fair':
+        return this.client.getFairLock(name);
+      case 'simple':
+        // The simple lock has its own default lease; 'watchdog' has to be asked for when it is built.
+        return this.client.getSimpleLock(name, {
+          leaseTime: (options.leaseTime ?? this.options.leaseTime) === 'watchdog' ? 'watchdog' : undefined,
+        });
+      default:
+        return this.client.getLock(name);
+    }
+  }
+
+  private kindOf(options: { kind?: LockKind }): LockKind {
+    const kind = options.kind ?? 'reentrant';
+    if (!LOCK_KINDS.includes(kind)) {
+      throw new LockOptionsError(`${messages.badKind(LOCK_KINDS, String(kind))}.`);
+    }
+    return kind;
+  }
+
+  /**
+   * Call options over module defaults; `Infinity` / 'watchdog' become the engine's "omitted". Once
+   * shutdown has started, refuses (and its signal cuts a wait short).
+   */
+  private acquireOptions(name: string, options: LockCallOptions): AcquireOptions {
+    this.lifecycle.assertOpen(name);
+    const { kind: _kind, waitTime, leaseTime, signal, ...rest } = options;
+    const kindWait = this.kindOf(options) === 'simple' ? SIMPLE_LOCK_DEFAULTS.waitTime : undefined;
+    const wait = waitTime ?? this.options.waitTime ?? kindWait;
+    const lease = leaseTime ?? this.options.leaseTime;
+    return {
+      ...rest,
+      signal: signal ? AbortSignal.any([signal, this.lifecycle.signal]) : this.lifecycle.signal,
+      waitTime: wait === Infinity ? undefined : wait,
+      leaseTime: lease === 'watchdog' ? undefined : lease,
+    };
+  }
+}

@@ -1,0 +1,99 @@
+import { Observable, type Subscription } from 'rxjs';
+import type { LockHandle } from '../engine/lock-handle';
+import { runInLockScope } from '../engine/owner-scope';
+import { activeLock, runInvocation, runWithActiveLock, type HandlerInvocation } from './active-lock';
+import { lifecycleOf } from './lock-lifecycle';
+import type { LockSpec } from './lock-spec';
+import type { LockService } from './lock.service';
+import { messages } from './redis-lock.messages';
+
+export interface LockedObservableOptions<T> {
+  locks: LockService;
+  spec: LockSpec;
+  /** The lock name for this call (may throw LockKeyError: nothing is locked then). */
+  name: () => string | Promise<string>;
+  /** The work: called, and subscribed to, inside the lock's owner scope once the lock is held. */
+  run: () => Observable<T>;
+  newScope: boolean;
+  /** The interceptor's call of a handler, whose returned Promise the release waits for. */
+  invocation?: HandlerInvocation;
+  /** Aborts the wait when the caller goes away (an HTTP client that disconnected); returns how to stop watching. */
+  watchWait?: (abort: (reason: unknown) => void) => () => void;
+  /** Turns a failure to get the lock (not an error of the work) into what the caller should see. */
+  mapError?: (error: unknown) => unknown;
+}
+
+/**
+ * An Observable that acquires the lock when subscribed, then subscribes to `run()` inside the lock's
+ * scope, and releases the lock when that completes, errors or is unsubscribed, before passing the
+ * completion or error on (so a caller that sees the end also sees the lock free). The work's own
+ * values and errors pass through unchanged.
+ */
+export function lockedObservable<T>(options: LockedObservableOptions<T>): Observable<T> {
+  const { locks, spec, invocation } = options;
+  return new Observable<T>((subscriber) => {
+    const waiting = new AbortController();
+    let handle: LockHandle | undefined;
+    let work: Subscription | undefined;
+    let released: Promise<void> | undefined;
+    // Shutdown waits for this call until its lock is released (or it never got one).
+    let finish!: () => void;
+    lifecycleOf(locks)?.track(new Promise<void>((resolve) => (finish = resolve)));
+
+    const release = (): Promise<void> => {
+      const held = handle;
+      if (!held) return Promise.resolve();
+      return (released ??= (async () => {
+        // Unsubscribing does not stop a handler's Promise: keep the lock until its work is done.
+        await invocation?.settled;
+        await held.release().catch((error: Error) => {
+          locks.client.logger.warn(messages.releaseFailed(held.name, error.message));
+        });
+        finish();
+      })());
+    };
+    const thenForward = (forward: () => void) => void release().then(forward);
+
+    runInLockScope(
+      async () => {
+        const stopWatching = options.watchWait?.((reason) => waiting.abort(reason));
+        let name: string;
+        try {
+          name = await options.name();
+          handle = await locks.lock(name, {
+            kind: spec.kind,
+            waitTime: spec.waitTime,
+            leaseTime: spec.leaseTime,
+            signal: waiting.signal,
+          });
+        } finally {
+          stopWatching?.();
+        }
+        if (subscriber.closed) return release();
+        const lock = activeLock(name, spec.kind, handle);
+        const subscribe = () =>
+          options.run().subscribe({
+            next: (value) => subscriber.next(value),
+            error: (error: unknown) => thenForward(() => subscriber.error(error)),
+            complete: () => thenForward(() => subscriber.complete()),
+          });
+        work = runWithActiveLock(lock, () => (invocation ? runInvocation(invocation, subscribe) : subscribe()));
+      },
+      { newScope: options.newScope },
+    ).catch((error: unknown) => {
+      if (handle) {
+        // run() itself threw: that is the work's error.
+        thenForward(() => subscriber.error(error));
+      } else {
+        finish();
+        if (!subscriber.closed) subscriber.error(options.mapError ? options.mapError(error) : error);
+      }
+    });
+
+    return () => {
+      waiting.abort();
+      work?.unsubscribe();
+      void release();
+    };
+  });
+}

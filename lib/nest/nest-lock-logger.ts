@@ -1,0 +1,16 @@
+import { Logger, type LoggerService } from '@nestjs/common';
+import type { LockLogger } from '../engine/logger';
+
+/**
+ * The engine's logger on top of a Nest logger, so lost locks and failed renewals show up in the
+ * application's log (context "RedisLock" by default). The module uses it unless `logger` is given.
+ * @example
+ * RedisLockModule.forRoot({ connection, logger: nestLockLogger(new Logger('Locks')) })
+ */
+export function nestLockLogger(logger: LoggerService = new Logger('RedisLock')): LockLogger {
+  return {
+    debug: (message) => logger.debug?.(message),
+    warn: (message) => logger.warn(message),
+    error: (message) => logger.error(message),
+  };
+}

@@ -1,0 +1,103 @@
+import type { RedisLockClientOptions } from '../connection/create-lock-client';
+import { connectionProblems, isRedisDeployment } from '../connection/create-deployment';
+import { messages } from './redis-lock.messages';
+
+/**
+ * Options of `RedisLockModule.forRoot()` (and what the `forRootAsync()` factory returns): the lock
+ * client's settings (`connection`, `keyPrefix`, `watchdogTimeout`, `operationTimeout`, `replicaSync`,
+ * `logger`, `clientId`) plus the Nest layer's defaults. `lockOptionsFromEnv()` returns a valid value.
+ */
+export interface RedisLockModuleOptions extends RedisLockClientOptions {
+  /**
+   * Default wait of `@DistributedLock()` and `LockService.lock()` / `withLock()`, in ms; `Infinity` or
+   * omitted: wait until the lock is free (the simple lock waits 3 s).
+   */
+  waitTime?: number;
+  /** Default lease in ms. Omitted: the watchdog renews the lease while the lock is held (simple lock: 3 s). */
+  leaseTime?: number;
+  /** HTTP status when a decorated route cannot get its lock within `waitTime`. Default 409 Conflict. */
+  conflictStatus?: number;
+  /**
+   * On shutdown, how long locked work still running (decorated calls, `withLock`) may take to finish
+   * before its locks are released anyway, in ms. New locks are refused meanwhile. Default 10000.
+   */
+  shutdownTimeout?: number;
+}
+
+/** `forRootAsync({ useClass })` / `useExisting`: a provider that builds the options. */
+export interface RedisLockOptionsFactory {
+  createRedisLockOptions(): RedisLockModuleOptions | Promise<RedisLockModuleOptions>;
+}
+
+/** Everything wrong with the module options, each naming the option to fix. */
+export function moduleOptionsProblems(options: RedisLockModuleOptions | undefined): string[] {
+  if (!options || typeof options !== 'object') {
+    return [messages.noModuleOptions()];
+  }
+  const problems: string[] = [];
+  if (!isRedisDeployment(options.connection)) {
+    problems.push(...connectionProblems(options.connection).map(messages.connectionProblem));
+  }
+  if (options.keyPrefix !== undefined) {
+    if (typeof options.keyPrefix !== 'string' || options.keyPrefix.length === 0 || /[{}]/.test(options.keyPrefix)) {
+      problems.push(messages.badKeyPrefix(show(options.keyPrefix)));
+    }
+  }
+  duration(problems, 'watchdogTimeout', options.watchdogTimeout, { positive: true });
+  duration(problems, 'operationTimeout', options.operationTimeout, { positive: true });
+  duration(problems, 'waitTime', options.waitTime, { infinite: true });
+  duration(problems, 'leaseTime', options.leaseTime, { positive: true });
+  duration(problems, 'shutdownTimeout', options.shutdownTimeout);
+  const status = options.conflictStatus;
+  if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 599)) {
+    problems.push(messages.badConflictStatus(show(status)));
+  }
+  const logger = options.logger as unknown as Record<string, unknown> | undefined;
+  if (logger !== undefined && (typeof logger?.warn !== 'function' || typeof logger?.error !== 'function')) {
+    problems.push(messages.badLogger());
+  }
+  if (options.clientId !== undefined && (typeof options.clientId !== 'string' || options.clientId.length === 0)) {
+    problems.push(messages.badClientId(show(options.clientId)));
+  }
+  const sync = options.replicaSync;
+  if (sync !== undefined) {
+    if (!Number.isInteger(sync?.replicas) || sync.replicas < 1) {
+      problems.push(messages.badReplicas(show(sync?.replicas)));
+    }
+    if (sync?.timeout === undefined) problems.push(messages.missingReplicaTimeout());
+    else duration(problems, 'replicaSync.timeout', sync.timeout, { positive: true });
+    if (sync?.onFailure !== undefined && sync.onFailure !== 'release' && sync.onFailure !== 'warn') {
+      problems.push(messages.badOnFailure(show(sync.onFailure)));
+    }
+  }
+  return problems;
+}
+
+/** Checks a time in ms: finite and non-negative (or positive), `Infinity` allowed where it means "no limit". */
+export function durationProblem(
+  field: string,
+  value: unknown,
+  { positive = false, infinite = false, watchdog = false } = {},
+): string | undefined {
+  if (value === undefined) return undefined;
+  const ok =
+    typeof value === 'number' &&
+    !Number.isNaN(value) &&
+    (Number.isFinite(value) || (infinite && value === Infinity)) &&
+    (positive ? value > 0 : value >= 0);
+  return ok ? undefined : messages.badDuration(field, { positive, infinite, watchdog }, show(value));
+}
+
+function duration(
+  problems: string[],
+  field: string,
+  value: unknown,
+  rules: { positive?: boolean; infinite?: boolean } = {},
+) {
+  const problem = durationProblem(field, value, rules);
+  if (problem) problems.push(problem);
+}
+
+export function show(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}

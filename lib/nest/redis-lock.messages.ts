@@ -1,0 +1,100 @@
+/** Every message the Nest integration shows to users, in one place. Each ends with what to do about it. */
+
+const TEMPLATE_HELP =
+  'Write placeholders as dotted paths in braces, e.g. "article:{params.id}", and "{{" / "}}" for literal braces.';
+
+export const messages = {
+  invalidModuleOptions: (problems: string[]) =>
+    `RedisLockModule options are invalid:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
+    'Fix them where you call RedisLockModule.forRoot() or in the factory given to forRootAsync().',
+
+  cannotConnect: (where: string, reason: string) =>
+    `RedisLockModule could not connect to Redis at ${where}: ${reason}. ` +
+    'Check the connection options and that Redis is reachable.',
+
+  observableNotDeclared: (owner: string) =>
+    `${owner} returned an Observable, but its declared return type is not Observable, so the lock could only ` +
+    'be held while the method ran, not while the Observable is subscribed. Declare its return type as ' +
+    "Observable<…>, imported as a value from 'rxjs' (not `import type`), with emitDecoratorMetadata on.",
+
+  // Problems listed by invalidModuleOptions / invalidDecorator, each naming the option to fix.
+  noModuleOptions: () => 'options are missing: give at least { connection: { type: "single", url: "redis://…" } }',
+  connectionProblem: (problem: string) => `connection: ${problem}`,
+  badKeyPrefix: (got: string) => `keyPrefix must be a non-empty string without "{" or "}", got ${got}`,
+  badConflictStatus: (got: string) => `conflictStatus must be an HTTP error status (400-599), got ${got}`,
+  badLogger: () => 'logger must have warn() and error() methods (a Nest Logger works)',
+  badClientId: (got: string) => `clientId must be a non-empty string, got ${got}`,
+  badReplicas: (got: string) => `replicaSync.replicas must be a positive integer, got ${got}`,
+  missingReplicaTimeout: () => 'replicaSync.timeout is required (ms)',
+  badOnFailure: (got: string) => `replicaSync.onFailure must be 'release' or 'warn', got ${got}`,
+  badDuration: (field: string, rule: { positive: boolean; infinite: boolean; watchdog?: boolean }, got: string) =>
+    `${field} must be ${rule.positive ? 'a positive' : 'a non-negative'} number of milliseconds` +
+    `${rule.infinite ? ' (or Infinity)' : ''}${rule.watchdog ? " (or 'watchdog')" : ''}, got ${got}`,
+  decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
+  unknownOption: (name: string) => `unknown option "${name}"`,
+  badKey: (key: string, reason: string) => `key "${key}": ${reason}`,
+  badKeyType: (got: string) => `key must be a template string or a function, got ${got}`,
+  badKind: (kinds: readonly string[], got: string) => `kind must be one of ${kinds.join(', ')}, got ${got}`,
+  notBoolean: (field: string, got: string) => `${field} must be a boolean, got ${got}`,
+  fairContradictsKind: (kind: string) => `fair: true contradicts kind: ${kind}; give one of them`,
+  multiNeedsArray: () => 'multi() takes an array of lock names or locks.',
+
+  invalidDecorator: (owner: string, problems: string[]) =>
+    `@DistributedLock() on ${owner} is invalid:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+
+  classLevelWithoutHandlers: (className: string) =>
+    `@DistributedLock() on class ${className} applies to its route and message handlers, but it has none. ` +
+    'Decorate the methods to lock instead.',
+
+  notAMethod: (owner: string) =>
+    `@DistributedLock() can decorate a class or an instance method; ${owner} is neither (a static method, getter or field). ` +
+    'Move the work into an instance method of a provider.',
+
+  unboundMethod: (owner: string) =>
+    `${owner} is decorated with @DistributedLock() but no initialised RedisLockModule knows this instance. ` +
+    'Call it on a provider or controller of an application that imports RedisLockModule, after app.init() ' +
+    '(or from onModuleInit), and not after app.close().',
+
+  closing: (name?: string) =>
+    `The application is shutting down: RedisLockModule takes no new lock${name ? ` (asked for "${name}")` : ''}.`,
+
+  shutdownTimedOut: (count: number, timeoutMs: number) =>
+    `${count} locked call(s) still ran ${timeoutMs} ms into shutdown; their locks are released now ` +
+    '(what cannot be released expires with its lease). Raise shutdownTimeout to give them longer.',
+
+  missingThis: (owner: string) =>
+    `${owner} was called without its instance (\`this\` is undefined). Call it as a method, or bind it first.`,
+
+  // Key templates.
+  emptyTemplate: () => 'key is an empty string. Give a lock name or a template such as "article:{params.id}".',
+  unclosedBrace: (position: number) => `unclosed "{" at position ${position}. ${TEMPLATE_HELP}`,
+  strayBrace: (position: number) => `unmatched "}" at position ${position}. ${TEMPLATE_HELP}`,
+  badPlaceholder: (placeholder: string) =>
+    `placeholder ${placeholder} is not a dotted path of letters, digits, "_", "$" or "-". ${TEMPLATE_HELP}`,
+  unknownRoot: (placeholder: string, allowed: readonly string[]) =>
+    `placeholder ${placeholder} reads from an unknown source; use one of ${allowed.map((r) => `{${r}…}`).join(', ')}.`,
+  methodKinds: {
+    http: 'an HTTP route handler',
+    rpc: 'an RPC message handler',
+    ws: 'a WebSocket message handler',
+    method: 'a method that is not a route or message handler',
+  },
+  wrongRoot: (placeholder: string, where: string, allowed: readonly string[]) =>
+    `placeholder ${placeholder} cannot be used on ${where}; use ${allowed.map((r) => `{${r}…}`).join(', ')}.`,
+
+  missingKeyValue: (template: string, placeholder: string) =>
+    `The lock key "${template}" needs ${placeholder}, which is missing or empty in this call.`,
+  notScalarKeyValue: (template: string, placeholder: string, got: string) =>
+    `The lock key "${template}" needs ${placeholder} to be a string, number or boolean, got ${got}.`,
+  keyFunctionResult: (got: string) =>
+    `The lock key function returned ${got}; it must return a non-empty string (or a number).`,
+  keyTooLong: (template: string, bytes: number, limit: number) =>
+    `The lock key "${template}" resolved to a ${bytes}-byte name; the limit is ${limit} bytes.`,
+
+  // What HTTP clients see (the lock name stays on the server: it is the exception's cause).
+  httpConflict: () => 'The resource is locked by another request. Retry later.',
+  httpUnavailable: () => 'The lock service is unavailable. Retry later.',
+  httpClientGone: () => 'The client closed the request while it waited for a lock.',
+  releaseFailed: (name: string, reason: string) =>
+    `Could not release lock "${name}": ${reason}. It expires with its lease.`,
+};

@@ -1,0 +1,59 @@
+import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { LockClient } from '../engine/lock-client';
+import { DistributedLockExplorer } from './distributed-lock.explorer';
+import { lockClientProvider } from './lock-client.provider';
+import { LockLifecycle } from './lock-lifecycle';
+import { LockService } from './lock.service';
+import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
+import { ConfigurableModuleClass } from './redis-lock.module-definition';
+import type { RedisLockModuleOptions } from './redis-lock-module-options';
+import { messages } from './redis-lock.messages';
+
+/**
+ * Distributed locks on Redis for a Nest application: provides `LockService` (and the engine's
+ * `LockClient`), makes `@DistributedLock()` work on controllers and providers, and owns the Redis
+ * connections it opens. Global unless `isGlobal: false`.
+ *
+ * On shutdown (`app.close()`, or a signal with `enableShutdownHooks()`), after the HTTP server has
+ * stopped, it refuses new locks, lets locked work still running finish (up to `shutdownTimeout`),
+ * then stops the watchdog, releases the locks this application still holds, best effort (bounded by
+ * `operationTimeout`; a lock that cannot be released, e.g. Redis is down, expires with its lease) and
+ * closes its connections: `app.close()` leaves no timer or connection behind. A client passed as
+ * `{ type: 'client', client }` stays open: it is yours.
+ * @example
+ * @Module({
+ *   imports: [
+ *     RedisLockModule.forRoot({ connection: { type: 'single', url: 'redis://localhost:6379' }, waitTime: 5_000 }),
+ *     // or: RedisLockModule.forRootAsync({ imports: [ConfigModule], inject: [ConfigService],
+ *     //       useFactory: (config: ConfigService) => ({ connection: config.get('redis'), keyPrefix: 'orders' }) }),
+ *   ],
+ * })
+ * export class AppModule {}
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [lockClientProvider, LockService, LockLifecycle, DistributedLockExplorer],
+  exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS],
+})
+export class RedisLockModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+  constructor(
+    @Inject(LockClient) private readonly client: LockClient,
+    @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
+    @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
+  ) {
+    super();
+  }
+
+  /**
+   * Nest runs it after the shutdown hooks of the modules that use this one (and after the HTTP
+   * server stopped), so their locks work until then. Lets running locked work finish (up to
+   * `shutdownTimeout`), then releases what is still held and closes the connections.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    const timeout = this.options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT;
+    const stillRunning = await this.lifecycle.drain(timeout);
+    if (stillRunning > 0) this.client.logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
+    await this.client.close();
+  }
+}

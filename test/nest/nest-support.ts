@@ -1,0 +1,40 @@
+/** Helpers shared by the Nest integration tests. */
+import { randomUUID } from 'node:crypto';
+import type { INestApplication } from '@nestjs/common';
+import type Redis from 'ioredis';
+import type { RedisLockModuleOptions, SingleConnectionOptions } from '../../lib';
+import { quietLogger, singlePort } from '../support/engine';
+
+/** The shared single server, with a connection name tests can count in CLIENT LIST. */
+export function singleConnection(connectionName = `nest-${randomUUID().slice(0, 8)}`): SingleConnectionOptions {
+  return { type: 'single', host: '127.0.0.1', port: singlePort(), redisOptions: { connectionName } };
+}
+
+/** Module options on the shared single server; quiet logger so expected warnings do not clutter the output. */
+export function lockOptions(keyPrefix: string, extra: Partial<RedisLockModuleOptions> = {}): RedisLockModuleOptions {
+  return { connection: singleConnection(), keyPrefix, logger: quietLogger, ...extra };
+}
+
+/** How many connections named `name` the server has (CLIENT LIST). */
+export async function connectionsNamed(redis: Redis, name: string): Promise<number> {
+  const list = (await redis.call('CLIENT', 'LIST')) as string;
+  return list.split('\n').filter((line) => line.includes(` name=${name} `)).length;
+}
+
+/** The lock key of `name` under `prefix`, as the engine writes it (braces and % percent-encoded). */
+export function lockKey(prefix: string, name: string): string {
+  return `${prefix}:{${name.replace(/[%{}]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase())}}`;
+}
+
+/** Listens on an ephemeral port, so raw sockets and supertest reach the same server. */
+export async function listen(app: INestApplication): Promise<string> {
+  await app.listen(0, '127.0.0.1');
+  return app.getUrl();
+}
+
+/** A promise with its resolve function, to hold handlers at a point of the test's choosing. */
+export function gate<T = void>(): { promise: Promise<T>; open(value: T): void } {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (open = resolve));
+  return { promise, open };
+}

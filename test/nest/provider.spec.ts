@@ -1,0 +1,302 @@
+import { Injectable, Module, SetMetadata, type INestApplicationContext, type OnModuleInit } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { Interval, ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import type Redis from 'ioredis';
+import { lastValueFrom, timer, map, Observable } from 'rxjs';
+import {
+  DistributedLock,
+  LockAcquireTimeoutError,
+  LockError,
+  LockKeyError,
+  LockService,
+  LockModuleClosedError,
+  RedisLockModule,
+  runInLockScope,
+  type RedisLockModuleOptions,
+} from '../../lib';
+import { connect, eventually, quietLogger, sleep, testPrefix } from '../support/engine';
+import { connectionsNamed, lockKey, lockOptions, singleConnection } from './nest-support';
+
+const prefix = testPrefix();
+
+/** Shared by both applications in this process: how many runs of a job overlap. */
+const jobs = { active: 0, maxActive: 0, runs: 0, overlaps: 0 };
+
+async function exclusiveWork(ms: number): Promise<void> {
+  jobs.active++;
+  jobs.runs++;
+  if (jobs.active > 1) jobs.overlaps++;
+  jobs.maxActive = Math.max(jobs.maxActive, jobs.active);
+  await sleep(ms);
+  jobs.active--;
+}
+
+class CustomError extends Error {}
+
+@Injectable()
+class JobService {
+  readonly label = 'job-service';
+
+  constructor(private readonly locks: LockService) {}
+
+  @DistributedLock({ key: 'job:{0}' })
+  async run(_id: string): Promise<void> {
+    await exclusiveWork(5);
+  }
+
+  @DistributedLock({ key: 'order:{args.0.id}:{1}' })
+  async named(order: { id: number }, step: string): Promise<string | undefined> {
+    return `${this.label}/${this.locks.current()?.name}/${order.id}/${step}`;
+  }
+
+  @DistributedLock({ key: (order: { id: number }) => `fn-order:${order.id}` })
+  async byFunction(_order: { id: number }): Promise<string | undefined> {
+    return this.locks.current()?.name;
+  }
+
+  @DistributedLock({ key: 'fail:{0}' })
+  async fail(_id: string, error: Error): Promise<never> {
+    throw error;
+  }
+
+  @SetMetadata('below', 'b')
+  @DistributedLock({ key: 'meta' })
+  @SetMetadata('above', 'a')
+  async withMetadata(): Promise<number> {
+    return 42;
+  }
+
+  @DistributedLock({ key: 'account:{0}' })
+  async outer(id: string): Promise<number> {
+    return this.inner(id);
+  }
+
+  @DistributedLock({ key: 'account:{0}', waitTime: 0 })
+  async inner(id: string): Promise<number> {
+    return this.locks.reentrant(`account:${id}`).getHoldCount();
+  }
+
+  @DistributedLock({ key: 'isolated:{0}', newScope: true, waitTime: 50 })
+  async isolated(_id: string): Promise<void> {
+    await sleep(300);
+  }
+
+  @DistributedLock({ key: 'shared:{0}', waitTime: 50 })
+  async shared(_id: string): Promise<void> {
+    await sleep(300);
+  }
+
+  @DistributedLock({ key: 'stream:{0}' })
+  ticks(id: string): Observable<string> {
+    return timer(200).pipe(map(() => `${id}:${this.locks.current()?.name}`));
+  }
+}
+
+@Injectable()
+class ScheduledJob {
+  @Interval(15)
+  @DistributedLock({ key: 'interval-job', waitTime: 0 })
+  async tick(): Promise<void> {
+    await exclusiveWork(30);
+  }
+}
+
+@Injectable()
+class SlowJob {
+  @DistributedLock({ key: 'slow:{0}' })
+  async slow(_id: string, ms: number): Promise<string> {
+    await sleep(ms);
+    return 'done';
+  }
+}
+
+@Injectable()
+class StartupMigration implements OnModuleInit {
+  result?: string;
+  constructor(private readonly locks: LockService) {}
+
+  async onModuleInit(): Promise<void> {
+    this.result = await this.migrate();
+  }
+
+  @DistributedLock({ key: 'migration' })
+  async migrate(): Promise<string> {
+    return `migrated under ${this.locks.current()?.name}`;
+  }
+}
+
+/** An application with its own RedisLockModule and connections. */
+async function createApp(
+  providers: unknown[],
+  imports: unknown[] = [],
+  connectionName?: string,
+  options: Partial<RedisLockModuleOptions> = {},
+) {
+  @Module({
+    imports: [
+      ...(imports as []),
+      RedisLockModule.forRoot(
+        lockOptions(prefix, {
+          ...(connectionName ? { connection: singleConnection(connectionName) } : {}),
+          ...options,
+        }),
+      ),
+    ],
+    providers: providers as [],
+  })
+  class AppModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  return app;
+}
+
+describe('@DistributedLock on provider methods', () => {
+  let redis: Redis;
+  let first: INestApplicationContext;
+  let second: INestApplicationContext;
+
+  beforeAll(async () => {
+    redis = connect();
+    first = await createApp([JobService, StartupMigration]);
+    second = await createApp([JobService, StartupMigration]);
+  });
+
+  afterAll(async () => {
+    await first?.close();
+    await second?.close();
+    await redis.quit();
+  });
+
+  beforeEach(() => Object.assign(jobs, { active: 0, maxActive: 0, runs: 0, overlaps: 0 }));
+
+  it('runs exclusively across two applications, each with its own connections', async () => {
+    const a = first.get(JobService);
+    const b = second.get(JobService);
+    expect(a).not.toBe(b);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).run('same')));
+    expect(jobs.runs).toBe(20);
+    expect(jobs.overlaps).toBe(0);
+    // Control: different keys do run in parallel.
+    await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).run(`k${i}`)));
+    expect(jobs.maxActive).toBeGreaterThan(1);
+  });
+
+  it('locks @Interval jobs of two applications (the decorator wraps before @nestjs/schedule takes the method)', async () => {
+    const one = await createApp([ScheduledJob], [ScheduleModule.forRoot()]);
+    const two = await createApp([ScheduledJob], [ScheduleModule.forRoot()]);
+    try {
+      await eventually(() => jobs.runs >= 8, 10_000);
+    } finally {
+      await one.close();
+      await two.close();
+    }
+    expect(jobs.overlaps).toBe(0);
+  });
+
+  it('builds the key from the arguments, by template or function, and keeps `this` and the result', async () => {
+    const jobsService = first.get(JobService);
+    expect(await jobsService.named({ id: 7 }, 'pay')).toBe('job-service/order:7:pay/7/pay');
+    expect(await jobsService.byFunction({ id: 8 })).toBe('fn-order:8');
+  });
+
+  it('rethrows the method’s own error unchanged and releases the lock', async () => {
+    const error = new CustomError('boom');
+    await expect(first.get(JobService).fail('f1', error)).rejects.toBe(error);
+    expect(await redis.exists(lockKey(prefix, 'fail:f1'))).toBe(0);
+  });
+
+  it('rejects a call whose key value is missing with LockKeyError, taking no lock', async () => {
+    const error = await first
+      .get(JobService)
+      .named(undefined as unknown as { id: number }, 'x')
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockKeyError);
+    expect((error as LockKeyError).placeholder).toBe('{args.0.id}');
+    const keys = await redis.keys(`${prefix}:{order:*`);
+    expect(keys.filter((key) => !key.endsWith(':fence'))).toEqual([]); // fencing counters of earlier tests stay
+  });
+
+  it("keeps other decorators' metadata on the method", () => {
+    const reflector = first.get(Reflector);
+    const method = JobService.prototype.withMetadata;
+    expect(reflector.get('below', method)).toBe('b');
+    expect(reflector.get('above', method)).toBe('a');
+    expect(method.name).toBe('withMetadata');
+  });
+
+  it('re-enters when a locked method calls another method locking the same key', async () => {
+    expect(await first.get(JobService).outer('acc-1')).toBe(2);
+  });
+
+  it('joins the caller’s scope by default; newScope: true makes calls in one scope exclude each other', async () => {
+    const service = first.get(JobService);
+    // One scope (say, one request) calling twice in parallel: by default both re-enter.
+    await runInLockScope(() => Promise.all([service.shared('s1'), service.shared('s1')]));
+    const results = await runInLockScope(() => Promise.allSettled([service.isolated('i1'), service.isolated('i1')]));
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+    expect(rejected.reason).toBeInstanceOf(LockAcquireTimeoutError);
+  });
+
+  it('holds the lock of a method returning an Observable while it is subscribed', async () => {
+    const stream = first.get(JobService).ticks('s1');
+    expect(await redis.exists(lockKey(prefix, 'stream:s1'))).toBe(0); // lazy: nothing before subscribing
+    const value = lastValueFrom(stream);
+    await eventually(async () => (await redis.exists(lockKey(prefix, 'stream:s1'))) === 1);
+    expect(await value).toBe('s1:stream:s1');
+    expect(await redis.exists(lockKey(prefix, 'stream:s1'))).toBe(0);
+  });
+
+  it("works from another provider's onModuleInit", () => {
+    expect(first.get(StartupMigration).result).toBe('migrated under migration');
+  });
+
+  it('fails clearly when the instance belongs to no initialised application', async () => {
+    const orphan = new JobService(first.get(LockService));
+    const error = await orphan.run('x').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockError);
+    expect((error as Error).message).toContain('JobService.run');
+    expect((error as Error).message).toContain('RedisLockModule');
+  });
+
+  it('fails after app.close(), and the closed application left no connection behind', async () => {
+    const connectionName = `provider-${prefix}`;
+    const app = await createApp([JobService], [], connectionName);
+    const service = app.get(JobService);
+    await service.run('before-close');
+    expect(await connectionsNamed(redis, connectionName)).toBe(2);
+    await app.close();
+    expect(await connectionsNamed(redis, connectionName)).toBe(0);
+    await expect(service.run('after-close')).rejects.toThrow(/RedisLockModule/);
+  });
+
+  it('on app.close() lets running locked work finish first, cutting waits short and refusing new locks', async () => {
+    const app = await createApp([SlowJob]);
+    const job = app.get(SlowJob);
+    const locks = app.get(LockService);
+    const running = job.slow('s1', 400);
+    await eventually(async () => (await redis.exists(lockKey(prefix, 'slow:s1'))) === 1);
+    const waiting = locks.withLock('slow:s1', () => 'never').catch((e: unknown) => e);
+    await sleep(50);
+    const closing = app.close();
+    expect(await waiting).toBeInstanceOf(LockModuleClosedError);
+    await expect(locks.lock('another')).rejects.toBeInstanceOf(LockModuleClosedError);
+    await expect(running).resolves.toBe('done'); // ran to the end under its lock
+    await closing;
+    expect(await redis.exists(lockKey(prefix, 'slow:s1'))).toBe(0);
+  });
+
+  it('releases the locks of work still running after shutdownTimeout, and says so', async () => {
+    const app = await createApp([SlowJob], [], undefined, { shutdownTimeout: 100 });
+    const running = app.get(SlowJob).slow('s2', 1_500);
+    await eventually(async () => (await redis.exists(lockKey(prefix, 'slow:s2'))) === 1);
+    const started = Date.now();
+    await app.close();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(await redis.exists(lockKey(prefix, 'slow:s2'))).toBe(0);
+    expect(quietLogger.warnings.some((w) => w.includes('still ran 100 ms into shutdown'))).toBe(true);
+    await running;
+  });
+});
