@@ -6,6 +6,7 @@ export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fai
 export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';
 export { LockBase, type WithLockOptions } from './engine/lock-base';
 export { MultiLock, MultiLockHandle, type MultiLockContext } from './engine/multi-lock';
+export { GroupLock, type GroupLockContext, type GroupLockHandle } from './engine/group-lock';
 export { RedLock, RedLockHandle, type RedLockOptions } from './engine/red-lock';
 export { LockHandle, type LockContext, type ReleaseOutcome } from './engine/lock-handle';
 export type { AcquireOptions } from './engine/options';

@@ -14,7 +14,8 @@ export async function connectAll(connections: (Redis | Cluster)[]): Promise<void
 export async function quitAll(connections: (Redis | Cluster)[]): Promise<void> {
   await Promise.all(
     connections.map(async (c) => {
-      if (c.status !== 'end') await c.quit().catch(() => undefined);
+      // QUIT only a live connection (on a reconnecting one it could wait for a dead server forever).
+      if (c.status === 'ready') await c.quit().catch(() => undefined);
       // QUIT leaves side connections open (a sentinel client's failover detector): close those too.
       c.disconnect();
     }),

@@ -250,13 +250,9 @@ export abstract class LockBase {
       return 'expired';
     }
     const final = registry.beginRelease(held);
-    let raw: RawRelease;
-    try {
-      raw = await this.bounded(this.releaseOnce(held.owner, held.leaseMs), 'unlock');
-    } catch (error) {
-      registry.releaseFailed(held);
-      throw error;
-    }
+    // If this throws, renewals stay stopped (see LockRegistry.stillHeld): the lease runs out unless a
+    // retried release gets there first.
+    const raw = await this.bounded(this.releaseOnce(held.owner, held.leaseMs), 'unlock');
     switch (raw) {
       case 'released':
         registry.released(held);

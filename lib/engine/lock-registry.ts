@@ -56,8 +56,8 @@ export class LockRegistry {
         existing.watched = true;
         existing.leaseMs = a.leaseMs;
         existing.disarmExpiry();
-        this.watchdog.watch(existing);
       }
+      if (existing.watched) this.watchdog.watch(existing); // also after a release that failed
       return existing;
     }
     // A fresh grant while we still had a record means the old hold expired unnoticed.
@@ -76,8 +76,12 @@ export class LockRegistry {
     return final;
   }
 
-  /** The release could not be sent: we still hold the lock, keep renewing it. */
-  releaseFailed(lock: HeldLock): void {
+  /**
+   * Redis says holds remain although we sent what we took for the last release: keep renewing.
+   * (A release that failed to reach Redis does NOT resume renewals: whoever gave up on the lock must
+   * not keep it alive forever; it runs out with its lease unless a retried release gets there first.)
+   */
+  stillHeld(lock: HeldLock): void {
     if (lock.watched && !lock.lost && this.locks.get(lock.id) === lock) this.watchdog.watch(lock);
   }
 
@@ -90,7 +94,7 @@ export class LockRegistry {
   /** Redis reports holds remain. */
   decremented(lock: HeldLock, wasFinal: boolean): void {
     lock.holdCount = Math.max(1, lock.holdCount - 1);
-    if (wasFinal) this.releaseFailed(lock);
+    if (wasFinal) this.stillHeld(lock);
   }
 
   forget(lock: HeldLock): void {

@@ -1,20 +1,14 @@
-import { LockAcquireTimeoutError, LockOptionsError } from './errors';
+import { LockOptionsError } from './errors';
+import { GroupLock, type GroupLockContext, type GroupLockHandle } from './group-lock';
 import type { LockBase } from './lock-base';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import type { AcquireOptions } from './options';
-import { runInLockScope } from './owner-scope';
 
 /** What the work inside a MultiLock or RedLock can use. */
-export interface MultiLockContext {
-  /** Aborts when the group no longer holds what it needs (any lock for MultiLock, the quorum for RedLock). */
-  readonly signal: AbortSignal;
-  /** The fencing token of each member lock, in member order (null where a member was not acquired). */
-  readonly fencingTokens: (number | null)[];
-  extend(leaseTime?: number): Promise<void>;
-}
+export type MultiLockContext = GroupLockContext;
 
 /** Several locks held as one: released together, lost together. */
-export class MultiLockHandle implements MultiLockContext, AsyncDisposable {
+export class MultiLockHandle implements GroupLockHandle, AsyncDisposable {
   readonly signal: AbortSignal;
 
   constructor(readonly handles: (LockHandle | null)[]) {
@@ -50,10 +44,11 @@ export class MultiLockHandle implements MultiLockContext, AsyncDisposable {
  * const transfer = new MultiLock([locks.getLock(`account:${from}`), locks.getLock(`account:${to}`)]);
  * await transfer.withLock(() => moveMoney(from, to, amount));
  */
-export class MultiLock {
+export class MultiLock extends GroupLock<MultiLockHandle> {
   private readonly ordered: LockBase[];
 
   constructor(readonly locks: LockBase[]) {
+    super();
     if (!Array.isArray(locks) || locks.length === 0) throw new LockOptionsError('MultiLock needs at least one lock.');
     this.ordered = [...locks].sort((a, b) => (a.keys.lock < b.keys.lock ? -1 : a.keys.lock > b.keys.lock ? 1 : 0));
   }
@@ -62,30 +57,7 @@ export class MultiLock {
     return this.locks.map((l) => l.name).join('+');
   }
 
-  /** Acquires every member within `waitTime` (default 0) or resolves null, holding none of them. */
-  async tryLock(options: AcquireOptions = {}): Promise<MultiLockHandle | null> {
-    return this.acquire({ ...options, waitTime: options.waitTime ?? 0 });
-  }
-
-  /** Acquires every member, waiting as long as needed (or throwing LockAcquireTimeoutError after `waitTime`). */
-  async lock(options: AcquireOptions = {}): Promise<MultiLockHandle> {
-    const handle = await this.acquire(options);
-    if (!handle) throw new LockAcquireTimeoutError(this.name, options.waitTime ?? 0);
-    return handle;
-  }
-
-  withLock<T>(fn: (context: MultiLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
-    return runInLockScope(async () => {
-      const handle = await this.lock(options);
-      try {
-        return await fn(handle);
-      } finally {
-        await handle.release().catch(() => undefined); // each member's lease runs out by itself
-      }
-    });
-  }
-
-  private async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
+  protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
     const deadline = options.waitTime === undefined ? undefined : Date.now() + options.waitTime;
     const held = new Map<LockBase, LockHandle>();
     try {

@@ -46,7 +46,9 @@ export class RedisPubSub implements PubSub {
 
   async close(): Promise<void> {
     if (!this.owned) return;
-    await this.connection.quit().catch(() => undefined);
+    // QUIT only a live connection: on one that is reconnecting it would wait in the offline queue,
+    // possibly forever (a dead server).
+    if (this.connection.status === 'ready') await this.connection.quit().catch(() => undefined);
     this.connection.disconnect();
   }
 

@@ -4,13 +4,13 @@ import { LockAcquireTimeoutError, LockLostError, LockOptionsError, LockQuorumErr
 import { assertLockName } from './keys';
 import type { LockClient } from './lock-client';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
-import type { MultiLockContext } from './multi-lock';
+import { GroupLock, type GroupLockHandle } from './group-lock';
 import { assertAcquireOptions, assertDuration, type AcquireOptions } from './options';
-import { currentScope, runInLockScope } from './owner-scope';
+import type { SimpleLock } from './simple-lock';
 import type { WaitTicket } from './waiters';
 
 export interface RedLockOptions {
-  /** Longest wait for one master's answer; much shorter than the lease. Default lease / 20, within 5-100 ms. */
+  /** Longest wait for one master's answer; much shorter than the lease. Default lease / 20, within 5-250 ms. */
   instanceTimeout?: number;
   /** Clock drift allowance as a fraction of the lease (plus 2 ms). Default 0.01. */
   driftFactor?: number;
@@ -21,7 +21,7 @@ export interface RedLockOptions {
  * (lease - elapsed - drift) unless extended; `signal` aborts once fewer than a quorum still hold it.
  * RedLock has no single fencing token (each master counts on its own): the tokens are per master.
  */
-export class RedLockHandle implements MultiLockContext, AsyncDisposable {
+export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   private readonly controller = new AbortController();
   private expiryTimer?: NodeJS.Timeout;
 
@@ -110,7 +110,7 @@ export class RedLockHandle implements MultiLockContext, AsyncDisposable {
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
  */
-export class RedLock {
+export class RedLock extends GroupLock<RedLockHandle> {
   readonly quorum: number;
   private readonly instanceTimeout?: number;
   private readonly driftFactor: number;
@@ -120,6 +120,7 @@ export class RedLock {
     readonly name: string,
     options: RedLockOptions = {},
   ) {
+    super();
     if (!Array.isArray(clients) || clients.length === 0)
       throw new LockOptionsError('RedLock needs at least one LockClient.', name);
     assertLockName(name);
@@ -142,38 +143,14 @@ export class RedLock {
     return Math.round(lease * this.driftFactor) + 2;
   }
 
-  /** Acquires on a quorum within `waitTime` (default 0: one round) or resolves null. */
-  async tryLock(options: AcquireOptions = {}): Promise<RedLockHandle | null> {
-    return this.acquire({ ...options, waitTime: options.waitTime ?? 0 });
-  }
-
-  /** Acquires on a quorum, waiting as needed; LockAcquireTimeoutError after `waitTime`, LockQuorumError when a quorum is unreachable. */
-  async lock(options: AcquireOptions = {}): Promise<RedLockHandle> {
-    const handle = await this.acquire(options);
-    if (!handle) throw new LockAcquireTimeoutError(this.name, options.waitTime ?? 0);
-    return handle;
-  }
-
-  withLock<T>(fn: (context: MultiLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
-    return runInLockScope(async () => {
-      const handle = await this.lock(options);
-      try {
-        return await fn(handle);
-      } finally {
-        await handle.release();
-      }
-    });
-  }
-
-  private async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
+  /** LockQuorumError when too few masters answer by the end of the wait. */
+  protected async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
     assertAcquireOptions(this.name, options);
-    // One owner on every master: the scope's (so the lock re-enters within a call chain) or a fresh one.
-    const scope = currentScope();
-    const owner = options.owner ?? `redlock:${scope ? scope.id : randomUUID()}`;
+    const owner = options.owner ?? `redlock:${randomUUID()}`;
     const deadline = options.waitTime === undefined ? Infinity : Date.now() + options.waitTime;
     let tickets: WaitTicket[] | undefined;
     try {
-      for (;;) {
+      for (let failedRounds = 1; ; failedRounds++) {
         const round = await this.round(owner, options);
         if ('handle' in round) return round.handle;
         const remaining = deadline - Date.now();
@@ -185,13 +162,15 @@ export class RedLock {
           return null;
         }
         if (!tickets) tickets = await this.joinAll();
-        // Sleep until a master announces a release, or the shortest refusing lease ends; jitter
-        // keeps competing processes from retrying in lockstep.
-        const sleep = Math.min(remaining, Math.max(1, round.retryAfter)) + Math.floor(Math.random() * 10);
+        // Sleep until a master announces a release, or the shortest refusing lease ends.
+        const sleep = Math.min(remaining, Math.max(1, round.retryAfter));
         const stop = new AbortController();
         const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
         await Promise.race(tickets.map((t) => t.wait(sleep, signal).catch(() => 'timeout')));
         stop.abort(); // unpark the tickets that did not win the race
+        // Then a random pause, growing with failed rounds: contenders woken by the same release
+        // would otherwise split the masters between them again and again (a RedLock livelock).
+        await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(failedRounds, 6)), options.signal);
         options.signal?.throwIfAborted();
       }
     } finally {
@@ -205,12 +184,12 @@ export class RedLock {
     options: AcquireOptions,
   ): Promise<{ handle: RedLockHandle } | { retryAfter: number; reachable: number; cause?: unknown }> {
     const lease = this.leaseOf(options.leaseTime);
-    const instanceTimeout = this.instanceTimeout ?? Math.max(5, Math.min(100, Math.floor(lease / 20)));
+    const instanceTimeout = this.instanceTimeout ?? Math.max(5, Math.min(250, Math.floor(lease / 20)));
     const started = Date.now();
     const results = await Promise.allSettled(
       this.clients.map((client) =>
         bounded(
-          client.getLock(this.name).lock({ owner, leaseTime: options.leaseTime, waitTime: 0 }),
+          this.instanceLock(client).lock({ owner, leaseTime: options.leaseTime, waitTime: 0 }),
           instanceTimeout,
           { key: this.name, name: 'redlock acquire' },
           (late) => void late.release().catch(() => undefined), // answered after we gave up on it
@@ -232,12 +211,26 @@ export class RedLock {
     const unreachable = results.flatMap((r) =>
       r.status === 'rejected' && !(r.reason instanceof LockAcquireTimeoutError) ? [r.reason as unknown] : [],
     );
-    const retryAfter = Math.min(...refusals.map((e) => e.retryAfterMs ?? lease), lease);
+    // Refused: until the shortest holder's lease ends (or a release message). Not refused but not
+    // answered in time either (a slow or dead master): try again soon rather than after a lease.
+    const retryAfter =
+      refusals.length > 0
+        ? Math.min(...refusals.map((e) => e.retryAfterMs ?? lease), lease)
+        : instanceTimeout * 2 + Math.floor(Math.random() * 50);
     return { retryAfter, reachable: this.clients.length - unreachable.length, cause: unreachable[0] };
   }
 
+  /**
+   * On each master, the classic algorithm's `SET NX PX` with a token unique to each attempt (our
+   * simple lock): an attempt that answers after its round gave up can never stack onto a later
+   * round's hold, and is released on its own. RedLock is therefore not re-entrant.
+   */
+  private instanceLock(client: LockClient): SimpleLock {
+    return client.getSimpleLock(this.name, { leaseTime: 'watchdog' });
+  }
+
   private async joinAll(): Promise<WaitTicket[]> {
-    const seats = this.clients.map((client) => client.waiters.join(client.getLock(this.name).keys.channel));
+    const seats = this.clients.map((client) => client.waiters.join(this.instanceLock(client).keys.channel));
     const tickets = seats.map((s) => s.ticket);
     // Masters that cannot subscribe just do not wake us; the lease-bound retry still does.
     await Promise.allSettled(
@@ -247,4 +240,16 @@ export class RedLock {
     );
     return tickets;
   }
+}
+
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -4,7 +4,7 @@ import { clusterSlot } from '../../lib/engine/cluster-slot';
 import { createLockClient, runInLockScope, type LockClient } from '../../lib';
 import { deploymentCases } from '../support/deployments';
 import { eventually, quietLogger, sleep } from '../support/engine';
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, raceCounter, type Worker } from '../support/workers';
 
 /** The core and lock-kind behaviour, parameterised over the four deployments. */
 describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) => {
@@ -75,10 +75,7 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
         START_AT: Date.now() + 3_000,
         DURATION_MS: 2_000,
       };
-      const procs = Array.from({ length: 4 }, () => startWorker('racy-counter.ts', env));
-      workers.push(...procs);
-      const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
-      const total = results.reduce((sum, r) => sum + r.increments, 0);
+      const { total } = await raceCounter(4, env, workers);
       expect(total).toBeGreaterThan(0);
       expect(Number(await locks.redis.get(env.COUNTER_KEY))).toBe(total);
     },

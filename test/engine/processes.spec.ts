@@ -1,4 +1,4 @@
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
 import { lockClient, singlePort, testPrefix, type TestClient } from '../support/engine';
 
 describe('reentrant lock across OS processes', () => {
@@ -20,10 +20,8 @@ describe('reentrant lock across OS processes', () => {
       START_AT: Date.now() + 3_000, // after every process has started
       DURATION_MS: 3_000,
     };
-    for (let i = 0; i < 8; i++) workers.push(startWorker('racy-counter.ts', env));
-    const results = (await Promise.all(workers.map((w) => w.result))) as { increments: number }[];
-    const total = results.reduce((sum, r) => sum + r.increments, 0);
-    expect(results.every((r) => r.increments > 0)).toBe(true);
+    const { increments, total } = await raceCounter(8, env, workers);
+    expect(increments.every((n) => n > 0)).toBe(true);
     expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
 
     const tokens = (await client.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);

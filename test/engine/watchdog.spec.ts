@@ -1,4 +1,4 @@
-import { LockClient, LockLostError } from '../../lib';
+import { LockClient, LockLostError, RedisUnavailableError } from '../../lib';
 import { connect, eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('watchdog', () => {
@@ -69,6 +69,18 @@ describe('watchdog', () => {
     });
     expect(events.map((e) => e.key)).toContain('stolen');
     expect(quietLogger.warnings.some((w) => w.includes('"stolen"'))).toBe(true);
+  });
+
+  it('a release that cannot reach Redis stops the renewals: the lock then runs out with its lease', async () => {
+    const lock = client.locks.getLock('failed-release');
+    const handle = await lock.lock();
+    const send = jest
+      .spyOn(client.redis, 'sendCommand')
+      .mockImplementationOnce(() => Promise.reject(new Error('Connection is closed.')) as never);
+    await expect(handle.release()).rejects.toBeInstanceOf(RedisUnavailableError);
+    send.mockRestore();
+    expect(client.locks.watchdog.size).toBe(0); // nobody keeps a lock alive that its holder gave up
+    await eventually(async () => !(await lock.isLocked()), 5_000);
   });
 
   it('extend() renews now and throws LockLostError once the lock is gone', async () => {

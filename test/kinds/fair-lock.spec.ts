@@ -1,6 +1,6 @@
 import { runInLockScope } from '../../lib';
 import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
 
 describe('FairLock', () => {
   const prefix = testPrefix();
@@ -144,11 +144,8 @@ describe('FairLock', () => {
       START_AT: Date.now() + 3_000,
       DURATION_MS: 3_000,
     };
-    const procs = Array.from({ length: 8 }, () => startWorker('racy-counter.ts', env));
-    workers.push(...procs);
-    const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
-    const total = results.reduce((sum, r) => sum + r.increments, 0);
-    expect(results.every((r) => r.increments > 0)).toBe(true);
+    const { increments, total } = await raceCounter(8, env, workers);
+    expect(increments.every((n) => n > 0)).toBe(true);
     expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
     const tokens = (await client.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
     for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);

@@ -1,6 +1,6 @@
 import { LockNotHeldError, runInLockScope, SIMPLE_LOCK_DEFAULTS } from '../../lib';
 import { lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, raceCounter, type Worker } from '../support/workers';
 
 describe('SimpleLock', () => {
   const prefix = testPrefix();
@@ -99,10 +99,7 @@ describe('SimpleLock', () => {
       START_AT: Date.now() + 3_000,
       DURATION_MS: 3_000,
     };
-    const procs = Array.from({ length: 8 }, () => startWorker('racy-counter.ts', env));
-    workers.push(...procs);
-    const results = (await Promise.all(procs.map((w) => w.result))) as { increments: number }[];
-    const total = results.reduce((sum, r) => sum + r.increments, 0);
+    const { total } = await raceCounter(8, env, workers);
     expect(total).toBeGreaterThan(0);
     expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
   }, 60_000);

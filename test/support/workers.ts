@@ -64,3 +64,20 @@ export function startWorker(file: string, env: Record<string, string | number>):
 export function killAll(workers: Worker[]): void {
   for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
 }
+
+/**
+ * Runs `count` racy-counter workers (test/workers/racy-counter.ts) with `env` and waits for them;
+ * they are added to `registry` so the caller's afterEach can kill them if the test fails.
+ */
+export async function raceCounter(
+  count: number,
+  env: Record<string, string | number>,
+  registry: Worker[],
+): Promise<{ increments: number[]; total: number }> {
+  const procs = Array.from({ length: count }, () => startWorker('racy-counter.ts', env));
+  registry.push(...procs);
+  const increments = ((await Promise.all(procs.map((w) => w.result))) as { increments: number }[]).map(
+    (r) => r.increments,
+  );
+  return { increments, total: increments.reduce((sum, n) => sum + n, 0) };
+}

@@ -1,0 +1,49 @@
+import { LockAcquireTimeoutError } from './errors';
+import type { ReleaseOutcome } from './lock-handle';
+import type { AcquireOptions } from './options';
+import { runInLockScope } from './owner-scope';
+
+/** What a lock spanning several locks (MultiLock) or masters (RedLock) hands to its holder. */
+export interface GroupLockContext {
+  /** Aborts when the group no longer holds what it needs (any lock for MultiLock, the quorum for RedLock). */
+  readonly signal: AbortSignal;
+  /** The fencing token of each member, in member order (null where a member was not acquired). */
+  readonly fencingTokens: (number | null)[];
+  extend(leaseTime?: number): Promise<void>;
+}
+
+export interface GroupLockHandle extends GroupLockContext {
+  release(): Promise<ReleaseOutcome>;
+}
+
+/** The acquire / tryLock / withLock surface MultiLock and RedLock share; each supplies `acquire`. */
+export abstract class GroupLock<H extends GroupLockHandle> {
+  abstract get name(): string;
+
+  /** Acquires within `options.waitTime` (undefined: as long as it takes) or resolves null. */
+  protected abstract acquire(options: AcquireOptions): Promise<H | null>;
+
+  /** Acquires within `waitTime` (default 0: one round) or resolves null, holding nothing. */
+  tryLock(options: AcquireOptions = {}): Promise<H | null> {
+    return this.acquire({ ...options, waitTime: options.waitTime ?? 0 });
+  }
+
+  /** Acquires, waiting as needed; LockAcquireTimeoutError after `waitTime`. */
+  async lock(options: AcquireOptions = {}): Promise<H> {
+    const handle = await this.acquire(options);
+    if (!handle) throw new LockAcquireTimeoutError(this.name, options.waitTime ?? 0);
+    return handle;
+  }
+
+  /** Runs `fn` holding the group and releases it however `fn` ends. */
+  withLock<T>(fn: (context: GroupLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
+    return runInLockScope(async () => {
+      const handle = await this.lock(options);
+      try {
+        return await fn(handle);
+      } finally {
+        await handle.release().catch(() => undefined); // each member's lease runs out by itself
+      }
+    });
+  }
+}
