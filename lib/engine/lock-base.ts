@@ -48,8 +48,6 @@ export abstract class LockBase {
   protected abstract releaseOnce(owner: string, leaseMs: number): Promise<RawRelease>;
   /** How the watchdog renews this lock for `owner`. */
   protected abstract renewal(owner: string, leaseMs: number): Renewal;
-  /** Whether holds of one owner nest (reentrant and fair locks) or not (simple lock). */
-  protected abstract readonly reentrant: boolean;
 
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;

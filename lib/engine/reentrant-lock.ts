@@ -19,8 +19,6 @@ const RELEASE_RESULTS: Record<number, RawRelease> = {
  * await lock.withLock(async ({ signal }) => buildReport({ signal }));
  */
 export class ReentrantLock extends LockBase {
-  protected readonly reentrant = true;
-
   protected async attempt(owner: string, leaseMs: number): Promise<Attempt<Grant>> {
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,

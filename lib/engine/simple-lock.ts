@@ -36,7 +36,6 @@ export type SimpleLockContext = ({ isSuccess: true } & LockContext) | { isSucces
  * });
  */
 export class SimpleLock extends LockBase {
-  protected readonly reentrant = false;
   protected override readonly defaultLeaseTime: number | undefined;
   private readonly defaultWaitTime: number;
 

@@ -33,6 +33,20 @@ describe('FairLock', () => {
     return worker;
   };
 
+  /** The test holds the lock; a waiter that then dies queues first, a live one behind it. */
+  const queueThenKillTheHead = async () => {
+    const holder = await client.locks.getFairLock(name, fairOptions).lock();
+    const doomed = startQueueWorker();
+    const survivor = startQueueWorker();
+    await Promise.all([doomed.waitFor('ready'), survivor.waitFor('ready')]);
+    doomed.send('enqueue doomed');
+    await eventually(async () => (await queueLength()) === 1);
+    survivor.send('enqueue survivor');
+    await eventually(async () => (await queueLength()) === 2);
+    doomed.child.kill('SIGKILL');
+    return { holder, survivor };
+  };
+
   it('20 waiters in 4 processes acquire in exactly the order they queued; then every key is gone', async () => {
     const lock = client.locks.getFairLock(name, fairOptions);
     const holder = await lock.lock();
@@ -52,16 +66,7 @@ describe('FairLock', () => {
   }, 60_000);
 
   it('a waiter killed while queued does not stall the ones behind it beyond staleWaiterTimeout + acceptanceLease', async () => {
-    const lock = client.locks.getFairLock(name, fairOptions);
-    const holder = await lock.lock();
-    const doomed = startQueueWorker();
-    const survivor = startQueueWorker();
-    await Promise.all([doomed.waitFor('ready'), survivor.waitFor('ready')]);
-    doomed.send('enqueue doomed');
-    await eventually(async () => (await queueLength()) === 1);
-    survivor.send('enqueue survivor');
-    await eventually(async () => (await queueLength()) === 2);
-    doomed.child.kill('SIGKILL');
+    const { holder, survivor } = await queueThenKillTheHead();
     const releasedAt = Date.now();
     await holder.release(); // handed to the dead head, whose deadline has not run out yet
     await eventually(async () => (await client.redis.llen(`${prefix}:order:${name}`)) === 1, 15_000);
@@ -74,16 +79,7 @@ describe('FairLock', () => {
   }, 60_000);
 
   it('a dead waiter in the middle of the queue is pruned once its deadline passes', async () => {
-    const lock = client.locks.getFairLock(name, fairOptions);
-    const holder = await lock.lock();
-    const doomed = startQueueWorker();
-    const survivor = startQueueWorker();
-    await Promise.all([doomed.waitFor('ready'), survivor.waitFor('ready')]);
-    doomed.send('enqueue doomed');
-    await eventually(async () => (await queueLength()) === 1);
-    survivor.send('enqueue survivor');
-    await eventually(async () => (await queueLength()) === 2);
-    doomed.child.kill('SIGKILL');
+    const { holder, survivor } = await queueThenKillTheHead();
     await sleep(fairOptions.staleWaiterTimeout + 500); // the dead one stopped refreshing its deadline
     const releasedAt = Date.now();
     await holder.release();
