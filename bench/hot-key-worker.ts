@@ -11,6 +11,7 @@ import { nowMs } from './lib/clock';
 import { createContender, type Contender } from './lib/contenders';
 import { counterKey, releasedAtKey, type FromWorker, type ToWorker, type WorkerResult } from './lib/protocol';
 import { countCommands, diff, snapshot, type CommandCounter } from './lib/redis-stats';
+import { startWindowProfile, stopWindowProfile } from './lib/window-profiler';
 
 const port = Number(process.env.BENCH_REDIS_PORT);
 const redis = new Redis({ port, host: '127.0.0.1' });
@@ -98,6 +99,7 @@ async function handle(message: ToWorker): Promise<void> {
       return;
     }
     case 'mark':
+      await startWindowProfile();
       if (run) run.markedAt = { sent: snapshot(sent), csRequests: run.csRequests, cpu: process.cpuUsage() };
       send({ type: 'marked' });
       return;
@@ -106,6 +108,7 @@ async function handle(message: ToWorker): Promise<void> {
       if (!r) throw new Error('stop without run');
       const stoppedAt = snapshot(sent);
       const cpu = process.cpuUsage(r.markedAt?.cpu);
+      await stopWindowProfile(r.key.replace(/[^\w-]+/g, '_'));
       const csRequests = r.csRequests - (r.markedAt?.csRequests ?? r.csRequests);
       r.stop.abort();
       await Promise.all(r.loops);

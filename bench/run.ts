@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --rounds=N] [-- --only=uncontended,parallel,hot,waiters,watchdog]`
+ * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,waiters,watchdog]`
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
  * private 7200-7399 range of scripts/redis-topology.ts), pins it apart from the clients where it can,
@@ -33,6 +33,8 @@ type Scenario = (typeof SCENARIOS)[number];
 
 interface Args {
   quick: boolean;
+  /** Leave CPU placement to the OS (to see what pinning changes). */
+  noPin: boolean;
   /** Only re-render the report from a results.json of an earlier run. */
   from?: string;
   contenders?: ContenderId[];
@@ -41,9 +43,10 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, only: new Set(SCENARIOS) };
+  const args: Args = { quick: false, noPin: false, only: new Set(SCENARIOS) };
   for (const arg of argv) {
     if (arg === '--quick') args.quick = true;
+    else if (arg === '--no-pin') args.noPin = true;
     else if (arg.startsWith('--from=')) args.from = arg.slice('--from='.length);
     else if (arg.startsWith('--rounds=')) args.rounds = Number(arg.slice('--rounds='.length));
     else if (arg.startsWith('--only=')) {
@@ -60,7 +63,7 @@ function parseArgs(argv: string[]): Args {
       args.contenders = ids as ContenderId[];
     } else if (arg === '--help' || arg === '-h') {
       console.log(
-        `npm run bench [-- --quick] [--rounds=N] [--only=${SCENARIOS.join(',')}] [--contenders=${CONTENDER_IDS.join(',')}]\n` +
+        `npm run bench [-- --quick] [--no-pin] [--rounds=N] [--only=${SCENARIOS.join(',')}] [--contenders=${CONTENDER_IDS.join(',')}]\n` +
           '              [--from=bench/out/results.json]   (re-render the report only)',
       );
       process.exit(0);
@@ -131,7 +134,9 @@ async function main(): Promise<void> {
   });
   run.topology = topology;
   const port = topology.masters[0].port;
-  const pinning: Pinning = pinApart(topology.nodes[0].pid);
+  const pinning: Pinning = args.noPin
+    ? { applied: false, description: 'not pinned (--no-pin)' }
+    : pinApart(topology.nodes[0].pid);
   log(`pinning: ${pinning.description}`);
   const admin = new Redis({ port, host: '127.0.0.1' });
   let pool: WorkerPool | undefined;

@@ -3,7 +3,8 @@
 -- KEYS[2]  waiter queue         list of owner ids, head first
 -- KEYS[3]  waiter deadlines     zset owner -> Redis server time (ms) after which the waiter counts as dead
 -- KEYS[4]  fencing counter
--- KEYS[5]  channel prefix       a waiter is told on <KEYS[5]>:<first segment of its owner id>
+-- KEYS[5]  channel prefix       a waiter is told on <KEYS[5]>:<first segment of its owner id>,
+--                               message '<owner id>|<fencing token>' when the lock is handed to it
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id
 -- ARGV[3]  stale-waiter timeout in ms (waiters refresh their deadline more often than this)
@@ -55,8 +56,8 @@ if redis.call('exists', lockKey) == 0 then
   redis.call('zrem', deadlineKey, head)
   redis.call('hset', lockKey, head, 0)
   redis.call('pexpire', lockKey, tonumber(ARGV[4]))
-  redis.call('incr', fenceKey)
-  redis.call(ARGV[5], channelPrefix .. ':' .. string.match(head, '^[^:]*'), head)
+  local token = redis.call('incr', fenceKey)
+  redis.call(ARGV[5], channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token)
 end
 
 if not redis.call('zscore', deadlineKey, owner) then

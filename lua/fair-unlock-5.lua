@@ -3,7 +3,8 @@
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
 -- KEYS[4]  fencing counter
--- KEYS[5]  channel prefix       the new holder is told on <KEYS[5]>:<first segment of its owner id>
+-- KEYS[5]  channel prefix       the new holder is told on <KEYS[5]>:<first segment of its owner id>,
+--                               message '<owner id>|<fencing token>': it holds the lock from now on
 -- ARGV[1]  owner id ('' with ARGV[5] = '1')
 -- ARGV[2]  lease in ms, re-applied while holds remain
 -- ARGV[3]  acceptance lease in ms for the waiter the lock is handed to
@@ -32,8 +33,8 @@ local function handOver()
   if not head then return end
   redis.call('hset', lockKey, head, 0)
   redis.call('pexpire', lockKey, tonumber(ARGV[3]))
-  redis.call('incr', fenceKey)
-  redis.call(ARGV[4], channelPrefix .. ':' .. string.match(head, '^[^:]*'), head)
+  local token = redis.call('incr', fenceKey)
+  redis.call(ARGV[4], channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token)
 end
 
 if redis.call('exists', lockKey) == 0 then

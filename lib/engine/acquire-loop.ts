@@ -8,7 +8,8 @@ export interface AcquireLoopOptions<T> {
   key: string;
   channel: string;
   waiters: LockWaiters;
-  attempt: () => Promise<Attempt<T>>;
+  /** `payload`: what the message that woke us carried for this waiter (the fair lock's hand-off). */
+  attempt: (payload?: string) => Promise<Attempt<T>>;
   /** undefined = wait until acquired; 0 = one attempt. */
   waitTime: number | undefined;
   signal?: AbortSignal;
@@ -47,7 +48,7 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
     for (let first = true; ; first = false) {
       signal?.throwIfAborted();
       if (!first || !live) {
-        result = await options.attempt();
+        result = await options.attempt(ticket.takePayload());
         if (result.acquired) return result;
       }
       const remaining = deadline - Date.now();

@@ -19,8 +19,8 @@ export interface FairLockOptions {
    */
   staleWaiterTimeout?: number;
   /**
-   * Lease of a lock just handed to the next waiter, until it accepts (one round trip later) and
-   * applies its own lease. Bounds what a waiter that died at that moment costs. Default 2000 ms.
+   * Lease of a lock just handed to the next waiter, until its acceptance (sent as it wakes) applies
+   * its own lease. Bounds what a waiter that died at that moment costs. Default 2000 ms.
    */
   acceptanceLease?: number;
 }
@@ -61,7 +61,18 @@ export class FairLock extends ReentrantLock {
     };
   }
 
-  protected override async attempt(owner: string, leaseMs: number): Promise<Attempt<Grant>> {
+  protected override async attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>> {
+    // The release handed us the lock and said so: it is ours already; accept without waiting.
+    if (payload !== undefined && /^\d+$/.test(payload)) {
+      const accepted = this.bounded(
+        runScript<number>(this.engine.redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
+        'accept hand-off',
+      );
+      return {
+        acquired: true,
+        value: { fencingToken: Number(payload), reentered: false, confirmation: accepted.then((r) => r === 1) },
+      };
+    }
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'fair-lock',

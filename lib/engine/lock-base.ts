@@ -17,6 +17,11 @@ export interface Grant {
   reentered: boolean;
   /** The id the hold is recorded, renewed and released under, when not the owner itself (simple lock's token). */
   holder?: string;
+  /**
+   * Granted without a round trip (a fair-lock hand-off announced by message): Redis confirms it
+   * meanwhile; false or a failure means the hold was gone before it could be taken over.
+   */
+  confirmation?: Promise<boolean>;
 }
 
 /** What Redis did with one release. */
@@ -42,8 +47,11 @@ export abstract class LockBase {
     this.keys = lockKeys(engine.keyPrefix, name);
   }
 
-  /** One acquisition attempt for `owner`, with `leaseMs`. */
-  protected abstract attempt(owner: string, leaseMs: number, waiterId?: string): Promise<Attempt<Grant>>;
+  /**
+   * One acquisition attempt for `owner`, with `leaseMs`; `payload` is what the message that woke the
+   * waiter carried for it (see LockWaiters).
+   */
+  protected abstract attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>>;
   /** Releases one hold of `owner`. */
   protected abstract releaseOnce(owner: string, leaseMs: number): Promise<RawRelease>;
   /** How the watchdog renews this lock for `owner`. */
@@ -187,9 +195,9 @@ export abstract class LockBase {
         operationTimeout: this.engine.operationTimeout,
         ...behaviour,
         channel: behaviour.channel ?? this.keys.channel,
-        attempt: async () => {
+        attempt: async (payload) => {
           const sentAt = Date.now();
-          const result = await this.bounded(this.attempt(owner, leaseMs, behaviour.waiterId), 'lock', (late) => {
+          const result = await this.bounded(this.attempt(owner, leaseMs, payload), 'lock', (late) => {
             // The attempt landed after we gave up on it: undo it, nobody will use or renew it.
             if (late.acquired) void this.releaseOnce(late.value.holder ?? owner, leaseMs).catch(() => undefined);
           });
@@ -207,6 +215,10 @@ export abstract class LockBase {
             ops: this,
             sentAt,
           });
+          result.value.confirmation?.then(
+            (confirmed) => confirmed || held.released || this.engine.markLost(held, 'not-owner'),
+            () => held.released || this.engine.markLost(held, 'unreachable'),
+          );
           return { acquired: true, value: new LockHandle(held, this) };
         },
       });

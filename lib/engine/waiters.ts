@@ -10,6 +10,8 @@ export type WakeReason = 'notified' | 'timeout';
 export class WaitTicket {
   /** A wake-up received while not parked. */
   pending = false;
+  /** What a message addressed to this waiter carried after its id (the fair lock's hand-off). */
+  private payload?: string;
   private wake?: (reason: WakeReason) => void;
 
   constructor(
@@ -49,9 +51,17 @@ export class WaitTicket {
   }
 
   /** Wakes this waiter now, or at its next wait(). */
-  notify(): void {
+  notify(payload?: string): void {
+    if (payload !== undefined) this.payload = payload;
     if (this.wake) this.wake('notified');
     else this.pending = true;
+  }
+
+  /** The payload of the last message addressed to this waiter, once. */
+  takePayload(): string | undefined {
+    const payload = this.payload;
+    this.payload = undefined;
+    return payload;
   }
 
   leave(): void {
@@ -62,6 +72,8 @@ export class WaitTicket {
 /** The local waiters of one channel. */
 class ChannelWaiters {
   readonly members = new Set<WaitTicket>();
+  /** Members with a waiter id, for addressed messages (one per id; a duplicate id waits its turn). */
+  private readonly byId = new Map<string, WaitTicket>();
   private readonly parkedQueue: WaitTicket[] = [];
   private permits = 0;
   /** Serialises SUBSCRIBE / UNSUBSCRIBE of this channel. */
@@ -71,6 +83,27 @@ class ChannelWaiters {
   live = false;
   /** Pending UNSUBSCRIBE after the last waiter left (see SUBSCRIPTION_LINGER_MS). */
   lingerTimer?: NodeJS.Timeout;
+
+  add(ticket: WaitTicket): void {
+    this.members.add(ticket);
+    if (ticket.id !== undefined && !this.byId.has(ticket.id)) this.byId.set(ticket.id, ticket);
+  }
+
+  /** False when the ticket was not a member. */
+  remove(ticket: WaitTicket): boolean {
+    if (!this.members.delete(ticket)) return false;
+    this.unpark(ticket);
+    if (ticket.id !== undefined && this.byId.get(ticket.id) === ticket) {
+      this.byId.delete(ticket.id);
+      for (const other of this.members) {
+        if (other.id === ticket.id) {
+          this.byId.set(other.id, other);
+          break;
+        }
+      }
+    }
+    return true;
+  }
 
   park(ticket: WaitTicket): void {
     this.parkedQueue.push(ticket);
@@ -87,10 +120,17 @@ class ChannelWaiters {
     return true;
   }
 
-  /** One message wakes one local waiter: the one it names, else the longest parked. */
+  /**
+   * One message wakes one local waiter: the one it names (a message is `<waiter id>` or
+   * `<waiter id>|<payload>`), else the longest parked.
+   */
   deliver(message: string): void {
-    for (const ticket of this.members) {
-      if (ticket.id !== undefined && ticket.id === message) return ticket.notify();
+    if (this.byId.size > 0) {
+      const target = this.byId.get(message);
+      if (target) return target.notify();
+      const cut = message.lastIndexOf('|');
+      const addressed = cut < 0 ? undefined : this.byId.get(message.slice(0, cut));
+      if (addressed) return addressed.notify(message.slice(cut + 1));
     }
     const first = this.parkedQueue[0];
     if (first) first.notify();
@@ -134,7 +174,7 @@ export class LockWaiters {
       this.channels.set(channel, waiters);
     }
     const ticket = new WaitTicket(waiters, id, (t) => this.leave(channel, t));
-    waiters.members.add(ticket);
+    waiters.add(ticket);
     clearTimeout(waiters.lingerTimer);
     waiters.lingerTimer = undefined;
     if (!waiters.subscribed) {
@@ -169,8 +209,7 @@ export class LockWaiters {
 
   private leave(channel: string, ticket: WaitTicket): void {
     const waiters = this.channels.get(channel);
-    if (!waiters || !waiters.members.delete(ticket)) return;
-    waiters.unpark(ticket);
+    if (!waiters || !waiters.remove(ticket)) return;
     // A wake-up this waiter received but did not use belongs to the next one.
     if (ticket.pending) waiters.deliver('');
     if (waiters.members.size > 0) return;

@@ -120,6 +120,41 @@ describe('FairLock', () => {
     expect(await lockKeysLeft()).toBe(0);
   });
 
+  it('a handed-over lock carries the newest fencing token and, once accepted, the full lease', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const waiting = runInLockScope(() => lock.lock(), { newScope: true }); // watchdog lease
+    await eventually(async () => (await queueLength()) === 1);
+    await holder.release();
+    const next = await waiting;
+    expect(next.fencingToken).toBe(Number(await client.redis.get(lock.keys.fence)));
+    expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+    await eventually(async () => (await client.redis.pttl(lock.keys.lock)) > fairOptions.acceptanceLease);
+    expect(await client.redis.hvals(lock.keys.lock)).toEqual(['1']);
+    expect(next.signal.aborted).toBe(false);
+    await next.release();
+    expect(await lockKeysLeft()).toBe(0);
+  });
+
+  it('a hand-off message Redis does not back (stale or forged) ends in LockLostError, never a silent hold', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const owner = 'late-waiter:1';
+    const waiting = lock.lock({ owner });
+    const channel = `${lock.keys.channel}:late-waiter`;
+    await eventually(async () => (await client.redis.pubsub('NUMSUB', channel))[1] === 1);
+    // As if the lock had been handed to this waiter and its acceptance lease had run out since.
+    await client.redis.publish(channel, `${owner}|999999`);
+    const stale = await waiting;
+    await eventually(async () => stale.signal.aborted);
+    expect(stale.signal.reason).toMatchObject({ name: 'LockLostError', reason: 'not-owner', key: name });
+    expect(await client.redis.hgetall(lock.keys.lock)).toEqual({ [holder.owner]: '1' });
+    expect(await stale.release()).toBe('expired');
+    await client.redis.del(lock.keys.queue, lock.keys.deadlines); // the forged waiter's place
+    await holder.release();
+    expect(await lockKeysLeft()).toBe(0);
+  });
+
   it('excludes the reentrant lock of the same name', async () => {
     const fair = await client.locks.getFairLock(name).lock({ leaseTime: 5_000 });
     expect(await client.locks.getLock(name).tryLock()).toBeNull();
