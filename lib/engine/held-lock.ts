@@ -1,11 +1,15 @@
 import type { LockLostReason } from './errors';
 import type { LockHandleOps } from './lock-handle';
 
-/** How the watchdog renews one lock: a script with its keys and arguments. */
-export interface Renewal {
-  readonly script: string;
-  readonly keys: string[];
-  readonly args: (string | number)[];
+/**
+ * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock),
+ * `string` when the lock's value is the owner's token (simple lock).
+ */
+export type RenewalKind = 'hash' | 'string';
+
+/** The script that renews one lock of this kind (`extend()`); the watchdog batches them in `renew-many`. */
+export function renewScript(kind: RenewalKind): 'renew' | 'simple-renew' {
+  return kind === 'hash' ? 'renew' : 'simple-renew';
 }
 
 /**
@@ -32,7 +36,7 @@ export class HeldLock {
     /** Renewed by the watchdog (no explicit leaseTime). */
     public watched: boolean,
     readonly fencingToken: number,
-    readonly renewal: Renewal,
+    readonly renewal: RenewalKind,
     /** The lock kind that releases and extends it. */
     readonly ops: LockHandleOps,
     /** When the acquiring command was sent: the lease cannot have started earlier. */

@@ -4,7 +4,7 @@ import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, LockOptionsError, ReplicaSyncError } from './errors';
 import { waitForReplicas } from './replica-sync';
-import type { HeldLock, Renewal } from './held-lock';
+import { renewScript, type HeldLock, type RenewalKind } from './held-lock';
 import { assertLockName, lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
 import { assertAcquireOptions, type AcquireOptions } from './options';
@@ -54,8 +54,8 @@ export abstract class LockBase {
   protected abstract attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>>;
   /** Releases one hold of `owner`. */
   protected abstract releaseOnce(owner: string, leaseMs: number): Promise<RawRelease>;
-  /** How the watchdog renews this lock for `owner`. */
-  protected abstract renewal(owner: string, leaseMs: number): Renewal;
+  /** How this kind's holds are renewed (watchdog, extend). */
+  protected abstract readonly renewal: RenewalKind;
 
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;
@@ -211,7 +211,7 @@ export abstract class LockBase {
             watched,
             fencingToken: result.value.fencingToken,
             reentered: result.value.reentered,
-            renewal: this.renewal(holder, leaseMs),
+            renewal: this.renewal,
             ops: this,
             sentAt,
           });
@@ -289,10 +289,9 @@ export abstract class LockBase {
     }
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
-    const renewal = this.renewal(held.owner, leaseMs);
     const sentAt = Date.now();
     const renewed = await this.bounded(
-      runScript<number>(this.engine.redis, renewal.script, renewal.keys, renewal.args),
+      runScript<number>(this.engine.redis, renewScript(held.renewal), [held.key], [leaseMs, held.owner]),
       'extend',
     );
     if (renewed !== 1) {

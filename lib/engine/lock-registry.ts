@@ -1,5 +1,5 @@
 import type { LockLostReason } from './errors';
-import { HeldLock, heldLockId, type Renewal } from './held-lock';
+import { HeldLock, heldLockId, type RenewalKind } from './held-lock';
 import type { LockHandleOps } from './lock-handle';
 import type { Watchdog } from './watchdog';
 
@@ -10,7 +10,7 @@ export interface Acquisition {
   leaseMs: number;
   watched: boolean;
   fencingToken: number;
-  renewal: Renewal;
+  renewal: RenewalKind;
   ops: LockHandleOps;
   sentAt: number;
   /** The script reported a re-entry (the owner already held the lock). */

@@ -1,5 +1,5 @@
 import type { Attempt } from './acquire-loop';
-import type { Renewal } from './held-lock';
+import type { RenewalKind } from './held-lock';
 import { LockBase, type Grant, type RawRelease } from './lock-base';
 import { runScript } from './scripts';
 
@@ -40,9 +40,7 @@ export class ReentrantLock extends LockBase {
     return RELEASE_RESULTS[result];
   }
 
-  protected renewal(owner: string, leaseMs: number): Renewal {
-    return { script: 'renew', keys: [this.keys.lock], args: [leaseMs, owner] };
-  }
+  protected readonly renewal: RenewalKind = 'hash';
 
   /** Whether the current lock scope's owner holds this lock. */
   async isHeldByCurrentScope(): Promise<boolean> {

@@ -5,15 +5,17 @@ import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from './redis-client';
 
 /**
- * Loads every `lua/<name>-<numberOfKeys>.lua` once per process and registers it on each client with
- * ioredis `defineCommand` (EVALSHA with a NOSCRIPT fallback is then ioredis's job). The command name
- * carries a hash of the script, so two versions of this library sharing one client never collide.
+ * Loads every `lua/<name>-<numberOfKeys>.lua` once per process (`-n`: a variable number of keys) and
+ * registers it on each client with ioredis `defineCommand` (EVALSHA with a NOSCRIPT fallback is then
+ * ioredis's job). The command name carries a hash of the script, so two versions of this library
+ * sharing one client never collide.
  */
 export type ScriptName = 'lock' | 'unlock' | 'renew' | 'force-unlock';
 
 interface LoadedScript {
   readonly commandName: string;
-  readonly numberOfKeys: number;
+  /** undefined: variable, passed with each call. */
+  readonly numberOfKeys: number | undefined;
   readonly source: string;
 }
 
@@ -33,14 +35,14 @@ function loadScripts(): Map<string, LoadedScript> {
   const dir = findLuaDir();
   loaded = new Map();
   for (const file of readdirSync(dir)) {
-    const match = /^(.+)-(\d+)\.lua$/.exec(file);
+    const match = /^(.+)-(\d+|n)\.lua$/.exec(file);
     if (!match) continue;
     const [, name, keys] = match;
     const source = readFileSync(join(dir, file), 'utf8');
     const hash = createHash('sha1').update(source).digest('hex').slice(0, 10);
     loaded.set(name, {
       commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`,
-      numberOfKeys: Number(keys),
+      numberOfKeys: keys === 'n' ? undefined : Number(keys),
       source,
     });
   }
@@ -57,7 +59,7 @@ function script(name: string): LoadedScript {
 export function registerScripts(client: RedisClient): void {
   if (registered.has(client)) return;
   for (const { commandName, numberOfKeys, source } of loadScripts().values()) {
-    client.defineCommand(commandName, { numberOfKeys, lua: source });
+    client.defineCommand(commandName, numberOfKeys === undefined ? { lua: source } : { numberOfKeys, lua: source });
   }
   registered.add(client);
 }
@@ -72,10 +74,16 @@ export function runScript<T>(
   args: ScriptArg[],
 ): Promise<T> {
   registerScripts(client);
-  const { commandName, numberOfKeys } = script(name);
+  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<T>>)[script(name).commandName];
+  return command.call(client, ...scriptArguments(name, keys, args));
+}
+
+/** What the defined command takes: the keys (preceded by their count for a variable-keys script), then the args. */
+function scriptArguments(name: string, keys: string[], args: ScriptArg[]): ScriptArg[] {
+  const { numberOfKeys } = script(name);
+  if (numberOfKeys === undefined) return [keys.length, ...keys, ...args];
   if (keys.length !== numberOfKeys) throw new Error(`Script "${name}" takes ${numberOfKeys} keys, got ${keys.length}.`);
-  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<T>>)[commandName];
-  return command.call(client, ...keys, ...args);
+  return [...keys, ...args];
 }
 
 /** Queues a registered script on a pipeline (the client must have had `registerScripts`). */
@@ -85,7 +93,6 @@ export function queueScript(
   keys: string[],
   args: ScriptArg[],
 ): void {
-  const { commandName } = script(name);
-  const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[commandName];
-  command.call(pipeline, ...keys, ...args);
+  const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[script(name).commandName];
+  command.call(pipeline, ...scriptArguments(name, keys, args));
 }

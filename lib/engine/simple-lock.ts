@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
-import type { HeldLock, Renewal } from './held-lock';
+import type { HeldLock, RenewalKind } from './held-lock';
 import { LockBase, type Grant, type RawRelease } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
@@ -93,9 +93,7 @@ export class SimpleLock extends LockBase {
     return RELEASE_RESULTS[result];
   }
 
-  protected renewal(token: string, leaseMs: number): Renewal {
-    return { script: 'simple-renew', keys: [this.keys.lock], args: [leaseMs, token] };
-  }
+  protected readonly renewal: RenewalKind = 'string';
 
   /** Holds are recorded under their acquisition token, which starts with the owner id. */
   protected override findHeld(owner: string): HeldLock | undefined {

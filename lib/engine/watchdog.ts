@@ -4,11 +4,12 @@ import type { LockLostReason } from './errors';
 import type { HeldLock } from './held-lock';
 import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
+import { clusterSlot } from './cluster-slot';
 import { queueScript, registerScripts, runScript } from './scripts';
 
 /**
- * One ticker per client renews every watched lock, every `watchdogTimeout / 3`, in one pipeline (one
- * round trip however many locks are held). Its timer never keeps the process alive and runs only
+ * One ticker per client renews every watched lock, every `watchdogTimeout / 3`, in one pipeline of
+ * batched renewal scripts (one round trip however many locks are held). Its timer never keeps the process alive and runs only
  * while something is watched.
  */
 export class Watchdog {
@@ -79,21 +80,58 @@ export class Watchdog {
     }
   }
 
-  /** One pipeline on a standalone client; on a Cluster one command per lock (ioredis groups them per node). */
+  /**
+   * Renews `batch` with `renew-many` calls of up to RENEWALS_PER_CALL locks: all in one pipeline on a
+   * standalone client; on a Cluster one call per slot group (a script's keys must share a slot), which
+   * ioredis writes to each node back to back.
+   */
   private async renewAll(batch: HeldLock[]): Promise<(number | Error)[]> {
     registerScripts(this.client);
+    const indexes = batch.map((_, i) => i);
+    const groups = this.client.isCluster ? groupBy(indexes, (i) => clusterSlot(batch[i].key)) : [indexes];
+    const calls = groups.flatMap((group) => chunks(group, RENEWALS_PER_CALL));
+    const argumentsOf = (call: number[]): [string[], (string | number)[]] => [
+      call.map((i) => batch[i].key),
+      call.flatMap((i) => [batch[i].renewal, batch[i].leaseMs, batch[i].owner]),
+    ];
+    let replies: (number[] | Error)[];
     if (this.client.isCluster) {
-      return Promise.all(
-        batch.map((lock) =>
-          runScript<number>(this.client, lock.renewal.script, lock.renewal.keys, lock.renewal.args).catch(
-            (error: Error) => error,
-          ),
+      replies = await Promise.all(
+        calls.map((call) =>
+          runScript<number[]>(this.client, 'renew-many', ...argumentsOf(call)).catch((error: Error) => error),
         ),
       );
+    } else {
+      const pipeline: ChainableCommander = this.client.pipeline();
+      for (const call of calls) queueScript(pipeline, 'renew-many', ...argumentsOf(call));
+      const results = (await pipeline.exec()) ?? [];
+      replies = calls.map((_, c) => results[c]?.[0] ?? (results[c]?.[1] as number[]) ?? new Error('no reply'));
     }
-    const pipeline: ChainableCommander = this.client.pipeline();
-    for (const lock of batch) queueScript(pipeline, lock.renewal.script, lock.renewal.keys, lock.renewal.args);
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.map(([error, value]) => error ?? (value as number));
+    const perLock: (number | Error)[] = new Array(batch.length);
+    calls.forEach((call, c) => {
+      const reply = replies[c];
+      call.forEach((i, position) => (perLock[i] = reply instanceof Error ? reply : reply[position]));
+    });
+    return perLock;
   }
+}
+
+/** Locks per renew-many call: large enough to make renewals cheap, small enough not to stall Redis. */
+export const RENEWALS_PER_CALL = 500;
+
+function groupBy<T>(items: T[], keyOf: (item: T) => number): T[][] {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return [...groups.values()];
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }

@@ -48,6 +48,44 @@ describe('watchdog', () => {
     expect(client.locks.watchdog.size).toBe(0);
   });
 
+  it('batches renewals: 1200 locks of two kinds in one pipeline of 3 calls; a key taken over by another kind is lost alone', async () => {
+    const names = Array.from({ length: 1_200 }, (_, i) => `batch-${i}`);
+    const handles = await Promise.all(
+      names.map((name, i) =>
+        i % 2 ? client.locks.getSimpleLock(name, { leaseTime: 'watchdog' }).lock() : client.locks.getLock(name).lock(),
+      ),
+    );
+    const stolen = client.locks.getSimpleLock(names[1]);
+    await client.redis.del(stolen.keys.lock);
+    await client.redis.hset(stolen.keys.lock, 'someone-else', 1); // now a hash: the string renewal must not fail the others
+    const pipelines = jest.spyOn(client.redis, 'pipeline');
+    await client.locks.watchdog.tick();
+    const queued = pipelines.mock.results.map((result) => (result.value as { length: number }).length);
+    pipelines.mockRestore();
+    expect(queued).toEqual([3]); // one pipeline: 500 + 500 + 200 locks
+    expect(handles[1].signal.aborted).toBe(true);
+    expect((handles[1].signal.reason as LockLostError).reason).toBe('not-owner');
+    expect(handles.filter((h) => h.signal.aborted)).toHaveLength(1);
+    await sleep(watchdogTimeout); // past the first lease: only renewals kept them
+    const ttls = await Promise.all(handles.map((h, i) => (i === 1 ? 1 : client.redis.pttl(`${prefix}:{${h.name}}`))));
+    expect(ttls.every((ttl) => ttl > 0)).toBe(true);
+    await Promise.all(handles.map((h) => h.release()));
+    await client.redis.del(stolen.keys.lock);
+  });
+
+  it('a lock first taken with a short leaseTime and re-entered without one is renewed with the watchdog lease', async () => {
+    const lock = client.locks.getLock('short-then-watched');
+    const owner = 'short-then-watched-owner';
+    const first = await lock.lock({ owner, leaseTime: 150 });
+    const second = await lock.lock({ owner }); // now watched: renewals every 200 ms must apply 600 ms, not 150
+    await sleep(1_000);
+    expect(first.signal.aborted).toBe(false);
+    expect(await client.redis.pttl(lock.keys.lock)).toBeGreaterThan(150);
+    await second.release();
+    await first.release();
+    expect(await lock.isLocked()).toBe(false);
+  });
+
   it('an explicit leaseTime means no watchdog: the lock simply expires', async () => {
     const lock = client.locks.getLock('explicit');
     const handle = await lock.lock({ leaseTime: 400 });
