@@ -139,3 +139,26 @@ export async function measureContended(
     executedByCommand: Object.fromEntries(byCommand),
   };
 }
+
+/**
+ * Runs `contender` on a throwaway key in 1 s windows until its throughput is steady: the last three
+ * windows within 5% of each other (at most `maxWindows`). With 8 processes sharing one CPU each process
+ * gets an eighth of it, so V8 needs many seconds to optimise the code a lock runs; measuring before
+ * that would time the compiler rather than the lock. Returns the throughput of every window.
+ */
+export async function warmUntilSteady(
+  ctx: BenchContext,
+  contender: ContenderId,
+  key: string,
+  loops: number[],
+  maxWindows: number,
+): Promise<number[]> {
+  const rates: number[] = [];
+  for (let i = 0; i < maxWindows; i++) {
+    const m = await measureContended(ctx, contender, `${key}:${i}`, loops, 100, 1_000);
+    rates.push(Math.round(m.perSecond));
+    const last = rates.slice(-3);
+    if (last.length === 3 && Math.max(...last) <= Math.min(...last) * 1.05) break;
+  }
+  return rates;
+}

@@ -15,6 +15,8 @@ export interface BenchConfig {
   hotProcesses: number;
   hotWarmupMs: number;
   hotWindowMs: number;
+  /** Upper bound on the 1 s warm-up windows each contender runs before the hot-key rounds. */
+  warmupMaxWindows: number;
   waiterCounts: number[];
   waitersRounds: number;
   waitersWarmupMs: (waiters: number) => number;
@@ -38,6 +40,7 @@ export function benchConfig(
     hotProcesses: 8,
     hotWarmupMs: quick ? 300 : 500,
     hotWindowMs: quick ? 1_200 : 2_500,
+    warmupMaxWindows: quick ? 8 : 25,
     waiterCounts: [1, 10, 100, 1000],
     waitersRounds: rounds ?? (quick ? 1 : 2),
     waitersWarmupMs: (waiters) => (waiters >= 1000 ? (quick ? 600 : 1_000) : waiters >= 100 ? 400 : 250),

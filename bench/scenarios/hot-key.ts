@@ -4,7 +4,7 @@
  * sections), waits, fairness over processes, lost updates and Redis commands per acquisition.
  */
 import type { BenchContext } from '../lib/context';
-import { measureContended, spread, type ContendedMeasurement } from '../lib/contended';
+import { measureContended, spread, warmUntilSteady, type ContendedMeasurement } from '../lib/contended';
 import type { ContenderId } from '../lib/contenders';
 import { median, medianOfRounds } from '../lib/stats';
 
@@ -12,6 +12,8 @@ export type HotKeyRow = Omit<ContendedMeasurement, 'executedByCommand'> & { roun
 
 export interface HotKeyResult {
   rows: Partial<Record<ContenderId, HotKeyRow>>;
+  /** Throughput (acq/s) of each 1 s warm-up window, before any measurement. */
+  warmup?: Partial<Record<ContenderId, number[]>>;
   processes: number;
   windowMs: number;
 }
@@ -19,6 +21,17 @@ export interface HotKeyResult {
 export async function runHotKey(ctx: BenchContext): Promise<HotKeyResult> {
   const { hotProcesses, hotWarmupMs, hotWindowMs, rounds } = ctx.config;
   const perRound = new Map<ContenderId, ContendedMeasurement[]>(ctx.config.contenders.map((id) => [id, []]));
+  const warmup: Partial<Record<ContenderId, number[]>> = {};
+  for (const id of ctx.config.contenders) {
+    warmup[id] = await warmUntilSteady(
+      ctx,
+      id,
+      `${ctx.tag}:warm:${id}`,
+      spread(hotProcesses, hotProcesses),
+      ctx.config.warmupMaxWindows,
+    );
+    ctx.log(`  warm-up ${id.padEnd(13)} ${warmup[id].join(' -> ')} acq/s`);
+  }
   for (let round = 0; round < rounds; round++) {
     for (const id of ctx.config.contenders) {
       const m = await measureContended(
@@ -56,5 +69,5 @@ export async function runHotKey(ctx: BenchContext): Promise<HotKeyResult> {
       return [id, row];
     }),
   ) as Partial<Record<ContenderId, HotKeyRow>>;
-  return { rows, processes: hotProcesses, windowMs: hotWindowMs };
+  return { rows, warmup, processes: hotProcesses, windowMs: hotWindowMs };
 }
