@@ -1,4 +1,4 @@
-import { lockKeys } from '../../lib';
+import { lockKeys } from './subject';
 import { nowMs, sleep } from './clock';
 import type { BenchContext } from './context';
 import { CLIENT_COMMANDS, type ContenderId } from './contenders';
@@ -141,24 +141,26 @@ export async function measureContended(
 }
 
 /**
- * Runs `contender` on a throwaway key in 1 s windows until its throughput is steady: the last three
- * windows within 5% of each other (at most `maxWindows`). With 8 processes sharing one CPU each process
- * gets an eighth of it, so V8 needs many seconds to optimise the code a lock runs; measuring before
- * that would time the compiler rather than the lock. Returns the throughput of every window.
+ * Runs `contender` on throwaway keys in 1 s windows until its processes have made `grants`
+ * acquisitions between them (or `maxWindows` ran out). With 8 processes sharing one CPU each gets an
+ * eighth of it, and V8 optimises a function only after it ran often enough: measured before that, a
+ * lock with more code would be timed against the compiler rather than its peers. Counted in grants,
+ * not seconds, because a slow start would otherwise look steady. Returns each window's throughput.
  */
-export async function warmUntilSteady(
+export async function warmUp(
   ctx: BenchContext,
   contender: ContenderId,
   key: string,
   loops: number[],
+  grants: number,
   maxWindows: number,
 ): Promise<number[]> {
   const rates: number[] = [];
-  for (let i = 0; i < maxWindows; i++) {
+  let done = 0;
+  for (let i = 0; i < maxWindows && done < grants; i++) {
     const m = await measureContended(ctx, contender, `${key}:${i}`, loops, 100, 1_000);
     rates.push(Math.round(m.perSecond));
-    const last = rates.slice(-3);
-    if (last.length === 3 && Math.max(...last) <= Math.min(...last) * 1.05) break;
+    done += m.acquisitions;
   }
   return rates;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
 import { Mutex, TimeoutError } from 'redis-semaphore';
-import { LockClient, RedisPubSub } from '../../lib';
+import { LockClient, RedisPubSub } from './subject';
 import { sleep } from './clock';
 
 /**

@@ -15,7 +15,9 @@ export interface BenchConfig {
   hotProcesses: number;
   hotWarmupMs: number;
   hotWindowMs: number;
-  /** Upper bound on the 1 s warm-up windows each contender runs before the hot-key rounds. */
+  /** Before the hot-key rounds each contender warms up until every process made this many acquisitions (on average)… */
+  warmupGrantsPerProcess: number;
+  /** …or this many 1 s windows ran. */
   warmupMaxWindows: number;
   waiterCounts: number[];
   waitersRounds: number;
@@ -40,7 +42,8 @@ export function benchConfig(
     hotProcesses: 8,
     hotWarmupMs: quick ? 300 : 500,
     hotWindowMs: quick ? 1_200 : 2_500,
-    warmupMaxWindows: quick ? 8 : 25,
+    warmupGrantsPerProcess: quick ? 2_000 : 5_000,
+    warmupMaxWindows: quick ? 20 : 60,
     waiterCounts: [1, 10, 100, 1000],
     waitersRounds: rounds ?? (quick ? 1 : 2),
     waitersWarmupMs: (waiters) => (waiters >= 1000 ? (quick ? 600 : 1_000) : waiters >= 100 ? 400 : 250),

@@ -4,7 +4,7 @@
  * sections), waits, fairness over processes, lost updates and Redis commands per acquisition.
  */
 import type { BenchContext } from '../lib/context';
-import { measureContended, spread, warmUntilSteady, type ContendedMeasurement } from '../lib/contended';
+import { measureContended, spread, warmUp, type ContendedMeasurement } from '../lib/contended';
 import type { ContenderId } from '../lib/contenders';
 import { median, medianOfRounds } from '../lib/stats';
 
@@ -23,11 +23,12 @@ export async function runHotKey(ctx: BenchContext): Promise<HotKeyResult> {
   const perRound = new Map<ContenderId, ContendedMeasurement[]>(ctx.config.contenders.map((id) => [id, []]));
   const warmup: Partial<Record<ContenderId, number[]>> = {};
   for (const id of ctx.config.contenders) {
-    warmup[id] = await warmUntilSteady(
+    warmup[id] = await warmUp(
       ctx,
       id,
       `${ctx.tag}:warm:${id}`,
       spread(hotProcesses, hotProcesses),
+      ctx.config.warmupGrantsPerProcess * hotProcesses,
       ctx.config.warmupMaxWindows,
     );
     ctx.log(`  warm-up ${id.padEnd(13)} ${warmup[id].join(' -> ')} acq/s`);

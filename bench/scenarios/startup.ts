@@ -13,7 +13,8 @@
  * every waiter sleeps until the holder's lease runs out (LEASE_MS here, 30 s by default).
  */
 import Redis from 'ioredis';
-import { LockClient, lockKeys, RedisPubSub, type ReentrantLock } from '../../lib';
+import type { ReentrantLock } from '../../lib';
+import { LockClient, lockKeys, RedisPubSub } from '../lib/subject';
 import { nowMs, sleep } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
 import { median } from '../lib/stats';

@@ -4,7 +4,8 @@
  * plus pipelines), commands, wall time, client CPU and Redis CPU per tick.
  */
 import Redis from 'ioredis';
-import { LockClient, type LockHandle } from '../../lib';
+import type { LockHandle } from '../../lib';
+import { LockClient } from '../lib/subject';
 import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
 import { countCommands, diff, serverCpuSeconds, snapshot } from '../lib/redis-stats';

@@ -1,0 +1,13 @@
+/**
+ * The library under test as users get it: the compiled package (`dist/lib`, which `npm run bench`
+ * builds first), not the TypeScript sources through tsx. The peers are measured as the JavaScript
+ * their packages ship, so ours is too (tsx's transform adds helpers of its own to every closure).
+ */
+import type * as Library from '../../lib';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const built = require('../../dist/lib') as typeof Library;
+
+export const { LockClient, RedisPubSub, lockKeys } = built;
+export type LockClient = Library.LockClient;
+export type RedisPubSub = Library.RedisPubSub;
