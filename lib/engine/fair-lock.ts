@@ -1,5 +1,4 @@
 import type { Attempt } from './acquire-loop';
-import type { HeldLock } from './held-lock';
 import type { EngineContext } from './engine-context';
 import type { Grant, RawRelease } from './lock-base';
 import { assertDuration } from './options';
@@ -63,16 +62,17 @@ export class FairLock extends ReentrantLock {
   }
 
   protected override async attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>> {
-    // The release handed us the lock and said so: it is ours already, on the short acceptance lease.
+    // The release handed us the lock and said so: it is ours already; accept without waiting.
     if (payload !== undefined && /^\d+$/.test(payload)) {
-      // Replica sync must see a write of ours to wait for: take it over now.
-      if (this.engine.replicaSync && (await this.acceptScript(owner, leaseMs)) !== 1) {
-        return { acquired: false, ttl: 0 };
-      }
-      return { acquired: true, value: { fencingToken: Number(payload), reentered: false, handedOver: true } };
+      const accepted = this.bounded(
+        runScript<number>(this.engine.redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
+        'accept hand-off',
+      );
+      return {
+        acquired: true,
+        value: { fencingToken: Number(payload), reentered: false, confirmation: accepted.then((r) => r === 1) },
+      };
     }
-    // Re-entering a hold still on its acceptance lease: take it over first, so the script counts it.
-    await this.findHeld(owner)?.pendingAcceptance?.run();
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'fair-lock',
@@ -81,42 +81,6 @@ export class FairLock extends ReentrantLock {
     );
     if (status === 2) return { acquired: false, ttl: value };
     return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
-  }
-
-  /**
-   * Takes a handed-over hold over lazily, a third of the acceptance lease after the hand-off (or at
-   * once when re-entered): a short critical section releases before that and never pays the round
-   * trip; the release script treats the untaken hold as one hold.
-   */
-  protected override onHandedOver(held: HeldLock): void {
-    if (this.engine.replicaSync) return; // taken over already (see attempt)
-    let accepting: Promise<void> | undefined;
-    const run = (): Promise<void> => (accepting ??= this.accept(held));
-    const timer = setTimeout(() => void run(), Math.max(1, Math.floor(this.acceptanceLease / 3)));
-    timer.unref();
-    held.pendingAcceptance = { timer, run };
-  }
-
-  private async accept(held: HeldLock): Promise<void> {
-    if (held.released || held.lost) return;
-    const sentAt = Date.now();
-    try {
-      const accepted = await this.acceptScript(held.owner, held.leaseMs);
-      if (held.released || held.lost) return;
-      held.dropAcceptance();
-      if (accepted !== 1) return this.engine.markLost(held, 'not-owner');
-      held.expiresAt = sentAt + held.leaseMs;
-      held.armExpiry((lock, reason) => this.engine.markLost(lock, reason));
-    } catch {
-      if (!held.released) this.engine.markLost(held, 'unreachable');
-    }
-  }
-
-  private acceptScript(owner: string, leaseMs: number): Promise<number> {
-    return this.bounded(
-      runScript<number>(this.engine.redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
-      'accept hand-off',
-    );
   }
 
   protected override releaseOnce(owner: string, leaseMs: number, force = false): Promise<RawRelease> {

@@ -27,11 +27,6 @@ export class HeldLock {
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   expiryTimer?: NodeJS.Timeout;
-  /**
-   * A fair-lock hold handed over by message and not yet taken over in Redis (it still runs on the
-   * short acceptance lease): `run` takes it over now; the timer does it in time by itself.
-   */
-  pendingAcceptance?: { readonly timer: NodeJS.Timeout; readonly run: () => Promise<void> };
 
   constructor(
     readonly name: string,
@@ -60,12 +55,6 @@ export class HeldLock {
     if (this.watched) return;
     this.expiryTimer = setTimeout(() => onExpired(this, 'lease-expired'), Math.max(0, this.expiresAt - Date.now()));
     this.expiryTimer.unref();
-  }
-
-  /** The hold ends here (released or lost): no acceptance will be needed. */
-  dropAcceptance(): void {
-    if (this.pendingAcceptance) clearTimeout(this.pendingAcceptance.timer);
-    this.pendingAcceptance = undefined;
   }
 
   disarmExpiry(): void {

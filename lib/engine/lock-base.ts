@@ -17,8 +17,11 @@ export interface Grant {
   reentered: boolean;
   /** The id the hold is recorded, renewed and released under, when not the owner itself (simple lock's token). */
   holder?: string;
-  /** Granted by a hand-off message, without a round trip: the kind takes the hold over later (onGranted). */
-  handedOver?: boolean;
+  /**
+   * Granted without a round trip (a fair-lock hand-off announced by message): Redis confirms it
+   * meanwhile; false or a failure means the hold was gone before it could be taken over.
+   */
+  confirmation?: Promise<boolean>;
 }
 
 /** What Redis did with one release. */
@@ -57,8 +60,6 @@ export abstract class LockBase {
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;
 
-  /** Hook for kinds that grant by message (the fair lock's hand-off): take the new hold over. */
-  protected onHandedOver(_held: HeldLock): void {}
   /** Hook for kinds that keep waiter state (the fair lock's queue): give up a wait cleanly. */
   protected async abandonWait(_owner: string, _waiterId: string | undefined): Promise<void> {}
   /** Hook for kinds that need per-waiter ids and deadline refreshes while waiting. */
@@ -214,7 +215,10 @@ export abstract class LockBase {
             ops: this,
             sentAt,
           });
-          if (result.value.handedOver) this.onHandedOver(held);
+          result.value.confirmation?.then(
+            (confirmed) => confirmed || held.released || this.engine.markLost(held, 'not-owner'),
+            () => held.released || this.engine.markLost(held, 'unreachable'),
+          );
           return { acquired: true, value: new LockHandle(held, this) };
         },
       });

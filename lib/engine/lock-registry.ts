@@ -72,11 +72,7 @@ export class LockRegistry {
   /** Before sending a release: true when it is the last hold (renewals stop now). */
   beginRelease(lock: HeldLock): boolean {
     const final = lock.holdCount <= 1;
-    if (final) {
-      this.watchdog.unwatch(lock);
-      // Released before it had to be taken over: the release script treats the handed-over hold as one hold.
-      lock.dropAcceptance();
-    }
+    if (final) this.watchdog.unwatch(lock);
     return final;
   }
 
@@ -104,7 +100,6 @@ export class LockRegistry {
   forget(lock: HeldLock): void {
     this.watchdog.unwatch(lock);
     lock.disarmExpiry();
-    lock.dropAcceptance();
     if (this.locks.get(lock.id) === lock) this.locks.delete(lock.id);
   }
 }

@@ -51,7 +51,6 @@ export class ReentrantLock extends LockBase {
   async getHoldCount(owner = this.scopeOwner()): Promise<number> {
     if (owner === undefined) return 0;
     const count = await this.bounded(this.engine.redis.hget(this.keys.lock, owner), 'getHoldCount');
-    // '0': a fair-lock hold handed over and not yet taken over, which is one hold.
-    return count === null ? 0 : Math.max(1, Number(count));
+    return count === null ? 0 : Number(count);
   }
 }
