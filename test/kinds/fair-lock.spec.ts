@@ -136,6 +136,31 @@ describe('FairLock', () => {
     expect(await lockKeysLeft()).toBe(0);
   });
 
+  it('a handed-over hold is taken over at once: a section that blocks the event loop past the acceptance lease keeps it, and can re-enter', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    await runInLockScope(
+      async () => {
+        const waiting = lock.lock();
+        await eventually(async () => (await queueLength()) === 1);
+        await holder.release();
+        const first = await waiting;
+        const blockUntil = Date.now() + fairOptions.acceptanceLease + 500;
+        while (Date.now() < blockUntil); // synchronous work: no timer of ours can run meanwhile
+        expect(await client.redis.hget(lock.keys.lock, first.owner)).toBe('1');
+        expect(await client.redis.pttl(lock.keys.lock)).toBeGreaterThan(fairOptions.acceptanceLease);
+        const second = await lock.lock();
+        expect(await client.redis.hget(lock.keys.lock, first.owner)).toBe('2');
+        expect(second.fencingToken).toBe(first.fencingToken);
+        expect(await second.release()).toBe('decremented');
+        expect(await first.release()).toBe('released');
+        expect(first.signal.aborted).toBe(false);
+      },
+      { newScope: true },
+    );
+    expect(await lockKeysLeft()).toBe(0);
+  });
+
   it('a hand-off message Redis does not back (stale or forged) ends in LockLostError, never a silent hold', async () => {
     const lock = client.locks.getFairLock(name, fairOptions);
     const holder = await lock.lock();
