@@ -2,7 +2,7 @@ import type Redis from 'ioredis';
 import { CONTENDER_IDS, type ContenderId } from './contenders';
 import type { WorkerPool } from './worker-pool';
 
-/** Sizes and durations of one run; `--quick` shrinks them to about a minute in all. */
+/** Sizes and durations of one run; `--quick` shrinks them to about 3 minutes in all. */
 export interface BenchConfig {
   quick: boolean;
   /** Which locks to measure (all by default; `--contenders=` narrows it for experiments). */

@@ -39,7 +39,7 @@ export async function machineInfo(admin: Redis): Promise<MachineInfo> {
     redis: /redis_version:(\S+)/.exec(server)?.[1] ?? 'unknown',
     loadStart: os.loadavg()[0],
     versions: {
-      [own.name]: `${own.version} (this repository)`,
+      [own.name]: `${own.version} (this repository, compiled: dist/lib)`,
       ioredis: packageVersion('ioredis'),
       '@sesamecare-oss/redlock': packageVersion('@sesamecare-oss/redlock'),
       'redis-semaphore': packageVersion('redis-semaphore'),

@@ -204,7 +204,13 @@ function parallelSection(p: ParallelResult, ids: ContenderId[]): string {
   ].join('\n');
 }
 
-function hotKeySection(h: HotKeyResult, ids: ContenderId[], rttMs: number): string {
+/** "14 windows: 1,587 → 1,267 → 1,654 → … → 2,464 → 2,519" */
+function summariseWarmup(rates: number[]): string {
+  const shown = rates.length <= 7 ? rates.map(int) : [...rates.slice(0, 3).map(int), '…', ...rates.slice(-3).map(int)];
+  return `${rates.length} windows: ${shown.join(' → ')}`;
+}
+
+function hotKeySection(h: HotKeyResult, ids: ContenderId[], rttMs: number, warmupGrants: number): string {
   const rows = ids.filter((id) => h.rows[id]);
   return [
     '## One hot key, 8 processes',
@@ -217,6 +223,21 @@ function hotKeySection(h: HotKeyResult, ids: ContenderId[], rttMs: number): stri
     "lock moved to another process (the rest went back to the process that had just released it). Jain's index is",
     "over the processes' grant counts. Lost updates and max wait are the worst round; the rest are medians.",
     '',
+    ...(h.warmup
+      ? [
+          'Before the rounds every contender warmed up in 1 s windows on throwaway keys until its processes had made ' +
+            `${int(warmupGrants)} acquisitions each on average: 8 processes sharing one CPU each get an eighth of it, ` +
+            'so V8 takes seconds to optimise what a lock runs, and a lock with more code would otherwise be timed against the ' +
+            'compiler. Throughput of the warm-up windows (acq/s), showing how far the code was from its steady state:',
+          '',
+          table(
+            ['Contender', 'warm-up windows'],
+            rows.map((id) => [label(id), summariseWarmup(h.warmup?.[id] ?? [])]),
+            ['l', 'l'],
+          ),
+          '',
+        ]
+      : []),
     table(
       [
         'Contender',
@@ -369,8 +390,9 @@ function startupSection(s: StartupResult): string {
       ['l', 'r', 'r', 'r', 'l'],
     ),
     '',
-    'The natural case depends on timing (outside this run, unpinned, 2 of 60 fresh clients given 13 concurrent waiters hit',
-    'it); the forced case shows what happens when it does. See "Engine findings" for the cause.',
+    'Before the fix described under "Engine findings", the natural case stalled depending on timing (unpinned, 2 of 60',
+    'fresh clients given 13 concurrent waiters) and the forced case every time; both should now read 0 stalled bursts and',
+    '1 server subscriber.',
   ].join('\n');
 }
 
@@ -447,7 +469,11 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
             .map((id) => n(h.rows[id]!.commandsPerAcq))
             .join(' / ')} commands per acquisition). ` +
           `The fair lock wakes exactly one waiter: ${n(h.rows.fair?.commandsPerAcq)} commands per acquisition (the release that hands ` +
-          "over, the new holder's accepting call, and the releasing process queuing up again). " +
+          "over, the new holder's acceptance, and the releasing process queuing up again). The acceptance replaces the short " +
+          'acceptance lease with the full one; it is sent as the new holder starts, without waiting for its reply, so that a ' +
+          'critical section that blocks the event loop right after a hand-off cannot outlive the short lease. Taking it over ' +
+          'lazily instead (only when the section lasts) measured 2.00 commands and about 20% more throughput in a trial, and ' +
+          'was reverted for that reason. ' +
           (Math.max(...churn) > 0.1
             ? `With one waiter per process, every wait also subscribes, retries once more after subscribing, and unsubscribes when ` +
               `it gets the lock: ${churn.map((c) => n(c)).join(' / ')} SUBSCRIBE + UNSUBSCRIBE per acquisition; with many waiters per ` +
@@ -463,10 +489,32 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
           `${peers.map((id) => int(level(1000)?.rows[id]?.perSecond)).join(' / ')}).`,
         '',
       );
-      if (missed('Hot key: wait').some((t) => t.lock === 'fair')) {
+      const fair = h.rows.fair;
+      if (fair && peers.length > 0) {
+        const best = peers.reduce((a, b) => (h.rows[a]!.perSecond >= h.rows[b]!.perSecond ? a : b));
+        const handingOver = peers.filter((id) => h.rows[id]!.crossProcessShare >= 0.01);
+        const hogs = peers.filter((id) => h.rows[id]!.crossProcessShare < 0.01);
         out.push(
-          `The fair lock's wait p99 (${n(h.rows.fair?.waitP99, 1)} ms) is what FIFO costs with 8 processes: each waits for the 7 others, ` +
-            `about 7 / throughput = ${n((7 / (h.rows.fair?.perSecond ?? NaN)) * 1000, 1)} ms; its max wait is ${int(h.rows.fair?.waitMax)} ms.`,
+          '**The fair lock against the polling peers.** FIFO over 8 processes means every grant moves to another ' +
+            `process (${pct(fair.crossProcessShare)}), and on this machine each such move wakes a process on the shared CPU: the ` +
+            `polling locks' own grants that did move took a hand-off p50 of ${peers.map((id) => n(h.rows[id]!.crossHandoffP50)).join(' / ')} ms, ` +
+            `against ${peers.map((id) => n(h.rows[id]!.handoffP50)).join(' / ')} ms for all of theirs. The fair lock's hand-off p50 is ` +
+            `${n(fair.handoffP50)} ms (${n(fair.handoffP50 / rtt, 1)} RTT) with every grant moving, and it runs at ${int(fair.perSecond)}/s: ` +
+            `${peers.map((id) => `${pct(fair.perSecond / h.rows[id]!.perSecond)} of ${label(id)}`).join(', ')} ` +
+            `(best peer: ${label(best)}), at ${n(fair.clientCpuPerAcqMs, 2)} ms of client CPU per acquisition, of which its third ` +
+            `command (the acceptance, above) is part. Its wait p99 (${n(fair.waitP99, 1)} ms; FIFO makes each process wait for the ` +
+            `7 others, about 7 / throughput = ${n((7 / fair.perSecond) * 1000, 1)} ms) is ` +
+            (handingOver.length > 0
+              ? `${handingOver.map((id) => `${n(h.rows[id]!.waitP99 / fair.waitP99, 0)}×`).join(' / ')} lower than ` +
+                `${handingOver.map(label).join(' / ')} (${handingOver.map((id) => n(h.rows[id]!.waitP99, 1)).join(' / ')} ms)`
+              : 'n/a') +
+            (hogs.length > 0
+              ? `; ${hogs.map(label).join(' / ')} shows a lower p99 (${hogs.map((id) => n(h.rows[id]!.waitP99, 1)).join(' / ')} ms) because ` +
+                `its releasing process re-took the lock for ${hogs.map((id) => pct(1 - h.rows[id]!.crossProcessShare)).join(' / ')} of ` +
+                `the grants while the others waited up to ${hogs.map((id) => int(h.rows[id]!.waitMax)).join(' / ')} ms (Jain ` +
+                `${hogs.map((id) => n(h.rows[id]!.jain, 3)).join(' / ')})`
+              : '') +
+            `. Its max wait is ${int(fair.waitMax)} ms, Jain ${n(fair.jain, 3)}.`,
           '',
         );
       }
@@ -528,24 +576,15 @@ function findingsSection(r: BenchResults): string {
   const s = r.startup;
   if (s) {
     lines.push(
-      `- **A pub/sub connection that starts while a lock is being waited for loses its subscription** ` +
-        '(lib/engine/pubsub.ts `RedisPubSub`, on the `redis.duplicate()` made in lib/engine/lock-client.ts). ioredis writes ' +
-        'SUBSCRIBE at once while a connection is in its `connect` state (SUBSCRIBE carries the `loading` flag); the ready check ' +
-        'ioredis sends next (INFO) then fails on the now-subscribed connection ("Connection in subscriber mode" or the server\'s ' +
-        "\"Can't execute 'info'\"), ioredis drops the connection and reconnects about 50 ms later, and does **not** subscribe " +
-        'again: the channel has 0 subscribers on the server while LockWaiters believes it is subscribed. `RedisPubSub.listen` ' +
-        "does not wake the waiters either, because it only does so on a 'ready' that follows an earlier 'ready' " +
-        '(`connectedBefore`). Every waiter of that process on that lock then wakes only when its own timer runs out: the ' +
-        "holder's remaining lease (reentrant and simple locks, up to 30 s by default) or the fair lock's re-check " +
-        '(staleWaiterTimeout / 3 = 1.67 s; a hand-off to such a waiter stalls the whole queue that long), until the last local ' +
-        `waiter leaves the channel. Measured above: forced, ${s.forced.stalled} of ${s.forced.trials} bursts of ${s.burst} took ` +
-        `${int(Math.min(...s.forced.spans))}–${int(s.forced.worstSpanMs)} ms instead of ~${int(s.natural.medianSpanMs)} ms (one ${s.leaseMs} ms lease per waiter), ` +
-        `server subscribers ${(s.forced.serverSubscribers ?? []).join(', ')}; natural, ${s.natural.stalled} of ${s.natural.trials} in this run. ` +
-        "Suggested fix: in `subscribe`, wait for the connection's 'ready' before sending SUBSCRIBE; in `listen`, after any " +
-        "'close', on the next 'ready' re-subscribe every channel that still has waiters and wake them all (also when no " +
-        "'ready' came before); give the owned connection an 'error' listener (ioredis prints \"Unhandled error event\" today). " +
-        "The other scenarios wait for each LockClient's pub/sub connection to be ready before measuring, so the race stays " +
-        'out of their numbers.',
+      `- **Fixed: a pub/sub connection that started while a lock was being waited for lost its subscription** ` +
+        '(lib/engine/pubsub.ts `RedisPubSub`). ioredis writes SUBSCRIBE at once while a connection is still in its ' +
+        '`connect` state; its ready check (INFO) then failed on the subscribed connection, ioredis reconnected without ' +
+        "subscribing again, and every waiter of that process slept until its own timer ran out (the holder's lease, up to " +
+        '30 s). Found by this bench, when a fair-lock run stalled. `RedisPubSub` now sends SUBSCRIBE only once the ' +
+        "connection is 'ready' (ioredis re-subscribes by itself on a reconnect), every later 'ready' wakes every waiter, " +
+        "and the connection has an 'error' listener. " +
+        `This run: forced ${s.forced.stalled} of ${s.forced.trials} bursts stalled, natural ${s.natural.stalled} of ${s.natural.trials}` +
+        `, server subscribers ${(s.forced.serverSubscribers ?? []).join(', ')}.`,
     );
   }
   const fairChurn = fairHot && h ? commandsPerAcq(h.rows.fair!, ['subscribe', 'unsubscribe']) : 0;
@@ -569,10 +608,10 @@ function findingsSection(r: BenchResults): string {
   }
   if (wd) {
     lines.push(
-      `- **Renewal CPU** (lib/engine/watchdog.ts \`renewAll\`): one pipeline per tick as designed, but one EVALSHA per lock: ` +
-        `${n(wd.clientCpuMs, 0)} ms client CPU and ${n(wd.redisCpuMs, 0)} ms Redis CPU per tick at ${wd.locks.toLocaleString('en-US')} locks, ` +
-        'mostly ioredis command objects and garbage collection. A renew script taking many (key, owner) pairs per call ' +
-        '(standalone; per slot on a Cluster) would cut both.',
+      `- **Renewal CPU** (lib/engine/watchdog.ts \`renewAll\`): renewals used to be one EVALSHA per lock in one pipeline ` +
+        '(132 ms client CPU and 54 ms Redis CPU per tick at 10,000 locks in the run of 2026-11-22, mostly ioredis command ' +
+        'objects and garbage collection); they are now batched, up to 500 locks per `renew-many` script call (per slot on a ' +
+        `Cluster): ${n(wd.clientCpuMs, 0)} ms client CPU and ${n(wd.redisCpuMs, 0)} ms Redis CPU per tick at ${wd.locks.toLocaleString('en-US')} locks in this run.`,
     );
   }
   return lines.join('\n');
@@ -586,7 +625,8 @@ export function renderMarkdown(r: BenchResults): string {
   const sections = [header(r), targetsSection(targets)];
   if (r.uncontended) sections.push(uncontendedSection(r.uncontended, ids));
   if (r.parallel) sections.push(parallelSection(r.parallel, ids));
-  if (r.hotKey) sections.push(hotKeySection(r.hotKey, ids, r.uncontended?.rttMs ?? NaN));
+  if (r.hotKey)
+    sections.push(hotKeySection(r.hotKey, ids, r.uncontended?.rttMs ?? NaN, r.config.warmupGrantsPerProcess));
   if (r.waiters) sections.push(waitersSection(r.waiters, ids));
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));
@@ -596,8 +636,8 @@ export function renderMarkdown(r: BenchResults): string {
       '## Reproduce',
       '',
       '```sh',
-      'npm run bench              # about 5 minutes; rewrites docs/benchmarks.md and docs/benchmarks.svg',
-      'npm run bench -- --quick   # about 1 minute; writes bench/out/ instead',
+      'npm run bench              # about 8 minutes; rewrites docs/benchmarks.md and docs/benchmarks.svg',
+      'npm run bench -- --quick   # about 3 minutes; writes bench/out/ instead',
       'npm run bench -- --only=hot,waiters --contenders=fair,semaphore --rounds=1',
       '```',
       '',

@@ -70,5 +70,10 @@ export async function runHotKey(ctx: BenchContext): Promise<HotKeyResult> {
       return [id, row];
     }),
   ) as Partial<Record<ContenderId, HotKeyRow>>;
-  return { rows, warmup, processes: hotProcesses, windowMs: hotWindowMs };
+  return {
+    rows,
+    warmup,
+    processes: hotProcesses,
+    windowMs: hotWindowMs,
+  };
 }

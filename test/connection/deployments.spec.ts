@@ -38,13 +38,21 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     await next.release();
   });
 
-  it('the watchdog keeps a lock three watchdog timeouts long', async () => {
-    const lock = locks.getLock('watchdog');
-    const handle = await lock.lock();
+  it('the watchdog keeps 40 locks of two kinds (on every cluster slot they hash to) three watchdog timeouts long', async () => {
+    const held = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        i % 2
+          ? locks.getSimpleLock(`watchdog-${i}`, { leaseTime: 'watchdog' }).lock()
+          : locks.getLock(`watchdog-${i}`).lock(),
+      ),
+    );
     await sleep(3 * 600 + 200);
-    expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
-    expect(handle.isLost).toBe(false);
-    expect(await handle.release()).toBe('released');
+    for (const [i, handle] of held.entries()) {
+      const lock = i % 2 ? locks.getSimpleLock(handle.name) : locks.getLock(handle.name);
+      expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+      expect(handle.isLost).toBe(false);
+    }
+    expect(await Promise.all(held.map((h) => h.release()))).toEqual(held.map(() => 'released'));
   });
 
   it('the fair lock serves waiters in the order they queued', async () => {
