@@ -38,12 +38,15 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     await next.release();
   });
 
-  it('the watchdog keeps 40 locks of two kinds (on every cluster slot they hash to) three watchdog timeouts long', async () => {
+  it('the watchdog keeps 40 locks of two kinds, some sharing a cluster slot, three watchdog timeouts long', async () => {
+    // Names 0-29 spread over the slots; 30-39 all hash to the slot of name 0 (one renew-many call on a Cluster).
+    const slotOf = (lockName: string) => clusterSlot(locks.getLock(lockName).keys.lock);
+    const names = Array.from({ length: 30 }, (_, i) => `watchdog-${i}`);
+    for (let i = 0; names.length < 40; i++)
+      if (slotOf(`same-slot-${i}`) === slotOf(names[0])) names.push(`same-slot-${i}`);
     const held = await Promise.all(
-      Array.from({ length: 40 }, (_, i) =>
-        i % 2
-          ? locks.getSimpleLock(`watchdog-${i}`, { leaseTime: 'watchdog' }).lock()
-          : locks.getLock(`watchdog-${i}`).lock(),
+      names.map((lockName, i) =>
+        i % 2 ? locks.getSimpleLock(lockName, { leaseTime: 'watchdog' }).lock() : locks.getLock(lockName).lock(),
       ),
     );
     await sleep(3 * 600 + 200);
