@@ -81,6 +81,12 @@ const DOCS_DIR = path.join(__dirname, '..', 'docs');
 
 async function report(results: BenchResults): Promise<void> {
   const written = await writeReport(results, results.complete ? DOCS_DIR : OUT_DIR);
+  if (results.complete) {
+    // The published report's raw numbers, next to it.
+    const raw = path.join(DOCS_DIR, 'benchmarks.json');
+    fs.writeFileSync(raw, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', raw));
+    written.push(raw);
+  }
   log(`wrote ${written.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
 }
 

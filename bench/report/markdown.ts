@@ -642,7 +642,7 @@ export function renderMarkdown(r: BenchResults): string {
       '```',
       '',
       'Redis (port 7300) and the 8 worker processes are started and stopped by the bench itself, also on Ctrl-C.',
-      `Polling contenders: ${[...POLLING].map(label).join(', ')}. Raw results of the last run: bench/out/results.json.`,
+      `Polling contenders: ${[...POLLING].map(label).join(', ')}. Raw results of this run: ${r.complete ? 'docs/benchmarks.json' : 'bench/out/results.json'}.`,
     ].join('\n'),
   );
   return sections.join('\n\n') + '\n';
