@@ -122,6 +122,8 @@ function header(r: BenchResults): string {
     'All contenders share one ioredis connection per process (ours add the pub/sub connection every LockClient',
     'opens). Where a library gives up waiting by itself (redlock after `retryCount` attempts, redis-semaphore after',
     '`acquireTimeout`), the bench calls `acquire` again and counts a *give-up*; waits are measured from the first call.',
+    'Our locks are measured as the compiled package (`dist/lib`, which `npm run bench` builds first), as the peers are',
+    'measured as the JavaScript their packages ship.',
     '',
     '**Redis commands per acquisition** come from the `INFO commandstats` delta over the measurement window',
     '(`CONFIG RESETSTAT` at its start), divided by the grants in the window. Redis 7 lists every `redis.call` made',
