@@ -4,7 +4,7 @@ import type { BenchContext } from './context';
 import { CLIENT_COMMANDS, type ContenderId } from './contenders';
 import { counterKey } from './protocol';
 import { commandStats, lockCommandCalls, serverCpuSeconds } from './redis-stats';
-import { jain, max, percentile, sum } from './stats';
+import { jain, max, medianOfRounds, percentile, sum } from './stats';
 
 /** One contender on one hot key, spread over worker processes, measured over a window. */
 export interface ContendedMeasurement {
@@ -163,4 +163,21 @@ export async function warmUp(
     done += m.acquisitions;
   }
   return rates;
+}
+
+/** Medians over a contender's rounds; lost updates are the worst round's (correctness is never averaged away). */
+export function summariseRounds(all: ContendedMeasurement[]): Omit<ContendedMeasurement, 'executedByCommand'> {
+  const numeric = all.map(({ executedByCommand: _ignored, ...rest }) => rest);
+  return { ...medianOfRounds(numeric), lostUpdates: Math.max(...all.map((m) => m.lostUpdates)) };
+}
+
+/** The eight commands Redis ran most per acquisition, for the progress log. */
+export function topCommands(m: ContendedMeasurement): string {
+  return JSON.stringify(
+    Object.fromEntries(
+      Object.entries(m.executedByCommand)
+        .slice(0, 8)
+        .map(([k, v]) => [k, Number(v.toFixed(2))]),
+    ),
+  );
 }

@@ -4,9 +4,16 @@
  * sections), waits, fairness over processes, lost updates and Redis commands per acquisition.
  */
 import type { BenchContext } from '../lib/context';
-import { measureContended, spread, warmUp, type ContendedMeasurement } from '../lib/contended';
+import {
+  measureContended,
+  spread,
+  summariseRounds,
+  topCommands,
+  warmUp,
+  type ContendedMeasurement,
+} from '../lib/contended';
 import type { ContenderId } from '../lib/contenders';
-import { median, medianOfRounds } from '../lib/stats';
+import { median } from '../lib/stats';
 
 export type HotKeyRow = Omit<ContendedMeasurement, 'executedByCommand'> & { rounds: ContendedMeasurement[] };
 
@@ -45,24 +52,16 @@ export async function runHotKey(ctx: BenchContext): Promise<HotKeyResult> {
       );
       perRound.get(id)!.push(m);
       ctx.log(
-        `  hot key r${round + 1} ${id.padEnd(13)} ${Math.round(m.perSecond)}/s, hand-off p50 ${m.handoffP50.toFixed(2)} ms (to another process ${(m.crossProcessShare * 100).toFixed(0)}%, p50 ${m.crossHandoffP50.toFixed(2)} ms), wait p99 ${m.waitP99.toFixed(1)} ms max ${m.waitMax.toFixed(0)} ms, Jain ${m.jain.toFixed(3)}, lost ${m.lostUpdates}, cmds/acq ${m.commandsPerAcq.toFixed(2)} (sent ${m.sentPerAcq.toFixed(2)}, incl. Lua ${m.executedPerAcq.toFixed(1)}), give-ups ${m.giveUps}, CPU/acq client ${m.clientCpuPerAcqMs.toFixed(3)} redis ${m.redisCpuPerAcqMs.toFixed(3)} ms ${JSON.stringify(
-          Object.fromEntries(
-            Object.entries(m.executedByCommand)
-              .slice(0, 8)
-              .map(([k, v]) => [k, Number(v.toFixed(2))]),
-          ),
-        )}`,
+        `  hot key r${round + 1} ${id.padEnd(13)} ${Math.round(m.perSecond)}/s, hand-off p50 ${m.handoffP50.toFixed(2)} ms (to another process ${(m.crossProcessShare * 100).toFixed(0)}%, p50 ${m.crossHandoffP50.toFixed(2)} ms), wait p99 ${m.waitP99.toFixed(1)} ms max ${m.waitMax.toFixed(0)} ms, Jain ${m.jain.toFixed(3)}, lost ${m.lostUpdates}, cmds/acq ${m.commandsPerAcq.toFixed(2)} (sent ${m.sentPerAcq.toFixed(2)}, incl. Lua ${m.executedPerAcq.toFixed(1)}), give-ups ${m.giveUps}, CPU/acq client ${m.clientCpuPerAcqMs.toFixed(3)} redis ${m.redisCpuPerAcqMs.toFixed(3)} ms ${topCommands(m)}`,
       );
     }
   }
   const rows = Object.fromEntries(
     ctx.config.contenders.map((id) => {
       const all = perRound.get(id)!;
-      const numeric = all.map(({ executedByCommand: _ignored, ...rest }) => rest);
       const row: HotKeyRow = {
-        ...medianOfRounds(numeric),
-        // Correctness and the worst case are not averaged away: the worst round counts.
-        lostUpdates: Math.max(...all.map((m) => m.lostUpdates)),
+        ...summariseRounds(all),
+        // The worst case is not averaged away either: the worst round counts.
         waitMax: Math.max(...all.map((m) => m.waitMax)),
         giveUps: median(all.map((m) => m.giveUps)),
         rounds: all,

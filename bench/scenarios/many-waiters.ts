@@ -3,9 +3,8 @@
  * processes. What matters is the Redis work per acquisition: a release must not wake every waiter.
  */
 import type { BenchContext } from '../lib/context';
-import { measureContended, spread, type ContendedMeasurement } from '../lib/contended';
+import { measureContended, spread, summariseRounds, topCommands, type ContendedMeasurement } from '../lib/contended';
 import type { ContenderId } from '../lib/contenders';
-import { medianOfRounds } from '../lib/stats';
 
 export type WaitersRow = Omit<ContendedMeasurement, 'executedByCommand'> & {
   executedByCommand: Record<string, number>;
@@ -29,23 +28,15 @@ export async function runManyWaiters(ctx: BenchContext): Promise<WaitersResult> 
         const m = await measureContended(ctx, id, key, loops, waitersWarmupMs(waiters), waitersWindowMs);
         perRound.get(id)!.push(m);
         ctx.log(
-          `  ${String(waiters).padStart(4)} waiters r${round + 1} ${id.padEnd(13)} ${Math.round(m.perSecond)}/s, ${m.commandsPerAcq.toFixed(2)} cmds/acq (sent ${m.sentPerAcq.toFixed(2)}, incl. Lua ${m.executedPerAcq.toFixed(1)}), wait p99 ${m.waitP99.toFixed(0)} ms, hand-off p50 ${m.handoffP50.toFixed(2)} ms, lost ${m.lostUpdates}, give-ups ${m.giveUps}, CPU/acq client ${m.clientCpuPerAcqMs.toFixed(3)} redis ${m.redisCpuPerAcqMs.toFixed(3)} ms ${JSON.stringify(
-            Object.fromEntries(
-              Object.entries(m.executedByCommand)
-                .slice(0, 8)
-                .map(([k, v]) => [k, Number(v.toFixed(2))]),
-            ),
-          )}`,
+          `  ${String(waiters).padStart(4)} waiters r${round + 1} ${id.padEnd(13)} ${Math.round(m.perSecond)}/s, ${m.commandsPerAcq.toFixed(2)} cmds/acq (sent ${m.sentPerAcq.toFixed(2)}, incl. Lua ${m.executedPerAcq.toFixed(1)}), wait p99 ${m.waitP99.toFixed(0)} ms, hand-off p50 ${m.handoffP50.toFixed(2)} ms, lost ${m.lostUpdates}, give-ups ${m.giveUps}, CPU/acq client ${m.clientCpuPerAcqMs.toFixed(3)} redis ${m.redisCpuPerAcqMs.toFixed(3)} ms ${topCommands(m)}`,
         );
       }
     }
     const rows = Object.fromEntries(
       ctx.config.contenders.map((id) => {
         const all = perRound.get(id)!;
-        const numeric = all.map(({ executedByCommand: _ignored, ...rest }) => rest);
         const row: WaitersRow = {
-          ...medianOfRounds(numeric),
-          lostUpdates: Math.max(...all.map((m) => m.lostUpdates)),
+          ...summariseRounds(all),
           executedByCommand: all[all.length - 1].executedByCommand,
         };
         return [id, row];

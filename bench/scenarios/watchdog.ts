@@ -57,14 +57,10 @@ export async function runWatchdog(ctx: BenchContext): Promise<WatchdogResult> {
       throw new Error(`expected ${n} watched locks, the watchdog has ${locks.watchdog.size}`);
 
     await locks.watchdog.tick(); // warm-up: loads the renew script, sizes buffers
-    const samples: {
-      roundTrips: number;
-      pipelines: number;
-      commands: number;
-      wallMs: number;
-      clientCpuMs: number;
-      redisCpuMs: number;
-    }[] = [];
+    const samples: Pick<
+      WatchdogResult,
+      'roundTrips' | 'pipelines' | 'commands' | 'wallMs' | 'clientCpuMs' | 'redisCpuMs'
+    >[] = [];
     for (let t = 0; t < ticks; t++) {
       const redisBefore = await serverCpuSeconds(ctx.admin);
       const before = snapshot(counter);

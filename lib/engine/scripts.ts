@@ -74,13 +74,13 @@ export function runScript<T>(
   args: ScriptArg[],
 ): Promise<T> {
   registerScripts(client);
-  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<T>>)[script(name).commandName];
-  return command.call(client, ...scriptArguments(name, keys, args));
+  const loaded = script(name);
+  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<T>>)[loaded.commandName];
+  return command.call(client, ...scriptArguments(name, loaded, keys, args));
 }
 
 /** What the defined command takes: the keys (preceded by their count for a variable-keys script), then the args. */
-function scriptArguments(name: string, keys: string[], args: ScriptArg[]): ScriptArg[] {
-  const { numberOfKeys } = script(name);
+function scriptArguments(name: string, { numberOfKeys }: LoadedScript, keys: string[], args: ScriptArg[]): ScriptArg[] {
   if (numberOfKeys === undefined) return [keys.length, ...keys, ...args];
   if (keys.length !== numberOfKeys) throw new Error(`Script "${name}" takes ${numberOfKeys} keys, got ${keys.length}.`);
   return [...keys, ...args];
@@ -93,6 +93,7 @@ export function queueScript(
   keys: string[],
   args: ScriptArg[],
 ): void {
-  const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[script(name).commandName];
-  command.call(pipeline, ...scriptArguments(name, keys, args));
+  const loaded = script(name);
+  const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[loaded.commandName];
+  command.call(pipeline, ...scriptArguments(name, loaded, keys, args));
 }
