@@ -15,7 +15,11 @@
  *   7200-7399   private topologies for destructive tests (failover, SIGSTOP, restarts): a test file
  *               picks its own basePort in 7200-7390, step 10, and names it at the top of the file.
  *               Claimed: 7200 test/harness/sentinel-failover.spec.ts (7200-7208),
- *               7210 test/harness/lifecycle.spec.ts, 7220 test/engine/outage.spec.ts. A clash fails fast with "port(s) ... in use".
+ *               7210 test/harness/lifecycle.spec.ts, 7219 missing-redis, 7220 test/engine/outage.spec.ts,
+ *               7230 test/kinds/red-lock.spec.ts, 7240-7260 test/connection/sentinel-failover.spec.ts,
+ *               7270-7290 and 7310-7350 test/faults/, 7300 bench, 7360-7390 bench failover scenarios.
+ *               A clash fails fast with "port(s) ... in use".
+ *   REDIS_TOPOLOGY_PORT_SHIFT   moves all of the above by a multiple of 10 (two runs on one machine).
  *   7400-7449   DEV_BASE_PORTS: `npm run redis:up` by hand and the demo
  *   17100-17449 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
  *
@@ -126,8 +130,26 @@ const PID_FILE = 'redis.pid';
 const LOG_FILE = 'redis.log';
 const CLUSTER_BUS_OFFSET = 10_000;
 
+/**
+ * `REDIS_TOPOLOGY_PORT_SHIFT=N` moves every topology this process starts or looks up by N ports
+ * (state dirs follow), so two test runs can share a machine: e.g. 1000 puts the shared test
+ * topologies on 8100-8149 and their cluster bus on 18130-18135. Default 0.
+ */
+export const PORT_SHIFT_ENV = 'REDIS_TOPOLOGY_PORT_SHIFT';
+
+export function portShift(): number {
+  const raw = process.env[PORT_SHIFT_ENV];
+  if (raw === undefined || raw === '') return 0;
+  const shift = Number(raw);
+  if (!Number.isInteger(shift) || shift < 0 || shift > 40_000 || shift % 10 !== 0) {
+    throw new Error(`${PORT_SHIFT_ENV} must be a multiple of 10 in 0-40000, got ${JSON.stringify(raw)}`);
+  }
+  return shift;
+}
+
+/** `basePort` is the unshifted one (as tests and the CLI name it). */
 export function stateDirFor(kind: TopologyKind, basePort: number): string {
-  return path.join(TOPOLOGY_STATE_ROOT, `${kind}-${basePort}`);
+  return path.join(TOPOLOGY_STATE_ROOT, `${kind}-${basePort + portShift()}`);
 }
 
 /** Every state dir under the common root (what `redis:down` without arguments stops). */
@@ -170,12 +192,13 @@ export interface StartOptions {
 
 export async function startTopology(kind: TopologyKind, opts: StartOptions = {}): Promise<RunningTopology> {
   assertRedisInstalled();
-  const basePort = opts.basePort ?? DEV_BASE_PORTS[kind];
+  const namedPort = opts.basePort ?? DEV_BASE_PORTS[kind];
+  const basePort = namedPort + portShift();
   const t: RunningTopology = {
     kind,
     name: opts.name ?? `${kind}-${basePort}`,
     basePort,
-    stateDir: stateDirFor(kind, basePort),
+    stateDir: stateDirFor(kind, namedPort),
     ownerPid: process.pid,
     ...(process.env[RUN_ID_ENV] ? { runId: process.env[RUN_ID_ENV] } : {}),
     masters: [],
