@@ -13,8 +13,24 @@
 -- Returns  {0, token}  acquired (or accepted a hand-off); token = its fencing token
 --          {1, token}  re-entered
 --          {2, pttl}   queued (or still queued): wait for a message or pttl
+--          error BADARG before any write when an argument is unusable (nothing is changed)
 local lockKey, queueKey, deadlineKey, fenceKey, channelPrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local lease, owner = tonumber(ARGV[1]), ARGV[2]
+local staleAfter, acceptanceLease, publish = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local function wholeMs(value, max) return value and value >= 1 and value <= max and value % 1 == 0 end
+if not wholeMs(lease, 31536000000) then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
+end
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+if not wholeMs(staleAfter, 2147483647) then
+  return redis.error_reply('BADARG stale-waiter timeout must be whole ms in 1..2147483647, got ' .. tostring(ARGV[3]))
+end
+if not wholeMs(acceptanceLease, 2147483647) then
+  return redis.error_reply('BADARG acceptance lease must be whole ms in 1..2147483647, got ' .. tostring(ARGV[4]))
+end
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -28,7 +44,9 @@ while true do
   redis.call('zrem', deadlineKey, head)
 end
 
-local held = redis.call('hget', lockKey, owner)
+-- pcall: a string here is a simple lock's hold (another owner): queue up behind it
+local held = redis.pcall('hget', lockKey, owner)
+if type(held) ~= 'string' then held = nil end
 if held == '0' then
   redis.call('hset', lockKey, owner, 1)
   redis.call('pexpire', lockKey, lease)
@@ -55,13 +73,13 @@ if redis.call('exists', lockKey) == 0 then
   redis.call('lpop', queueKey)
   redis.call('zrem', deadlineKey, head)
   redis.call('hset', lockKey, head, 0)
-  redis.call('pexpire', lockKey, tonumber(ARGV[4]))
+  redis.call('pexpire', lockKey, acceptanceLease)
   local token = redis.call('incr', fenceKey)
-  redis.call(ARGV[5], channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token)
+  redis.call(publish, channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token)
 end
 
 if not redis.call('zscore', deadlineKey, owner) then
   redis.call('rpush', queueKey, owner)
 end
-redis.call('zadd', deadlineKey, now + tonumber(ARGV[3]), owner)
+redis.call('zadd', deadlineKey, now + staleAfter, owner)
 return {2, redis.call('pttl', lockKey)}

@@ -1,19 +1,27 @@
 -- Reentrant lock: acquire or re-enter.
 -- KEYS[1]  lock hash            <prefix>:{<name>}        field = owner id, value = hold count
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence  never expires, so tokens only grow
--- ARGV[1]  lease in ms
+-- ARGV[1]  lease in ms          whole number in 1..31536000000
 -- ARGV[2]  owner id             <clientId>:<scopeId>
 -- Returns  {0, token}   acquired; token = new fencing token (INCR of KEYS[2])
 --          {1, token}   re-entered; hold count + 1; token = the current holder's token
 --          {2, pttl}    held by another owner; pttl = its remaining lease in ms
+--          error BADARG before any write when an argument is unusable (nothing is changed)
 local lease = tonumber(ARGV[1])
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
+end
+local owner = ARGV[2]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+
 if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
   return {0, redis.call('incr', KEYS[2])}
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+-- pcall: a string here is a simple lock's hold: held by another owner
+if redis.pcall('hexists', KEYS[1], owner) == 1 then
+  redis.call('hincrby', KEYS[1], owner, 1)
   -- never shorten the lease an outer hold (or its watchdog) relies on
   if redis.call('pttl', KEYS[1]) < lease then
     redis.call('pexpire', KEYS[1], lease)

@@ -1,16 +1,24 @@
--- Simple lock: compare-and-delete, then wake one waiter per process.
+-- Simple lock: compare-and-delete, then wake one waiter per process. The token is unique to one
+-- acquisition, so sending it again after an unknown outcome is safe.
 -- KEYS[1]  lock string
 -- KEYS[2]  unlock channel
 -- ARGV[1]  token of this acquisition
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  message
--- Returns  1 released, 0 held under another token (nothing changed), -1 not locked (expired)
-if redis.call('exists', KEYS[1]) == 0 then
+-- Returns  1 released, 0 held under another token (nothing changed), -1 not locked (expired);
+--          error BADARG (nothing changed) for unusable arguments
+if not ARGV[1] or ARGV[1] == '' then return redis.error_reply('BADARG token is empty') end
+if ARGV[2] ~= 'publish' and ARGV[2] ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(ARGV[2]))
+end
+-- pcall: a hash here is another lock kind's hold, not ours
+local value = redis.pcall('get', KEYS[1])
+if not value then
   return -1
 end
-if redis.call('get', KEYS[1]) ~= ARGV[1] then
+if type(value) ~= 'string' or value ~= ARGV[1] then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], ARGV[3])
+redis.call(ARGV[2], KEYS[2], ARGV[3] or '')
 return 1

@@ -1,26 +1,52 @@
--- Reentrant lock: release one hold.
+-- Reentrant lock: release one hold. Safe to send again after an unknown outcome (a connection that
+-- dropped before the reply): with the hold count it expects, a repeat of a release that already
+-- landed changes nothing, so an outer re-entry is never released by a duplicate.
 -- KEYS[1]  lock hash
 -- KEYS[2]  unlock channel       <prefix>:{<name>}:unlock (same hash tag, so SPUBLISH stays on the slot)
 -- ARGV[1]  owner id
--- ARGV[2]  lease in ms, re-applied while holds remain
+-- ARGV[2]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
 -- ARGV[3]  publish command      'publish' or 'spublish'
 -- ARGV[4]  message              wakes one waiter per subscribed process
+-- ARGV[5]  expected hold count before this release, as the client counts it ('' = unknown)
 -- Returns  1   released (last hold): key deleted, message published
---          0   one hold released, others remain
+--          0   one hold released, others remain (or this release had already landed)
 --         -1   not locked at all (expired or never taken)
 --         -2   locked by another owner; nothing changed
-if redis.call('exists', KEYS[1]) == 0 then
-  return -1
+--          error BADARG before any write when an argument is unusable
+local owner, lease, publish, expected = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[5]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
 end
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
+if expected ~= nil and expected ~= '' then
+  expected = tonumber(expected)
+  if not expected or expected < 1 or expected % 1 ~= 0 then
+    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[5]))
+  end
+else
+  expected = nil
+end
+
+-- pcall: a string here is a simple lock's hold (another owner), not an error
+local count = redis.pcall('hget', KEYS[1], owner)
+count = type(count) == 'string' and tonumber(count) or nil
+if not count then
+  if redis.call('exists', KEYS[1]) == 0 then return -1 end
   return -2
 end
-if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
-  if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+if expected and count > 0 and count == expected - 1 then
+  return 0 -- a repeat of a release that already landed
+end
+if count > 1 then
+  redis.call('hincrby', KEYS[1], owner, -1)
+  if redis.call('pttl', KEYS[1]) < lease then
+    redis.call('pexpire', KEYS[1], lease)
   end
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[4])
+redis.call(publish, KEYS[2], ARGV[4] or '')
 return 1

@@ -1,3 +1,4 @@
+import { durationProblem } from '../engine/durations';
 import { ConnectionConfigError } from '../engine/errors';
 import { ClusterDeployment } from './cluster-deployment';
 import type { ConnectionOptions, HostPort } from './connection-options';
@@ -78,8 +79,9 @@ export function connectionProblems(options: ConnectionOptions | undefined): stri
   if ('db' in options && options.db !== undefined && (!Number.isInteger(options.db) || options.db < 0)) {
     problems.push('db must be a non-negative integer');
   }
-  if ('commandTimeout' in options && options.commandTimeout !== undefined && !(options.commandTimeout > 0)) {
-    problems.push('commandTimeout must be a positive number of ms');
+  if ('commandTimeout' in options) {
+    const problem = durationProblem('commandTimeout', options.commandTimeout, { positive: true });
+    if (problem) problems.push(problem);
   }
   return problems;
 }

@@ -1,4 +1,5 @@
 import { ConnectionConfigError } from '../engine/errors';
+import { MAX_TIMEOUT_MS } from '../engine/durations';
 import type { CommonConnectionOptions, ConnectionOptions, DeployType, HostPort } from './connection-options';
 import { DEPLOY_TYPES } from './connection-options';
 import type { RedisLockClientOptions } from './create-lock-client';
@@ -64,7 +65,7 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     password: value('REDIS_PASSWORD'),
     db: integer(problems, 'REDIS_DB', value('REDIS_DB'), 0),
     tls: boolean(problems, 'REDIS_TLS', value('REDIS_TLS')),
-    commandTimeout: integer(problems, 'REDIS_COMMAND_TIMEOUT', value('REDIS_COMMAND_TIMEOUT'), 1),
+    commandTimeout: integer(problems, 'REDIS_COMMAND_TIMEOUT', value('REDIS_COMMAND_TIMEOUT'), 1, MAX_TIMEOUT_MS),
   };
   const required = (name: string) => {
     const v = value(name);
@@ -112,17 +113,29 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
   }
   const keyPrefix = value('REDIS_LOCK_PREFIX');
   if (keyPrefix !== undefined && /[{}]/.test(keyPrefix)) problems.push('REDIS_LOCK_PREFIX must not contain "{" or "}"');
-  const watchdogTimeout = integer(problems, 'REDIS_LOCK_WATCHDOG_TIMEOUT', value('REDIS_LOCK_WATCHDOG_TIMEOUT'), 1);
+  const watchdogTimeout = integer(
+    problems,
+    'REDIS_LOCK_WATCHDOG_TIMEOUT',
+    value('REDIS_LOCK_WATCHDOG_TIMEOUT'),
+    1,
+    MAX_TIMEOUT_MS,
+  );
 
   if (problems.length > 0 || !connection) throw new ConnectionConfigError(problems);
   return { connection, keyPrefix, watchdogTimeout };
 }
 
-function integer(problems: string[], name: string, raw: string | undefined, min: number): number | undefined {
+function integer(
+  problems: string[],
+  name: string,
+  raw: string | undefined,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < min) {
-    problems.push(`${name} must be an integer >= ${min}; got "${raw}"`);
+  if (!/^\d+$/.test(raw) || n < min || n > max) {
+    problems.push(`${name} must be an integer in ${min}..${max}; got "${raw}"`);
     return undefined;
   }
   return n;

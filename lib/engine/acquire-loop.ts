@@ -1,4 +1,5 @@
 import { bounded } from './bounded';
+import { MAX_TIMER_MS } from './long-timer';
 import type { LockWaiters } from './waiters';
 
 /** One acquisition attempt: acquired with a value, or refused with the holder's remaining lease. */
@@ -20,9 +21,6 @@ export interface AcquireLoopOptions<T> {
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
   maxSleep?: number;
 }
-
-/** setTimeout's own limit (about 24.8 days); longer sleeps are cut to it. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export type AcquireOutcome<T> = { acquired: true; value: T } | { acquired: false; ttl: number };
 

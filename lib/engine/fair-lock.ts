@@ -1,7 +1,7 @@
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { Grant, RawRelease } from './lock-base';
-import { assertDuration } from './options';
+import { checkDuration } from './durations';
 import { ReentrantLock } from './reentrant-lock';
 import { runScript } from './scripts';
 
@@ -41,10 +41,12 @@ export class FairLock extends ReentrantLock {
 
   constructor(engine: EngineContext, name: string, options: FairLockOptions = {}) {
     super(engine, name);
-    assertDuration(name, 'staleWaiterTimeout', options.staleWaiterTimeout, { positive: true });
-    assertDuration(name, 'acceptanceLease', options.acceptanceLease, { positive: true });
-    this.staleWaiterTimeout = options.staleWaiterTimeout ?? FAIR_LOCK_DEFAULTS.staleWaiterTimeout;
-    this.acceptanceLease = options.acceptanceLease ?? FAIR_LOCK_DEFAULTS.acceptanceLease;
+    this.staleWaiterTimeout =
+      checkDuration(name, 'staleWaiterTimeout', options.staleWaiterTimeout, { positive: true }) ??
+      FAIR_LOCK_DEFAULTS.staleWaiterTimeout;
+    this.acceptanceLease =
+      checkDuration(name, 'acceptanceLease', options.acceptanceLease, { positive: true }) ??
+      FAIR_LOCK_DEFAULTS.acceptanceLease;
   }
 
   /** Each process listens on its own channel per lock; the message names the waiter to wake. */
@@ -83,12 +85,16 @@ export class FairLock extends ReentrantLock {
     return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
   }
 
-  protected override releaseOnce(owner: string, leaseMs: number, force = false): Promise<RawRelease> {
+  protected override releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
+    return this.runUnlock(owner, leaseMs, false, expectedHolds);
+  }
+
+  private runUnlock(owner: string, leaseMs: number, force: boolean, expectedHolds?: number): Promise<RawRelease> {
     return runScript<number>(
       this.engine.redis,
       'fair-unlock',
       [this.keys.lock, this.keys.queue, this.keys.deadlines, this.keys.fence, this.keys.channel],
-      [owner, leaseMs, this.acceptanceLease, this.engine.publishCommand, force ? '1' : '0'],
+      [owner, leaseMs, this.acceptanceLease, this.engine.publishCommand, force ? '1' : '0', expectedHolds ?? ''],
     ).then((result) => RELEASE_RESULTS[result]);
   }
 
@@ -108,6 +114,6 @@ export class FairLock extends ReentrantLock {
 
   /** Deletes the lock whoever holds it and hands it to the next waiter. True when it was locked. */
   override async forceUnlock(): Promise<boolean> {
-    return (await this.bounded(this.releaseOnce('', this.acceptanceLease, true), 'forceUnlock')) === 'released';
+    return (await this.bounded(this.runUnlock('', this.acceptanceLease, true), 'forceUnlock')) === 'released';
   }
 }

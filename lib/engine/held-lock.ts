@@ -1,5 +1,6 @@
 import type { LockLostReason } from './errors';
 import type { LockHandleOps } from './lock-handle';
+import { setLongTimeout, type LongTimer } from './long-timer';
 
 /**
  * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock),
@@ -25,8 +26,10 @@ export class HeldLock {
   released = false;
   /** Conservative local estimate of when Redis lets the lease run out (ms since epoch). */
   expiresAt: number;
+  /** A release that could not reach Redis, being sent again until it lands (see LockBase.release). */
+  pendingRelease?: Promise<void>;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
-  expiryTimer?: NodeJS.Timeout;
+  expiryTimer?: LongTimer;
 
   constructor(
     readonly name: string,
@@ -53,12 +56,12 @@ export class HeldLock {
   armExpiry(onExpired: (lock: HeldLock, reason: LockLostReason) => void): void {
     this.disarmExpiry();
     if (this.watched) return;
-    this.expiryTimer = setTimeout(() => onExpired(this, 'lease-expired'), Math.max(0, this.expiresAt - Date.now()));
-    this.expiryTimer.unref();
+    // Chunked past setTimeout's limit: a 30-day lease must not be reported lost 1 ms in.
+    this.expiryTimer = setLongTimeout(() => onExpired(this, 'lease-expired'), this.expiresAt - Date.now());
   }
 
   disarmExpiry(): void {
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer?.clear();
     this.expiryTimer = undefined;
   }
 }

@@ -2,14 +2,22 @@ import { randomUUID } from 'node:crypto';
 import { acquireLoop, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
-import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, LockOptionsError, ReplicaSyncError } from './errors';
+import {
+  LockAcquireTimeoutError,
+  LockLostError,
+  LockNotHeldError,
+  RedisUnavailableError,
+  ReplicaSyncError,
+} from './errors';
 import { waitForReplicas } from './replica-sync';
 import { renewScript, type HeldLock, type RenewalKind } from './held-lock';
 import { assertLockName, lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
-import { assertAcquireOptions, type AcquireOptions } from './options';
+import { checkAcquireOptions, type AcquireOptions } from './options';
+import { checkDuration, MAX_LEASE_MS } from './durations';
 import { currentScope, runInLockScope } from './owner-scope';
 import { runScript } from './scripts';
+import { sleep } from './sleep';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -52,8 +60,11 @@ export abstract class LockBase {
    * waiter carried for it (see LockWaiters).
    */
   protected abstract attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>>;
-  /** Releases one hold of `owner`. */
-  protected abstract releaseOnce(owner: string, leaseMs: number): Promise<RawRelease>;
+  /**
+   * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
+   * with it, sending the same release again after an unknown outcome is harmless.
+   */
+  protected abstract releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease>;
   /** How this kind's holds are renewed (watchdog, extend). */
   protected abstract readonly renewal: RenewalKind;
 
@@ -177,15 +188,15 @@ export abstract class LockBase {
   }
 
   private async acquire(options: AcquireOptions): Promise<LockHandle | { ttl: number }> {
-    if (options === null || typeof options !== 'object') {
-      throw new LockOptionsError(`Lock options must be an object, got ${String(options)}.`, this.name);
-    }
-    assertAcquireOptions(this.name, options);
+    options = checkAcquireOptions(this.name, options);
     const owner = this.ownerForAcquire(options.owner);
     const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
     const watched = leaseTime === undefined;
     const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
     const behaviour = this.waitBehaviour(owner);
+    // A release of this owner's hold still being retried must land first: sent after a new grant,
+    // a repeat of it could release that grant.
+    await this.engine.registry.get(this.keys.lock, owner)?.pendingRelease;
     try {
       const outcome = await acquireLoop<LockHandle>({
         key: this.name,
@@ -251,42 +262,82 @@ export abstract class LockBase {
     throw new ReplicaSyncError(this.name, acknowledged, sync.replicas, sync.timeout);
   }
 
-  /** Releases one hold recorded by this client (LockHandleOps). */
+  /**
+   * Releases one hold recorded by this client (LockHandleOps). If Redis cannot be reached, resolves
+   * 'pending' after one operationTimeout and keeps sending the release (it is idempotent) until it
+   * lands or the lease has certainly ended, so a failover never leaves the lock behind for a lease.
+   */
   async release(held: HeldLock): Promise<ReleaseOutcome> {
-    const { registry } = this.engine;
     if (held.released) return 'released';
+    const { expectedHolds, final } = this.engine.registry.beginRelease(held);
+    const send = () => this.releaseOnce(held.owner, held.leaseMs, expectedHolds);
+    let raw: RawRelease;
+    try {
+      raw = await this.bounded(send(), 'unlock');
+    } catch (error) {
+      if (!(error instanceof RedisUnavailableError) || this.engine.redis.status === 'end') {
+        this.engine.registry.releaseFailed(held, final);
+        throw error;
+      }
+      held.pendingRelease = this.retryRelease(held, send, final);
+      return 'pending';
+    }
+    return this.settleRelease(held, raw, final, false);
+  }
+
+  private settleRelease(held: HeldLock, raw: RawRelease, final: boolean, repeated: boolean): ReleaseOutcome {
+    const { registry } = this.engine;
+    if (raw === 'released') {
+      registry.released(held);
+      return 'released';
+    }
+    if (raw === 'decremented') {
+      registry.decremented(held, final);
+      return 'decremented';
+    }
+    if (repeated && final) {
+      // Gone: our earlier send landed before its reply was lost, or the lease ran out; either way no
+      // hold of ours is left.
+      registry.released(held);
+      return Date.now() < held.expiresAt ? 'released' : 'expired';
+    }
     if (held.lost) {
-      registry.forget(held);
+      registry.forget(held); // already reported
       return 'expired';
     }
-    const final = registry.beginRelease(held);
-    // If this throws, renewals stay stopped (see LockRegistry.stillHeld): the lease runs out unless a
-    // retried release gets there first.
-    const raw = await this.bounded(this.releaseOnce(held.owner, held.leaseMs), 'unlock');
-    switch (raw) {
-      case 'released':
-        registry.released(held);
-        return 'released';
-      case 'decremented':
-        registry.decremented(held, final);
-        return 'decremented';
-      default:
-        // It ran out before we released it: the work ran unprotected for a while; say so loudly.
-        this.engine.markLost(held, raw === 'not-owner' ? 'not-owner' : 'lease-expired');
-        return 'expired';
+    // It ran out before we released it: the work ran unprotected for a while; say so loudly.
+    this.engine.markLost(held, raw === 'not-owner' ? 'not-owner' : 'lease-expired');
+    return 'expired';
+  }
+
+  /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */
+  private async retryRelease(held: HeldLock, send: () => Promise<RawRelease>, final: boolean): Promise<void> {
+    const { logger, operationTimeout, redis, registry } = this.engine;
+    // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
+    const leaseOverAt = held.expiresAt + operationTimeout;
+    logger.warn(`Could not reach Redis to release lock "${this.name}"; retrying until it lands or the lease ends.`);
+    try {
+      for (let pause = 25; Date.now() < leaseOverAt && redis.status !== 'end'; pause = Math.min(pause * 2, 500)) {
+        await sleep(Math.min(pause, Math.max(0, leaseOverAt - Date.now())));
+        try {
+          this.settleRelease(held, await this.bounded(send(), 'unlock'), final, true);
+          return;
+        } catch (error) {
+          if (!(error instanceof RedisUnavailableError)) throw error;
+        }
+      }
+      registry.forget(held); // the lease is over: nothing of ours is left in Redis
+    } catch (error) {
+      registry.forget(held);
+      logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);
+    } finally {
+      held.pendingRelease = undefined;
     }
   }
 
   /** Extends the lease of a hold recorded by this client (LockHandleOps). */
   async extend(held: HeldLock, leaseTime?: number): Promise<void> {
-    if (leaseTime !== undefined) {
-      if (typeof leaseTime !== 'number' || !Number.isFinite(leaseTime) || leaseTime <= 0) {
-        throw new LockOptionsError(
-          `leaseTime must be a finite positive number of milliseconds, got ${String(leaseTime)}.`,
-          this.name,
-        );
-      }
-    }
+    leaseTime = checkDuration(this.name, 'leaseTime', leaseTime, { positive: true, max: MAX_LEASE_MS });
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
     const sentAt = Date.now();

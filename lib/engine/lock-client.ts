@@ -7,7 +7,7 @@ import type { HeldLock } from './held-lock';
 import { assertKeyPrefix } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
-import { assertDuration } from './options';
+import { checkDuration } from './durations';
 import { RedisPubSub, type PubSub } from './pubsub';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
@@ -80,13 +80,12 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     }
     const keyPrefix = options.keyPrefix ?? 'lock';
     assertKeyPrefix(keyPrefix);
-    assertDuration('', 'watchdogTimeout', options.watchdogTimeout, { positive: true });
-    assertDuration('', 'operationTimeout', options.operationTimeout, { positive: true });
     this.redis = options.redis;
     this.clientId = options.clientId ?? randomUUID();
     this.keyPrefix = keyPrefix;
-    this.watchdogTimeout = options.watchdogTimeout ?? 30_000;
-    this.operationTimeout = options.operationTimeout ?? 3_000;
+    this.watchdogTimeout = checkDuration('', 'watchdogTimeout', options.watchdogTimeout, { positive: true }) ?? 30_000;
+    this.operationTimeout =
+      checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? 3_000;
     this.logger = options.logger ?? consoleLogger;
     this.replicaSync = validReplicaSync(options.replicaSync);
     this.onClose = options.onClose;
@@ -103,7 +102,11 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     );
     this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
     registerScripts(this.redis);
+    this.redis.on('ready', this.renewNow);
   }
+
+  /** Back from a disconnect or a failover: renewals that failed meanwhile are retried at once. */
+  private readonly renewNow = (): void => void this.watchdog.tick();
 
   /** A reentrant lock (Redisson RLock) named `name`. Cheap: holds no state of its own. */
   getLock(name: string): ReentrantLock {
@@ -143,6 +146,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.redis.off('ready', this.renewNow);
     this.watchdog.close();
     this.waiters.close();
     const held = this.registry.all();
@@ -171,13 +175,18 @@ export function subscriberFor(client: RedisClient): RedisClient {
 
 function validReplicaSync(sync: ReplicaSyncOptions | undefined): ReplicaSyncOptions | undefined {
   if (sync === undefined) return undefined;
+  if (sync === null || typeof sync !== 'object') {
+    throw new LockOptionsError(
+      `replicaSync must be an object such as { replicas: 1, timeout: 100 }, got ${String(sync)}.`,
+    );
+  }
   if (!Number.isInteger(sync.replicas) || sync.replicas < 1) {
     throw new LockOptionsError(`replicaSync.replicas must be a positive integer, got ${String(sync.replicas)}.`);
   }
-  assertDuration('', 'replicaSync.timeout', sync.timeout, { positive: true });
-  if (sync.timeout === undefined) throw new LockOptionsError('replicaSync.timeout is required (ms).');
+  const timeout = checkDuration('', 'replicaSync.timeout', sync.timeout, { positive: true });
+  if (timeout === undefined) throw new LockOptionsError('replicaSync.timeout is required (ms).');
   if (sync.onFailure !== undefined && sync.onFailure !== 'release' && sync.onFailure !== 'warn') {
     throw new LockOptionsError(`replicaSync.onFailure must be 'release' or 'warn', got ${String(sync.onFailure)}.`);
   }
-  return sync;
+  return { ...sync, timeout };
 }

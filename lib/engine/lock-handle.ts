@@ -4,9 +4,11 @@ import type { HeldLock } from './held-lock';
  * What a release did, as Redis saw it:
  * - `released`: the last hold is gone and the next waiter was notified;
  * - `decremented`: a reentrant hold was released, outer holds of the same owner remain;
- * - `expired`: the lock had already expired or been lost; there was nothing of ours to release.
+ * - `expired`: the lock had already expired or been lost; there was nothing of ours to release;
+ * - `pending`: Redis could not be reached within operationTimeout (a failover, an outage); the release
+ *   is sent again in the background until it lands or the lease has ended, whichever comes first.
  */
-export type ReleaseOutcome = 'released' | 'decremented' | 'expired';
+export type ReleaseOutcome = 'released' | 'decremented' | 'expired' | 'pending';
 
 /** What the work inside `withLock` (or a decorated method) can use. */
 export interface LockContext {

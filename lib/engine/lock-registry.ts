@@ -69,11 +69,22 @@ export class LockRegistry {
     return lock;
   }
 
-  /** Before sending a release: true when it is the last hold (renewals stop now). */
-  beginRelease(lock: HeldLock): boolean {
-    const final = lock.holdCount <= 1;
+  /**
+   * Before sending a release: counts the hold as released at once (so concurrent releases of one
+   * owner each expect the right count) and stops renewals when it is the last one.
+   */
+  beginRelease(lock: HeldLock): { expectedHolds: number; final: boolean } {
+    const expectedHolds = Math.max(1, lock.holdCount);
+    lock.holdCount = expectedHolds - 1;
+    const final = lock.holdCount === 0;
     if (final) this.watchdog.unwatch(lock);
-    return final;
+    return { expectedHolds, final };
+  }
+
+  /** The release failed for a reason other than an unreachable Redis: the hold is still ours. */
+  releaseFailed(lock: HeldLock, final: boolean): void {
+    lock.holdCount++;
+    if (final) this.stillHeld(lock);
   }
 
   /**
@@ -93,8 +104,11 @@ export class LockRegistry {
 
   /** Redis reports holds remain. */
   decremented(lock: HeldLock, wasFinal: boolean): void {
-    lock.holdCount = Math.max(1, lock.holdCount - 1);
-    if (wasFinal) this.stillHeld(lock);
+    if (!wasFinal) return;
+    // A re-entry that was in flight when the last release was sent holds it now: keep renewing. With
+    // none, Redis counted an acquisition whose reply never came: stop renewing, so it runs out.
+    if (lock.holdCount > 0) this.stillHeld(lock);
+    else this.forget(lock);
   }
 
   forget(lock: HeldLock): void {

@@ -24,7 +24,8 @@ export class MultiLockHandle implements GroupLockHandle, AsyncDisposable {
     const outcomes = await Promise.all(
       this.handles.map((h) => h?.release() ?? Promise.resolve<ReleaseOutcome>('expired')),
     );
-    return outcomes.includes('released') || outcomes.includes('decremented') ? 'released' : 'expired';
+    if (outcomes.includes('released') || outcomes.includes('decremented')) return 'released';
+    return outcomes.includes('pending') ? 'pending' : 'expired';
   }
 
   async extend(leaseTime?: number): Promise<void> {

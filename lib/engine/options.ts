@@ -1,13 +1,14 @@
+import { checkDuration, MAX_LEASE_MS, show } from './durations';
 import { LockOptionsError } from './errors';
 
-/** Options accepted when acquiring a lock. Times are in milliseconds. */
+/** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see durations.ts). */
 export interface AcquireOptions {
   /**
-   * How long the lock lives unless renewed. Omitted: the watchdog keeps renewing a
+   * How long the lock lives unless renewed, at most 365 days. Omitted: the watchdog keeps renewing a
    * `watchdogTimeout`-long lease while the holder lives. Given: no watchdog, the lock simply expires.
    */
   leaseTime?: number;
-  /** How long to wait for a held lock. 0 = a single attempt. Omitted in `lock()`: wait indefinitely. */
+  /** How long to wait for a held lock, at most 365 days. 0 = a single attempt. Omitted in `lock()`: wait indefinitely. */
   waitTime?: number;
   /** Gives up waiting (rejecting with the signal's reason) when aborted. */
   signal?: AbortSignal;
@@ -18,21 +19,40 @@ export interface AcquireOptions {
   owner?: string;
 }
 
-/** Throws LockOptionsError unless `value` is a finite, non-negative number of milliseconds (or undefined). */
-export function assertDuration(key: string, field: string, value: unknown, { positive = false } = {}): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (positive && value === 0)) {
-    throw new LockOptionsError(
-      `${field} must be a finite ${positive ? 'positive' : 'non-negative'} number of milliseconds, got ${String(value)}.`,
-      key,
-    );
-  }
+/** AcquireOptions as the engine uses them: checked, times in whole milliseconds. */
+export interface CheckedAcquireOptions extends AcquireOptions {
+  readonly checked: true;
 }
 
-export function assertAcquireOptions(key: string, options: AcquireOptions): void {
-  assertDuration(key, 'leaseTime', options.leaseTime, { positive: true });
-  assertDuration(key, 'waitTime', options.waitTime);
-  if (options.owner !== undefined && (typeof options.owner !== 'string' || options.owner.length === 0)) {
-    throw new LockOptionsError(`owner must be a non-empty string, got ${String(options.owner)}.`, key);
+/**
+ * Checks acquisition options before any Redis call and returns them with whole-millisecond times.
+ * @throws LockOptionsError naming the option and its value
+ */
+export function checkAcquireOptions(key: string, options: AcquireOptions): CheckedAcquireOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new LockOptionsError(`Lock options must be an object, got ${show(options)}.`, key);
   }
+  const leaseTime = checkDuration(key, 'leaseTime', options.leaseTime, { positive: true, max: MAX_LEASE_MS });
+  const waitTime = checkDuration(key, 'waitTime', options.waitTime, { max: MAX_LEASE_MS });
+  const { owner, signal } = options;
+  if (owner !== undefined && (typeof owner !== 'string' || owner.length === 0 || owner.includes('\0'))) {
+    throw new LockOptionsError(`owner must be a non-empty string without NUL characters, got ${show(owner)}.`, key, {
+      option: 'owner',
+      value: owner,
+    });
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new LockOptionsError(`signal must be an AbortSignal, got ${show(signal)}.`, key, {
+      option: 'signal',
+      value: signal,
+    });
+  }
+  return { ...options, leaseTime, waitTime, checked: true };
 }
+
+/** Throws like checkAcquireOptions (for callers that pass the options on unchanged). */
+export function assertAcquireOptions(key: string, options: AcquireOptions): void {
+  checkAcquireOptions(key, options);
+}
+
+export { checkDuration as assertDuration } from './durations';

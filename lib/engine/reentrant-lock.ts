@@ -30,12 +30,12 @@ export class ReentrantLock extends LockBase {
     return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
   }
 
-  protected async releaseOnce(owner: string, leaseMs: number): Promise<RawRelease> {
+  protected async releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
     const result = await runScript<number>(
       this.engine.redis,
       'unlock',
       [this.keys.lock, this.keys.channel],
-      [owner, leaseMs, this.engine.publishCommand, 'released'],
+      [owner, leaseMs, this.engine.publishCommand, 'released', expectedHolds ?? ''],
     );
     return RELEASE_RESULTS[result];
   }

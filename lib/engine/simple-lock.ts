@@ -5,7 +5,7 @@ import type { HeldLock, RenewalKind } from './held-lock';
 import { LockBase, type Grant, type RawRelease } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
-import { assertDuration } from './options';
+import { checkDuration, MAX_LEASE_MS } from './durations';
 import { runInLockScope } from './owner-scope';
 import { runScript } from './scripts';
 
@@ -42,10 +42,10 @@ export class SimpleLock extends LockBase {
   constructor(engine: EngineContext, name: string, options: SimpleLockOptions = {}) {
     super(engine, name);
     const leaseTime = options.leaseTime ?? SIMPLE_LOCK_DEFAULTS.leaseTime;
-    if (leaseTime !== 'watchdog') assertDuration(name, 'leaseTime', leaseTime, { positive: true });
-    assertDuration(name, 'waitTime', options.waitTime);
-    this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : leaseTime;
-    this.defaultWaitTime = options.waitTime ?? SIMPLE_LOCK_DEFAULTS.waitTime;
+    const lease = { positive: true, watchdog: true, max: MAX_LEASE_MS };
+    this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
+    this.defaultWaitTime =
+      checkDuration(name, 'waitTime', options.waitTime, { max: MAX_LEASE_MS }) ?? SIMPLE_LOCK_DEFAULTS.waitTime;
   }
 
   /**

@@ -4,7 +4,7 @@ import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-
 import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
 import { LOCK_KINDS, type LockKind } from './lock-options';
 import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { durationProblem, show } from './redis-lock-module-options';
+import { durationProblem, MAX_LEASE_MS, show } from '../engine/durations';
 import { messages } from './redis-lock.messages';
 
 /** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */
@@ -111,10 +111,10 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   if (o.newScope !== undefined && typeof o.newScope !== 'boolean') {
     problems.push(messages.notBoolean('newScope', show(o.newScope)));
   }
-  const wait = durationProblem('waitTime', o.waitTime, { infinite: true });
+  const wait = durationProblem('waitTime', o.waitTime, { infinite: true, max: MAX_LEASE_MS });
   if (wait) problems.push(wait);
   if (o.leaseTime !== 'watchdog') {
-    const lease = durationProblem('leaseTime', o.leaseTime, { positive: true, watchdog: true });
+    const lease = durationProblem('leaseTime', o.leaseTime, { positive: true, watchdog: true, max: MAX_LEASE_MS });
     if (lease) problems.push(lease);
   }
   if (problems.length > 0 || key === undefined) throw fail();

@@ -1,5 +1,6 @@
 import type { RedisLockClientOptions } from '../connection/create-lock-client';
 import { connectionProblems, isRedisDeployment } from '../connection/create-deployment';
+import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../engine/durations';
 import { messages } from './redis-lock.messages';
 
 /**
@@ -45,8 +46,8 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   }
   duration(problems, 'watchdogTimeout', options.watchdogTimeout, { positive: true });
   duration(problems, 'operationTimeout', options.operationTimeout, { positive: true });
-  duration(problems, 'waitTime', options.waitTime, { infinite: true });
-  duration(problems, 'leaseTime', options.leaseTime, { positive: true });
+  duration(problems, 'waitTime', options.waitTime, { infinite: true, max: MAX_LEASE_MS });
+  duration(problems, 'leaseTime', options.leaseTime, { positive: true, max: MAX_LEASE_MS });
   duration(problems, 'shutdownTimeout', options.shutdownTimeout);
   const status = options.conflictStatus;
   if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 599)) {
@@ -73,31 +74,7 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   return problems;
 }
 
-/** Checks a time in ms: finite and non-negative (or positive), `Infinity` allowed where it means "no limit". */
-export function durationProblem(
-  field: string,
-  value: unknown,
-  { positive = false, infinite = false, watchdog = false } = {},
-): string | undefined {
-  if (value === undefined) return undefined;
-  const ok =
-    typeof value === 'number' &&
-    !Number.isNaN(value) &&
-    (Number.isFinite(value) || (infinite && value === Infinity)) &&
-    (positive ? value > 0 : value >= 0);
-  return ok ? undefined : messages.badDuration(field, { positive, infinite, watchdog }, show(value));
-}
-
-function duration(
-  problems: string[],
-  field: string,
-  value: unknown,
-  rules: { positive?: boolean; infinite?: boolean } = {},
-) {
-  const problem = durationProblem(field, value, rules);
+function duration(problems: string[], field: string, value: unknown, rule: DurationRule = {}) {
+  const problem = durationProblem(field, value, rule);
   if (problem) problems.push(problem);
-}
-
-export function show(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }

@@ -27,9 +27,6 @@ export const messages = {
   badReplicas: (got: string) => `replicaSync.replicas must be a positive integer, got ${got}`,
   missingReplicaTimeout: () => 'replicaSync.timeout is required (ms)',
   badOnFailure: (got: string) => `replicaSync.onFailure must be 'release' or 'warn', got ${got}`,
-  badDuration: (field: string, rule: { positive: boolean; infinite: boolean; watchdog?: boolean }, got: string) =>
-    `${field} must be ${rule.positive ? 'a positive' : 'a non-negative'} number of milliseconds` +
-    `${rule.infinite ? ' (or Infinity)' : ''}${rule.watchdog ? " (or 'watchdog')" : ''}, got ${got}`,
   decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
   unknownOption: (name: string) => `unknown option "${name}"`,
   badKey: (key: string, reason: string) => `key "${key}": ${reason}`,

@@ -1,0 +1,254 @@
+import fc from 'fast-check';
+import type Redis from 'ioredis';
+import { LockClient, LockOptionsError, type AcquireOptions, type LockHandle } from '../../lib';
+import { MAX_LEASE_MS } from '../../lib/engine/durations';
+import { lockKeys } from '../../lib/engine/keys';
+import { runScript } from '../../lib/engine/scripts';
+import { anyDuration, isValidDuration, keysWithoutTtl, PROPERTY_RUNS } from '../support/bad-input';
+import { connect, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+
+type Kind = 'reentrant' | 'fair' | 'simple';
+const KINDS: Kind[] = ['reentrant', 'fair', 'simple'];
+
+function lockOf(locks: LockClient, kind: Kind, name: string) {
+  if (kind === 'fair') return locks.getFairLock(name);
+  if (kind === 'simple') return locks.getSimpleLock(name);
+  return locks.getLock(name);
+}
+
+/** Bad input never leaves a lock behind: checked before any Redis call, and every script checks again. */
+describe('bad input', () => {
+  const prefix = testPrefix();
+  const watchdogTimeout = 5_000;
+  let a: TestClient;
+  let b: TestClient;
+  let redis: Redis;
+  let n = 0;
+
+  beforeAll(() => {
+    a = lockClient({ keyPrefix: prefix, watchdogTimeout });
+    b = lockClient({ keyPrefix: prefix, watchdogTimeout });
+    redis = connect();
+  });
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+    await redis.quit();
+  });
+
+  /** The lease a granted lock may have at most, in ms. */
+  function leaseBound(kind: Kind, leaseTime: unknown): number {
+    if (leaseTime !== undefined) return Math.ceil(leaseTime as number);
+    return kind === 'simple' ? 3_000 : watchdogTimeout;
+  }
+
+  it.each(KINDS)('%s lock: a fractional lease is rounded up; a huge one is refused before any write', async (kind) => {
+    const name = `fraction-${kind}`;
+    const handle = await lockOf(a.locks, kind, name).lock({ leaseTime: 1500.5 });
+    const pttl = await redis.pttl(lockKeys(prefix, name).lock);
+    expect(pttl).toBeGreaterThan(1_000);
+    expect(pttl).toBeLessThanOrEqual(1_501);
+    await handle.release();
+
+    const huge = `huge-${kind}`;
+    const error = await lockOf(a.locks, kind, huge)
+      .lock({ leaseTime: 1e19 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect(error).toMatchObject({ name: 'LockOptionsError', key: huge, option: 'leaseTime', value: 1e19 });
+    expect(await redis.exists(lockKeys(prefix, huge).lock, lockKeys(prefix, huge).fence)).toBe(0);
+    expect(await lockOf(b.locks, kind, huge).tryLock()).not.toBeNull();
+  });
+
+  it('a 30-day lease is held for 30 days: no timer overflow, no false loss, released normally', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const name = 'thirty-days';
+    const key = lockKeys(prefix, name).lock;
+    try {
+      await a.locks.getLock(name).withLock(
+        async ({ signal }) => {
+          await sleep(200);
+          expect(signal.aborted).toBe(false);
+          expect(await redis.pttl(key)).toBeGreaterThan(29 * 24 * 3600 * 1000);
+        },
+        { leaseTime: 30 * 24 * 3600 * 1000 },
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((w) => w.name === 'TimeoutOverflowWarning')).toEqual([]);
+    expect(await redis.exists(key)).toBe(0);
+  });
+
+  it('a hold marked lost locally while Redis still has it is still released (compare-and-delete)', async () => {
+    for (const kind of KINDS) {
+      const name = `false-loss-${kind}`;
+      const handle = await lockOf(a.locks, kind, name).lock({ leaseTime: 60_000 });
+      // What a too-early local timer or a slow renewal reply would do.
+      const held = a.locks.registry.find(lockKeys(prefix, name).lock, () => true)!;
+      a.locks.markLost(held, 'unreachable');
+      expect(handle.signal.aborted).toBe(true);
+      expect(await handle.release()).toBe('released');
+      expect(await redis.exists(lockKeys(prefix, name).lock)).toBe(0);
+    }
+  });
+
+  it('rejects bad lock-kind and client options with the option named', () => {
+    const bad: [() => unknown, string][] = [
+      [() => a.locks.getFairLock('x', { acceptanceLease: -1 }), 'acceptanceLease'],
+      [() => a.locks.getFairLock('x', { staleWaiterTimeout: 2 ** 31 }), 'staleWaiterTimeout'],
+      [() => a.locks.getSimpleLock('x', { leaseTime: NaN }), 'leaseTime'],
+      [() => a.locks.getSimpleLock('x', { waitTime: '5' as unknown as number }), 'waitTime'],
+      [() => new LockClient({ redis, watchdogTimeout: 0 }), 'watchdogTimeout'],
+      [() => new LockClient({ redis, operationTimeout: 2 ** 31 }), 'operationTimeout'],
+      [() => new LockClient({ redis, replicaSync: { replicas: 1, timeout: Infinity } }), 'replicaSync.timeout'],
+    ];
+    for (const [make, option] of bad) {
+      expect(make).toThrow(LockOptionsError);
+      try {
+        make();
+      } catch (error) {
+        expect((error as LockOptionsError).option).toBe(option);
+        expect((error as Error).message).toContain(option);
+      }
+    }
+  });
+
+  it('property: whatever lease and wait a caller passes, the call succeeds or throws LockOptionsError, and no key is left behind', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...KINDS),
+        fc.constantFrom('lock', 'tryLock', 'withLock'),
+        anyDuration,
+        anyDuration,
+        async (kind, call, leaseTime, waitTime) => {
+          const name = `p${++n}`;
+          const key = lockKeys(prefix, name).lock;
+          const options = { leaseTime, waitTime } as AcquireOptions;
+          const valid =
+            isValidDuration(leaseTime, { positive: true }) && isValidDuration(waitTime, { positive: false });
+          const checkHeld = async () => {
+            const pttl = await redis.pttl(key);
+            const bound = leaseBound(kind, leaseTime);
+            // A lease of a few ms may be over by now; any other must be there, and no longer than asked.
+            if (bound > 100) expect(pttl).toBeGreaterThan(0);
+            expect(pttl).toBeLessThanOrEqual(bound);
+          };
+          const lock = lockOf(a.locks, kind, name);
+          try {
+            if (call === 'withLock') {
+              await lock.withLock(checkHeld, options);
+            } else {
+              const handle = (await lock[call](options)) as LockHandle;
+              await checkHeld();
+              await handle.release();
+            }
+            expect(valid).toBe(true);
+          } catch (error) {
+            if (!(error instanceof LockOptionsError)) throw error;
+            expect(valid).toBe(false);
+            expect(error.key).toBe(name);
+            expect(['leaseTime', 'waitTime']).toContain(error.option);
+            expect(Object.is(error.value, options[error.option as 'leaseTime' | 'waitTime'])).toBe(true);
+          }
+          expect(await keysWithoutTtl(redis, prefix)).toEqual([]);
+          const other = await lockOf(b.locks, kind, name).tryLock();
+          expect(other).not.toBeNull();
+          await other!.release();
+        },
+      ),
+      { numRuns: PROPERTY_RUNS },
+    );
+  });
+
+  it('property: extend() with any value extends or throws LockOptionsError and keeps the lease', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...KINDS), anyDuration, async (kind, leaseTime) => {
+        const name = `e${++n}`;
+        const key = lockKeys(prefix, name).lock;
+        const handle = await lockOf(a.locks, kind, name).lock({ leaseTime: 10_000 });
+        try {
+          await handle.extend(leaseTime as number);
+          expect(isValidDuration(leaseTime, { positive: true })).toBe(true);
+          const pttl = await redis.pttl(key);
+          const bound = leaseTime === undefined ? 10_000 : Math.ceil(leaseTime as number);
+          if (bound > 100) expect(pttl).toBeGreaterThan(0);
+          expect(pttl).toBeLessThanOrEqual(bound);
+        } catch (error) {
+          if (!(error instanceof LockOptionsError)) throw error;
+          expect(isValidDuration(leaseTime, { positive: true })).toBe(false);
+          expect(error.option).toBe('leaseTime');
+          const pttl = await redis.pttl(key);
+          expect(pttl).toBeGreaterThan(0);
+          expect(pttl).toBeLessThanOrEqual(10_000);
+        } finally {
+          expect(['released', 'expired']).toContain(await handle.release());
+        }
+        expect(await keysWithoutTtl(redis, prefix)).toEqual([]);
+      }),
+      { numRuns: PROPERTY_RUNS },
+    );
+  });
+
+  describe('each script called directly with malformed arguments writes nothing', () => {
+    const base = () => lockKeys(prefix, `script-${++n}`);
+    const badLeases = ['1500.5', '1e19', '-1', '0', 'abc', '', String(MAX_LEASE_MS + 1)];
+
+    it.each(badLeases)('lease %j', async (lease) => {
+      const k = base();
+      const calls: [string, string[], (string | number)[]][] = [
+        ['lock', [k.lock, k.fence], [lease, 'owner']],
+        ['simple-lock', [k.lock, k.fence], ['token', lease]],
+        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [lease, 'o', 5000, 2000, 'publish']],
+        ['renew', [k.lock], [lease, 'owner']],
+        ['simple-renew', [k.lock], [lease, 'token']],
+        ['fair-accept', [k.lock], [lease, 'owner']],
+        ['renew-many', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
+        ['unlock', [k.lock, k.channel], ['owner', lease, 'publish', 'released', '']],
+        ['fair-unlock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '0', '']],
+      ];
+      for (const [script, keys, args] of calls) {
+        await expect(runScript(redis, script, keys, args)).rejects.toThrow(/BADARG/);
+      }
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines)).toBe(0);
+    });
+
+    it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
+      const k = base();
+      const calls: [string, string[], (string | number)[]][] = [
+        ['lock', [k.lock, k.fence], [1000, '']],
+        ['simple-lock', [k.lock, k.fence], ['', 1000]],
+        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 0.5, 2000, 'publish']],
+        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 'x', 'publish']],
+        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 2000, 'del']],
+        ['fair-abandon', [k.lock, k.queue, k.deadlines, k.channel], ['', 'publish']],
+        ['renew-many', [k.lock], ['list', 1000, 'owner']],
+        ['renew-many', [k.lock], ['hash', 1000]],
+        ['force-unlock', [k.lock, k.channel], ['flushall', 'x']],
+        ['simple-unlock', [k.lock, k.channel], ['token', 'del', 'x']],
+        ['unlock', [k.lock, k.channel], ['owner', 1000, 'publish', 'released', '1.5']],
+        ['fair-unlock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', 1000, 2000, 'publish', '0', 'x']],
+      ];
+      for (const [script, keys, args] of calls) {
+        await expect(runScript(redis, script, keys, args)).rejects.toThrow(/BADARG/);
+      }
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines)).toBe(0);
+    });
+
+    it('a malformed release leaves the held lock exactly as it was', async () => {
+      const k = base();
+      await runScript(redis, 'lock', [k.lock, k.fence], [60_000, 'owner']);
+      await runScript(redis, 'lock', [k.lock, k.fence], [60_000, 'owner']);
+      await expect(
+        runScript(redis, 'unlock', [k.lock, k.channel], ['owner', 'abc', 'publish', 'released', '']),
+      ).rejects.toThrow(/BADARG/);
+      await expect(runScript(redis, 'unlock', [k.lock, k.channel], ['owner', 1000, 'eval', 'x', ''])).rejects.toThrow(
+        /BADARG/,
+      );
+      expect(await redis.hgetall(k.lock)).toEqual({ owner: '2' });
+      expect(await redis.pttl(k.lock)).toBeGreaterThan(55_000);
+    });
+  });
+});

@@ -1,0 +1,55 @@
+/**
+ * Shared by the bad-input tests (engine and Nest): random option values of every shape a caller can
+ * produce, the domain each option is supposed to accept, and the invariant that no lock key is left
+ * without a TTL.
+ */
+import fc from 'fast-check';
+import type Redis from 'ioredis';
+import { MAX_LEASE_MS } from '../../lib/engine/durations';
+
+/** Numbers near every edge of the domain, and values of the wrong type. */
+export const anyDuration: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constant(undefined),
+  fc.integer({ min: -5, max: 120_000 }),
+  fc.double({ min: -10, max: 100_000 }),
+  fc.double(),
+  fc.constantFrom(
+    0,
+    -0,
+    0.4,
+    1500.5,
+    NaN,
+    Infinity,
+    -Infinity,
+    2 ** 31 - 1,
+    2 ** 31,
+    30 * 24 * 3600 * 1000,
+    MAX_LEASE_MS,
+    MAX_LEASE_MS + 0.5,
+    MAX_LEASE_MS + 1,
+    1e19,
+    Number.MAX_VALUE,
+  ),
+  fc.constantFrom('1500', '', 'abc', '1e3', null, true, {}, [], 10n),
+);
+
+/** Whether `value` is a duration the rule accepts (written independently of lib/engine/durations.ts). */
+export function isValidDuration(value: unknown, rule: { positive: boolean; infinite?: boolean }): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'number' || Number.isNaN(value)) return false;
+  if (value === Infinity) return rule.infinite === true;
+  return (rule.positive ? value > 0 : value >= 0) && value <= MAX_LEASE_MS;
+}
+
+/** Keys under `prefix` that would never expire: everything but the fencing counters must have a TTL. */
+export async function keysWithoutTtl(redis: Redis, prefix: string): Promise<string[]> {
+  const keys = await redis.keys(`${prefix}:*`);
+  const stuck: string[] = [];
+  for (const key of keys) {
+    if (key.endsWith(':fence')) continue;
+    if ((await redis.pttl(key)) < 0) stuck.push(key);
+  }
+  return stuck;
+}
+
+export const PROPERTY_RUNS = 60;
