@@ -135,7 +135,8 @@ function integer(
   if (raw === undefined) return undefined;
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || n < min || n > max) {
-    problems.push(`${name} must be an integer in ${min}..${max}; got "${raw}"`);
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in ${min}..${max}`;
+    problems.push(`${name} must be an integer ${range}; got "${raw}"`);
     return undefined;
   }
   return n;

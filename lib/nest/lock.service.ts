@@ -235,8 +235,9 @@ export class LockService {
     this.lifecycle.assertOpen(name);
     const { kind: _kind, waitTime, leaseTime, signal, ...rest } = options;
     const kindWait = this.kindOf(options) === 'simple' ? SIMPLE_LOCK_DEFAULTS.waitTime : undefined;
-    const wait = waitTime ?? this.options.waitTime ?? kindWait;
-    const lease = leaseTime ?? this.options.leaseTime;
+    // Only undefined means "not given": null or any other value is the caller's, checked by the engine.
+    const wait = waitTime !== undefined ? waitTime : (this.options.waitTime ?? kindWait);
+    const lease = leaseTime !== undefined ? leaseTime : this.options.leaseTime;
     return {
       ...rest,
       signal: signal ? AbortSignal.any([signal, this.lifecycle.signal]) : this.lifecycle.signal,

@@ -126,7 +126,12 @@ describe('lockOptionsFromEnv', () => {
     [
       'bad watchdog timeout',
       { REDIS_LOCK_WATCHDOG_TIMEOUT: '-5' },
-      ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer >= 1; got "-5"'],
+      ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer in 1..2147483647; got "-5"'],
+    ],
+    [
+      'watchdog timeout past what a timer can wait',
+      { REDIS_LOCK_WATCHDOG_TIMEOUT: '2147483648' },
+      ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer in 1..2147483647; got "2147483648"'],
     ],
   ];
 

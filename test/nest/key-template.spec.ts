@@ -71,7 +71,7 @@ describe('@DistributedLock option validation', () => {
     for (const problem of [
       /unknown option "wait"/,
       /unclosed/,
-      /waitTime must be a non-negative/,
+      /waitTime must be a number of milliseconds >= 0/,
       /leaseTime/,
       /kind/,
     ]) {
