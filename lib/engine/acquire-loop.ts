@@ -1,4 +1,5 @@
 import { bounded } from './bounded';
+import { RedisUnavailableError } from './errors';
 import { MAX_TIMER_MS } from './long-timer';
 import type { LockWaiters } from './waiters';
 
@@ -22,6 +23,9 @@ export interface AcquireLoopOptions<T> {
   maxSleep?: number;
 }
 
+/** Pause between attempts while Redis cannot be reached during a wait (a message ends it early). */
+const OUTAGE_RETRY_MS = 100;
+
 export type AcquireOutcome<T> = { acquired: true; value: T } | { acquired: false; ttl: number };
 
 /**
@@ -38,21 +42,40 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
   const live = waitTime !== 0 && options.waiters.isLive(options.channel);
   let seat = live ? options.waiters.join(options.channel, options.waiterId) : undefined;
   try {
-    let result = await options.attempt();
-    if (result.acquired || waitTime === 0) return result;
+    const firstResult = await options.attempt();
+    if (firstResult.acquired || waitTime === 0) return firstResult;
+    let refused = firstResult;
     seat ??= options.waiters.join(options.channel, options.waiterId);
     const { ticket } = seat;
     await bounded(seat.subscribed, options.operationTimeout, { key: options.key, name: 'subscribe' });
+    let unreachableSince: number | undefined;
     for (let first = true; ; first = false) {
       signal?.throwIfAborted();
       if (!first || !live) {
-        result = await options.attempt(ticket.takePayload());
+        let result: Attempt<T>;
+        try {
+          result = await options.attempt(ticket.takePayload());
+          unreachableSince = undefined;
+        } catch (error) {
+          // Redis failing over while we wait: keep waiting (the wait is the caller's bound; an
+          // unbounded wait tolerates operationTimeout of it), trying again with a short back-off.
+          if (!(error instanceof RedisUnavailableError)) throw error;
+          unreachableSince ??= Date.now();
+          const giveUpAt = Math.min(
+            deadline,
+            waitTime === undefined ? unreachableSince + options.operationTimeout : Infinity,
+          );
+          if (Date.now() >= giveUpAt) throw error;
+          await ticket.wait(Math.min(OUTAGE_RETRY_MS, giveUpAt - Date.now()), signal);
+          continue;
+        }
         if (result.acquired) return result;
+        refused = result;
       }
       const remaining = deadline - Date.now();
-      if (remaining <= 0) return result;
+      if (remaining <= 0) return refused;
       // PTTL -2: released in between, retry at once; -1 (no expiry): rely on the message.
-      const ttl = result.ttl === -2 ? 0 : result.ttl === -1 ? remaining : result.ttl;
+      const ttl = refused.ttl === -2 ? 0 : refused.ttl === -1 ? remaining : refused.ttl;
       await ticket.wait(Math.min(ttl, remaining, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS), signal);
     }
   } finally {

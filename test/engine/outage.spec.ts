@@ -1,6 +1,22 @@
-import { LockLostError, RedisUnavailableError } from '../../lib';
-import { restartNode, startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
+import { LockLostError, RedisUnavailableError, runInLockScope, type LockHandle, type ReentrantLock } from '../../lib';
+
+/** Takes `lock` twice in one owner scope (a re-entry) and hands both handles to `fn`. */
+function runInLockScopeTwice(fn: (outer: LockHandle, inner: LockHandle) => Promise<void>, lock: ReentrantLock) {
+  return runInLockScope(async () => {
+    const outer = await lock.lock({ leaseTime: 60_000 });
+    const inner = await lock.lock({ leaseTime: 60_000 });
+    await fn(outer, inner);
+  });
+}
+import {
+  restartNode,
+  signalNode,
+  startTopology,
+  stopNode,
+  stopTopology,
+  type RunningTopology,
+} from '../../scripts/redis-topology';
+import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 /** Stops and restarts Redis, so it runs on a private server (port 7220), never the shared one. */
 describe('Redis outage', () => {
@@ -8,16 +24,76 @@ describe('Redis outage', () => {
   let client: TestClient;
   let port: number;
   const operationTimeout = 1_000;
+  const prefix = testPrefix();
 
   beforeAll(async () => {
     topology = await startTopology('single', { basePort: 7220 });
     port = topology.masters[0].port;
-    client = lockClient({ port, keyPrefix: testPrefix(), operationTimeout, watchdogTimeout: 900 });
+    client = lockClient({ port, keyPrefix: prefix, operationTimeout, watchdogTimeout: 900 });
   }, 60_000);
   afterAll(async () => {
     await client?.close();
     if (topology) await stopTopology(topology);
   });
+
+  /** Freezes Redis (SIGSTOP) for `ms` while `during` runs, then thaws it; returns when it thawed. */
+  async function frozen(ms: number, during: () => Promise<void>): Promise<number> {
+    await signalNode(topology, port, 'SIGSTOP');
+    try {
+      await Promise.all([during(), sleep(ms)]);
+    } finally {
+      await signalNode(topology, port, 'SIGCONT');
+    }
+    return Date.now();
+  }
+
+  it('a release sent while Redis is frozen says pending, lands once it thaws, and the waiter gets the lock then, not after the lease', async () => {
+    const waiterClient = lockClient({ port, keyPrefix: prefix, operationTimeout });
+    try {
+      const holder = await client.locks.getLock('frozen').lock({ leaseTime: 60_000 });
+      const waiting = waiterClient.locks.getLock('frozen').lock({ waitTime: 45_000 });
+      await sleep(200); // the waiter is parked on the unlock channel
+      let outcome: string | undefined;
+      const thawedAt = await frozen(2_500, async () => {
+        const started = Date.now();
+        outcome = await holder.release();
+        expect(Date.now() - started).toBeLessThan(operationTimeout + 2_000);
+      });
+      expect(outcome).toBe('pending');
+      const next = await waiting;
+      const outage = Date.now() - thawedAt;
+      process.stdout.write(
+        `\nrelease retried after a 2.5 s freeze: the waiter had the lock ${outage} ms after the thaw\n`,
+      );
+      expect(outage).toBeLessThan(15_000); // the lease had 57 s left: only the retried release explains it
+      expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
+      await next.release();
+    } finally {
+      await waiterClient.close();
+    }
+  }, 60_000);
+
+  it('copies of one release that all land after a freeze release one hold only: the outer re-entry stays', async () => {
+    const lock = client.locks.getLock('nested-frozen');
+    const redis = connect(port);
+    try {
+      await runInLockScopeTwice(async (outer, inner) => {
+        expect(inner.holdCount).toBe(2);
+        let outcome: string | undefined;
+        await frozen(2_500, async () => void (outcome = await inner.release()));
+        expect(outcome).toBe('pending');
+        // Every copy sent during the freeze has now reached Redis.
+        await eventually(async () => (await redis.hget(lock.keys.lock, outer.owner)) === '1', 10_000);
+        await sleep(1_500);
+        expect(await redis.hget(lock.keys.lock, outer.owner)).toBe('1');
+        expect(await lock.isLocked()).toBe(true);
+        expect(await outer.release()).toBe('released');
+        expect(await lock.isLocked()).toBe(false);
+      }, lock);
+    } finally {
+      redis.disconnect();
+    }
+  }, 60_000);
 
   it('lock and tryLock fail with RedisUnavailableError within the bound while Redis is down, and work again after', async () => {
     const lock = client.locks.getLock('outage');
