@@ -42,6 +42,9 @@ export class RedisPubSub implements PubSub {
     // Every 'ready' (ioredis has resubscribed by then): a release published while the connection was
     // down or not yet up is lost, so every waiter retries.
     this.connection.on('ready', onReady);
+    // A Cluster stays 'ready' through a shard's failover; its sharded subscribers move to the promoted
+    // master and resubscribe, then say so: a release published meanwhile may be lost, so retry too.
+    if (this.sharded) this.connection.on('subscribersReady', onReady);
   }
 
   async close(): Promise<void> {
