@@ -44,6 +44,9 @@ export interface LockClientOptions {
   onClose?: () => Promise<void>;
 }
 
+/** Longest any single Redis operation may take before RedisUnavailableError, unless configured. */
+export const DEFAULT_OPERATION_TIMEOUT = 3_000;
+
 export interface LockClientEvents {
   /** A held lock was lost; the holder's signal was aborted with the same error. */
   lockLost: [error: LockLostError];
@@ -85,7 +88,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.keyPrefix = keyPrefix;
     this.watchdogTimeout = checkDuration('', 'watchdogTimeout', options.watchdogTimeout, { positive: true }) ?? 30_000;
     this.operationTimeout =
-      checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? 3_000;
+      checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? DEFAULT_OPERATION_TIMEOUT;
     this.logger = options.logger ?? consoleLogger;
     this.replicaSync = validReplicaSync(options.replicaSync);
     this.onClose = options.onClose;

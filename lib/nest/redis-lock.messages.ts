@@ -8,10 +8,6 @@ export const messages = {
     `RedisLockModule options are invalid:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
     'Fix them where you call RedisLockModule.forRoot() or in the factory given to forRootAsync().',
 
-  cannotConnect: (where: string, reason: string) =>
-    `RedisLockModule could not connect to Redis at ${where}: ${reason}. ` +
-    'Check the connection options and that Redis is reachable.',
-
   observableNotDeclared: (owner: string) =>
     `${owner} returned an Observable, but its declared return type is not Observable, so the lock could only ` +
     'be held while the method ran, not while the Observable is subscribed. Declare its return type as ' +

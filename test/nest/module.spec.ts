@@ -7,6 +7,7 @@ import {
   LockOptionsError,
   LockService,
   nestLockLogger,
+  RedisUnavailableError,
   REDIS_LOCK_MODULE_OPTIONS,
   RedisLockModule,
   type RedisLockModuleOptions,
@@ -185,7 +186,9 @@ describe('RedisLockModule', () => {
         }),
       ),
     ]);
-    expect(error.message).toMatch(/could not connect to Redis at 127\.0\.0\.1:1: /);
+    expect(error).toBeInstanceOf(RedisUnavailableError);
+    expect(error).toMatchObject({ name: 'RedisUnavailableError', address: '127.0.0.1:1' });
+    expect(error.message).toMatch(/^Could not connect to Redis at 127\.0\.0\.1:1 within 9000 ms: /);
   });
 
   it('fails at startup on an invalid @DistributedLock, naming the class and method, leaving no connection', async () => {

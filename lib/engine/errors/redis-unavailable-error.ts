@@ -1,14 +1,22 @@
 import { LockError } from './lock-error';
 
-/** Redis did not answer within the operation timeout (down, unreachable or failing over). */
+/**
+ * Redis did not answer within the operation timeout (down, unreachable or failing over), or could not
+ * be reached at all when connecting. `address` says where, when known (never credentials).
+ */
 export class RedisUnavailableError extends LockError {
-  constructor(key: string | undefined, operation: string, timeoutMs: number, cause?: unknown) {
-    const why = cause instanceof Error ? `: ${cause.message}` : '';
-    super(
-      `Redis did not complete "${operation}"${key ? ` for lock "${key}"` : ''} within ${timeoutMs} ms${why}. ` +
-        'Check that Redis is reachable; the client reconnects by itself.',
-      key,
-      { cause },
-    );
+  constructor(
+    key: string | undefined,
+    operation: string,
+    timeoutMs: number,
+    cause?: unknown,
+    readonly address?: string,
+  ) {
+    const why = cause instanceof Error ? `: ${cause.message.replace(/\.$/, '')}` : '';
+    const what =
+      operation === 'connect' && address
+        ? `Could not connect to Redis at ${address} within ${timeoutMs} ms${why}.`
+        : `Redis${address ? ` at ${address}` : ''} did not complete "${operation}"${key ? ` for lock "${key}"` : ''} within ${timeoutMs} ms${why}.`;
+    super(`${what} Check that Redis is reachable; the client reconnects by itself.`, key, { cause });
   }
 }
