@@ -1,3 +1,4 @@
+import { onAbort } from './abort-fan-out';
 import type { PubSub } from './pubsub';
 
 export type WakeReason = 'notified' | 'timeout';
@@ -34,17 +35,18 @@ export class WaitTicket {
     return new Promise<WakeReason>((resolve, reject) => {
       const finish = (reason: WakeReason): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        stopListening?.();
         this.wake = undefined;
         this.channel.unpark(this);
         resolve(reason);
       };
-      const onAbort = (): void => {
-        finish('timeout');
-        reject(signal?.reason);
-      };
       const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const stopListening = signal
+        ? onAbort(signal, () => {
+            finish('timeout');
+            reject(signal.reason);
+          })
+        : undefined;
       this.wake = finish;
       this.channel.park(this);
     });

@@ -1,0 +1,79 @@
+import { getEventListeners } from 'node:events';
+import { Module, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { LockService, RedisLockModule } from '../../lib';
+import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { lifecycleOf } from '../../lib/nest/lock-lifecycle';
+import { lockOptions } from './nest-support';
+
+const prefix = testPrefix();
+
+/** A thousand callers waiting in one process share the module's shutdown signal without a warning. */
+describe('many waiters in one process', () => {
+  let app: INestApplication;
+  let locks: LockService;
+  let holder: TestClient;
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+
+  beforeAll(async () => {
+    process.on('warning', onWarning);
+    @Module({ imports: [RedisLockModule.forRoot(lockOptions(prefix))] })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    locks = app.get(LockService);
+    holder = lockClient({ keyPrefix: prefix });
+  });
+  afterAll(async () => {
+    process.off('warning', onWarning);
+    await app.close();
+    await holder.close();
+  });
+
+  it('1,000 concurrent LockService.withLock callers all run, one at a time, with no process warning', async () => {
+    const held = await holder.locks.getLock('crowded').lock();
+    let active = 0;
+    let overlaps = 0;
+    let done = 0;
+    const callers = Array.from({ length: 1_000 }, () =>
+      locks.withLock(
+        'crowded',
+        async () => {
+          if (++active > 1) overlaps++;
+          await new Promise((resolve) => setImmediate(resolve));
+          active--;
+          done++;
+        },
+        { waitTime: 120_000 },
+      ),
+    );
+    await eventually(() => locks.client.waiters.channelCount > 0, 10_000);
+    await sleep(1_000); // every caller has tried once and parked
+    // Every caller waits on the module's shutdown signal (through its own): one listener on it at most.
+    expect(getEventListeners(lifecycleOf(locks)!.signal, 'abort').length).toBeLessThanOrEqual(1);
+    await held.release();
+    await Promise.all(callers);
+    expect(done).toBe(1_000);
+    expect(overlaps).toBe(0);
+    expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+  }, 120_000);
+
+  it('engine: waits sharing one caller signal add one listener to it, and an abort ends them all', async () => {
+    const held = await holder.locks.getLock('shared-signal').lock();
+    const stop = new AbortController();
+    const waiter = locks.client.getLock('shared-signal');
+    const waits = Array.from({ length: 200 }, () =>
+      waiter.lock({ signal: stop.signal, waitTime: 60_000 }).then(
+        () => 'acquired',
+        (error: unknown) => (error === stop.signal.reason ? 'aborted' : String(error)),
+      ),
+    );
+    await eventually(() => getEventListeners(stop.signal, 'abort').length === 1, 10_000);
+    stop.abort(new Error('enough'));
+    expect(new Set(await Promise.all(waits))).toEqual(new Set(['aborted']));
+    await held.release();
+    expect(warnings).toEqual([]);
+  }, 60_000);
+});
