@@ -37,4 +37,11 @@ export interface DistributedLockOptions<A extends unknown[] = [ExecutionContext]
    * then exclude each other). Handlers always get a fresh scope per request.
    */
   newScope?: boolean;
+  /**
+   * Methods that are not handlers (a `@Cron` job, a consumer): what a call does when the lock stays
+   * busy for all of `waitTime`. 'throw' (default): rejects with LockAcquireTimeoutError. 'skip':
+   * resolves undefined without running the method, logged at debug level only, for jobs that every
+   * instance schedules and one runs (`waitTime: 0, onBusy: 'skip'`).
+   */
+  onBusy?: 'throw' | 'skip';
 }

@@ -1,6 +1,6 @@
 import { applyDecorators, SetMetadata, UseInterceptors, type ExecutionContext } from '@nestjs/common';
 import { isObservable, from, throwError } from 'rxjs';
-import { LockError, LockOptionsError } from '../engine/errors';
+import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../engine/errors';
 import { claimInvocation, recordResult } from './active-lock';
 import type { DistributedLockOptions } from './distributed-lock-options';
 import { DistributedLockInterceptor } from './distributed-lock.interceptor';
@@ -112,12 +112,20 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
   const locks = lockServiceFor(self, spec);
   if (locks instanceof Error) throw locks;
   const name = await methodLockName(spec, args);
-  return locks.withLock(name, call, {
-    kind: spec.kind,
-    waitTime: spec.waitTime,
-    leaseTime: spec.leaseTime,
-    newScope: spec.newScope,
-  });
+  let ran = false;
+  try {
+    return await locks.withLock(name, () => ((ran = true), call()), {
+      kind: spec.kind,
+      waitTime: spec.waitTime,
+      leaseTime: spec.leaseTime,
+      newScope: spec.newScope,
+    });
+  } catch (error) {
+    // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
+    if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || error.key !== name || ran) throw error;
+    locks.client.logger.debug?.(messages.skippedBusy(spec.owner, name));
+    return undefined;
+  }
 }
 
 function lockServiceFor(self: unknown, spec: LockSpec): LockService | LockError {

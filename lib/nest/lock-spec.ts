@@ -19,6 +19,8 @@ export interface LockSpec {
   readonly waitTime?: number;
   readonly leaseTime?: number | 'watchdog';
   readonly newScope: boolean;
+  /** Methods that are not handlers: 'skip' resolves undefined (logged at debug) when the lock is busy. */
+  readonly onBusy: 'throw' | 'skip';
   /** Set when Nest calls the method as a handler: the interceptor locks it, over the request / message. */
   readonly handlerType?: HandlerType;
 }
@@ -34,7 +36,7 @@ const ROOTS: Record<HandlerType | 'method', readonly KeyRoot[]> = {
   method: ['args'],
 };
 
-const KNOWN_OPTIONS = new Set(['key', 'kind', 'fair', 'waitTime', 'leaseTime', 'newScope']);
+const KNOWN_OPTIONS = new Set(['key', 'kind', 'fair', 'waitTime', 'leaseTime', 'newScope', 'onBusy']);
 
 export function handlerTypeOf(method: object): HandlerType | undefined {
   if (Reflect.hasOwnMetadata(PATH_METADATA, method)) return 'http';
@@ -117,6 +119,11 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
     const lease = durationProblem('leaseTime', o.leaseTime, { positive: true, watchdog: true, max: MAX_LEASE_MS });
     if (lease) problems.push(lease);
   }
+  if (o.onBusy !== undefined && o.onBusy !== 'throw' && o.onBusy !== 'skip') {
+    problems.push(messages.badOnBusy(show(o.onBusy)));
+  } else if (o.onBusy === 'skip' && handlerType) {
+    problems.push(messages.onBusyOnHandler(handlerType));
+  }
   if (problems.length > 0 || key === undefined) throw fail();
   return {
     owner,
@@ -125,6 +132,7 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
     waitTime: o.waitTime,
     leaseTime: o.leaseTime,
     newScope: o.newScope ?? false,
+    onBusy: o.onBusy ?? 'throw',
     handlerType,
   };
 }

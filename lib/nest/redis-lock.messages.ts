@@ -25,6 +25,10 @@ export const messages = {
   badOnFailure: (got: string) => `replicaSync.onFailure must be 'release' or 'warn', got ${got}`,
   decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
   unknownOption: (name: string) => `unknown option "${name}"`,
+  badOnBusy: (got: string) => `onBusy must be 'throw' or 'skip', got ${got}`,
+  onBusyOnHandler: (type: string) =>
+    `onBusy: 'skip' is for methods that are not handlers (scheduled jobs, consumers); this ${type} handler answers a busy lock itself (409 over HTTP)`,
+  skippedBusy: (owner: string, name: string) => `${owner} skipped: lock "${name}" is held elsewhere (onBusy: 'skip')`,
   badKey: (key: string, reason: string) => `key "${key}": ${reason}`,
   badKeyType: (got: string) => `key must be a template string or a function, got ${got}`,
   badKind: (kinds: readonly string[], got: string) => `kind must be one of ${kinds.join(', ')}, got ${got}`,

@@ -107,6 +107,15 @@ describe('bad input through the Nest layer', () => {
     );
   });
 
+  it("onBusy takes 'throw' or 'skip', and 'skip' only on methods that are not handlers", () => {
+    expect(compileLockSpec({ key: 'job', onBusy: 'skip' }, 'Job.run').onBusy).toBe('skip');
+    expect(compileLockSpec({ key: 'job' }, 'Job.run').onBusy).toBe('throw');
+    expect(() => compileLockSpec({ key: 'job', onBusy: 'later' }, 'Job.run')).toThrow(
+      /onBusy must be 'throw' or 'skip'/,
+    );
+    expect(() => compileLockSpec({ key: 'job', onBusy: 'skip' }, 'Api.get', 'http')).toThrow(/not handlers/);
+  });
+
   it('a decorated method with a fractional lease holds the lock for the lease rounded up', async () => {
     const reports = app.get(Reports);
     const key = lockKey(prefix, 'report:r1');

@@ -126,6 +126,30 @@ class StartupMigration implements OnModuleInit {
   }
 }
 
+@Injectable()
+class NightlyJob {
+  runs = 0;
+
+  @DistributedLock({ key: 'nightly', waitTime: 0, onBusy: 'skip' })
+  async skipWhenBusy(): Promise<string> {
+    this.runs++;
+    return 'ran';
+  }
+
+  @DistributedLock({ key: 'nightly', waitTime: 0 })
+  async throwWhenBusy(): Promise<string> {
+    this.runs++;
+    return 'ran';
+  }
+
+  /** Its own nested lock times out: that error is the method's, not a busy lock, and passes through. */
+  @DistributedLock({ key: 'outer-job', waitTime: 0, onBusy: 'skip' })
+  async nestedTimeout(locks: LockService): Promise<void> {
+    this.runs++;
+    await locks.withLock('nightly', () => undefined, { waitTime: 0, newScope: true });
+  }
+}
+
 /** An application with its own RedisLockModule and connections. */
 async function createApp(
   providers: unknown[],
@@ -199,6 +223,26 @@ describe('@DistributedLock on provider methods', () => {
     const jobsService = first.get(JobService);
     expect(await jobsService.named({ id: 7 }, 'pay')).toBe('job-service/order:7:pay/7/pay');
     expect(await jobsService.byFunction({ id: 8 })).toBe('fn-order:8');
+  });
+
+  it("onBusy: 'skip' resolves undefined without running the method, logged at debug only; the default throws", async () => {
+    const debug: string[] = [];
+    const logger = { debug: (m: string) => debug.push(m), warn: () => undefined, error: () => undefined };
+    const app = await createApp([NightlyJob], [], undefined, { logger });
+    try {
+      const job = app.get(NightlyJob);
+      const locks = app.get(LockService);
+      expect(await job.skipWhenBusy()).toBe('ran');
+      const held = await locks.lock('nightly', { owner: 'another-instance' });
+      expect(await job.skipWhenBusy()).toBeUndefined();
+      expect(debug).toEqual(['NightlyJob.skipWhenBusy skipped: lock "nightly" is held elsewhere (onBusy: \'skip\')']);
+      await expect(job.throwWhenBusy()).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+      await expect(job.nestedTimeout(locks)).rejects.toBeInstanceOf(LockAcquireTimeoutError);
+      expect(job.runs).toBe(2);
+      await held.release();
+    } finally {
+      await app.close();
+    }
   });
 
   it('rethrows the method’s own error unchanged and releases the lock', async () => {
