@@ -12,6 +12,7 @@ import {
 import type { Observable } from 'rxjs';
 import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../engine/errors';
 import type { HandlerInvocation } from './active-lock';
+import { typicalHoldTime } from './hold-times';
 import { keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
 import { LockKeyError } from './lock-key-error';
 import { LockModuleClosedError } from './lock-module-closed-error';
@@ -73,7 +74,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
       run: () => next.handle(),
       newScope: true,
       watchWait: context.getType() === 'http' ? (abort) => this.watchClient(context, abort) : undefined,
-      mapError: (error) => this.toException(error, context),
+      mapError: (error) => this.toException(error, context, spec),
     });
   }
 
@@ -115,12 +116,11 @@ export class DistributedLockInterceptor implements NestInterceptor {
    * @example
    * // LockAcquireTimeoutError over HTTP -> 409 Conflict, Retry-After: 1
    */
-  protected toException(error: unknown, context: ExecutionContext): unknown {
+  protected toException(error: unknown, context: ExecutionContext, spec?: LockSpec): unknown {
     if (context.getType() !== 'http') return error;
     if (error instanceof LockKeyError) return new BadRequestException(error.message, { cause: error });
     if (error instanceof LockAcquireTimeoutError) {
-      const seconds = error.retryAfterMs !== undefined ? Math.max(1, Math.ceil(error.retryAfterMs / 1000)) : 1;
-      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(seconds));
+      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(retryAfterSeconds(error, spec)));
       const status = this.options.conflictStatus ?? DEFAULT_CONFLICT_STATUS;
       const body = { statusCode: status, message: messages.httpConflict(), error: STATUS_CODES[status] ?? 'Error' };
       return new HttpException(body, status, { cause: error });
@@ -150,6 +150,17 @@ export class DistributedLockInterceptor implements NestInterceptor {
     raw.once('close', onClose);
     return () => raw.removeListener!('close', onClose);
   }
+}
+
+/**
+ * Retry-After, in whole seconds (at least 1): how long this handler typically holds its lock (recent
+ * holds in this process), but never longer than the holder's remaining lease; 1 until a hold was seen.
+ * A watchdog lease (30 s, renewed) says nothing about when the holder finishes, so it is only a cap.
+ */
+function retryAfterSeconds(error: LockAcquireTimeoutError, spec?: LockSpec): number {
+  const typical = spec ? typicalHoldTime(spec) : undefined;
+  const ms = Math.min(typical ?? 1_000, error.retryAfterMs ?? Infinity);
+  return Math.max(1, Math.ceil(ms / 1_000));
 }
 
 /** Express (`header`), Fastify (`header`) or a bare Node response (`setHeader`). */

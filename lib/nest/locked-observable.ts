@@ -2,6 +2,7 @@ import { Observable, type Subscription } from 'rxjs';
 import type { LockHandle } from '../engine/lock-handle';
 import { runInLockScope } from '../engine/owner-scope';
 import { activeLock, runInvocation, runWithActiveLock, type HandlerInvocation } from './active-lock';
+import { recordHoldTime } from './hold-times';
 import { lifecycleOf } from './lock-lifecycle';
 import type { LockSpec } from './lock-spec';
 import type { LockService } from './lock.service';
@@ -36,6 +37,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     let handle: LockHandle | undefined;
     let work: Subscription | undefined;
     let released: Promise<void> | undefined;
+    let acquiredAt = 0;
     // Shutdown waits for this call until its lock is released (or it never got one).
     let finish!: () => void;
     lifecycleOf(locks)?.track(new Promise<void>((resolve) => (finish = resolve)));
@@ -46,6 +48,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
       return (released ??= (async () => {
         // Unsubscribing does not stop a handler's Promise: keep the lock until its work is done.
         await invocation?.settled;
+        recordHoldTime(spec, Date.now() - acquiredAt);
         await held.release().catch((error: Error) => {
           locks.client.logger.warn(messages.releaseFailed(held.name, error.message));
         });
@@ -66,6 +69,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
             leaseTime: spec.leaseTime,
             signal: waiting.signal,
           });
+          acquiredAt = Date.now();
         } finally {
           stopWatching?.();
         }

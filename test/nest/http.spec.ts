@@ -27,7 +27,7 @@ import {
   RedisUnavailableError,
   type ActiveLock,
 } from '../../lib';
-import { connect, singlePort, testPrefix } from '../support/engine';
+import { connect, singlePort, sleep, testPrefix } from '../support/engine';
 import { gate, listen, lockKey, lockOptions } from './nest-support';
 
 const prefix = testPrefix();
@@ -105,6 +105,13 @@ class TestController {
   @DistributedLock({ key: 'slow:{params.id}', waitTime: 100 })
   slow() {
     return 'ran';
+  }
+
+  @Get('report/:id')
+  @DistributedLock({ key: 'report:{params.id}', waitTime: 100 })
+  async report() {
+    await sleep(1_200);
+    return 'built';
   }
 
   @Get('teapot/:id')
@@ -273,6 +280,19 @@ describe('@DistributedLock on HTTP routes', () => {
       await held.release();
     }
     await request(app.getHttpServer()).get('/slow/1').expect(200, 'ran');
+  });
+
+  it('Retry-After reflects how long the handler holds its lock, not the 30 s watchdog lease of the holder', async () => {
+    await request(app.getHttpServer()).get('/report/1').expect(200, 'built'); // one hold of ~1.2 s seen
+    const held = await locks.lock('report:1'); // watchdog lease: PTTL ~30 s
+    try {
+      const response = await request(app.getHttpServer()).get('/report/1').expect(409);
+      const retryAfter = Number(response.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(5);
+    } finally {
+      await held.release();
+    }
   });
 
   it("passes the handler's own HttpException through unchanged and releases the lock", async () => {
