@@ -25,7 +25,7 @@ export abstract class GroupLock<H extends GroupLockHandle> {
 
   /** Acquires within `waitTime` (default 0: one round) or resolves null, holding nothing. */
   tryLock(options: AcquireOptions = {}): Promise<H | null> {
-    return this.acquire({ ...options, waitTime: options.waitTime ?? 0 });
+    return this.acquire({ ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime });
   }
 
   /** Acquires, waiting as needed; LockAcquireTimeoutError after `waitTime`. */

@@ -93,7 +93,8 @@ export abstract class LockBase {
 
   /** Acquires within `waitTime` (default 0: one attempt) or resolves `null`. */
   async tryLock(options: AcquireOptions = {}): Promise<LockHandle | null> {
-    const outcome = await this.acquire({ ...options, waitTime: options.waitTime ?? 0 });
+    // Only undefined means "not given": null and other values are checked as the caller's.
+    const outcome = await this.acquire({ ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime });
     return outcome instanceof LockHandle ? outcome : null;
   }
 

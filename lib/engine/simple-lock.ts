@@ -41,7 +41,7 @@ export class SimpleLock extends LockBase {
 
   constructor(engine: EngineContext, name: string, options: SimpleLockOptions = {}) {
     super(engine, name);
-    const leaseTime = options.leaseTime ?? SIMPLE_LOCK_DEFAULTS.leaseTime;
+    const leaseTime = options.leaseTime === undefined ? SIMPLE_LOCK_DEFAULTS.leaseTime : options.leaseTime;
     const lease = { positive: true, watchdog: true, max: MAX_LEASE_MS };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
     this.defaultWaitTime =
@@ -54,7 +54,8 @@ export class SimpleLock extends LockBase {
    */
   doWithLock<T>(fn: (context: SimpleLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
     return runInLockScope(async () => {
-      const handle = await this.tryLock({ ...options, waitTime: options.waitTime ?? this.defaultWaitTime });
+      const waitTime = options.waitTime === undefined ? this.defaultWaitTime : options.waitTime;
+      const handle = await this.tryLock({ ...options, waitTime });
       if (!handle) return fn({ isSuccess: false });
       try {
         return await fn({

@@ -73,7 +73,7 @@ export class LockService {
    */
   async tryLock(name: string, options: LockCallOptions = {}): Promise<LockHandle | null> {
     return this.lockOf(name, options).tryLock(
-      this.acquireOptions(name, { ...options, waitTime: options.waitTime ?? 0 }),
+      this.acquireOptions(name, { ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime }),
     );
   }
 
@@ -212,7 +212,10 @@ export class LockService {
       case 'simple':
         // The simple lock has its own default lease; 'watchdog' has to be asked for when it is built.
         return this.client.getSimpleLock(name, {
-          leaseTime: (options.leaseTime ?? this.options.leaseTime) === 'watchdog' ? 'watchdog' : undefined,
+          leaseTime:
+            (options.leaseTime === undefined ? this.options.leaseTime : options.leaseTime) === 'watchdog'
+              ? 'watchdog'
+              : undefined,
         });
       default:
         return this.client.getLock(name);

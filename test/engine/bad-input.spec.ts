@@ -159,7 +159,16 @@ describe('bad input', () => {
           await other!.release();
         },
       ),
-      { numRuns: PROPERTY_RUNS },
+      {
+        numRuns: PROPERTY_RUNS,
+        // Always tried, whatever the seed: null where a default applies to undefined.
+        examples: KINDS.flatMap((kind) =>
+          (['lock', 'tryLock', 'withLock'] as const).flatMap((call) => [
+            [kind, call, undefined, null] as [Kind, typeof call, unknown, unknown],
+            [kind, call, null, undefined] as [Kind, typeof call, unknown, unknown],
+          ]),
+        ),
+      },
     );
   });
 

@@ -82,7 +82,15 @@ describe('bad input through the Nest layer', () => {
           await again!.release();
         },
       ),
-      { numRuns: PROPERTY_RUNS },
+      {
+        numRuns: PROPERTY_RUNS,
+        examples: (['reentrant', 'fair', 'simple'] as const).flatMap((kind) =>
+          (['lock', 'tryLock', 'withLock'] as const).flatMap((call) => [
+            [kind, call, undefined, null] as [typeof kind, typeof call, unknown, unknown],
+            [kind, call, null, undefined] as [typeof kind, typeof call, unknown, unknown],
+          ]),
+        ),
+      },
     );
   });
 
