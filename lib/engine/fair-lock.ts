@@ -3,6 +3,7 @@ import type { EngineContext } from './engine-context';
 import type { Grant, RawRelease } from './lock-base';
 import { checkDuration } from './durations';
 import { ReentrantLock } from './reentrant-lock';
+import { retryWhileUnreachable } from './retry-while-unreachable';
 import { runScript } from './scripts';
 
 const RELEASE_RESULTS: Record<number, RawRelease> = {
@@ -66,9 +67,11 @@ export class FairLock extends ReentrantLock {
   protected override async attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>> {
     // The release handed us the lock and said so: it is ours already; accept without waiting.
     if (payload !== undefined && /^\d+$/.test(payload)) {
-      const accepted = this.bounded(
-        runScript<number>(this.engine.redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
-        'accept hand-off',
+      // Idempotent, so sent again through a failover for as long as the hand-off can still be ours.
+      const { redis, operationTimeout } = this.engine;
+      const accepted = retryWhileUnreachable(
+        () => runScript<number>(redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
+        { redis, operationTimeout, until: Date.now() + this.acceptanceLease, key: this.name, name: 'accept hand-off' },
       );
       return {
         acquired: true,

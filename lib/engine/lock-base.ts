@@ -17,6 +17,7 @@ import { checkAcquireOptions, type AcquireOptions } from './options';
 import { checkDuration, MAX_LEASE_MS } from './durations';
 import { currentScope, runInLockScope } from './owner-scope';
 import { runScript } from './scripts';
+import { retryWhileUnreachable } from './retry-while-unreachable';
 import { sleep } from './sleep';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
@@ -314,22 +315,15 @@ export abstract class LockBase {
   /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */
   private async retryRelease(held: HeldLock, send: () => Promise<RawRelease>, final: boolean): Promise<void> {
     const { logger, operationTimeout, redis, registry } = this.engine;
-    // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
-    const leaseOverAt = held.expiresAt + operationTimeout;
     logger.warn(`Could not reach Redis to release lock "${this.name}"; retrying until it lands or the lease ends.`);
     try {
-      for (let pause = 25; Date.now() < leaseOverAt && redis.status !== 'end'; pause = Math.min(pause * 2, 500)) {
-        await sleep(Math.min(pause, Math.max(0, leaseOverAt - Date.now())));
-        try {
-          this.settleRelease(held, await this.bounded(send(), 'unlock'), final, true);
-          return;
-        } catch (error) {
-          if (!(error instanceof RedisUnavailableError)) throw error;
-        }
-      }
-      registry.forget(held); // the lease is over: nothing of ours is left in Redis
+      await sleep(25);
+      // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
+      const until = held.expiresAt + operationTimeout;
+      const raw = await retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
+      this.settleRelease(held, raw, final, true);
     } catch (error) {
-      registry.forget(held);
+      registry.forget(held); // the lease is over (or Redis refused): nothing of ours is left to release
       logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);
     } finally {
       held.pendingRelease = undefined;

@@ -1,0 +1,34 @@
+import { bounded } from './bounded';
+import { RedisUnavailableError } from './errors';
+import type { RedisClient } from './redis-client';
+import { sleep } from './sleep';
+
+export interface RetryWhileUnreachableOptions {
+  redis: RedisClient;
+  /** Each send is bounded like any operation. */
+  operationTimeout: number;
+  /** Give up (rethrowing the last RedisUnavailableError) once this time (ms since epoch) has passed. */
+  until: number;
+  key?: string;
+  name: string;
+}
+
+/**
+ * Sends an idempotent operation (a release, a fair-lock acceptance) again while Redis cannot be
+ * reached, a failover or a freeze, backing off from 25 ms to 500 ms, until it is answered or `until`
+ * passes. Only for operations whose repeat changes nothing once the first one landed.
+ */
+export async function retryWhileUnreachable<T>(
+  send: () => Promise<T>,
+  options: RetryWhileUnreachableOptions,
+): Promise<T> {
+  const { redis, operationTimeout, until, key, name } = options;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 500)) {
+    try {
+      return await bounded(send(), operationTimeout, { key, name });
+    } catch (error) {
+      if (!(error instanceof RedisUnavailableError) || Date.now() >= until || redis.status === 'end') throw error;
+    }
+    await sleep(Math.min(pause, Math.max(0, until - Date.now())));
+  }
+}
