@@ -1,0 +1,364 @@
+/**
+ * Shared by the fault suite (test/faults/*.spec.ts): 8 racing processes (test/workers/fault-racer.ts)
+ * on one hot key, what to make of their records (double grants, lost updates, outage), and the
+ * probes that time a failover. Every scenario runs on its own private topology; the racy counter
+ * lives on the shared single server, which no fault test touches, so a failover cannot lose its
+ * writes and every lost update is an overlap of two holders.
+ */
+import { performance } from 'node:perf_hooks';
+import Redis from 'ioredis';
+import { randomUUID } from 'node:crypto';
+import { restartNode, signalNode, type NodeAddress, type RunningTopology } from '../../scripts/redis-topology';
+import { parseClusterNodes, parseInfo, withClient } from '../../scripts/topology/probes';
+import type { FaultRacerResult } from '../workers/fault-racer';
+import { sharedTopology } from '../support/topologies';
+import { waitFor } from '../support/wait';
+import { startWorker, type Worker } from '../support/workers';
+
+export type { FaultRacerResult };
+
+/** The clock the racers record with: high-resolution epoch ms, comparable across local processes. */
+export const epochNow = (): number => performance.timeOrigin + performance.now();
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export const RACERS = 8;
+
+/** The never-faulted server that holds the racy counters and the fencing-aware resource. */
+export function counterServer(): { port: number; redis: Redis } {
+  const port = sharedTopology('single').masters[0].port;
+  return { port, redis: new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 }) };
+}
+
+/** Racing processes, started together; each prints "ready" once connected. */
+export class Race {
+  private constructor(readonly workers: Worker[]) {}
+
+  /** Starts `count` racers (per-worker extras from `extra(i)`), registered for the caller's cleanup. */
+  static async start(
+    count: number,
+    env: Record<string, string | number>,
+    registry: Worker[],
+    extra: (index: number) => Record<string, string | number> = () => ({}),
+  ): Promise<Race> {
+    const workers = Array.from({ length: count }, (_, i) => startWorker('fault-racer.ts', { ...env, ...extra(i) }));
+    registry.push(...workers);
+    await Promise.all(workers.map((w) => w.waitFor('ready', 60_000)));
+    return new Race(workers);
+  }
+
+  /** Tells every racer to stop and collects what each recorded. */
+  async stop(): Promise<FaultRacerResult[]> {
+    for (const w of this.workers) if (w.child.exitCode === null) w.send('stop');
+    return (await Promise.all(this.workers.map((w) => w.result))) as FaultRacerResult[];
+  }
+}
+
+export interface Section {
+  proc: number;
+  requested: number;
+  start: number;
+  end: number;
+  token: number;
+}
+
+export function sectionsOf(results: FaultRacerResult[]): Section[] {
+  return results
+    .flatMap((r, proc) => r.sections.map(([requested, start, end, token]) => ({ proc, requested, start, end, token })))
+    .sort((a, b) => a.start - b.start);
+}
+
+/** Critical sections that began while another process's section was still running. */
+export function doubleGrants(sections: Section[]): number {
+  let count = 0;
+  let open: Section[] = [];
+  for (const s of sections) {
+    open = open.filter((o) => o.end > s.start);
+    if (open.some((o) => o.proc !== s.proc)) count++;
+    open.push(s);
+  }
+  return count;
+}
+
+/** The first section that started at or after `at` (and, unless `anyRequest`, was requested then too). */
+export function firstSectionAfter(sections: Section[], at: number, anyRequest = false): Section | undefined {
+  return sections.find((s) => s.start >= at && (anyRequest || s.requested >= at));
+}
+
+/** The longest time between two consecutive section starts inside [from, to], ms (the window's edges count). */
+export function longestGap(sections: Section[], from: number, to: number): number {
+  const starts = [from, ...sections.map((s) => s.start).filter((t) => t > from && t < to), to];
+  return Math.max(...starts.slice(1).map((t, i) => t - starts[i]));
+}
+
+export interface RaceReport {
+  sections: number;
+  doubleGrants: number;
+  /** Critical sections minus the counter they incremented. */
+  lostUpdates: number;
+  /** Fault -> the first critical section that started after it, ms. */
+  outageMs: number;
+  /** Sections that ended before the fault / started after it. */
+  before: number;
+  after: number;
+  lost: Record<string, number>;
+  errors: Record<string, number>;
+  releases: Record<string, number>;
+}
+
+function merge(records: Record<string, number>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of records) for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
+  return out;
+}
+
+/**
+ * `faultAt` is when the fault happened (epochNow). The first acquisition after it is the first
+ * critical section whose lock() was called after the fault: a reply the failed server sent just
+ * before it went away can still grant a lock a few ms after the fault, and would hide the outage.
+ * With `anyRequest` (faults that leave the lock's commands alone, like a pub/sub kill), any section
+ * that started after the fault counts.
+ */
+export function analyse(
+  results: FaultRacerResult[],
+  counter: number,
+  faultAt: number,
+  { anyRequest = false } = {},
+): RaceReport {
+  const sections = sectionsOf(results);
+  const firstAfter = firstSectionAfter(sections, faultAt, anyRequest);
+  return {
+    sections: sections.length,
+    doubleGrants: doubleGrants(sections),
+    lostUpdates: sections.length - counter,
+    outageMs: firstAfter ? firstAfter.start - faultAt : Infinity,
+    before: sections.filter((s) => s.end < faultAt).length,
+    after: sections.filter((s) => s.start >= faultAt).length,
+    lost: merge(results.map((r) => r.lost)),
+    errors: merge(results.map((r) => r.errors)),
+    releases: merge(results.map((r) => r.releases)),
+  };
+}
+
+const counts = (c: Record<string, number>): string =>
+  Object.keys(c).length === 0
+    ? 'none'
+    : Object.entries(c)
+        .map(([k, v]) => `${k} x${v}`)
+        .join(', ');
+
+/** Prints one scenario's measurements (jest shows stdout of passing tests too). */
+export function printReport(title: string, r: RaceReport, extra: Record<string, string | number> = {}): void {
+  const lines = [
+    `\n[fault] ${title}`,
+    `  outage (fault -> first acquisition after it): ${Math.round(r.outageMs)} ms` +
+      Object.entries(extra)
+        .map(([k, v]) => `, ${k}: ${typeof v === 'number' ? Math.round(v) : v}`)
+        .join(''),
+    `  ${r.sections} critical sections (${r.before} before the fault, ${r.after} after), ` +
+      `double grants ${r.doubleGrants}, lost updates ${r.lostUpdates}`,
+    `  lost holds: ${counts(r.lost)}; releases: ${counts(r.releases)}; errors: ${counts(r.errors)}`,
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+}
+
+/** Resolves once the counter reached `atLeast`; false after `timeoutMs`. */
+export async function counterReaches(redis: Redis, key: string, atLeast: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (Number(await redis.get(key)) >= atLeast) return true;
+    await sleep(50);
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sentinel
+
+/** The master the first sentinel names now. */
+export async function sentinelMaster(t: RunningTopology): Promise<NodeAddress> {
+  const [host, port] = (await withClient(t.sentinels[0], (c) =>
+    c.call('SENTINEL', 'get-master-addr-by-name', t.sentinelMasterName!),
+  )) as [string, string];
+  return { host, port: Number(port) };
+}
+
+/** Polls the sentinels until one names a master other than `oldPort`; resolves with that moment (epochNow). */
+export async function sentinelSwitched(t: RunningTopology, oldPort: number, timeoutMs = 30_000): Promise<number> {
+  const sentinels = t.sentinels.map((s) => new Redis({ ...s, maxRetriesPerRequest: 0, commandTimeout: 500 }));
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const answers = await Promise.all(
+        sentinels.map((s) =>
+          (s.call('SENTINEL', 'get-master-addr-by-name', t.sentinelMasterName!) as Promise<[string, string]>).catch(
+            () => undefined,
+          ),
+        ),
+      );
+      if (answers.some((a) => a && Number(a[1]) !== oldPort)) return epochNow();
+      await sleep(20);
+    }
+    throw new Error(`no sentinel of ${t.name} switched away from ${oldPort} within ${timeoutMs} ms`);
+  } finally {
+    sentinels.forEach((s) => s.disconnect());
+  }
+}
+
+/**
+ * Brings a faulted sentinel topology back to full health for the next case: `restart` (a killed
+ * node) is started again, then we wait until every sentinel agrees on the master and sees 3 healthy
+ * replicas, and the master has 3 online replicas.
+ */
+export async function healSentinel(t: RunningTopology, restart?: number): Promise<void> {
+  if (restart !== undefined) {
+    await restartNode(t, restart);
+    // It comes back as an empty master (or a replica of an old one); sentinel would convert it only
+    // after ~8 s of seeing it, so point it at the current master at once.
+    const master = await sentinelMaster(t);
+    await withClient({ host: '127.0.0.1', port: restart }, (c) => c.call('REPLICAOF', master.host, master.port));
+  }
+  await waitFor(
+    `${t.name} healthy again`,
+    async () => {
+      const master = await sentinelMaster(t);
+      for (const sentinel of t.sentinels) {
+        const ok = await withClient(sentinel, async (c) => {
+          const [host, port] = (await c.call('SENTINEL', 'get-master-addr-by-name', t.sentinelMasterName!)) as string[];
+          if (host !== master.host || Number(port) !== master.port) return false;
+          const replicas = (await c.call('SENTINEL', 'replicas', t.sentinelMasterName!)) as string[][];
+          const flags = replicas.map((r) => r[r.indexOf('flags') + 1]);
+          return flags.length === 3 && flags.every((f) => f === 'slave');
+        });
+        if (!ok) return undefined;
+      }
+      const info = parseInfo(await withClient(master, (c) => c.info('replication')));
+      const online = Object.entries(info).filter(([k, v]) => /^slave\d+$/.test(k) && v.includes('state=online'));
+      return info.role === 'master' && online.length === 3 ? true : undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+}
+
+export interface SentinelCase {
+  kind: 'reentrant' | 'fair';
+  /** explicit: lock({ waitTime: 10_000, leaseTime: 10_000 }); watchdog: no leaseTime, watchdogTimeout 10 s. */
+  lease: 'explicit' | 'watchdog';
+}
+
+/** How long a paused master stays SIGSTOPped. */
+export const PAUSE_MS = 4_000;
+
+/**
+ * One sentinel fault under load: 8 racers on one key until 100 critical sections ran, then the
+ * current master is SIGKILLed (`kill`) or SIGSTOPped for PAUSE_MS (`pause`); the racers go on until
+ * 50 more sections ran after the fault (at most 25 s) plus 1 s. Failover time = fault -> a sentinel
+ * names another master (for a pause that never switched: -> SIGCONT). Leaves the topology healthy.
+ */
+export async function sentinelFaultCase(
+  t: RunningTopology,
+  fault: 'kill' | 'pause',
+  { kind, lease }: SentinelCase,
+  registry: Worker[],
+): Promise<{ report: RaceReport; failoverMs: number; phases: string }> {
+  const counter = counterServer();
+  const began = Date.now();
+  const phases: string[] = [];
+  const phase = (name: string): number => phases.push(`${name} ${((Date.now() - began) / 1000).toFixed(1)}s`);
+  const prefix = `fault-${randomUUID().slice(0, 8)}`;
+  const counterKey = `${prefix}:counter`;
+  try {
+    const race = await Race.start(
+      RACERS,
+      {
+        CONNECTION: JSON.stringify({ type: 'sentinel', sentinels: t.sentinels, masterName: t.sentinelMasterName }),
+        KEY_PREFIX: prefix,
+        LOCK_NAME: 'hot',
+        LOCK_KIND: kind,
+        COUNTER_PORT: counter.port,
+        COUNTER_KEY: counterKey,
+        WAIT_MS: 10_000,
+        ...(lease === 'explicit' ? { LEASE_MS: 10_000 } : { WATCHDOG_MS: 10_000 }),
+      },
+      registry,
+    );
+    phase('racers ready');
+    if (!(await counterReaches(counter.redis, counterKey, 100, 30_000))) throw new Error('the racers made no progress');
+    const master = await sentinelMaster(t);
+    const faultAt = epochNow();
+    const switched = sentinelSwitched(t, master.port, 30_000);
+    switched.catch(() => undefined);
+    let failoverAt: number;
+    if (fault === 'kill') {
+      await signalNode(t, master.port, 'SIGKILL');
+      failoverAt = await switched;
+    } else {
+      await signalNode(t, master.port, 'SIGSTOP');
+      try {
+        const early = await Promise.race([switched, sleep(PAUSE_MS).then(() => undefined)]);
+        await sleep(Math.max(0, faultAt + PAUSE_MS - epochNow()));
+        failoverAt = early ?? epochNow(); // no switch during the pause: the master is back now
+      } finally {
+        await signalNode(t, master.port, 'SIGCONT');
+      }
+    }
+    const atFault = Number(await counter.redis.get(counterKey));
+    await counterReaches(counter.redis, counterKey, atFault + 50, 25_000);
+    await sleep(1_000);
+    phase('recovered');
+    const results = await race.stop();
+    const report = analyse(results, Number(await counter.redis.get(counterKey)), faultAt);
+    phase('stopped');
+    await healSentinel(t, fault === 'kill' ? master.port : undefined);
+    phase('healed');
+    return { report, failoverMs: failoverAt - faultAt, phases: phases.join(', ') };
+  } finally {
+    counter.redis.disconnect();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster
+
+/** The master serving `key`'s slot and its replica (port and node id of each). */
+export async function clusterShard(
+  t: RunningTopology,
+  key: string,
+): Promise<{ master: { port: number; id: string }; replica: { port: number; id: string } }> {
+  return withClient(t.masters[0], async (c) => {
+    const slot = Number(await c.call('CLUSTER', 'KEYSLOT', key));
+    const nodes = parseClusterNodes(String(await c.call('CLUSTER', 'NODES')));
+    const master = nodes.find(
+      (n) =>
+        n.flags.includes('master') &&
+        n.slots.some((range) => {
+          const [from, to = from] = range.split('-').map(Number);
+          return slot >= from && slot <= to;
+        }),
+    );
+    const replica = nodes.find((n) => master && n.masterId === master.id);
+    if (!master || !replica) throw new Error(`${t.name}: no master with a replica serves slot ${slot}`);
+    return { master: { port: master.port, id: master.id }, replica: { port: replica.port, id: replica.id } };
+  });
+}
+
+/** Polls `survivor` until it sees node `replicaId` as a master owning slots; resolves with that moment (epochNow). */
+export async function clusterPromoted(
+  t: RunningTopology,
+  survivor: NodeAddress,
+  replicaId: string,
+  timeoutMs = 30_000,
+): Promise<number> {
+  const admin = new Redis({ ...survivor, maxRetriesPerRequest: 0, commandTimeout: 500 });
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const nodes = parseClusterNodes(String(await admin.call('CLUSTER', 'NODES').catch(() => '')));
+      if (nodes.some((n) => n.id === replicaId && n.flags.includes('master') && n.slots.length > 0)) return epochNow();
+      await sleep(20);
+    }
+    throw new Error(`${t.name}: replica ${replicaId} was not promoted within ${timeoutMs} ms`);
+  } finally {
+    admin.disconnect();
+  }
+}
