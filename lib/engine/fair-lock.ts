@@ -107,8 +107,8 @@ export class FairLock extends ReentrantLock {
       runScript<number>(
         this.engine.redis,
         'fair-abandon',
-        [this.keys.lock, this.keys.queue, this.keys.deadlines, this.keys.channel],
-        [owner, this.engine.publishCommand],
+        [this.keys.lock, this.keys.queue, this.keys.deadlines],
+        [owner],
       ),
       'abandon wait',
     );

@@ -8,11 +8,6 @@ import { setLongTimeout, type LongTimer } from './long-timer';
  */
 export type RenewalKind = 'hash' | 'string';
 
-/** The script that renews one lock of this kind (`extend()`); the watchdog batches them in `renew-many`. */
-export function renewScript(kind: RenewalKind): 'renew' | 'simple-renew' {
-  return kind === 'hash' ? 'renew' : 'simple-renew';
-}
-
 /**
  * The local record of a lock this client holds for one owner: hold count, lease, fencing token and
  * the AbortController whose signal tells the holder the lock was lost. Every handle of a reentrant

@@ -10,7 +10,7 @@ import {
   ReplicaSyncError,
 } from './errors';
 import { waitForReplicas } from './replica-sync';
-import { renewScript, type HeldLock, type RenewalKind } from './held-lock';
+import type { HeldLock, RenewalKind } from './held-lock';
 import { assertLockName, lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
@@ -336,8 +336,8 @@ export abstract class LockBase {
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
     const sentAt = Date.now();
-    const renewed = await this.bounded(
-      runScript<number>(this.engine.redis, renewScript(held.renewal), [held.key], [leaseMs, held.owner]),
+    const [renewed] = await this.bounded(
+      runScript<number[]>(this.engine.redis, 'renew-many', [held.key], [held.renewal, leaseMs, held.owner]),
       'extend',
     );
     if (renewed !== 1) {

@@ -10,7 +10,7 @@ import type { RedisClient } from './redis-client';
  * ioredis's job). The command name carries a hash of the script, so two versions of this library
  * sharing one client never collide.
  */
-export type ScriptName = 'lock' | 'unlock' | 'renew' | 'force-unlock';
+export type ScriptName = 'lock' | 'unlock' | 'renew-many' | 'force-unlock';
 
 interface LoadedScript {
   readonly commandName: string;

@@ -56,12 +56,12 @@ describe('lua scripts', () => {
     }
   });
 
-  it('renew-1: extends only for the owner', async () => {
+  it('renew-many-n: extends only for the owner', async () => {
     const k = keys();
     await runScript(redis, 'lock', [k.lock, k.fence], [1000, 'a']);
-    expect(await runScript(redis, 'renew', [k.lock], [30_000, 'b'])).toBe(0);
+    expect(await runScript(redis, 'renew-many', [k.lock], ['hash', 30_000, 'b'])).toEqual([0]);
     expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(1000);
-    expect(await runScript(redis, 'renew', [k.lock], [30_000, 'a'])).toBe(1);
+    expect(await runScript(redis, 'renew-many', [k.lock], ['hash', 30_000, 'a'])).toEqual([1]);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 

@@ -2,9 +2,7 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
--- KEYS[4]  channel prefix
 -- ARGV[1]  owner id
--- ARGV[2]  publish command
 -- Returns  1 if the lock had been handed to this waiter (it is released again by the caller), else 0;
 --          error BADARG (nothing changed) for an empty owner id. Safe to send again.
 if not ARGV[1] or ARGV[1] == '' then return redis.error_reply('BADARG owner id is empty') end
