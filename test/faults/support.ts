@@ -34,14 +34,18 @@ export function counterServer(): { port: number; redis: Redis } {
 export class Race {
   private constructor(readonly workers: Worker[]) {}
 
-  /** Starts `count` racers (per-worker extras from `extra(i)`), registered for the caller's cleanup. */
+  /**
+   * Starts `count` racers (per-worker extras from `extra(i)`), registered for the caller's cleanup.
+   * `file`: another worker with the same protocol ("ready", "stop", a FaultRacerResult).
+   */
   static async start(
     count: number,
     env: Record<string, string | number>,
     registry: Worker[],
     extra: (index: number) => Record<string, string | number> = () => ({}),
+    file = 'fault-racer.ts',
   ): Promise<Race> {
-    const workers = Array.from({ length: count }, (_, i) => startWorker('fault-racer.ts', { ...env, ...extra(i) }));
+    const workers = Array.from({ length: count }, (_, i) => startWorker(file, { ...env, ...extra(i) }));
     registry.push(...workers);
     await Promise.all(workers.map((w) => w.waitFor('ready', 60_000)));
     return new Race(workers);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 
 /** A test worker: a separate OS process running a TypeScript file under tsx. */
 export interface Worker {
@@ -12,8 +12,10 @@ export interface Worker {
   waitFor(marker: string, timeoutMs?: number): Promise<void>;
 }
 
+/** `file`: a name in test/workers, or an absolute path. */
 export function startWorker(file: string, env: Record<string, string | number>): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'workers', file)], {
+  const script = isAbsolute(file) ? file : join(__dirname, '..', 'workers', file);
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });

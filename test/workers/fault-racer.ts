@@ -12,7 +12,7 @@
 //   WORK_MS      sleep inside the critical section, between the read and the write (default 0)
 //   FENCE_KEY    also write the fencing token to a token-checking resource on the counter's Redis
 //   SIDE_LOCK    also hold a second (watchdog) lock for the whole run, and record when it is lost
-//   PAUSED_HOLDER  take the lock once with LEASE_MS, print "holding <token>", sleep HOLD_MS (the
+//   PAUSED_HOLDER  take the lock once with LEASE_MS, print "holding", sleep HOLD_MS (the
 //                test SIGSTOPs the process meanwhile), then try the fenced write and exit
 // stdin: "hold" makes the next acquisition print "holding <n>" and keep the lock until "release"
 // (then sleep AFTER_HOLD_MS before racing again); "stop" ends the run.
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   if (env.PAUSED_HOLDER) {
     const handle = await lock.lock({ leaseTime, waitTime });
     const acquiredAt = now();
-    console.log(`holding ${handle.fencingToken}`);
+    console.log('holding');
     await sleep(numberEnv('HOLD_MS', 1_000)); // SIGSTOPped in here, past the lease
     const resumedAt = now();
     const abortedBeforeWrite = handle.signal.aborted;
