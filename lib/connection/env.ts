@@ -1,4 +1,5 @@
 import { ConnectionConfigError } from '../engine/errors';
+import { keyPrefixProblem } from '../engine/keys';
 import { MAX_TIMEOUT_MS } from '../engine/durations';
 import type { CommonConnectionOptions, ConnectionOptions, DeployType, HostPort } from './connection-options';
 import { DEPLOY_TYPES } from './connection-options';
@@ -112,7 +113,8 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     }
   }
   const keyPrefix = value('REDIS_LOCK_PREFIX');
-  if (keyPrefix !== undefined && /[{}]/.test(keyPrefix)) problems.push('REDIS_LOCK_PREFIX must not contain "{" or "}"');
+  const prefixProblem = keyPrefix === undefined ? undefined : keyPrefixProblem('REDIS_LOCK_PREFIX', keyPrefix);
+  if (prefixProblem) problems.push(prefixProblem);
   const watchdogTimeout = integer(
     problems,
     'REDIS_LOCK_WATCHDOG_TIMEOUT',

@@ -33,11 +33,16 @@ export function assertLockName(name: unknown): asserts name is string {
   }
 }
 
+/** What is wrong with `prefix` as the namespace of every key (it must not disturb the hash tag), or undefined. */
+export function keyPrefixProblem(field: string, prefix: unknown): string | undefined {
+  if (typeof prefix === 'string' && prefix.length > 0 && !/[{}]/.test(prefix)) return undefined;
+  return `${field} must be a non-empty string without "{" or "}", got ${describe(prefix)}`;
+}
+
 /** Throws LockOptionsError unless `prefix` can namespace keys without disturbing the hash tag. */
 export function assertKeyPrefix(prefix: unknown): asserts prefix is string {
-  if (typeof prefix !== 'string' || prefix.length === 0 || /[{}]/.test(prefix)) {
-    throw new LockOptionsError(`Key prefix must be a non-empty string without "{" or "}", got ${describe(prefix)}.`);
-  }
+  const problem = keyPrefixProblem('keyPrefix', prefix);
+  if (problem) throw new LockOptionsError(`${problem}.`, undefined, { option: 'keyPrefix', value: prefix });
 }
 
 /**

@@ -7,7 +7,7 @@ import type { HeldLock } from './held-lock';
 import { assertKeyPrefix } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
-import { checkDuration } from './durations';
+import { checkDuration, wholeMilliseconds } from './durations';
 import { RedisPubSub, type PubSub } from './pubsub';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
@@ -15,7 +15,7 @@ import { registerScripts } from './scripts';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
 import { LockWaiters } from './waiters';
-import type { ReplicaSyncOptions } from './replica-sync';
+import { replicaSyncProblems, type ReplicaSyncOptions } from './replica-sync';
 import { Watchdog } from './watchdog';
 
 export interface LockClientOptions {
@@ -178,18 +178,8 @@ export function subscriberFor(client: RedisClient): RedisClient {
 
 function validReplicaSync(sync: ReplicaSyncOptions | undefined): ReplicaSyncOptions | undefined {
   if (sync === undefined) return undefined;
-  if (sync === null || typeof sync !== 'object') {
-    throw new LockOptionsError(
-      `replicaSync must be an object such as { replicas: 1, timeout: 100 }, got ${String(sync)}.`,
-    );
-  }
-  if (!Number.isInteger(sync.replicas) || sync.replicas < 1) {
-    throw new LockOptionsError(`replicaSync.replicas must be a positive integer, got ${String(sync.replicas)}.`);
-  }
-  const timeout = checkDuration('', 'replicaSync.timeout', sync.timeout, { positive: true });
-  if (timeout === undefined) throw new LockOptionsError('replicaSync.timeout is required (ms).');
-  if (sync.onFailure !== undefined && sync.onFailure !== 'release' && sync.onFailure !== 'warn') {
-    throw new LockOptionsError(`replicaSync.onFailure must be 'release' or 'warn', got ${String(sync.onFailure)}.`);
-  }
-  return { ...sync, timeout };
+  const problems = replicaSyncProblems(sync);
+  if (problems.length > 0)
+    throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'replicaSync', value: sync });
+  return { ...sync, timeout: wholeMilliseconds(sync.timeout) };
 }

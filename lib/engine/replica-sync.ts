@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { clusterSlot } from './cluster-slot';
+import { durationProblem, show } from './durations';
 import type { RedisClient } from './redis-client';
 
 /**
@@ -15,6 +16,27 @@ export interface ReplicaSyncOptions {
   timeout: number;
   /** 'release' (default): release and throw ReplicaSyncError; 'warn': keep the lock, log a warning. */
   onFailure?: 'release' | 'warn';
+}
+
+/** Everything wrong with `sync` as replica-sync options, each naming the field (one rule for the engine and Nest). */
+export function replicaSyncProblems(sync: unknown): string[] {
+  if (sync === null || typeof sync !== 'object') {
+    return [`replicaSync must be an object such as { replicas: 1, timeout: 100 }, got ${show(sync)}`];
+  }
+  const { replicas, timeout, onFailure } = sync as Partial<ReplicaSyncOptions>;
+  const problems: string[] = [];
+  if (!Number.isInteger(replicas) || (replicas as number) < 1) {
+    problems.push(`replicaSync.replicas must be a positive integer, got ${show(replicas)}`);
+  }
+  if (timeout === undefined) problems.push('replicaSync.timeout is required (ms)');
+  else {
+    const problem = durationProblem('replicaSync.timeout', timeout, { positive: true });
+    if (problem) problems.push(problem);
+  }
+  if (onFailure !== undefined && onFailure !== 'release' && onFailure !== 'warn') {
+    problems.push(`replicaSync.onFailure must be 'release' or 'warn', got ${show(onFailure)}`);
+  }
+  return problems;
 }
 
 /** Runs WAIT on the node that holds `key` and returns how many replicas acknowledged. */

@@ -1,6 +1,8 @@
 import type { RedisLockClientOptions } from '../connection/create-lock-client';
 import { connectionProblems, isRedisDeployment } from '../connection/create-deployment';
 import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../engine/durations';
+import { keyPrefixProblem } from '../engine/keys';
+import { replicaSyncProblems } from '../engine/replica-sync';
 import { messages } from './redis-lock.messages';
 
 /**
@@ -39,11 +41,8 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   if (!isRedisDeployment(options.connection)) {
     problems.push(...connectionProblems(options.connection).map(messages.connectionProblem));
   }
-  if (options.keyPrefix !== undefined) {
-    if (typeof options.keyPrefix !== 'string' || options.keyPrefix.length === 0 || /[{}]/.test(options.keyPrefix)) {
-      problems.push(messages.badKeyPrefix(show(options.keyPrefix)));
-    }
-  }
+  const prefix = options.keyPrefix === undefined ? undefined : keyPrefixProblem('keyPrefix', options.keyPrefix);
+  if (prefix) problems.push(prefix);
   duration(problems, 'watchdogTimeout', options.watchdogTimeout, { positive: true });
   duration(problems, 'operationTimeout', options.operationTimeout, { positive: true });
   duration(problems, 'waitTime', options.waitTime, { infinite: true, max: MAX_LEASE_MS });
@@ -60,17 +59,7 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   if (options.clientId !== undefined && (typeof options.clientId !== 'string' || options.clientId.length === 0)) {
     problems.push(messages.badClientId(show(options.clientId)));
   }
-  const sync = options.replicaSync;
-  if (sync !== undefined) {
-    if (!Number.isInteger(sync?.replicas) || sync.replicas < 1) {
-      problems.push(messages.badReplicas(show(sync?.replicas)));
-    }
-    if (sync?.timeout === undefined) problems.push(messages.missingReplicaTimeout());
-    else duration(problems, 'replicaSync.timeout', sync.timeout, { positive: true });
-    if (sync?.onFailure !== undefined && sync.onFailure !== 'release' && sync.onFailure !== 'warn') {
-      problems.push(messages.badOnFailure(show(sync.onFailure)));
-    }
-  }
+  if (options.replicaSync !== undefined) problems.push(...replicaSyncProblems(options.replicaSync));
   return problems;
 }
 

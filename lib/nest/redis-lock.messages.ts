@@ -16,13 +16,9 @@ export const messages = {
   // Problems listed by invalidModuleOptions / invalidDecorator, each naming the option to fix.
   noModuleOptions: () => 'options are missing: give at least { connection: { type: "single", url: "redis://…" } }',
   connectionProblem: (problem: string) => `connection: ${problem}`,
-  badKeyPrefix: (got: string) => `keyPrefix must be a non-empty string without "{" or "}", got ${got}`,
   badConflictStatus: (got: string) => `conflictStatus must be an HTTP error status (400-599), got ${got}`,
   badLogger: () => 'logger must have warn() and error() methods (a Nest Logger works)',
   badClientId: (got: string) => `clientId must be a non-empty string, got ${got}`,
-  badReplicas: (got: string) => `replicaSync.replicas must be a positive integer, got ${got}`,
-  missingReplicaTimeout: () => 'replicaSync.timeout is required (ms)',
-  badOnFailure: (got: string) => `replicaSync.onFailure must be 'release' or 'warn', got ${got}`,
   decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
   unknownOption: (name: string) => `unknown option "${name}"`,
   badOnBusy: (got: string) => `onBusy must be 'throw' or 'skip', got ${got}`,

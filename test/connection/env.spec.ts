@@ -110,7 +110,7 @@ describe('lockOptionsFromEnv', () => {
         'REDIS_NODES entry 3 ("n3:99999") is not host:port',
         'REDIS_DB must be an integer >= 0; got "x"',
         'REDIS_TLS must be true or false; got "maybe"',
-        'REDIS_LOCK_PREFIX must not contain "{" or "}"',
+        'REDIS_LOCK_PREFIX must be a non-empty string without "{" or "}"',
       ],
     ],
     [

@@ -103,7 +103,7 @@ describe('bad input', () => {
       [() => a.locks.getSimpleLock('x', { waitTime: '5' as unknown as number }), 'waitTime'],
       [() => new LockClient({ redis, watchdogTimeout: 0 }), 'watchdogTimeout'],
       [() => new LockClient({ redis, operationTimeout: 2 ** 31 }), 'operationTimeout'],
-      [() => new LockClient({ redis, replicaSync: { replicas: 1, timeout: Infinity } }), 'replicaSync.timeout'],
+      [() => new LockClient({ redis, replicaSync: { replicas: 1, timeout: Infinity } }), 'replicaSync'],
     ];
     for (const [make, option] of bad) {
       expect(make).toThrow(LockOptionsError);
