@@ -1,8 +1,9 @@
 /**
- * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,waiters,watchdog]`
+ * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,waiters,watchdog,startup,failover]`
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
- * private 7200-7399 range of scripts/redis-topology.ts), pins it apart from the clients where it can,
+ * private 7200-7399 range of scripts/redis-topology.ts; the failover scenario adds sentinel topologies on
+ * 7360 and 7370), pins it apart from the clients where it can,
  * runs every scenario with every contender interleaved round by round, and writes
  * docs/benchmarks.md + docs/benchmarks.svg (a --quick run writes to bench/out/ instead, so it never
  * replaces the published report). Redis and the worker processes are stopped at the end and on
@@ -26,9 +27,10 @@ import { runParallel } from './scenarios/parallel';
 import { runUncontended } from './scenarios/uncontended';
 import { runStartup } from './scenarios/startup';
 import { runWatchdog } from './scenarios/watchdog';
+import { runFailover, stopFailoverSync } from './scenarios/failover';
 
 const BASE_PORT = 7300;
-const SCENARIOS = ['uncontended', 'parallel', 'hot', 'waiters', 'watchdog', 'startup'] as const;
+const SCENARIOS = ['uncontended', 'parallel', 'hot', 'waiters', 'watchdog', 'startup', 'failover'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Args {
@@ -104,6 +106,7 @@ async function main(): Promise<void> {
   const starting = new AbortController();
   const stopSync = (): void => {
     killAllWorkers();
+    stopFailoverSync();
     if (run.topology && !run.stopped) terminateTopologySync(run.topology);
     run.stopped = true;
   };
@@ -117,6 +120,7 @@ async function main(): Promise<void> {
     run.interrupted = true;
     log(`\n${signal}: stopping workers and redis-server ...`);
     killAllWorkers();
+    stopFailoverSync();
     const t = run.topology;
     if (!t) {
       starting.abort(new Error(`interrupted by ${signal}`)); // startTopology stops what it started, then rejects
@@ -181,6 +185,10 @@ async function main(): Promise<void> {
     if (args.only.has('startup')) {
       log('start-up race ...');
       results.startup = await runStartup(ctx);
+    }
+    if (args.only.has('failover')) {
+      log('failover (sentinel master killed / paused) ...');
+      results.failover = await runFailover(ctx);
     }
     results.durationS = (Date.now() - started) / 1000;
     results.machine.loadEnd = os.loadavg()[0];

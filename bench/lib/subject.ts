@@ -8,6 +8,6 @@ import type * as Library from '../../lib';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const built = require('../../dist/lib') as typeof Library;
 
-export const { LockClient, RedisPubSub, lockKeys } = built;
+export const { LockClient, RedisPubSub, lockKeys, createLockClient } = built;
 export type LockClient = Library.LockClient;
 export type RedisPubSub = Library.RedisPubSub;

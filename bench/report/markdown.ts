@@ -10,6 +10,7 @@ import type { ParallelResult } from '../scenarios/parallel';
 import type { StartupResult } from '../scenarios/startup';
 import type { UncontendedResult } from '../scenarios/uncontended';
 import type { WatchdogResult } from '../scenarios/watchdog';
+import type { FailoverResult, FailoverRow } from '../scenarios/failover';
 import type { MachineInfo } from './machine';
 import { formatLikeRepo } from './format';
 import { renderSvg } from './svg';
@@ -28,6 +29,7 @@ export interface BenchResults {
   waiters?: WaitersResult;
   watchdog?: WatchdogResult;
   startup?: StartupResult;
+  failover?: FailoverResult;
   durationS?: number;
 }
 
@@ -398,6 +400,69 @@ function startupSection(s: StartupResult): string {
   ].join('\n');
 }
 
+export function failoverTable(f: FailoverResult): string {
+  const ms = (v: number | undefined): string => (v === undefined ? 'n/a' : Number.isFinite(v) ? int(v) : 'none');
+  const cells = (row: FailoverRow | undefined): string[] => [
+    ms(row?.failoverMs),
+    ms(row?.outageMs),
+    row ? String(row.doubleGrants) : 'n/a',
+    row ? String(row.lostUpdates) : 'n/a',
+  ];
+  const ids = [...new Set([...Object.keys(f.rows.kill), ...Object.keys(f.rows.pause)])] as ContenderId[];
+  return table(
+    [
+      'Contender',
+      'kill: failover ms',
+      'outage ms',
+      'double grants',
+      'lost updates',
+      `pause ${f.pauseMs / 1000} s: failover ms`,
+      'outage ms',
+      'double grants',
+      'lost updates',
+    ],
+    ids.map((id) => [label(id), ...cells(f.rows.kill[id]), ...cells(f.rows.pause[id])]),
+  );
+}
+
+function failoverSection(f: FailoverResult): string {
+  const ours = (['reentrant', 'fair'] as const).filter((id) => f.rows.kill[id] || f.rows.pause[id]);
+  const peers = (['raw', 'semaphore', 'redlock'] as const).filter((id) => f.rows.kill[id] || f.rows.pause[id]);
+  const worst = (ids: readonly ContenderId[], fault: 'kill' | 'pause'): number =>
+    Math.max(...ids.map((id) => f.rows[fault][id]?.outageMs ?? NaN).filter((v) => !Number.isNaN(v)));
+  const best = (ids: readonly ContenderId[], fault: 'kill' | 'pause'): number =>
+    Math.min(...ids.map((id) => f.rows[fault][id]?.outageMs ?? NaN).filter((v) => !Number.isNaN(v)));
+  return [
+    '## Failover',
+    '',
+    `A sentinel deployment (1 master, 3 replicas, 3 sentinels, down-after 1 s) and ${f.processes} processes`,
+    '(`bench/failover-worker.ts`) contending for one key, each critical section a racy read-modify-write of a',
+    "counter on the bench's own Redis, which is never faulted (so a lost update can only be an overlap of two",
+    'holders). After 100 acquisitions the master is SIGKILLed (*kill*) or SIGSTOPped for',
+    `${f.pauseMs / 1000} s (*pause*). *Failover* = fault → a sentinel names another master (for a pause that`,
+    'did not switch: → the thaw); *outage* = fault → the first acquisition that was requested after the fault',
+    '(a grant the old master sent just before the fault does not count). Ours are built with',
+    "`createLockClient({ connection: { type: 'sentinel', … } })` at their defaults (watchdog lease 30 s) and",
+    'lock with `waitTime: 10_000`; the peers get an ioredis client built for sentinel,',
+    '`new Redis({ sentinels, name })`, at its defaults (redlock over that single master). One run per fault and',
+    'contender: a failover time varies by a second or two from run to run.',
+    '',
+    failoverTable(f),
+    '',
+    ...(ours.length > 0 && peers.length > 0
+      ? [
+          `Ours against theirs: after a kill our worst outage was ${ms(worst(ours, 'kill'))} ms against ` +
+            `${ms(best(peers, 'kill'))}–${ms(worst(peers, 'kill'))} ms for the peers; after a pause ` +
+            `${ms(worst(ours, 'pause'))} ms against ${ms(best(peers, 'pause'))}–${ms(worst(peers, 'pause'))} ms.`,
+        ]
+      : []),
+  ].join('\n');
+
+  function ms(v: number): string {
+    return Number.isFinite(v) ? int(v) : 'n/a';
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Analysis: what limits each missed target, with the numbers of this run.
 
@@ -632,6 +697,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.waiters) sections.push(waitersSection(r.waiters, ids));
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));
+  if (r.failover) sections.push(failoverSection(r.failover));
   sections.push(analysis(r, targets), findingsSection(r));
   sections.push(
     [
