@@ -21,8 +21,6 @@ export class HeldLock {
   released = false;
   /** Conservative local estimate of when Redis lets the lease run out (ms since epoch). */
   expiresAt: number;
-  /** A release that could not reach Redis, being sent again until it lands (see LockBase.release). */
-  pendingRelease?: Promise<void>;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   expiryTimer?: LongTimer;
 

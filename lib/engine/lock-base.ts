@@ -60,7 +60,12 @@ export abstract class LockBase {
    * One acquisition attempt for `owner`, with `leaseMs`; `payload` is what the message that woke the
    * waiter carried for it (see LockWaiters).
    */
-  protected abstract attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>>;
+  protected abstract attempt(
+    owner: string,
+    leaseMs: number,
+    payload?: string,
+    holder?: string,
+  ): Promise<Attempt<Grant>>;
   /**
    * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
    * with it, sending the same release again after an unknown outcome is harmless.
@@ -71,6 +76,31 @@ export abstract class LockBase {
 
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;
+
+  /** The id a grant of this attempt is recorded and released under: the owner, or a token per attempt (simple lock). */
+  protected holderFor(owner: string): string {
+    return owner;
+  }
+
+  /**
+   * An attempt whose reply never came (the connection dropped, a failover) may have been granted.
+   * Asked before the next attempt: if Redis shows `holder` with more holds than the `known` ones, that
+   * grant is ours (returned, with its fencing token); sending the attempt again instead would count it
+   * twice and leave the lock behind for a lease.
+   */
+  protected async grantOfUnknownAttempt(holder: string, known: number): Promise<Grant | undefined> {
+    const [count, fence] = await Promise.all([
+      this.engine.redis.hget(this.keys.lock, holder).catch(otherKindAsNull),
+      this.engine.redis.get(this.keys.fence),
+    ]);
+    if (count === null || Number(count) < 1 || Number(count) <= known) return undefined;
+    return { fencingToken: Number(fence), reentered: known > 0 };
+  }
+
+  /** Undoes an attempt whose outcome we never learned, if it was granted (idempotent: safe to repeat). */
+  protected undoUnknownAttempt(holder: string, leaseMs: number, known: number): Promise<RawRelease> {
+    return this.releaseOnce(holder, leaseMs, known + 1);
+  }
 
   /** Hook for kinds that keep waiter state (the fair lock's queue): give up a wait cleanly. */
   protected async abandonWait(_owner: string, _waiterId: string | undefined): Promise<void> {}
@@ -198,7 +228,9 @@ export abstract class LockBase {
     const behaviour = this.waitBehaviour(owner);
     // A release of this owner's hold still being retried must land first: sent after a new grant,
     // a repeat of it could release that grant.
-    await this.engine.registry.get(this.keys.lock, owner)?.pendingRelease;
+    await this.engine.registry.settled(this.keys.lock, owner);
+    /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
+    let unknown: { holder: string; known: number; sentAt: number } | undefined;
     try {
       const outcome = await acquireLoop<LockHandle>({
         key: this.name,
@@ -209,30 +241,27 @@ export abstract class LockBase {
         ...behaviour,
         channel: behaviour.channel ?? this.keys.channel,
         attempt: async (payload) => {
+          const { registry } = this.engine;
+          if (unknown) {
+            const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
+            const { holder, sentAt } = unknown;
+            unknown = undefined;
+            if (grant) return { acquired: true, value: this.recordGrant(holder, grant, leaseMs, watched, sentAt) };
+          }
+          const holder = this.holderFor(owner);
           const sentAt = Date.now();
-          const result = await this.bounded(this.attempt(owner, leaseMs, payload), 'lock', (late) => {
-            // The attempt landed after we gave up on it: undo it, nobody will use or renew it.
-            if (late.acquired) void this.releaseOnce(late.value.holder ?? owner, leaseMs).catch(() => undefined);
-          });
+          let result: Attempt<Grant>;
+          try {
+            result = await this.bounded(this.attempt(owner, leaseMs, payload, holder), 'lock');
+          } catch (error) {
+            if (error instanceof RedisUnavailableError) {
+              unknown = { holder, known: registry.get(this.keys.lock, holder)?.holdCount ?? 0, sentAt };
+            }
+            throw error;
+          }
           if (!result.acquired) return result;
-          const holder = result.value.holder ?? owner;
-          const held = this.engine.registry.record({
-            name: this.name,
-            key: this.keys.lock,
-            owner: holder,
-            leaseMs,
-            watched,
-            fencingToken: result.value.fencingToken,
-            reentered: result.value.reentered,
-            renewal: this.renewal,
-            ops: this,
-            sentAt,
-          });
-          result.value.confirmation?.then(
-            (confirmed) => confirmed || held.released || this.engine.markLost(held, 'not-owner'),
-            () => held.released || this.engine.markLost(held, 'unreachable'),
-          );
-          return { acquired: true, value: new LockHandle(held, this) };
+          const held = this.recordGrant(result.value.holder ?? holder, result.value, leaseMs, watched, sentAt);
+          return { acquired: true, value: held };
         },
       });
       if (outcome.acquired) {
@@ -242,9 +271,48 @@ export abstract class LockBase {
       await this.abandonWait(owner, behaviour.waiterId);
       return { ttl: outcome.ttl };
     } catch (error) {
+      if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.known);
       await this.abandonWait(owner, behaviour.waiterId).catch(() => undefined);
       throw error;
     }
+  }
+
+  /** Records a grant this client now holds and returns its handle. */
+  private recordGrant(holder: string, grant: Grant, leaseMs: number, watched: boolean, sentAt: number): LockHandle {
+    const held = this.engine.registry.record({
+      name: this.name,
+      key: this.keys.lock,
+      owner: holder,
+      leaseMs,
+      watched,
+      fencingToken: grant.fencingToken,
+      reentered: grant.reentered,
+      renewal: this.renewal,
+      ops: this,
+      sentAt,
+    });
+    grant.confirmation?.then(
+      (confirmed) => confirmed || held.released || this.engine.markLost(held, 'not-owner'),
+      () => held.released || this.engine.markLost(held, 'unreachable'),
+    );
+    return new LockHandle(held, this);
+  }
+
+  /**
+   * The caller gave up (an error) after an attempt whose reply never came: if Redis granted it, nobody
+   * will use or renew that hold, so take it back, retrying through the outage until the lease is over.
+   */
+  private undoInBackground(holder: string, leaseMs: number, known: number): void {
+    const { redis, operationTimeout } = this.engine;
+    const until = Date.now() + leaseMs + operationTimeout;
+    const undo = retryWhileUnreachable(() => this.undoUnknownAttempt(holder, leaseMs, known), {
+      redis,
+      operationTimeout,
+      until,
+      key: this.name,
+      name: 'undo unanswered attempt',
+    }).catch(() => undefined); // nothing to undo once the lease is over
+    this.engine.registry.inFlightFor(this.keys.lock, holder, undo);
   }
 
   /** Replica sync: after a first acquisition, wait for replicas; too few -> release and throw (or warn). */
@@ -281,7 +349,7 @@ export abstract class LockBase {
         this.engine.registry.releaseFailed(held, final);
         throw error;
       }
-      held.pendingRelease = this.retryRelease(held, send, final);
+      this.engine.registry.inFlightFor(held.key, held.owner, this.retryRelease(held, send, final));
       return 'pending';
     }
     return this.settleRelease(held, raw, final, false);
@@ -325,8 +393,6 @@ export abstract class LockBase {
     } catch (error) {
       registry.forget(held); // the lease is over (or Redis refused): nothing of ours is left to release
       logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);
-    } finally {
-      held.pendingRelease = undefined;
     }
   }
 
@@ -350,4 +416,10 @@ export abstract class LockBase {
       held.armExpiry((lock, reason) => this.engine.markLost(lock, reason));
     }
   }
+}
+
+/** A key holding another lock kind's value (WRONGTYPE) holds nothing of ours; other errors stand. */
+export function otherKindAsNull(error: Error): null {
+  if (/^WRONGTYPE/.test(error.message)) return null;
+  throw error;
 }

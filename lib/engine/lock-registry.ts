@@ -24,11 +24,31 @@ export interface Acquisition {
  */
 export class LockRegistry {
   private readonly locks = new Map<string, HeldLock>();
+  /** Releases and undos still being sent through an outage, per (lock key, holder). */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly watchdog: Watchdog,
     private readonly onLost: (lock: HeldLock, reason: LockLostReason) => void,
   ) {}
+
+  /**
+   * Marks `operation` (an idempotent release or undo of `owner`'s hold, retried through an outage) as
+   * in flight until it settles. The same owner's next acquisition waits for it (`settled`): a repeat
+   * that landed after a new grant could otherwise take that grant back.
+   */
+  inFlightFor(key: string, owner: string, operation: Promise<unknown>): void {
+    const id = heldLockId(key, owner);
+    const tracked = operation.finally(() => {
+      if (this.inFlight.get(id) === tracked) this.inFlight.delete(id);
+    });
+    this.inFlight.set(id, tracked);
+  }
+
+  /** Resolves once nothing of `owner` on `key` is still being sent (usually at once). */
+  settled(key: string, owner: string): Promise<unknown> | undefined {
+    return this.inFlight.size === 0 ? undefined : this.inFlight.get(heldLockId(key, owner))?.catch(() => undefined);
+  }
 
   get size(): number {
     return this.locks.size;

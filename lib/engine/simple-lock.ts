@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { HeldLock, RenewalKind } from './held-lock';
-import { LockBase, type Grant, type RawRelease } from './lock-base';
+import { LockBase, otherKindAsNull, type Grant, type RawRelease } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { checkDuration, MAX_LEASE_MS } from './durations';
@@ -72,8 +72,17 @@ export class SimpleLock extends LockBase {
     });
   }
 
-  protected async attempt(owner: string, leaseMs: number): Promise<Attempt<Grant>> {
-    const token = `${owner}:${randomUUID()}`;
+  /** Each acquisition has its own token, starting with the owner id (see findHeld). */
+  protected override holderFor(owner: string): string {
+    return `${owner}:${randomUUID()}`;
+  }
+
+  protected async attempt(
+    owner: string,
+    leaseMs: number,
+    _payload?: string,
+    token = this.holderFor(owner),
+  ): Promise<Attempt<Grant>> {
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'simple-lock',
@@ -95,6 +104,19 @@ export class SimpleLock extends LockBase {
   }
 
   protected readonly renewal: RenewalKind = 'string';
+
+  /** The unanswered attempt's token is the lock's value: it was granted. */
+  protected override async grantOfUnknownAttempt(token: string): Promise<Grant | undefined> {
+    const [value, fence] = await Promise.all([
+      this.engine.redis.get(this.keys.lock).catch(otherKindAsNull),
+      this.engine.redis.get(this.keys.fence),
+    ]);
+    return value === token ? { fencingToken: Number(fence), reentered: false, holder: token } : undefined;
+  }
+
+  protected override undoUnknownAttempt(token: string): Promise<RawRelease> {
+    return this.releaseOnce(token);
+  }
 
   /** Holds are recorded under their acquisition token, which starts with the owner id. */
   protected override findHeld(owner: string): HeldLock | undefined {

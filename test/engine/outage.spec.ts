@@ -95,6 +95,38 @@ describe('Redis outage', () => {
     }
   }, 60_000);
 
+  it('a wait whose attempt was granted in a freeze but never answered takes that grant as its own, counted once', async () => {
+    const holderClient = lockClient({ port, keyPrefix: prefix, operationTimeout });
+    const redis = connect(port);
+    try {
+      const lock = client.locks.getLock('adopted');
+      const first = await holderClient.locks.getLock('adopted').lock({ leaseTime: 1_500 });
+      const waiting = lock.lock({ waitTime: 20_000, leaseTime: 60_000 });
+      await sleep(300);
+      // The waiter wakes at the holder's lease end, mid-freeze: its attempt goes out and is not answered.
+      await frozen(3_500, async () => undefined);
+      const handle = await waiting;
+      expect(handle.holdCount).toBe(1);
+      expect(handle.fencingToken).toBeGreaterThan(first.fencingToken);
+      expect(await redis.hget(lock.keys.lock, handle.owner)).toBe('1'); // not 2: the grant was not taken twice
+      expect(await handle.release()).toBe('released');
+      expect(await lock.isLocked()).toBe(false);
+    } finally {
+      redis.disconnect();
+      await holderClient.close();
+    }
+  }, 60_000);
+
+  it('an attempt that failed unanswered but was granted when Redis thawed is taken back', async () => {
+    for (const lock of [client.locks.getLock('undone'), client.locks.getSimpleLock('undone-simple')]) {
+      let error: unknown;
+      await frozen(2_500, async () => void (error = await lock.lock({ leaseTime: 60_000 }).catch((e: unknown) => e)));
+      expect(error).toBeInstanceOf(RedisUnavailableError);
+      // The attempt ran as Redis thawed; the undo sent after it took it back (else: 60 s).
+      await eventually(async () => !(await lock.isLocked()), 5_000);
+    }
+  }, 60_000);
+
   it('lock and tryLock fail with RedisUnavailableError within the bound while Redis is down, and work again after', async () => {
     const lock = client.locks.getLock('outage');
     const held = await lock.lock(); // watchdog lease 900 ms
