@@ -21,6 +21,8 @@ export class ClusterDeployment implements RedisDeployment {
   constructor(options: ClusterConnectionOptions) {
     const { lazyConnect, enableOfflineQueue, ...redisOptions } = lockConnectionOptions(options);
     const clusterOptions = {
+      // Learn of a shard's failover within a second, not at the next error or the 5 s default.
+      slotsRefreshInterval: 1_000,
       ...options.clusterOptions,
       redisOptions,
       lazyConnect,

@@ -1,6 +1,7 @@
 import type { LockLostReason } from './errors';
 import type { HeldLock } from './held-lock';
 import type { LockRegistry } from './lock-registry';
+import type { RecentReleases } from './recent-releases';
 import type { LockLogger } from './logger';
 import type { PublishCommand, RedisClient } from './redis-client';
 import type { LockWaiters } from './waiters';
@@ -16,6 +17,7 @@ export interface EngineContext {
   readonly publishCommand: PublishCommand;
   readonly waiters: LockWaiters;
   readonly registry: LockRegistry;
+  readonly recentReleases: RecentReleases;
   readonly logger: LockLogger;
   readonly replicaSync?: ReplicaSyncOptions;
   markLost(lock: HeldLock, reason: LockLostReason): void;

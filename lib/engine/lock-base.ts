@@ -359,6 +359,7 @@ export abstract class LockBase {
     const { registry } = this.engine;
     if (raw === 'released') {
       registry.released(held);
+      this.noteReleased(held);
       return 'released';
     }
     if (raw === 'decremented') {
@@ -378,6 +379,14 @@ export abstract class LockBase {
     // It ran out before we released it: the work ran unprotected for a while; say so loudly.
     this.engine.markLost(held, raw === 'not-owner' ? 'not-owner' : 'lease-expired');
     return 'expired';
+  }
+
+  /** Kept for a second, to be sent again if a failover may have lost it (see RecentReleases). */
+  private noteReleased(held: HeldLock): void {
+    this.engine.recentReleases.note(held.key, held.owner, held.leaseMs, async () => {
+      // Every hold this owner still has there was released by us: take them all (a few at most).
+      for (let i = 0; i < 10 && (await this.releaseOnce(held.owner, held.leaseMs)) === 'decremented'; i++);
+    });
   }
 
   /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */

@@ -9,6 +9,7 @@ import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
 import { checkDuration, wholeMilliseconds } from './durations';
 import { RedisPubSub, type PubSub } from './pubsub';
+import { RecentReleases } from './recent-releases';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
 import { registerScripts } from './scripts';
@@ -69,6 +70,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   readonly redis: RedisClient;
   readonly waiters: LockWaiters;
   readonly registry: LockRegistry;
+  readonly recentReleases: RecentReleases;
   readonly watchdog: Watchdog;
   readonly logger: LockLogger;
   readonly replicaSync?: ReplicaSyncOptions;
@@ -106,6 +108,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
     registerScripts(this.redis);
     this.redis.on('ready', this.renewNow);
+    this.recentReleases = new RecentReleases(this.redis, this.registry, this.operationTimeout);
   }
 
   /** Back from a disconnect or a failover: renewals that failed meanwhile are retried at once. */
@@ -150,6 +153,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     if (this.closed) return;
     this.closed = true;
     this.redis.off('ready', this.renewNow);
+    this.recentReleases.close();
     this.watchdog.close();
     this.waiters.close();
     const held = this.registry.all();

@@ -127,6 +127,33 @@ describe('Redis outage', () => {
     }
   }, 60_000);
 
+  it('after a connection drop, releases acknowledged in the last second are sent again (a failover may have lost them)', async () => {
+    const admin = connect(port);
+    const replayer = lockClient({ port, keyPrefix: prefix, operationTimeout });
+    try {
+      const lost = replayer.locks.getLock('replayed');
+      const kept = replayer.locks.getLock('kept-by-another');
+      const handle = await lost.lock({ leaseTime: 60_000 });
+      expect(await handle.release()).toBe('released');
+      const other = await kept.lock({ leaseTime: 60_000 });
+      expect(await other.release()).toBe('released');
+      // What a promoted replica that missed both releases holds: our first hold, and (for the second
+      // lock) a hold another client took since, which must stay.
+      await admin.hset(lost.keys.lock, handle.owner, 1);
+      await admin.pexpire(lost.keys.lock, 60_000);
+      await admin.hset(kept.keys.lock, 'someone-else', 1);
+      await admin.pexpire(kept.keys.lock, 60_000);
+      const id = (await replayer.redis.client('ID')) as number;
+      await admin.client('KILL', 'ID', String(id));
+      await eventually(async () => (await admin.exists(lost.keys.lock)) === 0, 5_000);
+      expect(await admin.hgetall(kept.keys.lock)).toEqual({ 'someone-else': '1' });
+      await admin.del(kept.keys.lock);
+    } finally {
+      admin.disconnect();
+      await replayer.close();
+    }
+  }, 30_000);
+
   it('lock and tryLock fail with RedisUnavailableError within the bound while Redis is down, and work again after', async () => {
     const lock = client.locks.getLock('outage');
     const held = await lock.lock(); // watchdog lease 900 ms
