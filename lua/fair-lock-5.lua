@@ -58,7 +58,7 @@ if held then
   return {1, tonumber(redis.call('get', fenceKey))}
 end
 
-if redis.call('exists', lockKey) == 0 then
+while redis.call('exists', lockKey) == 0 do
   local head = redis.call('lindex', queueKey, 0)
   if (not head) or head == owner then
     if head then
@@ -69,13 +69,15 @@ if redis.call('exists', lockKey) == 0 then
     redis.call('pexpire', lockKey, lease)
     return {0, redis.call('incr', fenceKey)}
   end
-  -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it over.
+  -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it over,
+  -- unless nobody listens for it (its process died or is reconnecting): then drop it and look again.
   redis.call('lpop', queueKey)
   redis.call('zrem', deadlineKey, head)
-  redis.call('hset', lockKey, head, 0)
-  redis.call('pexpire', lockKey, acceptanceLease)
   local token = redis.call('incr', fenceKey)
-  redis.call(publish, channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token)
+  if redis.call(publish, channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token) > 0 then
+    redis.call('hset', lockKey, head, 0)
+    redis.call('pexpire', lockKey, acceptanceLease)
+  end
 end
 
 if not redis.call('zscore', deadlineKey, owner) then

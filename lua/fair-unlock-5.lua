@@ -47,13 +47,19 @@ local function nextLiveWaiter()
   end
 end
 
+-- Hands the lock to the next live waiter that can hear it: a waiter nobody listens for (its process
+-- died or is reconnecting) could never take it over, and would cost the others an acceptance lease.
 local function handOver()
-  local head = nextLiveWaiter()
-  if not head then return end
-  redis.call('hset', lockKey, head, 0)
-  redis.call('pexpire', lockKey, acceptanceLease)
-  local token = redis.call('incr', fenceKey)
-  redis.call(publish, channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token)
+  while true do
+    local head = nextLiveWaiter()
+    if not head then return end
+    local token = redis.call('incr', fenceKey)
+    if redis.call(publish, channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token) > 0 then
+      redis.call('hset', lockKey, head, 0)
+      redis.call('pexpire', lockKey, acceptanceLease)
+      return
+    end
+  end
 end
 
 if redis.call('exists', lockKey) == 0 then

@@ -103,16 +103,26 @@ export class FairLock extends ReentrantLock {
 
   /** Leaves the queue; if the lock was handed to us meanwhile, passes it on to the next waiter. */
   protected override async abandonWait(owner: string): Promise<void> {
-    const handedToUs = await this.bounded(
-      runScript<number>(
-        this.engine.redis,
-        'fair-abandon',
-        [this.keys.lock, this.keys.queue, this.keys.deadlines],
-        [owner],
-      ),
-      'abandon wait',
+    const { redis, operationTimeout, registry } = this.engine;
+    // Through an outage too (both steps are idempotent): a place left in the queue would be handed
+    // the lock by the next release, and cost everyone behind it an acceptance lease.
+    const retry = { redis, operationTimeout, until: Date.now() + this.staleWaiterTimeout, key: this.name };
+    const leave = (async () => {
+      const handedToUs = await retryWhileUnreachable(
+        () => runScript<number>(redis, 'fair-abandon', [this.keys.lock, this.keys.queue, this.keys.deadlines], [owner]),
+        { ...retry, name: 'abandon wait' },
+      );
+      if (handedToUs === 1) {
+        await retryWhileUnreachable(() => this.releaseOnce(owner, this.acceptanceLease), { ...retry, name: 'pass on' });
+      }
+    })();
+    registry.inFlightFor(
+      this.keys.lock,
+      owner,
+      leave.catch(() => undefined),
     );
-    if (handedToUs === 1) await this.bounded(this.releaseOnce(owner, this.acceptanceLease), 'pass on');
+    // The caller waits for it as long as one operation may take; past that it goes on in the background.
+    await this.bounded(leave, 'abandon wait');
   }
 
   /** Deletes the lock whoever holds it and hands it to the next waiter. True when it was locked. */
