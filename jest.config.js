@@ -1,9 +1,11 @@
 /** Unit and integration tests in one run; integration tests talk to real redis-server processes
- * that test/global-setup.ts starts (and test/global-teardown.ts stops, by pid). */
+ * that test/global-setup.ts starts (and test/global-teardown.ts stops, by pid). The fault suite
+ * (test/faults) runs after it, one file at a time: see jest.faults.config.js. */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',

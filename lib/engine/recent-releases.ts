@@ -2,8 +2,14 @@ import type { LockRegistry } from './lock-registry';
 import type { RedisClient } from './redis-client';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 
-/** How far back, before a connection drop, releases are sent again: far beyond any replication lag. */
-export const REPLAY_WINDOW_MS = 1_000;
+/**
+ * How far back, before a connection drop, releases are sent again: far beyond replication lag and the
+ * time a busy process takes to notice the drop.
+ */
+export const REPLAY_WINDOW_MS = 5_000;
+
+/** At most this many are kept (the newest): a replay is a no-op for all but the last few per lock. */
+const MAX_KEPT = 5_000;
 
 interface RecentRelease {
   at: number;
@@ -18,7 +24,7 @@ interface RecentRelease {
 /**
  * Replication is asynchronous: a release the old master acknowledged just before it died may never
  * have reached the replica a failover promotes, and the lock would come back there, held by nobody,
- * for the rest of its lease. So the releases of the last second are kept, and when the connection
+ * for the rest of its lease. So the releases of the last few seconds are kept, and when the connection
  * drops they are sent again once it is back (to the new master). A holder that took the lock again
  * meanwhile is left alone.
  */
@@ -37,7 +43,12 @@ export class RecentReleases {
 
   note(key: string, holder: string, leaseMs: number, replay: () => Promise<unknown>): void {
     const now = Date.now();
-    while (this.entries.length > 0 && this.entries[0].at < now - REPLAY_WINDOW_MS) this.entries.shift();
+    while (
+      this.entries.length > 0 &&
+      (this.entries[0].at < now - REPLAY_WINDOW_MS || this.entries.length >= MAX_KEPT)
+    ) {
+      this.entries.shift();
+    }
     this.entries.push({ at: now, key, holder, leaseMs, replay });
   }
 
@@ -49,10 +60,12 @@ export class RecentReleases {
 
   private readonly replay = (): void => {
     const since = Date.now() - REPLAY_WINDOW_MS;
-    const recent = this.entries.filter((e) => e.at >= since);
+    // The newest release per holder and lock is enough: older ones of the same hold are no-ops.
+    const recent = new Map<string, RecentRelease>();
+    for (const e of this.entries) if (e.at >= since) recent.set(`${e.key}\u0000${e.holder}`, e);
     this.entries = [];
     const { redis, operationTimeout, registry } = this;
-    for (const entry of recent) {
+    for (const entry of recent.values()) {
       if (registry.get(entry.key, entry.holder)) continue; // holds it again: that hold is not ours to touch
       const until = Date.now() + entry.leaseMs + operationTimeout;
       const sent = retryWhileUnreachable(entry.replay, { redis, operationTimeout, until, name: 'replay release' });

@@ -289,15 +289,19 @@ export async function sentinelFaultCase(
     phase('racers ready');
     if (!(await counterReaches(counter.redis, counterKey, 100, 30_000))) throw new Error('the racers made no progress');
     const master = await sentinelMaster(t);
-    const faultAt = epochNow();
     const switched = sentinelSwitched(t, master.port, 30_000);
     switched.catch(() => undefined);
     let failoverAt: number;
+    // The fault time is taken once the signal is delivered: a lock() called before that could still be
+    // granted by the master, and would read as no outage at all.
+    let faultAt: number;
     if (fault === 'kill') {
       await signalNode(t, master.port, 'SIGKILL');
+      faultAt = epochNow();
       failoverAt = await switched;
     } else {
       await signalNode(t, master.port, 'SIGSTOP');
+      faultAt = epochNow();
       try {
         const early = await Promise.race([switched, sleep(PAUSE_MS).then(() => undefined)]);
         await sleep(Math.max(0, faultAt + PAUSE_MS - epochNow()));
