@@ -18,5 +18,7 @@ export default tseslint.config(
       sourceType: 'commonjs',
       globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' },
     },
+    // CommonJS config files (jest) load each other with require().
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );
