@@ -1,10 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import { onAbort } from './abort-fan-out';
 import { bounded } from './bounded';
-import { LockAcquireTimeoutError, LockLostError, LockOptionsError, LockQuorumError } from './errors';
+import {
+  LockAcquireTimeoutError,
+  LockLostError,
+  LockOptionsError,
+  LockQuorumError,
+  RedisUnavailableError,
+} from './errors';
 import { assertLockName } from './keys';
 import type { LockClient } from './lock-client';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import { GroupLock, type GroupLockHandle } from './group-lock';
+import { setLongTimeout, MAX_TIMER_MS, type LongTimer } from './long-timer';
+import { masterHealth, PROBE_INTERVAL_MS } from './master-health';
 import { assertAcquireOptions, assertDuration, type AcquireOptions } from './options';
 import type { SimpleLock } from './simple-lock';
 import type { WaitTicket } from './waiters';
@@ -23,15 +32,19 @@ export interface RedLockOptions {
  */
 export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   private readonly controller = new AbortController();
-  private expiryTimer?: NodeJS.Timeout;
+  private expiryTimer?: LongTimer;
+  private releasing?: Promise<ReleaseOutcome>;
 
   constructor(
     private readonly redLock: RedLock,
+    /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
     readonly handles: (LockHandle | null)[],
     public validUntil: number,
     private readonly watched: boolean,
+    /** How long one master may take to answer a release or an extension. */
+    private readonly instanceTimeout: number,
   ) {
-    for (const handle of handles) handle?.signal.addEventListener('abort', () => this.checkQuorum(), { once: true });
+    for (const handle of handles) if (handle) this.watch(handle);
     this.armExpiry();
   }
 
@@ -48,14 +61,14 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     return Math.max(0, this.validUntil - Date.now());
   }
 
-  async release(): Promise<ReleaseOutcome> {
-    clearTimeout(this.expiryTimer);
-    const outcomes = await Promise.all(
-      this.handles.map((h) =>
-        h ? h.release().catch((): ReleaseOutcome => 'expired') : Promise.resolve<ReleaseOutcome>('expired'),
-      ),
-    );
-    return outcomes.filter((o) => o !== 'expired').length >= this.redLock.quorum ? 'released' : 'expired';
+  /**
+   * Releases on every master: waits for the masters that can answer (each at most instanceTimeout),
+   * never for one that is down (its release goes on in the background until its lease ends).
+   * `released` when a quorum confirmed, `pending` when that may still happen, else `expired`.
+   */
+  release(): Promise<ReleaseOutcome> {
+    this.releasing ??= this.releaseAll();
+    return this.releasing;
   }
 
   /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
@@ -63,13 +76,13 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     const started = Date.now();
     const lease = leaseTime ?? this.redLock.leaseOf(undefined);
     const results = await Promise.all(
-      this.handles.map((h) =>
-        h
-          ? h.extend(leaseTime).then(
+      this.handles.map((h, i) =>
+        h && this.redLock.usable(i)
+          ? this.redLock.boundedOn(i, h.extend(leaseTime), 'redlock extend', this.instanceTimeout).then(
               () => true,
               () => false,
             )
-          : Promise.resolve(false),
+          : false,
       ),
     );
     if (results.filter(Boolean).length < this.redLock.quorum) {
@@ -84,11 +97,38 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     await this.release();
   }
 
+  /** Takes a hold that answered after the round was decided; false when this handle is done with. */
+  adopt(index: number, handle: LockHandle): boolean {
+    if (this.releasing || this.signal.aborted || this.handles[index]) return false;
+    this.handles[index] = handle;
+    this.watch(handle);
+    return true;
+  }
+
+  private async releaseAll(): Promise<ReleaseOutcome> {
+    this.expiryTimer?.clear();
+    const outcomes = await Promise.all(
+      this.handles.map((h, i): ReleaseOutcome | Promise<ReleaseOutcome> => {
+        if (!h) return 'expired';
+        const release = h.release().catch((): ReleaseOutcome => 'expired');
+        if (!this.redLock.usable(i)) return 'pending'; // down: it goes on by itself
+        const bound = this.redLock.boundedOn(i, release, 'redlock release', this.instanceTimeout);
+        return bound.catch((): ReleaseOutcome => 'pending');
+      }),
+    );
+    const released = outcomes.filter((o) => o === 'released' || o === 'decremented').length;
+    if (released >= this.redLock.quorum) return 'released';
+    return released + outcomes.filter((o) => o === 'pending').length >= this.redLock.quorum ? 'pending' : 'expired';
+  }
+
+  private watch(handle: LockHandle): void {
+    handle.signal.addEventListener('abort', () => this.checkQuorum(), { once: true });
+  }
+
   private armExpiry(): void {
-    clearTimeout(this.expiryTimer);
+    this.expiryTimer?.clear();
     if (this.watched) return;
-    this.expiryTimer = setTimeout(() => this.lose('lease-expired'), Math.max(0, this.validUntil - Date.now()));
-    this.expiryTimer.unref();
+    this.expiryTimer = setLongTimeout(() => this.lose('lease-expired'), this.validUntil - Date.now());
   }
 
   private checkQuorum(): void {
@@ -97,15 +137,43 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   }
 
   private lose(reason: 'not-owner' | 'lease-expired' = 'not-owner'): void {
-    clearTimeout(this.expiryTimer);
+    this.expiryTimer?.clear();
     if (!this.controller.signal.aborted) this.controller.abort(new LockLostError(this.redLock.name, 'redlock', reason));
   }
 }
 
+/** One master's answer in a round. */
+type Vote = { index: number } & (
+  { granted: LockHandle } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
+);
+
+/** A round that did not get the lock, and why. */
+interface LostRound {
+  /** refused: someone holds it; split: contenders divided the masters; unreachable: too few answer. */
+  why: 'refused' | 'split' | 'unreachable';
+  /** The masters that refused: their release announcements are the ones worth waking for. */
+  refusedBy: number[];
+  retryAfter: number;
+  reachable: number;
+  cause?: unknown;
+}
+
+/** Pause before trying again when too few masters can be reached. */
+const UNREACHABLE_RETRY_MS = PROBE_INTERVAL_MS;
+/** Pause when a refusing master did not say for how long (the key was released meanwhile). */
+const UNKNOWN_TTL_RETRY_MS = 50;
+
 /**
- * RedLock over N independent masters (one LockClient each): acquire on all in parallel with a short
- * per-master timeout, succeed on a majority with validity = lease - elapsed - drift, otherwise
- * release everywhere. Waits for another try on the masters' unlock notifications, not a fixed poll.
+ * RedLock over N independent masters (one LockClient each): `SET NX PX` with a unique token on each
+ * master, held once a majority said yes, with validity = lease - elapsed - drift; otherwise released
+ * everywhere. A round is decided as soon as a quorum said yes or can no longer say yes, and skips
+ * masters that are down (see MasterHealth), so a dead master costs nothing.
+ *
+ * Each round asks the first master that is up (the gate) before the others, as Redisson asks its
+ * masters in order: contenders woken by the same release meet on the gate, one of them wins it and
+ * only that one asks the rest, so they never split the masters between them (which costs every one
+ * of them a round and a back-off). Safety does not depend on the order: only a quorum grants.
+ * Waiters sleep until a master announces a release, not on a fixed poll.
  * @example
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
@@ -143,16 +211,30 @@ export class RedLock extends GroupLock<RedLockHandle> {
     return Math.round(lease * this.driftFactor) + 2;
   }
 
+  /** @internal Whether master `index` is worth asking now. */
+  usable(index: number): boolean {
+    return masterHealth(this.clients[index].redis).usable;
+  }
+
+  /** @internal An operation on master `index`, bounded; a master that does not answer is skipped from then on. */
+  boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
+    return bounded(operation, timeoutMs, { key: this.name, name: what }).catch((error: unknown) => {
+      if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
+      throw error;
+    });
+  }
+
   /** LockQuorumError when too few masters answer by the end of the wait. */
   protected async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
     assertAcquireOptions(this.name, options);
     const owner = options.owner ?? `redlock:${randomUUID()}`;
     const deadline = options.waitTime === undefined ? Infinity : Date.now() + options.waitTime;
-    let tickets: WaitTicket[] | undefined;
+    let watch: ReleaseWatch | undefined;
     try {
-      for (let failedRounds = 1; ; failedRounds++) {
+      for (let splits = 0; ;) {
+        const seen = watch?.counts();
         const round = await this.round(owner, options);
-        if ('handle' in round) return round.handle;
+        if (round instanceof RedLockHandle) return round;
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
           // Out of time: say whether the masters refused (contention) or could not be reached.
@@ -161,95 +243,246 @@ export class RedLock extends GroupLock<RedLockHandle> {
           }
           return null;
         }
-        if (!tickets) tickets = await this.joinAll();
-        // Sleep until a master announces a release, or the shortest refusing lease ends.
-        const sleep = Math.min(remaining, Math.max(1, round.retryAfter));
-        const stop = new AbortController();
-        const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
-        await Promise.race(tickets.map((t) => t.wait(sleep, signal).catch(() => 'timeout')));
-        stop.abort(); // unpark the tickets that did not win the race
-        // Then a random pause, growing with failed rounds: contenders woken by the same release
-        // would otherwise split the masters between them again and again (a RedLock livelock).
-        await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(failedRounds, 6)), options.signal);
+        if (!watch) {
+          // Subscribed from now on; a release before that would be missed: try again at once.
+          watch = await this.watchReleases(this.timeoutFor(options.leaseTime));
+          continue;
+        }
+        splits = round.why === 'split' ? splits + 1 : 0;
+        if (splits > 0) {
+          // Contenders divided the masters (a gate that changed hands, a master coming back): a
+          // random pause, growing with repeated splits, so that they do not meet again.
+          await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), options.signal);
+        } else {
+          // Until a master announces a release (or did during the round), or the holder's lease ends.
+          const from = round.refusedBy.length > 0 ? round.refusedBy : this.clients.map((_, i) => i);
+          await watch.next(seen!, from, Math.min(remaining, Math.max(1, round.retryAfter)), options.signal);
+        }
         options.signal?.throwIfAborted();
       }
     } finally {
-      tickets?.forEach((t) => t.leave());
+      watch?.close();
     }
   }
 
-  /** One parallel round over all masters. */
-  private async round(
-    owner: string,
-    options: AcquireOptions,
-  ): Promise<{ handle: RedLockHandle } | { retryAfter: number; reachable: number; cause?: unknown }> {
+  /** One round: the gate, then the other masters that are up in parallel, decided as early as possible. */
+  private async round(owner: string, options: AcquireOptions): Promise<RedLockHandle | LostRound> {
     const lease = this.leaseOf(options.leaseTime);
-    const instanceTimeout = this.instanceTimeout ?? Math.max(5, Math.min(250, Math.floor(lease / 20)));
     const started = Date.now();
-    const results = await Promise.allSettled(
-      this.clients.map((client) =>
-        bounded(
-          this.instanceLock(client).lock({ owner, leaseTime: options.leaseTime, waitTime: 0 }),
-          instanceTimeout,
-          { key: this.name, name: 'redlock acquire' },
-          (late) => void late.release().catch(() => undefined), // answered after we gave up on it
-        ),
-      ),
-    );
-    const handles = results.map((r) => (r.status === 'fulfilled' ? r.value : null));
-    const acquired = handles.filter((h): h is LockHandle => h !== null);
-    const validity = lease - (Date.now() - started) - this.drift(lease);
-    if (acquired.length >= this.quorum && validity > 0) {
-      return {
-        handle: new RedLockHandle(this, handles, started + lease - this.drift(lease), options.leaseTime === undefined),
-      };
+    const votes: Vote[] = [];
+    const asked: number[] = [];
+    this.clients.forEach((_, index) => {
+      if (this.usable(index)) asked.push(index);
+      else votes.push({ index, failed: undefined, skipped: true });
+    });
+    // Votes that come after the round is decided: kept until the round knows what to do with them.
+    const lateVotes: Vote[] = [];
+    let late = (vote: Vote): void => void lateVotes.push(vote);
+    const onLate = (vote: Vote): void => late(vote);
+    const settle = (handler: (vote: Vote) => void): void => {
+      late = handler;
+      lateVotes.splice(0).forEach(handler);
+    };
+    if (asked.length >= this.quorum) {
+      const gate = await this.vote(asked[0], owner, options.leaseTime, lease, onLate);
+      votes.push(gate);
+      if ('refusedFor' in gate) {
+        settle(releaseGranted);
+        return this.lost(votes, lease);
+      }
+      const need = this.quorum - ('granted' in gate ? 1 : 0);
+      votes.push(...(await this.decide(asked.slice(1), need, owner, options.leaseTime, lease, onLate)));
     }
-    await Promise.all(acquired.map((h) => h.release().catch(() => undefined)));
-    const refusals = results.flatMap((r) =>
-      r.status === 'rejected' && r.reason instanceof LockAcquireTimeoutError ? [r.reason] : [],
-    );
-    const unreachable = results.flatMap((r) =>
-      r.status === 'rejected' && !(r.reason instanceof LockAcquireTimeoutError) ? [r.reason as unknown] : [],
-    );
-    // Refused: until the shortest holder's lease ends (or a release message). Not refused but not
-    // answered in time either (a slow or dead master): try again soon rather than after a lease.
-    const retryAfter =
-      refusals.length > 0
-        ? Math.min(...refusals.map((e) => e.retryAfterMs ?? lease), lease)
-        : instanceTimeout * 2 + Math.floor(Math.random() * 50);
-    return { retryAfter, reachable: this.clients.length - unreachable.length, cause: unreachable[0] };
+    const granted = votes.filter((v) => 'granted' in v);
+    const validity = lease - (Date.now() - started) - this.drift(lease);
+    if (granted.length >= this.quorum && validity > 0) {
+      const handles: (LockHandle | null)[] = this.clients.map(() => null);
+      for (const v of granted) handles[v.index] = v.granted;
+      const validUntil = started + lease - this.drift(lease);
+      const watched = options.leaseTime === undefined;
+      const handle = new RedLockHandle(this, handles, validUntil, watched, this.timeoutFor(options.leaseTime));
+      settle((v) => 'granted' in v && !handle.adopt(v.index, v.granted) && release(v.granted));
+      return handle;
+    }
+    settle(releaseGranted);
+    granted.forEach(releaseGranted); // in the background: never waits on a master
+    return this.lost(votes, lease);
   }
 
   /**
-   * On each master, the classic algorithm's `SET NX PX` with a token unique to each attempt (our
-   * simple lock): an attempt that answers after its round gave up can never stack onto a later
-   * round's hold, and is released on its own. RedLock is therefore not re-entrant.
+   * Asks `indices` in parallel and resolves with the votes known once `need` of them granted or can
+   * no longer; the votes that come later go to `late`.
    */
+  private decide(
+    indices: number[],
+    need: number,
+    owner: string,
+    leaseTime: number | undefined,
+    lease: number,
+    late: (vote: Vote) => void,
+  ): Promise<Vote[]> {
+    return new Promise((resolve) => {
+      const known: Vote[] = [];
+      let granted = 0;
+      let decided = false;
+      const check = (): void => {
+        if (granted >= need || granted + indices.length - known.length < need) {
+          decided = true;
+          resolve(known);
+        }
+      };
+      for (const index of indices) {
+        void this.vote(index, owner, leaseTime, lease, late).then((vote) => {
+          if (decided) return late(vote);
+          known.push(vote);
+          if ('granted' in vote) granted++;
+          check();
+        });
+      }
+      check();
+    });
+  }
+
+  /**
+   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt
+   * (our simple lock), so an attempt that answers after its round gave up can never stack onto a
+   * later round's hold, and is released on its own. RedLock is therefore not re-entrant.
+   */
+  private vote(
+    index: number,
+    owner: string,
+    leaseTime: number | undefined,
+    lease: number,
+    late: (vote: Vote) => void,
+  ): Promise<Vote> {
+    const attempt = this.instanceLock(this.clients[index]).lock({ owner, leaseTime, waitTime: 0 });
+    return bounded(attempt, this.timeoutFor(lease), { key: this.name, name: 'redlock acquire' }, (handle) =>
+      late({ index, granted: handle }),
+    ).then(
+      (granted): Vote => ({ index, granted }),
+      (error: unknown): Vote => {
+        if (error instanceof LockAcquireTimeoutError) return { index, refusedFor: error.retryAfterMs };
+        if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
+        return { index, failed: error };
+      },
+    );
+  }
+
+  private lost(votes: Vote[], lease: number): LostRound {
+    const failed = votes.filter((v) => 'failed' in v);
+    const reachable = this.clients.length - failed.length;
+    const cause = failed.find((v) => 'failed' in v && v.failed !== undefined);
+    if (reachable < this.quorum) {
+      return {
+        why: 'unreachable',
+        refusedBy: [],
+        retryAfter: UNREACHABLE_RETRY_MS,
+        reachable,
+        cause: cause && 'failed' in cause ? cause.failed : undefined,
+      };
+    }
+    const ttls = votes.flatMap((v) => ('refusedFor' in v ? [v.refusedFor ?? UNKNOWN_TTL_RETRY_MS] : []));
+    const why = votes.some((v) => 'granted' in v) ? 'split' : 'refused';
+    const refusedBy = votes.flatMap((v) => ('refusedFor' in v ? [v.index] : []));
+    return { why, refusedBy, retryAfter: Math.min(lease, ...ttls), reachable };
+  }
+
+  private timeoutFor(lease: number | undefined): number {
+    return this.instanceTimeout ?? Math.max(5, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
+  }
+
   private instanceLock(client: LockClient): SimpleLock {
     return client.getSimpleLock(this.name, { leaseTime: 'watchdog' });
   }
 
-  private async joinAll(): Promise<WaitTicket[]> {
+  /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
+  private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
     const seats = this.clients.map((client) => client.waiters.join(this.instanceLock(client).keys.channel));
-    const tickets = seats.map((s) => s.ticket);
-    // Masters that cannot subscribe just do not wake us; the lease-bound retry still does.
+    const watch = new ReleaseWatch(seats.map((s) => s.ticket));
+    // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
     await Promise.allSettled(
-      seats.map((s, i) =>
-        bounded(s.subscribed, this.clients[i].operationTimeout, { key: this.name, name: 'subscribe' }),
-      ),
+      seats.flatMap((s, i) => (this.usable(i) ? [this.boundedOn(i, s.subscribed, 'subscribe', timeoutMs)] : [])),
     );
-    return tickets;
+    return watch;
+  }
+}
+
+/** Releases a master's hold in the background (bounded and retried by the lock itself). */
+function release(handle: LockHandle): void {
+  void handle.release().catch(() => undefined);
+}
+
+function releaseGranted(vote: Vote): void {
+  if ('granted' in vote) release(vote.granted);
+}
+
+/**
+ * Counts the unlock messages of one waiting acquisition, per master. Its tickets stay parked
+ * between rounds, so a release announced while a round runs is counted, not lost; and the wait
+ * after a refusal wakes only for the masters that refused: one release (a message from each
+ * master it was held on) wakes the acquisition once, not once per master.
+ */
+class ReleaseWatch {
+  private readonly received: number[];
+  private readonly stop = new AbortController();
+  private wake?: (index: number) => void;
+
+  constructor(private readonly tickets: WaitTicket[]) {
+    this.received = tickets.map(() => 0);
+    tickets.forEach((ticket, index) => void this.listen(ticket, index));
+  }
+
+  /** Messages received so far, per master. */
+  counts(): number[] {
+    return [...this.received];
+  }
+
+  /**
+   * Resolves once one of `masters` announced a release since `seen` (from counts()), after
+   * `timeoutMs`, or when `signal` aborts.
+   */
+  next(seen: number[], masters: number[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (masters.some((i) => this.received[i] > seen[i])) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        stopListening?.();
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
+      const stopListening = signal ? onAbort(signal, done) : undefined;
+      this.wake = (index) => masters.includes(index) && done();
+    });
+  }
+
+  close(): void {
+    this.stop.abort();
+    for (const ticket of this.tickets) ticket.leave();
+  }
+
+  private async listen(ticket: WaitTicket, index: number): Promise<void> {
+    try {
+      for (;;) {
+        if ((await ticket.wait(MAX_TIMER_MS, this.stop.signal)) === 'notified') {
+          this.received[index]++;
+          this.wake?.(index);
+        }
+      }
+    } catch {
+      // closed
+    }
   }
 }
 
 function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
+    const stopListening = signal ? onAbort(signal, done) : undefined;
     function done(): void {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
+      stopListening?.();
       resolve();
     }
-    signal?.addEventListener('abort', done, { once: true });
   });
 }
