@@ -2,7 +2,7 @@ import { LockOptionsError } from './errors';
 import { GroupLock, type GroupLockContext, type GroupLockHandle } from './group-lock';
 import type { LockBase } from './lock-base';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
-import type { AcquireOptions } from './options';
+import { checkAcquireOptions, type AcquireOptions } from './options';
 
 /** What the work inside a MultiLock or RedLock can use. */
 export type MultiLockContext = GroupLockContext;
@@ -59,6 +59,7 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
   }
 
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
+    options = checkAcquireOptions(this.name, options); // before any member is tried
     const deadline = options.waitTime === undefined ? undefined : Date.now() + options.waitTime;
     const held = new Map<LockBase, LockHandle>();
     try {

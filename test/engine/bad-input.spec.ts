@@ -1,11 +1,12 @@
 import fc from 'fast-check';
 import type Redis from 'ioredis';
-import { LockClient, LockOptionsError, type AcquireOptions, type LockHandle } from '../../lib';
+import { LockClient, LockOptionsError, MultiLock, RedLock, type AcquireOptions, type LockHandle } from '../../lib';
 import { MAX_LEASE_MS } from '../../lib/engine/durations';
 import { lockKeys } from '../../lib/engine/keys';
 import { runScript } from '../../lib/engine/scripts';
 import { anyDuration, isValidDuration, keysWithoutTtl, PROPERTY_RUNS } from '../support/bad-input';
-import { connect, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { connect, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 
 type Kind = 'reentrant' | 'fair' | 'simple';
 const KINDS: Kind[] = ['reentrant', 'fair', 'simple'];
@@ -199,6 +200,45 @@ describe('bad input', () => {
       }),
       { numRuns: PROPERTY_RUNS },
     );
+  });
+
+  it('property: MultiLock and RedLock take the same leases and waits, checked before any member is tried', async () => {
+    const masters = sharedTopology('multi').masters.map((m) => connect(m.port));
+    const redLockClients = masters.map((redis) => new LockClient({ redis, keyPrefix: prefix, logger: quietLogger }));
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('multi', 'redlock'),
+          anyDuration,
+          anyDuration,
+          async (kind, leaseTime, waitTime) => {
+            const name = `g${++n}`;
+            const group =
+              kind === 'multi'
+                ? new MultiLock([a.locks.getLock(`${name}-1`), a.locks.getFairLock(`${name}-2`)])
+                : new RedLock(redLockClients, name);
+            const options = { leaseTime, waitTime } as AcquireOptions;
+            const valid =
+              isValidDuration(leaseTime, { positive: true }) && isValidDuration(waitTime, { positive: false });
+            try {
+              const handle = await group.tryLock(options);
+              expect(handle).not.toBeNull();
+              await handle!.release();
+              expect(valid).toBe(true);
+            } catch (error) {
+              if (!(error instanceof LockOptionsError)) throw error;
+              expect(valid).toBe(false);
+              expect(['leaseTime', 'waitTime']).toContain(error.option);
+            }
+            for (const server of [redis, ...masters]) expect(await keysWithoutTtl(server, prefix)).toEqual([]);
+          },
+        ),
+        { numRuns: PROPERTY_RUNS / 2 },
+      );
+    } finally {
+      await Promise.all(redLockClients.map((c) => c.close()));
+      masters.forEach((m) => m.disconnect());
+    }
   });
 
   describe('each script called directly with malformed arguments writes nothing', () => {
