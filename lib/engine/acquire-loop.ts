@@ -21,6 +21,8 @@ export interface AcquireLoopOptions<T> {
   waiterId?: string;
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
   maxSleep?: number;
+  /** A message addressed to a waiter this process no longer has (it gave up): pass its hand-off on. */
+  onUnclaimed?: (waiterId: string) => void;
 }
 
 /** Pause between attempts while Redis cannot be reached during a wait (a message ends it early). */
@@ -40,12 +42,12 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
   // Already subscribed (a hot key): take a seat before the first attempt, so a release right after
   // it cannot be missed and no second attempt is needed once subscribed.
   const live = waitTime !== 0 && options.waiters.isLive(options.channel);
-  let seat = live ? options.waiters.join(options.channel, options.waiterId) : undefined;
+  let seat = live ? options.waiters.join(options.channel, options.waiterId, options.onUnclaimed) : undefined;
   try {
     const firstResult = await options.attempt();
     if (firstResult.acquired || waitTime === 0) return firstResult;
     let refused = firstResult;
-    seat ??= options.waiters.join(options.channel, options.waiterId);
+    seat ??= options.waiters.join(options.channel, options.waiterId, options.onUnclaimed);
     const { ticket } = seat;
     await bounded(seat.subscribed, options.operationTimeout, { key: options.key, name: 'subscribe' });
     let unreachableSince: number | undefined;

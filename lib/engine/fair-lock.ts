@@ -21,12 +21,16 @@ export interface FairLockOptions {
   staleWaiterTimeout?: number;
   /**
    * Lease of a lock just handed to the next waiter, until its acceptance (sent as it wakes) applies
-   * its own lease. Bounds what a waiter that died at that moment costs. Default 2000 ms.
+   * its own lease. The waiter runs on it at once, so it must outlast a failover that strikes right
+   * after a hand-off (the acceptance cannot land until the new master is up). What it costs is
+   * bounded too: a waiter nobody listens for is skipped, one that just gave up is passed on by its
+   * process, so only a process dying between the hand-off and its acceptance costs this long.
+   * Default 10000 ms.
    */
   acceptanceLease?: number;
 }
 
-export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 2_000 } as const;
+export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 10_000 } as const;
 
 /**
  * Redisson's RFairLock, improved: waiters queue in FIFO order (a list plus a zset of deadlines in
@@ -61,6 +65,8 @@ export class FairLock extends ReentrantLock {
       waiterId: owner,
       // Retrying refreshes our deadline, and covers a message that got lost.
       maxSleep: Math.max(1, Math.floor(this.staleWaiterTimeout / 3)),
+      // Handed to a waiter of ours that has just given up: pass it on now, not after the acceptance lease.
+      onUnclaimed: (waiterId: string) => void this.abandonWait(waiterId).catch(() => undefined),
     };
   }
 

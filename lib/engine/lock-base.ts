@@ -105,7 +105,12 @@ export abstract class LockBase {
   /** Hook for kinds that keep waiter state (the fair lock's queue): give up a wait cleanly. */
   protected async abandonWait(_owner: string, _waiterId: string | undefined): Promise<void> {}
   /** Hook for kinds that need per-waiter ids and deadline refreshes while waiting. */
-  protected waitBehaviour(_owner: string): { channel?: string; waiterId?: string; maxSleep?: number } {
+  protected waitBehaviour(_owner: string): {
+    channel?: string;
+    waiterId?: string;
+    maxSleep?: number;
+    onUnclaimed?: (waiterId: string) => void;
+  } {
     return {};
   }
 

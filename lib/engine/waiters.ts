@@ -85,6 +85,8 @@ class ChannelWaiters {
   live = false;
   /** Pending UNSUBSCRIBE after the last waiter left (see SUBSCRIPTION_LINGER_MS). */
   lingerTimer?: NodeJS.Timeout;
+  /** For addressed messages (`<waiter id>|<payload>`) whose waiter is gone (see join). */
+  onUnclaimed?: (waiterId: string) => void;
 
   add(ticket: WaitTicket): void {
     this.members.add(ticket);
@@ -130,9 +132,13 @@ class ChannelWaiters {
     if (this.byId.size > 0) {
       const target = this.byId.get(message);
       if (target) return target.notify();
-      const cut = message.lastIndexOf('|');
-      const addressed = cut < 0 ? undefined : this.byId.get(message.slice(0, cut));
+    }
+    const cut = message.lastIndexOf('|');
+    if (cut >= 0 && (this.byId.size > 0 || this.onUnclaimed)) {
+      const id = message.slice(0, cut);
+      const addressed = this.byId.get(id);
       if (addressed) return addressed.notify(message.slice(cut + 1));
+      if (this.onUnclaimed) return this.onUnclaimed(id);
     }
     const first = this.parkedQueue[0];
     if (first) first.notify();
@@ -168,13 +174,19 @@ export class LockWaiters {
   /**
    * Takes a seat on `channel`; the returned promise resolves once the subscription is live, so a
    * release that happens after it cannot be missed. Always `leave()` the ticket (also on error).
+   * `onUnclaimed` receives the waiter id of an addressed message for a waiter no longer here.
    */
-  join(channel: string, id?: string): { ticket: WaitTicket; subscribed: Promise<unknown> } {
+  join(
+    channel: string,
+    id?: string,
+    onUnclaimed?: (waiterId: string) => void,
+  ): { ticket: WaitTicket; subscribed: Promise<unknown> } {
     let waiters = this.channels.get(channel);
     if (!waiters) {
       waiters = new ChannelWaiters();
       this.channels.set(channel, waiters);
     }
+    if (onUnclaimed) waiters.onUnclaimed = onUnclaimed;
     const ticket = new WaitTicket(waiters, id, (t) => this.leave(channel, t));
     waiters.add(ticket);
     clearTimeout(waiters.lingerTimer);

@@ -89,6 +89,37 @@ describe('FairLock', () => {
     await survivor.result;
   }, 60_000);
 
+  it('the lock is never handed to a waiter that cannot take it: one nobody listens for, or one its process no longer has', async () => {
+    const options = { staleWaiterTimeout: 60_000, acceptanceLease: 20_000 }; // a stalled hand-off would show
+    const waiterClient = lockClient({ keyPrefix: prefix });
+    try {
+      const lock = client.locks.getFairLock(name, options);
+      const holder = await lock.lock();
+      // Ahead of the real waiter: a waiter of a process that is gone (nobody on its channel), and one of
+      // the waiter's own process that gave up without leaving the queue (its abandon never landed).
+      const [seconds] = await client.redis.time();
+      const deadline = (Number(seconds) + 600) * 1000;
+      const ghosts = ['gone-process:w1', `${waiterClient.locks.clientId}:gave-up`];
+      for (const ghost of ghosts) {
+        await client.redis.rpush(lock.keys.queue, ghost);
+        await client.redis.zadd(lock.keys.deadlines, deadline, ghost);
+      }
+      const waiting = runInLockScope(() => waiterClient.locks.getFairLock(name, options).lock({ waitTime: 30_000 }), {
+        newScope: true,
+      });
+      await eventually(async () => (await queueLength()) === 3, 10_000);
+      const releasedAt = Date.now();
+      await holder.release();
+      const next = await waiting;
+      expect(Date.now() - releasedAt).toBeLessThan(5_000); // not the 20 s acceptance lease of a ghost
+      expect(await queueLength()).toBe(0);
+      await next.release();
+      expect(await lockKeysLeft()).toBe(0);
+    } finally {
+      await waiterClient.close();
+    }
+  }, 60_000);
+
   it('a tryLock that times out leaves no trace in the queue', async () => {
     const lock = client.locks.getFairLock(name, fairOptions);
     const holder = await lock.lock();
