@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import type Redis from 'ioredis';
+import { LockOptionsError } from '../../lib';
 import { MAX_LEASE_MS } from '../../lib/engine/durations';
 
 /** Numbers near every edge of the domain, and values of the wrong type. */
@@ -53,3 +54,25 @@ export async function keysWithoutTtl(redis: Redis, prefix: string): Promise<stri
 }
 
 export const PROPERTY_RUNS = 60;
+
+/**
+ * Runs `call`: it must succeed exactly when the options were `valid`, and otherwise throw a
+ * LockOptionsError naming the lock and the lease or wait option (returned, for more checks).
+ */
+export async function succeedsOrNamesTheOption(
+  valid: boolean,
+  name: string,
+  call: () => Promise<unknown>,
+): Promise<LockOptionsError | undefined> {
+  try {
+    await call();
+  } catch (error) {
+    if (!(error instanceof LockOptionsError)) throw error;
+    expect(valid).toBe(false);
+    expect(error.key).toBe(name);
+    expect(['leaseTime', 'waitTime']).toContain(error.option);
+    return error;
+  }
+  expect(valid).toBe(true);
+  return undefined;
+}
