@@ -160,6 +160,8 @@ interface LostRound {
 
 /** Pause before trying again when too few masters can be reached. */
 const UNREACHABLE_RETRY_MS = PROBE_INTERVAL_MS;
+/** Longest pause after a release for a waiter refused many times in a row (a busy lock). */
+const MAX_BUSY_PAUSE_MS = 64;
 /** Pause when a refusing master did not say for how long (the key was released meanwhile). */
 const UNKNOWN_TTL_RETRY_MS = 50;
 
@@ -169,11 +171,13 @@ const UNKNOWN_TTL_RETRY_MS = 50;
  * everywhere. A round is decided as soon as a quorum said yes or can no longer say yes, and skips
  * masters that are down (see MasterHealth), so a dead master costs nothing.
  *
- * Each round asks the first master that is up (the gate) before the others, as Redisson asks its
- * masters in order: contenders woken by the same release meet on the gate, one of them wins it and
- * only that one asks the rest, so they never split the masters between them (which costs every one
- * of them a round and a back-off). Safety does not depend on the order: only a quorum grants.
- * Waiters sleep until a master announces a release, not on a fixed poll.
+ * The first round asks every master at once (one round trip). A waiter woken by a release asks the
+ * first master that is up (the gate) before the others: the waiters woken by the same release meet
+ * on the gate, one of them wins it and only that one asks the rest, so at most two contenders (it
+ * and a newcomer's first round) share the masters and one of them gets a majority; a herd never
+ * splits the masters so that nobody does, then backs off and tries again. A refused waiter costs one
+ * command. Safety does not depend on the order: only a quorum grants. Waiters sleep until a master
+ * that refused them announces a release, not on a fixed poll.
  * @example
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
@@ -182,6 +186,8 @@ export class RedLock extends GroupLock<RedLockHandle> {
   readonly quorum: number;
   private readonly instanceTimeout?: number;
   private readonly driftFactor: number;
+  /** Each master's lock of this name, built once. */
+  private readonly instanceLocks = new Map<LockClient, SimpleLock>();
 
   constructor(
     readonly clients: LockClient[],
@@ -231,9 +237,9 @@ export class RedLock extends GroupLock<RedLockHandle> {
     const deadline = options.waitTime === undefined ? Infinity : Date.now() + options.waitTime;
     let watch: ReleaseWatch | undefined;
     try {
-      for (let splits = 0; ;) {
+      for (let splits = 0, refusals = 0; ;) {
         const seen = watch?.counts();
-        const round = await this.round(owner, options);
+        const round = await this.round(owner, options, watch !== undefined);
         if (round instanceof RedLockHandle) return round;
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
@@ -249,6 +255,7 @@ export class RedLock extends GroupLock<RedLockHandle> {
           continue;
         }
         splits = round.why === 'split' ? splits + 1 : 0;
+        refusals = round.why === 'refused' ? refusals + 1 : 0;
         if (splits > 0) {
           // Contenders divided the masters (a gate that changed hands, a master coming back): a
           // random pause, growing with repeated splits, so that they do not meet again.
@@ -257,6 +264,10 @@ export class RedLock extends GroupLock<RedLockHandle> {
           // Until a master announces a release (or did during the round), or the holder's lease ends.
           const from = round.refusedBy.length > 0 ? round.refusedBy : this.clients.map((_, i) => i);
           await watch.next(seen!, from, Math.min(remaining, Math.max(1, round.retryAfter)), options.signal);
+          // Refused again and again: the lock is busy and changes hands often. A short random pause,
+          // growing with the refusals (at most MAX_BUSY_PAUSE_MS), lets the releases it covers count
+          // as one, instead of every waiter of every process trying after every single release.
+          if (refusals > 1) await delay(Math.random() * Math.min(2 ** refusals, MAX_BUSY_PAUSE_MS), options.signal);
         }
         options.signal?.throwIfAborted();
       }
@@ -265,8 +276,11 @@ export class RedLock extends GroupLock<RedLockHandle> {
     }
   }
 
-  /** One round: the gate, then the other masters that are up in parallel, decided as early as possible. */
-  private async round(owner: string, options: AcquireOptions): Promise<RedLockHandle | LostRound> {
+  /**
+   * One round over the masters that are up, decided as early as possible: all at once, or `gated`:
+   * the first one, then (if it did not refuse) the others at once.
+   */
+  private async round(owner: string, options: AcquireOptions, gated: boolean): Promise<RedLockHandle | LostRound> {
     const lease = this.leaseOf(options.leaseTime);
     const started = Date.now();
     const votes: Vote[] = [];
@@ -283,7 +297,9 @@ export class RedLock extends GroupLock<RedLockHandle> {
       late = handler;
       lateVotes.splice(0).forEach(handler);
     };
-    if (asked.length >= this.quorum) {
+    if (asked.length >= this.quorum && !gated) {
+      votes.push(...(await this.decide(asked, this.quorum, owner, options.leaseTime, lease, onLate)));
+    } else if (asked.length >= this.quorum) {
       const gate = await this.vote(asked[0], owner, options.leaseTime, lease, onLate);
       votes.push(gate);
       if ('refusedFor' in gate) {
@@ -392,7 +408,12 @@ export class RedLock extends GroupLock<RedLockHandle> {
   }
 
   private instanceLock(client: LockClient): SimpleLock {
-    return client.getSimpleLock(this.name, { leaseTime: 'watchdog' });
+    let lock = this.instanceLocks.get(client);
+    if (!lock) {
+      lock = client.getSimpleLock(this.name, { leaseTime: 'watchdog' });
+      this.instanceLocks.set(client, lock);
+    }
+    return lock;
   }
 
   /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
