@@ -69,6 +69,19 @@ describe('RedLock', () => {
     }
   });
 
+  it('a lease past what setTimeout can wait (2^31 ms) is not reported as ended 1 ms in', async () => {
+    const clients = clientsFor(sharedTopology('multi').masters.map((m) => m.port));
+    try {
+      const handle = await new RedLock(clients, 'long-lease').lock({ leaseTime: 2 ** 31 + 1_000 });
+      await sleep(50);
+      expect(handle.signal.aborted).toBe(false);
+      expect(handle.validity).toBeGreaterThan(2 ** 31 - 30_000_000); // drift: 1% of the lease
+      expect(await handle.release()).toBe('released');
+    } finally {
+      await closeAll(clients);
+    }
+  });
+
   it('8 processes incrementing a racy counter lose no update', async () => {
     const ports = sharedTopology('multi').masters.map((m) => m.port);
     const { procs, counterKey } = racers(ports, 'race', 3_000);
