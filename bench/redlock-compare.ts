@@ -8,7 +8,7 @@
  *   REDIS_TOPOLOGY_PORT_SHIFT=1000 npx tsx bench/redlock-compare.ts
  *
  * Starts its own 'multi' topology on basePort 7380 (7380-7384, plus the shift) and stops it, by the
- * pids it recorded, at the end. Environment: DURATION_MS (5000), ROUNDS (2), WORKERS (8),
+ * pids it recorded, at the end. Environment: DURATION_MS (5000, after WARMUP_MS 2000), ROUNDS (2), WORKERS (8),
  * SUBJECTS ('ours,redlock'), BREAKDOWN=1 (commands per acquisition by name), CPU_PROF_DIR (a CPU
  * profile of each worker there).
  */
@@ -23,6 +23,8 @@ type Subject = 'ours' | 'redlock';
 
 interface WorkerResult {
   acquisitions: number;
+  /** Acquisitions during the warm-up (they incremented the counter too). */
+  warmups: number;
   giveUps: number;
   releaseFailures: number;
   cpuMs: number;
@@ -83,9 +85,13 @@ async function worker(): Promise<void> {
     createInterface({ input: process.stdin }).once('line', (line) => resolve(Number(line))),
   );
   await sleep(Math.max(0, startAt - Date.now()));
+  const measureFrom = startAt + Number(env.WARMUP_MS);
+  let warmups = 0;
+  for (; Date.now() < measureFrom; warmups++) await once(); // warm-up: subscriptions, JIT
   const cpuStart = process.cpuUsage();
-  const until = startAt + Number(env.DURATION_MS);
+  const until = measureFrom + Number(env.DURATION_MS);
   let acquisitions = 0;
+  giveUps = 0;
   while (Date.now() < until) {
     await once();
     acquisitions++;
@@ -93,7 +99,13 @@ async function worker(): Promise<void> {
   const cpu = process.cpuUsage(cpuStart);
   await close();
   await Promise.all(redis.map((r) => r.quit().catch(() => undefined)));
-  const result: WorkerResult = { acquisitions, giveUps, releaseFailures, cpuMs: (cpu.user + cpu.system) / 1000 };
+  const result: WorkerResult = {
+    acquisitions,
+    warmups,
+    giveUps,
+    releaseFailures,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  };
   console.log(JSON.stringify(result));
 }
 
@@ -137,6 +149,7 @@ async function commandCounts(masters: Redis[]): Promise<Record<string, number>> 
 async function measure(subject: Subject, ports: number[], masters: Redis[], run: number) {
   const workers = Number(env.WORKERS ?? 8);
   const durationMs = Number(env.DURATION_MS ?? 5_000);
+  const warmupMs = Number(env.WARMUP_MS ?? 2_000);
   const name = `hot-${subject}-${run}`;
   const counterKey = `bench-rl:counter:${name}`;
   const procs = Array.from({ length: workers }, () =>
@@ -146,12 +159,14 @@ async function measure(subject: Subject, ports: number[], masters: Redis[], run:
       LOCK_NAME: name,
       COUNTER_KEY: counterKey,
       DURATION_MS: String(durationMs),
+      WARMUP_MS: String(warmupMs),
     }),
   );
   await Promise.all(procs.map((p) => p.ready));
-  await Promise.all(masters.map((m) => m.config('RESETSTAT')));
   const startAt = Date.now() + 300;
   procs.forEach((p) => p.start(startAt));
+  await sleep(startAt + warmupMs - Date.now());
+  await Promise.all(masters.map((m) => m.config('RESETSTAT')));
   const results = await Promise.all(procs.map((p) => p.result));
   const acquisitions = results.reduce((s, r) => s + r.acquisitions, 0);
   const counter = Number(await masters[0].get(counterKey));
@@ -161,7 +176,7 @@ async function measure(subject: Subject, ports: number[], masters: Redis[], run:
   const shares = results.map((r) => r.acquisitions).sort((a, b) => b - a);
   console.log(
     `${subject.padEnd(8)} run ${run}: ${(acquisitions / (durationMs / 1000)).toFixed(0).padStart(4)} acq/s ` +
-      `(${acquisitions} in ${durationMs} ms), lost updates ${acquisitions - counter}, ` +
+      `(${acquisitions} in ${durationMs} ms), lost updates ${acquisitions + results.reduce((s, r) => s + r.warmups, 0) - counter}, ` +
       `${(commands / acquisitions).toFixed(1)} commands/acq on the masters, ` +
       `${(cpuMs / acquisitions).toFixed(2)} ms worker CPU/acq, give-ups ${results.reduce((s, r) => s + r.giveUps, 0)}, ` +
       `failed releases ${results.reduce((s, r) => s + r.releaseFailures, 0)}, ` +
