@@ -3,7 +3,7 @@ import { RedisPubSub } from '../engine/pubsub';
 import type { ClusterConnectionOptions, HostPort } from './connection-options';
 import { connectAll, quitAll } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
-import { lockConnectionOptions } from './redis-options';
+import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
 
 /**
  * Redis Cluster. Every script's keys share the lock's hash tag, so each runs on one slot; unlock
@@ -32,7 +32,11 @@ export class ClusterDeployment implements RedisDeployment {
       shardedSubscribers: true,
     };
     this.client = new Cluster(options.nodes, clusterOptions);
-    this.subscriber = new Cluster(options.nodes, clusterOptions);
+    this.subscriber = new Cluster(options.nodes, {
+      ...clusterOptions,
+      ...SUBSCRIBER_OVERRIDES,
+      redisOptions: { ...redisOptions, ...SUBSCRIBER_OVERRIDES },
+    });
     this.pubsub = new RedisPubSub(this.subscriber, true, false);
   }
 

@@ -4,7 +4,7 @@ import { RedisPubSub } from '../engine/pubsub';
 import type { HostPort, MasterSlaveConnectionOptions } from './connection-options';
 import { connectAll, quitAll } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
-import { lockConnectionOptions } from './redis-options';
+import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
 
 /**
  * A master with replicas. Locks live on the master only: every lock command and subscription goes
@@ -20,7 +20,7 @@ export class MasterSlaveDeployment implements RedisDeployment {
 
   constructor(private readonly options: MasterSlaveConnectionOptions) {
     this.client = new Redis({ ...options.master, ...lockConnectionOptions(options) });
-    this.subscriber = this.client.duplicate();
+    this.subscriber = this.client.duplicate(SUBSCRIBER_OVERRIDES);
     this.pubsub = new RedisPubSub(this.subscriber, false, false);
     this.replicas = options.replicas;
   }

@@ -28,3 +28,11 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     disconnectTimeout: options.redisOptions?.disconnectTimeout ?? 200,
   };
 }
+
+/**
+ * What a subscriber connection changes: an offline queue. ioredis re-subscribes by itself on every
+ * reconnect and does not catch that call; without a queue, a connection that drops again at that
+ * moment (a failover) rejects it, and the unhandled rejection ends the process. A subscriber only
+ * ever sends (S)SUBSCRIBE and (S)UNSUBSCRIBE, which are safe to queue.
+ */
+export const SUBSCRIBER_OVERRIDES = { enableOfflineQueue: true } as const;

@@ -3,7 +3,7 @@ import { RedisPubSub } from '../engine/pubsub';
 import type { HostPort, SentinelConnectionOptions } from './connection-options';
 import { connectAll, quitAll } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
-import { lockConnectionOptions } from './redis-options';
+import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
 
 /**
  * A sentinel-managed master. Both connections ask the sentinels for the master, and watch the
@@ -32,7 +32,7 @@ export class SentinelDeployment implements RedisDeployment {
       sentinelMaxConnections: 3,
     };
     this.client = new Redis(connection);
-    this.subscriber = new Redis(connection);
+    this.subscriber = new Redis({ ...connection, ...SUBSCRIBER_OVERRIDES });
     this.pubsub = new RedisPubSub(this.subscriber, false, false);
   }
 

@@ -3,7 +3,7 @@ import { RedisPubSub } from '../engine/pubsub';
 import type { HostPort, SingleConnectionOptions } from './connection-options';
 import { connectAll, quitAll } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
-import { lockConnectionOptions } from './redis-options';
+import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
 
 /** One server: a command connection and its subscriber duplicate. */
 export class SingleDeployment implements RedisDeployment {
@@ -19,7 +19,7 @@ export class SingleDeployment implements RedisDeployment {
     this.client = options.url
       ? new Redis(options.url, redisOptions)
       : new Redis({ host: options.host ?? '127.0.0.1', port: options.port ?? 6379, ...redisOptions });
-    this.subscriber = this.client.duplicate();
+    this.subscriber = this.client.duplicate(SUBSCRIBER_OVERRIDES);
     this.pubsub = new RedisPubSub(this.subscriber, false, false);
   }
 

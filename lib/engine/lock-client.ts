@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
 import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
@@ -177,7 +177,10 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
  * shard (sharded subscribers), so SSUBSCRIBE reaches the node serving each channel's slot.
  */
 export function subscriberFor(client: RedisClient): RedisClient {
-  return client.isCluster ? (client as Cluster).duplicate(undefined, { shardedSubscribers: true }) : client.duplicate();
+  // An offline queue: ioredis's own re-subscribe on reconnect must not reject (see SUBSCRIBER_OVERRIDES).
+  return client.isCluster
+    ? (client as Cluster).duplicate(undefined, { shardedSubscribers: true, enableOfflineQueue: true })
+    : (client as Redis).duplicate({ enableOfflineQueue: true });
 }
 
 function validReplicaSync(sync: ReplicaSyncOptions | undefined): ReplicaSyncOptions | undefined {
