@@ -3,7 +3,7 @@ import { RedisPubSub } from '../engine/pubsub';
 import type { ClusterConnectionOptions, HostPort } from './connection-options';
 import { connectAll, quitAll } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
-import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
+import { lockConnectionOptions, reconnectDelay, SUBSCRIBER_OVERRIDES } from './redis-options';
 
 /**
  * Redis Cluster. Every script's keys share the lock's hash tag, so each runs on one slot; unlock
@@ -23,6 +23,7 @@ export class ClusterDeployment implements RedisDeployment {
     const clusterOptions = {
       // Learn of a shard's failover within a second, not at the next error or the 5 s default.
       slotsRefreshInterval: 1_000,
+      clusterRetryStrategy: reconnectDelay,
       ...options.clusterOptions,
       redisOptions,
       lazyConnect,

@@ -11,7 +11,9 @@ export const DEFAULT_COMMAND_TIMEOUT = 2_000;
  *   already gave up;
  * - enableOfflineQueue false: while disconnected, commands fail at once (bounded errors) instead of
  *   queueing and running later behind the caller's back;
- * - lazyConnect: `ready()` connects and verifies explicitly.
+ * - lazyConnect: `ready()` connects and verifies explicitly;
+ * - retryStrategy: reconnect within a second whatever the ioredis major (ioredis 6 backs off up to
+ *   5 s), since every second a lock's connection is down is a second its key may stay blocked.
  */
 export function lockConnectionOptions(options: CommonConnectionOptions): RedisOptions {
   return {
@@ -26,7 +28,13 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     lazyConnect: true,
     // A connection that never came up should not keep the process alive for ioredis's default 2 s.
     disconnectTimeout: options.redisOptions?.disconnectTimeout ?? 200,
+    retryStrategy: options.redisOptions?.retryStrategy ?? reconnectDelay,
   };
+}
+
+/** Reconnection back-off: 50 ms, 100 ms, … up to 1 s (ioredis 5's curve, capped lower). */
+export function reconnectDelay(attempt: number): number {
+  return Math.min(attempt * 50, 1_000);
 }
 
 /**
