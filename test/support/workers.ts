@@ -10,6 +10,8 @@ export interface Worker {
   send(line: string): void;
   /** Resolves when the worker printed a line equal to `marker`. */
   waitFor(marker: string, timeoutMs?: number): Promise<void>;
+  /** Its state and last output, for a failure message. */
+  describe(): string;
 }
 
 /** `file`: a name in test/workers, or an absolute path. */
@@ -42,6 +44,13 @@ export function startWorker(file: string, env: Record<string, string | number>):
   return {
     child,
     result,
+    describe() {
+      const state =
+        child.exitCode !== null || child.signalCode !== null
+          ? `exited (${child.exitCode ?? child.signalCode})`
+          : 'still running';
+      return `pid ${child.pid} ${state}; stdout: ${stdout.slice(-300).trim()} | stderr: ${stderr.slice(-500).trim()}`;
+    },
     send(line) {
       child.stdin!.write(line + '\n');
     },
@@ -78,8 +87,23 @@ export async function raceCounter(
 ): Promise<{ increments: number[]; total: number }> {
   const procs = Array.from({ length: count }, () => startWorker('racy-counter.ts', env));
   registry.push(...procs);
-  const increments = ((await Promise.all(procs.map((w) => w.result))) as { increments: number }[]).map(
-    (r) => r.increments,
+  // A worker that never ends would otherwise show up as a bare test timeout: say which and where.
+  const limitMs = Math.max(0, Number(env.START_AT) - Date.now()) + Number(env.DURATION_MS) + 30_000;
+  let timer: NodeJS.Timeout | undefined;
+  const overdue = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `racy-counter workers still running after ${limitMs} ms:\n${procs.map((w) => w.describe()).join('\n')}`,
+          ),
+        ),
+      limitMs,
+    );
+  });
+  const results = await Promise.race([Promise.all(procs.map((w) => w.result)), overdue]).finally(() =>
+    clearTimeout(timer),
   );
+  const increments = (results as { increments: number }[]).map((r) => r.increments);
   return { increments, total: increments.reduce((sum, n) => sum + n, 0) };
 }

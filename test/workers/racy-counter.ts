@@ -26,7 +26,9 @@ async function main(): Promise<void> {
     });
     increments++;
   }
+  console.log('loop done'); // tells a hang in the loop from one while closing (see raceCounter)
   await locks.close(); // closes the worker's connections too
+  console.log('closed');
   await redLock?.close();
   console.log(JSON.stringify({ increments }));
 }
