@@ -1,84 +1,131 @@
 import { bounded } from './bounded';
 import { RedisUnavailableError } from './errors';
 import { MAX_TIMER_MS } from './long-timer';
-import type { LockWaiters } from './waiters';
+import type { JoinOptions, LockWaiters } from './waiters';
 
 /** One acquisition attempt: acquired with a value, or refused with the holder's remaining lease. */
-export type Attempt<T> = { acquired: true; value: T } | { acquired: false; ttl: number };
+export type Attempt<T> = { acquired: true; value: T } | Refusal;
+export type Refusal = { acquired: false; ttl: number };
 
-export interface AcquireLoopOptions<T> {
+/** How to wait: the seat options (waiter id, hand-off and wake-up hooks) are the waiters' own. */
+export interface AcquireLoopOptions<T> extends JoinOptions {
   key: string;
   channel: string;
   waiters: LockWaiters;
-  /** `payload`: what the message that woke us carried for this waiter (the fair lock's hand-off). */
-  attempt: (payload?: string) => Promise<Attempt<T>>;
+  /**
+   * `payload`: what the message that woke us carried for this waiter (the fair lock's hand-off);
+   * `othersWaiting`: whether other waiters of this process wait on the channel too.
+   */
+  attempt: (payload: string | undefined, othersWaiting: boolean) => Promise<Attempt<T>>;
   /** undefined = wait until acquired; 0 = one attempt. */
   waitTime: number | undefined;
   signal?: AbortSignal;
   /** Bound on SUBSCRIBE, like every Redis operation. */
   operationTimeout: number;
-  /** Fair-lock waiter id (targeted wake-ups). */
-  waiterId?: string;
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
   maxSleep?: number;
-  /** A message addressed to a waiter this process no longer has (it gave up): pass its hand-off on. */
-  onUnclaimed?: (waiterId: string) => void;
 }
 
 /** Pause between attempts while Redis cannot be reached during a wait (a message ends it early). */
 const OUTAGE_RETRY_MS = 100;
 
-export type AcquireOutcome<T> = { acquired: true; value: T } | { acquired: false; ttl: number };
+export type AcquireOutcome<T> = Attempt<T>;
+
+/**
+ * How much of an outage (Redis failing over) a wait sits out: until the wait ends; an unbounded wait
+ * for `operationTimeout` of unbroken unreachability; a single attempt (`waitTime` 0) not at all.
+ */
+class OutageAllowance {
+  private since?: number;
+
+  constructor(
+    private readonly waitTime: number | undefined,
+    private readonly deadline: number,
+    private readonly operationTimeout: number,
+  ) {}
+
+  /** Whether to keep waiting after `error`; if so, `retryIn()` says when to try again. */
+  tolerates(error: unknown): boolean {
+    if (!(error instanceof RedisUnavailableError) || this.waitTime === 0) return false;
+    this.since ??= Date.now();
+    return Date.now() < this.giveUpAt();
+  }
+
+  retryIn(): number {
+    return Math.max(0, Math.min(OUTAGE_RETRY_MS, this.giveUpAt() - Date.now()));
+  }
+
+  reached(): void {
+    this.since = undefined;
+  }
+
+  private giveUpAt(): number {
+    const bound = this.waitTime === undefined ? this.since! + this.operationTimeout : Infinity;
+    return Math.min(this.deadline, bound);
+  }
+}
 
 /**
  * Redisson's wait: try; if refused, subscribe to the lock's channel, try again (a release may have
  * happened before the subscription), then sleep until an unlock message or the holder's TTL,
- * whichever comes first, and retry. Never polls on a fixed interval.
+ * whichever comes first, and retry. Never polls on a fixed interval, except while Redis cannot be
+ * reached (a failover) or the subscription is not confirmed yet: then it retries every 100 ms until
+ * the wait ends, so a wait that begins or runs into a failover still gets the lock after it.
  */
 export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<AcquireOutcome<T>> {
-  const { waitTime, signal } = options;
+  const { waitTime, signal, waiters, channel } = options;
   signal?.throwIfAborted();
   const deadline = waitTime === undefined ? Infinity : Date.now() + waitTime;
+  const outage = new OutageAllowance(waitTime, deadline, options.operationTimeout);
   // Already subscribed (a hot key): take a seat before the first attempt, so a release right after
   // it cannot be missed and no second attempt is needed once subscribed.
-  const live = waitTime !== 0 && options.waiters.isLive(options.channel);
-  let seat = live ? options.waiters.join(options.channel, options.waiterId, options.onUnclaimed) : undefined;
+  const live = waitTime !== 0 && waiters.isLive(channel);
+  const join = () => waiters.join(channel, options);
+  let seat = live ? join() : undefined;
+  const othersWaiting = () => waiters.memberCount(channel) > (seat ? 1 : 0);
   try {
-    const firstResult = await options.attempt();
-    if (firstResult.acquired || waitTime === 0) return firstResult;
-    let refused = firstResult;
-    seat ??= options.waiters.join(options.channel, options.waiterId, options.onUnclaimed);
+    /** The last refusal; undefined while the last attempt could not reach Redis. */
+    let refused: Refusal | undefined;
+    try {
+      const firstResult = await options.attempt(undefined, othersWaiting());
+      if (firstResult.acquired || waitTime === 0) return firstResult;
+      refused = firstResult;
+    } catch (error) {
+      if (!outage.tolerates(error)) throw error;
+    }
+    seat ??= join();
     const { ticket } = seat;
-    await bounded(seat.subscribed, options.operationTimeout, { key: options.key, name: 'subscribe' });
-    let unreachableSince: number | undefined;
+    if (!live) {
+      // Not confirmed within the bound (a failover): go on, retrying briefly until it is.
+      await bounded(seat.subscribed, options.operationTimeout, { key: options.key, name: 'subscribe' }).catch(
+        (error: unknown) => {
+          if (!outage.tolerates(error)) throw error;
+        },
+      );
+    }
     for (let first = true; ; first = false) {
       signal?.throwIfAborted();
-      if (!first || !live) {
-        let result: Attempt<T>;
+      if (!first || !live || refused === undefined) {
         try {
-          result = await options.attempt(ticket.takePayload());
-          unreachableSince = undefined;
+          const result = await options.attempt(ticket.takePayload(), othersWaiting());
+          outage.reached();
+          if (result.acquired) return result;
+          refused = result;
         } catch (error) {
-          // Redis failing over while we wait: keep waiting (the wait is the caller's bound; an
-          // unbounded wait tolerates operationTimeout of it), trying again with a short back-off.
-          if (!(error instanceof RedisUnavailableError)) throw error;
-          unreachableSince ??= Date.now();
-          const giveUpAt = Math.min(
-            deadline,
-            waitTime === undefined ? unreachableSince + options.operationTimeout : Infinity,
-          );
-          if (Date.now() >= giveUpAt) throw error;
-          await ticket.wait(Math.min(OUTAGE_RETRY_MS, giveUpAt - Date.now()), signal);
+          if (!outage.tolerates(error)) throw error;
+          refused = undefined;
+          await ticket.wait(outage.retryIn(), signal);
           continue;
         }
-        if (result.acquired) return result;
-        refused = result;
       }
+      if (!refused) continue; // unreachable: retried above
       const remaining = deadline - Date.now();
       if (remaining <= 0) return refused;
       // PTTL -2: released in between, retry at once; -1 (no expiry): rely on the message.
       const ttl = refused.ttl === -2 ? 0 : refused.ttl === -1 ? remaining : refused.ttl;
-      await ticket.wait(Math.min(ttl, remaining, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS), signal);
+      // Until the subscription is confirmed a release could go unheard: re-check briefly.
+      const unheard = waiters.isLive(channel) ? MAX_TIMER_MS : (waiters.resubscribe(channel), OUTAGE_RETRY_MS);
+      await ticket.wait(Math.min(ttl, remaining, unheard, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS), signal);
     }
   } finally {
     seat?.ticket.leave();

@@ -1,6 +1,6 @@
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
-import type { Grant, RawRelease } from './lock-base';
+import type { Grant, RawRelease, WaitBehaviour } from './lock-base';
 import { checkDuration } from './durations';
 import { ReentrantLock } from './reentrant-lock';
 import { retryWhileUnreachable } from './retry-while-unreachable';
@@ -59,7 +59,7 @@ export class FairLock extends ReentrantLock {
     return `${this.keys.channel}:${owner.split(':', 1)[0]}`;
   }
 
-  protected override waitBehaviour(owner: string) {
+  protected override waitBehaviour(owner: string): WaitBehaviour {
     return {
       channel: this.channelFor(owner),
       waiterId: owner,
@@ -67,22 +67,24 @@ export class FairLock extends ReentrantLock {
       maxSleep: Math.max(1, Math.floor(this.staleWaiterTimeout / 3)),
       // Handed to a waiter of ours that has just given up: pass it on now, not after the acceptance lease.
       onUnclaimed: (waiterId: string) => void this.abandonWait(waiterId).catch(() => undefined),
+      // No process-wide re-check and no pass-on of plain wake-ups: the queue and maxSleep cover both.
     };
   }
 
   protected override async attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>> {
-    // The release handed us the lock and said so: it is ours already; accept without waiting.
+    // The release handed us the lock and said so. Accept it before the caller runs: after a failover
+    // the message may come from a master whose hand-off the promoted replica never received, and a
+    // holder that started on the message alone would overlap the one the new master grants.
     if (payload !== undefined && /^\d+$/.test(payload)) {
       // Idempotent, so sent again through a failover for as long as the hand-off can still be ours.
       const { redis, operationTimeout } = this.engine;
-      const accepted = retryWhileUnreachable(
+      const accepted = await retryWhileUnreachable(
         () => runScript<number>(redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
         { redis, operationTimeout, until: Date.now() + this.acceptanceLease, key: this.name, name: 'accept hand-off' },
       );
-      return {
-        acquired: true,
-        value: { fencingToken: Number(payload), reentered: false, confirmation: accepted.then((r) => r === 1) },
-      };
+      // Not ours (stale or forged): keep waiting, trying again at once.
+      if (accepted !== 1) return { acquired: false, ttl: 0 };
+      return { acquired: true, value: { fencingToken: Number(payload), reentered: false } };
     }
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,

@@ -12,8 +12,10 @@ export interface LockKeys {
   readonly lock: string;
   /** Fencing-token counter. */
   readonly fence: string;
-  /** Unlock notifications. */
+  /** Unlock notifications (RedLock rounds); a waiting process listens on `<channel>:<client id>`. */
   readonly channel: string;
+  /** Reentrant and simple locks: sorted set of waiting client id -> time it registered (one is woken per release). */
+  readonly waiting: string;
   /** Fair lock: FIFO queue of waiter ids. */
   readonly queue: string;
   /** Fair lock: sorted set of waiter id -> deadline (Redis server time, ms). */
@@ -59,6 +61,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     lock: base,
     fence: `${base}:fence`,
     channel: `${base}:unlock`,
+    waiting: `${base}:waiting`,
     queue: `${base}:queue`,
     deadlines: `${base}:deadlines`,
   };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { acquireLoop, type Attempt } from './acquire-loop';
+import { acquireLoop, type AcquireLoopOptions, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
 import {
@@ -26,11 +26,34 @@ export interface Grant {
   reentered: boolean;
   /** The id the hold is recorded, renewed and released under, when not the owner itself (simple lock's token). */
   holder?: string;
-  /**
-   * Granted without a round trip (a fair-lock hand-off announced by message): Redis confirms it
-   * meanwhile; false or a failure means the hold was gone before it could be taken over.
-   */
-  confirmation?: Promise<boolean>;
+}
+
+/**
+ * Waiters of a process that heard nothing for this long try once more: a wake-up goes to one process,
+ * which may be frozen (or the message lost), and the lock must not sit free while the others sleep.
+ */
+export const QUIET_RECHECK_MS = 1_000;
+
+/** How a kind's waiters wait (see AcquireLoopOptions). */
+export type WaitBehaviour = Partial<
+  Pick<
+    AcquireLoopOptions<unknown>,
+    'channel' | 'waiterId' | 'maxSleep' | 'onUnclaimed' | 'onUnheard' | 'quietRecheckMs'
+  >
+>;
+
+/** An attempt made by a caller that waits if refused. */
+export interface WaitingAttempt {
+  /** Other waiters of this process wait for the same lock. */
+  othersWaiting: boolean;
+  /** This waiter was refused before (so its process is registered as waiting). */
+  refusedBefore: boolean;
+}
+
+/** The waiting-registry flag of lock-3.lua / simple-lock-3.lua for an attempt. */
+export function waitingFlag(waiting: WaitingAttempt | undefined): '0' | '1' | '-' {
+  if (waiting?.othersWaiting) return '1';
+  return waiting?.refusedBefore ? '0' : '-';
 }
 
 /** What Redis did with one release. */
@@ -58,13 +81,14 @@ export abstract class LockBase {
 
   /**
    * One acquisition attempt for `owner`, with `leaseMs`; `payload` is what the message that woke the
-   * waiter carried for it (see LockWaiters).
+   * waiter carried for it (see LockWaiters); `waiting` is set when the caller waits if refused.
    */
   protected abstract attempt(
     owner: string,
     leaseMs: number,
     payload?: string,
     holder?: string,
+    waiting?: WaitingAttempt,
   ): Promise<Attempt<Grant>>;
   /**
    * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
@@ -102,16 +126,45 @@ export abstract class LockBase {
     return this.releaseOnce(holder, leaseMs, known + 1);
   }
 
-  /** Hook for kinds that keep waiter state (the fair lock's queue): give up a wait cleanly. */
-  protected async abandonWait(_owner: string, _waiterId: string | undefined): Promise<void> {}
-  /** Hook for kinds that need per-waiter ids and deadline refreshes while waiting. */
-  protected waitBehaviour(_owner: string): {
-    channel?: string;
-    waiterId?: string;
-    maxSleep?: number;
-    onUnclaimed?: (waiterId: string) => void;
-  } {
-    return {};
+  /**
+   * A wait that ended without the lock (`waited`: it was not a single attempt). The reentrant and
+   * simple locks take this process out of the waiting registry once its last waiter gave up, passing
+   * on a wake-up that may be on its way (in the background: the caller is not kept waiting for it).
+   */
+  protected async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
+    if (waited && this.engine.waiters.memberCount(this.processChannel) === 0) this.passWakeUp();
+  }
+
+  /**
+   * Reentrant and simple locks: each waiting process listens on its own channel, and a release wakes
+   * one of them (see lua/include/wake-one-process.lua), not every process that waits.
+   */
+  protected waitBehaviour(_owner: string): WaitBehaviour {
+    // The same for every acquisition of this lock: built once, off the hot path.
+    return (this.processWaiting ??= {
+      channel: this.processChannel,
+      onUnheard: () => this.passWakeUp(),
+      quietRecheckMs: QUIET_RECHECK_MS,
+    });
+  }
+
+  private processWaiting?: WaitBehaviour;
+
+  private get processChannel(): string {
+    return `${this.keys.channel}:${this.engine.clientId}`;
+  }
+
+  /** Leaves the waiting registry and, if the lock is free, wakes the next process (best effort). */
+  private passWakeUp(): void {
+    const { redis, clientId, publishCommand } = this.engine;
+    const keys = [this.keys.lock, this.keys.channel, this.keys.waiting];
+    void this.bounded(
+      runScript(redis, 'pass-wake', keys, [clientId, publishCommand, 'released']),
+      'pass wake-up',
+    ).catch(
+      // Unreachable: the next release skips us once we unsubscribed, and waiters re-check meanwhile.
+      () => undefined,
+    );
   }
 
   /**
@@ -197,7 +250,7 @@ export abstract class LockBase {
       runScript<number>(
         this.engine.redis,
         'force-unlock',
-        [this.keys.lock, this.keys.channel],
+        [this.keys.lock, this.keys.channel, this.keys.waiting],
         [this.engine.publishCommand, 'force'],
       ),
       'forceUnlock',
@@ -236,6 +289,7 @@ export abstract class LockBase {
     await this.engine.registry.settled(this.keys.lock, owner);
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
     let unknown: { holder: string; known: number; sentAt: number } | undefined;
+    let refusedBefore = false;
     try {
       const outcome = await acquireLoop<LockHandle>({
         key: this.name,
@@ -245,7 +299,7 @@ export abstract class LockBase {
         operationTimeout: this.engine.operationTimeout,
         ...behaviour,
         channel: behaviour.channel ?? this.keys.channel,
-        attempt: async (payload) => {
+        attempt: async (payload, othersWaiting) => {
           const { registry } = this.engine;
           if (unknown) {
             const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
@@ -257,14 +311,18 @@ export abstract class LockBase {
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
-            result = await this.bounded(this.attempt(owner, leaseMs, payload, holder), 'lock');
+            const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
+            result = await this.bounded(this.attempt(owner, leaseMs, payload, holder, waiting), 'lock');
           } catch (error) {
             if (error instanceof RedisUnavailableError) {
               unknown = { holder, known: registry.get(this.keys.lock, holder)?.holdCount ?? 0, sentAt };
             }
             throw error;
           }
-          if (!result.acquired) return result;
+          if (!result.acquired) {
+            refusedBefore = true;
+            return result;
+          }
           const held = this.recordGrant(result.value.holder ?? holder, result.value, leaseMs, watched, sentAt);
           return { acquired: true, value: held };
         },
@@ -273,11 +331,11 @@ export abstract class LockBase {
         await this.syncReplicas(outcome.value);
         return outcome.value;
       }
-      await this.abandonWait(owner, behaviour.waiterId);
+      await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0);
       return { ttl: outcome.ttl };
     } catch (error) {
       if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.known);
-      await this.abandonWait(owner, behaviour.waiterId).catch(() => undefined);
+      await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
       throw error;
     }
   }
@@ -296,10 +354,6 @@ export abstract class LockBase {
       ops: this,
       sentAt,
     });
-    grant.confirmation?.then(
-      (confirmed) => confirmed || held.released || this.engine.markLost(held, 'not-owner'),
-      () => held.released || this.engine.markLost(held, 'unreachable'),
-    );
     return new LockHandle(held, this);
   }
 

@@ -1,6 +1,6 @@
 import type { Attempt } from './acquire-loop';
 import type { RenewalKind } from './held-lock';
-import { LockBase, type Grant, type RawRelease } from './lock-base';
+import { LockBase, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
 import { runScript } from './scripts';
 
 const RELEASE_RESULTS: Record<number, RawRelease> = {
@@ -19,12 +19,18 @@ const RELEASE_RESULTS: Record<number, RawRelease> = {
  * await lock.withLock(async ({ signal }) => buildReport({ signal }));
  */
 export class ReentrantLock extends LockBase {
-  protected async attempt(owner: string, leaseMs: number): Promise<Attempt<Grant>> {
+  protected async attempt(
+    owner: string,
+    leaseMs: number,
+    _payload?: string,
+    _holder?: string,
+    waiting?: WaitingAttempt,
+  ): Promise<Attempt<Grant>> {
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'lock',
-      [this.keys.lock, this.keys.fence],
-      [leaseMs, owner],
+      [this.keys.lock, this.keys.fence, this.keys.waiting],
+      [leaseMs, owner, waiting ? this.engine.clientId : '', waitingFlag(waiting)],
     );
     if (status === 2) return { acquired: false, ttl: value };
     return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
@@ -34,7 +40,7 @@ export class ReentrantLock extends LockBase {
     const result = await runScript<number>(
       this.engine.redis,
       'unlock',
-      [this.keys.lock, this.keys.channel],
+      [this.keys.lock, this.keys.channel, this.keys.waiting],
       [owner, leaseMs, this.engine.publishCommand, 'released', expectedHolds ?? ''],
     );
     return RELEASE_RESULTS[result];

@@ -25,7 +25,7 @@ const registered = new WeakSet<object>();
 function findLuaDir(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
     const candidate = join(dir, 'lua');
-    if (existsSync(join(candidate, 'lock-2.lua'))) return candidate;
+    if (existsSync(join(candidate, 'lock-3.lua'))) return candidate;
     if (dirname(dir) === dir) throw new Error(`Cannot find the lua/ scripts directory above ${__dirname}.`);
   }
 }
@@ -38,7 +38,7 @@ function loadScripts(): Map<string, LoadedScript> {
     const match = /^(.+)-(\d+|n)\.lua$/.exec(file);
     if (!match) continue;
     const [, name, keys] = match;
-    const source = readFileSync(join(dir, file), 'utf8');
+    const source = withIncludes(dir, file, readFileSync(join(dir, file), 'utf8'));
     const hash = createHash('sha1').update(source).digest('hex').slice(0, 10);
     loaded.set(name, {
       commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`,
@@ -47,6 +47,18 @@ function loadScripts(): Map<string, LoadedScript> {
     });
   }
   return loaded;
+}
+
+/**
+ * Replaces each `--!include <file>` line with `lua/include/<file>`: helpers several scripts share
+ * (Redis runs each script alone, so they are assembled here, before the script is hashed).
+ */
+function withIncludes(dir: string, file: string, source: string): string {
+  return source.replace(/^--!include (\S+)$/gm, (_line, include: string) => {
+    const path = join(dir, 'include', include);
+    if (!existsSync(path)) throw new Error(`lua/${file} includes ${include}, which is missing from lua/include/.`);
+    return readFileSync(path, 'utf8').trimEnd();
+  });
 }
 
 function script(name: string): LoadedScript {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { HeldLock, RenewalKind } from './held-lock';
-import { LockBase, otherKindAsNull, type Grant, type RawRelease } from './lock-base';
+import { LockBase, otherKindAsNull, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { checkDuration, MAX_LEASE_MS } from './durations';
@@ -82,12 +82,13 @@ export class SimpleLock extends LockBase {
     leaseMs: number,
     _payload?: string,
     token = this.holderFor(owner),
+    waiting?: WaitingAttempt,
   ): Promise<Attempt<Grant>> {
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'simple-lock',
-      [this.keys.lock, this.keys.fence],
-      [token, leaseMs],
+      [this.keys.lock, this.keys.fence, this.keys.waiting],
+      [token, leaseMs, waiting ? this.engine.clientId : '', waitingFlag(waiting)],
     );
     if (status === 2) return { acquired: false, ttl: value };
     return { acquired: true, value: { fencingToken: value, reentered: false, holder: token } };
@@ -97,7 +98,7 @@ export class SimpleLock extends LockBase {
     const result = await runScript<number>(
       this.engine.redis,
       'simple-unlock',
-      [this.keys.lock, this.keys.channel],
+      [this.keys.lock, this.keys.channel, this.keys.waiting],
       [token, this.engine.publishCommand, 'released'],
     );
     return RELEASE_RESULTS[result];

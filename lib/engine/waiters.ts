@@ -87,6 +87,12 @@ class ChannelWaiters {
   lingerTimer?: NodeJS.Timeout;
   /** For addressed messages (`<waiter id>|<payload>`) whose waiter is gone (see join). */
   onUnclaimed?: (waiterId: string) => void;
+  /** For a wake-up that finds no waiter of this process left (see join). */
+  onUnheard?: () => void;
+  /** See armRecheck. */
+  quietRecheckMs?: number;
+  private lastHeard = Date.now();
+  private recheckTimer?: NodeJS.Timeout;
 
   add(ticket: WaitTicket): void {
     this.members.add(ticket);
@@ -111,6 +117,31 @@ class ChannelWaiters {
 
   park(ticket: WaitTicket): void {
     this.parkedQueue.push(ticket);
+    this.lastHeard = Date.now(); // it has just tried the lock
+    this.armRecheck();
+  }
+
+  /**
+   * A wake-up goes to one process; should that process be frozen, or the message be lost, the lock
+   * could sit free while every other waiter sleeps. So after `quietRecheckMs` in which no waiter of
+   * this process was woken or tried, the longest parked one tries once more.
+   */
+  private armRecheck(): void {
+    if (this.quietRecheckMs === undefined || this.recheckTimer) return;
+    const due = Math.max(0, this.lastHeard + this.quietRecheckMs - Date.now());
+    this.recheckTimer = setTimeout(() => {
+      this.recheckTimer = undefined;
+      const first = this.parkedQueue[0];
+      if (!first) return;
+      if (Date.now() - this.lastHeard >= this.quietRecheckMs!) first.notify();
+      else this.armRecheck();
+    }, due);
+    this.recheckTimer.unref();
+  }
+
+  stopRechecks(): void {
+    clearTimeout(this.recheckTimer);
+    this.recheckTimer = undefined;
   }
 
   unpark(ticket: WaitTicket): void {
@@ -129,6 +160,7 @@ class ChannelWaiters {
    * `<waiter id>|<payload>`), else the longest parked.
    */
   deliver(message: string): void {
+    this.lastHeard = Date.now();
     if (this.byId.size > 0) {
       const target = this.byId.get(message);
       if (target) return target.notify();
@@ -140,6 +172,8 @@ class ChannelWaiters {
       if (addressed) return addressed.notify(message.slice(cut + 1));
       if (this.onUnclaimed) return this.onUnclaimed(id);
     }
+    // A plain wake-up (reentrant and simple locks) for a process with no waiter left: pass it on.
+    if (this.members.size === 0 && this.onUnheard) return this.onUnheard();
     const first = this.parkedQueue[0];
     if (first) first.notify();
     // Everyone is busy retrying: keep the wake-up for the next one to wait (bounded by the waiters).
@@ -149,6 +183,17 @@ class ChannelWaiters {
   wakeAll(): void {
     for (const ticket of this.members) ticket.notify();
   }
+}
+
+export interface JoinOptions {
+  /** Fair-lock waiter id: a message equal to it (or `<id>|<payload>`) wakes exactly this waiter. */
+  waiterId?: string;
+  /** Receives the waiter id of an addressed message for a waiter no longer here. */
+  onUnclaimed?: (waiterId: string) => void;
+  /** Called for a message that arrives when this process has no waiter left on the channel. */
+  onUnheard?: () => void;
+  /** Parked waiters that heard nothing for this long try once more (see armRecheck). */
+  quietRecheckMs?: number;
 }
 
 /**
@@ -176,31 +221,43 @@ export class LockWaiters {
    * release that happens after it cannot be missed. Always `leave()` the ticket (also on error).
    * `onUnclaimed` receives the waiter id of an addressed message for a waiter no longer here.
    */
-  join(
-    channel: string,
-    id?: string,
-    onUnclaimed?: (waiterId: string) => void,
-  ): { ticket: WaitTicket; subscribed: Promise<unknown> } {
+  join(channel: string, options: JoinOptions = {}): { ticket: WaitTicket; subscribed: Promise<unknown> } {
     let waiters = this.channels.get(channel);
     if (!waiters) {
       waiters = new ChannelWaiters();
       this.channels.set(channel, waiters);
     }
-    if (onUnclaimed) waiters.onUnclaimed = onUnclaimed;
-    const ticket = new WaitTicket(waiters, id, (t) => this.leave(channel, t));
+    if (options.onUnclaimed) waiters.onUnclaimed = options.onUnclaimed;
+    if (options.onUnheard) waiters.onUnheard = options.onUnheard;
+    if (options.quietRecheckMs !== undefined) waiters.quietRecheckMs = options.quietRecheckMs;
+    const ticket = new WaitTicket(waiters, options.waiterId, (t) => this.leave(channel, t));
     waiters.add(ticket);
     clearTimeout(waiters.lingerTimer);
     waiters.lingerTimer = undefined;
+    return { ticket, subscribed: this.subscribe(channel, waiters) };
+  }
+
+  /** Subscribes `channel` again if its last SUBSCRIBE failed (a failover) while waiters remain. */
+  resubscribe(channel: string): void {
+    const waiters = this.channels.get(channel);
+    if (waiters && waiters.members.size > 0) void this.subscribe(channel, waiters).catch(() => undefined);
+  }
+
+  private subscribe(channel: string, waiters: ChannelWaiters): Promise<unknown> {
     if (!waiters.subscribed) {
-      const state = waiters;
       const subscribe = waiters.operation.then(() => this.pubsub.subscribe(channel));
       waiters.subscribed = subscribe;
       waiters.operation = subscribe.then(
-        () => void (state.live = state.subscribed === subscribe),
-        () => void (state.subscribed === subscribe && (state.subscribed = undefined)),
+        () => void (waiters.live = waiters.subscribed === subscribe),
+        () => void (waiters.subscribed === subscribe && (waiters.subscribed = undefined)),
       );
     }
-    return { ticket, subscribed: waiters.subscribed };
+    return waiters.subscribed;
+  }
+
+  /** How many waiters of this process wait on `channel` (busy retrying or parked). */
+  memberCount(channel: string): number {
+    return this.channels.get(channel)?.members.size ?? 0;
   }
 
   /**
@@ -213,7 +270,10 @@ export class LockWaiters {
 
   /** Drops pending unsubscribes (the connection is about to close anyway). */
   close(): void {
-    for (const waiters of this.channels.values()) clearTimeout(waiters.lingerTimer);
+    for (const waiters of this.channels.values()) {
+      clearTimeout(waiters.lingerTimer);
+      waiters.stopRechecks();
+    }
   }
 
   /** Number of channels currently subscribed or being subscribed (for tests and health). */
@@ -227,6 +287,7 @@ export class LockWaiters {
     // A wake-up this waiter received but did not use belongs to the next one.
     if (ticket.pending) waiters.deliver('');
     if (waiters.members.size > 0) return;
+    waiters.stopRechecks();
     waiters.lingerTimer = setTimeout(() => this.unsubscribe(channel, waiters), SUBSCRIPTION_LINGER_MS);
     waiters.lingerTimer.unref();
   }

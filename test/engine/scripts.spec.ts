@@ -9,66 +9,179 @@ describe('lua scripts', () => {
   let n = 0;
   const keys = () => {
     const base = `${prefix}:{s${++n}}`;
-    return { lock: base, fence: `${base}:fence`, channel: `${base}:unlock` };
+    return { lock: base, fence: `${base}:fence`, channel: `${base}:unlock`, waiting: `${base}:waiting` };
   };
+  type Keys = ReturnType<typeof keys>;
+  /** A reentrant attempt; `client` set = a caller that waits if refused. */
+  const lock = (k: Keys, owner: string, lease = 5000, client = '', others = '0') =>
+    runScript<[number, number]>(redis, 'lock', [k.lock, k.fence, k.waiting], [lease, owner, client, others]);
+  const unlock = (k: Keys, owner: string) =>
+    runScript<number>(redis, 'unlock', [k.lock, k.channel, k.waiting], [owner, 5000, 'publish', 'm', '']);
+
+  /** Subscribes to the channels of the given waiting clients; returns who received what. */
+  async function listeners(k: Keys, clients: string[]) {
+    const sub = redis.duplicate();
+    const heard: string[] = [];
+    sub.on('message', (channel: string) => heard.push(channel.slice(k.channel.length + 1)));
+    await sub.subscribe(...clients.map((c) => `${k.channel}:${c}`));
+    return {
+      heard: async () => {
+        await new Promise((r) => setTimeout(r, 50));
+        return heard;
+      },
+      close: () => sub.quit(),
+    };
+  }
 
   beforeAll(() => (redis = connect()));
   afterAll(() => redis.quit());
 
-  it('lock-2: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
+  it('lock-3: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
     const k = keys();
-    expect(await runScript(redis, 'lock', [k.lock, k.fence], [5000, 'a'])).toEqual([0, 1]);
-    expect(await runScript(redis, 'lock', [k.lock, k.fence], [5000, 'a'])).toEqual([1, 1]);
+    expect(await lock(k, 'a')).toEqual([0, 1]);
+    expect(await lock(k, 'a')).toEqual([1, 1]);
     expect(await redis.hget(k.lock, 'a')).toBe('2');
-    const [status, pttl] = await runScript<[number, number]>(redis, 'lock', [k.lock, k.fence], [5000, 'b']);
+    const [status, pttl] = await lock(k, 'b');
     expect(status).toBe(2);
     expect(pttl).toBeGreaterThan(4000);
+    expect(await redis.exists(k.waiting)).toBe(0); // a single attempt is not registered
     await redis.del(k.lock);
-    expect(await runScript(redis, 'lock', [k.lock, k.fence], [5000, 'b'])).toEqual([0, 2]);
+    expect(await lock(k, 'b')).toEqual([0, 2]);
   });
 
-  it('lock-2: re-entry never shortens a longer lease', async () => {
+  it('lock-3: re-entry never shortens a longer lease', async () => {
     const k = keys();
-    await runScript(redis, 'lock', [k.lock, k.fence], [60_000, 'a']);
-    await runScript(redis, 'lock', [k.lock, k.fence], [1_000, 'a']);
+    await lock(k, 'a', 60_000);
+    await lock(k, 'a', 1_000);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(50_000);
   });
 
-  it('unlock-2: decrements, releases with one message, and tells not-locked from not-owner', async () => {
+  it('lock-3: a refused waiter registers its process once, in arrival order; a grant takes it out or to the back', async () => {
     const k = keys();
-    const sub = redis.duplicate();
-    const messages: string[] = [];
-    sub.on('message', (_channel, message) => messages.push(message));
-    await sub.subscribe(k.channel);
+    await lock(k, 'holder');
+    await lock(k, 'p2:x', 5000, 'p2');
+    await lock(k, 'p1:x', 5000, 'p1');
+    await lock(k, 'p2:y', 5000, 'p2'); // keeps p2's place
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2', 'p1']);
+    expect(await redis.pttl(k.waiting)).toBeGreaterThan(50_000);
+    await redis.del(k.lock);
+    expect((await lock(k, 'p2:x', 5000, 'p2', '1'))[0]).toBe(0); // p2 still has a waiter: to the back
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
+    await redis.del(k.lock);
+    expect((await lock(k, 'p1:x', 5000, 'p1', '0'))[0]).toBe(0); // p1's last waiter: out
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+    await redis.del(k.lock);
+    expect((await lock(k, 'p3:x', 5000, 'p3', '-'))[0]).toBe(0); // never refused, alone: the registry is not touched
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+  });
+
+  it('unlock-3: decrements, releases with one message to one waiting process, and tells not-locked from not-owner', async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p1', 'p2']);
     try {
-      expect(await runScript(redis, 'unlock', [k.lock, k.channel], ['a', 5000, 'publish', 'm'])).toBe(-1);
-      await runScript(redis, 'lock', [k.lock, k.fence], [5000, 'a']);
-      await runScript(redis, 'lock', [k.lock, k.fence], [5000, 'a']);
-      expect(await runScript(redis, 'unlock', [k.lock, k.channel], ['b', 5000, 'publish', 'm'])).toBe(-2);
-      expect(await runScript(redis, 'unlock', [k.lock, k.channel], ['a', 5000, 'publish', 'm'])).toBe(0);
-      expect(messages).toEqual([]);
-      expect(await runScript(redis, 'unlock', [k.lock, k.channel], ['a', 5000, 'publish', 'm'])).toBe(1);
+      expect(await unlock(k, 'a')).toBe(-1);
+      await lock(k, 'a');
+      await lock(k, 'a');
+      await lock(k, 'p1:x', 5000, 'p1');
+      await lock(k, 'p2:x', 5000, 'p2');
+      expect(await unlock(k, 'b')).toBe(-2);
+      expect(await unlock(k, 'a')).toBe(0);
+      expect(await sub.heard()).toEqual([]);
+      expect(await unlock(k, 'a')).toBe(1);
       expect(await redis.exists(k.lock)).toBe(0);
-      await new Promise((r) => setTimeout(r, 50));
-      expect(messages).toEqual(['m']);
+      expect(await sub.heard()).toEqual(['p1']); // the longest waiting process only, which keeps its place
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
     } finally {
-      await sub.quit();
+      await sub.close();
+    }
+  });
+
+  it('unlock-3: a registered process nobody listens for is dropped and the next one woken', async () => {
+    const k = keys();
+    const sub = await listeners(k, ['b-alive']);
+    try {
+      await lock(k, 'a');
+      await lock(k, 'c-dead:x', 5000, 'c-dead');
+      await lock(k, 'b-alive:x', 5000, 'b-alive');
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c-dead', 'b-alive']); // arrival, not name, order
+      expect(await unlock(k, 'a')).toBe(1);
+      expect(await sub.heard()).toEqual(['b-alive']);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['b-alive']);
+    } finally {
+      await sub.close();
+    }
+  });
+
+  it('simple-lock-3 / simple-unlock-3: refused waiters register; a release wakes one of them and RedLock rounds', async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p1', 'p2']);
+    const shared = redis.duplicate();
+    const sharedHeard: string[] = [];
+    shared.on('message', (_channel, message: string) => sharedHeard.push(message));
+    await shared.subscribe(k.channel);
+    const simple = (token: string, client = '') =>
+      runScript<[number, number]>(redis, 'simple-lock', [k.lock, k.fence, k.waiting], [token, 5000, client, '0']);
+    try {
+      expect((await simple('t1'))[0]).toBe(0);
+      expect((await simple('t2', 'p1'))[0]).toBe(2);
+      expect((await simple('t3', 'p2'))[0]).toBe(2);
+      const release = (token: string) =>
+        runScript<number>(redis, 'simple-unlock', [k.lock, k.channel, k.waiting], [token, 'publish', 'm']);
+      expect(await release('t2')).toBe(0);
+      expect(await release('t1')).toBe(1);
+      expect(await sub.heard()).toEqual(['p1']);
+      expect(sharedHeard).toEqual(['m']);
+      expect((await simple('t2', 'p1'))[0]).toBe(0);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+    } finally {
+      await sub.close();
+      await shared.quit();
+    }
+  });
+
+  it('pass-wake-3: leaves the registry, and wakes the next process only when the lock is free', async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p2']);
+    const pass = (client: string) =>
+      runScript<number>(redis, 'pass-wake', [k.lock, k.channel, k.waiting], [client, 'publish', 'm']);
+    try {
+      await lock(k, 'a');
+      await lock(k, 'p1:x', 5000, 'p1');
+      await lock(k, 'p2:x', 5000, 'p2');
+      expect(await pass('p1')).toBe(0); // held: nobody to wake
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+      expect(await sub.heard()).toEqual([]);
+      await redis.del(k.lock);
+      await lock(k, 'p1:x', 5000, 'p1'); // free: granted, p1 not registered
+      await redis.del(k.lock);
+      expect(await pass('p1')).toBe(1);
+      expect(await sub.heard()).toEqual(['p2']);
+    } finally {
+      await sub.close();
     }
   });
 
   it('renew-many-n: extends only for the owner', async () => {
     const k = keys();
-    await runScript(redis, 'lock', [k.lock, k.fence], [1000, 'a']);
+    await lock(k, 'a', 1000);
     expect(await runScript(redis, 'renew-many', [k.lock], ['hash', 30_000, 'b'])).toEqual([0]);
     expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(1000);
     expect(await runScript(redis, 'renew-many', [k.lock], ['hash', 30_000, 'a'])).toEqual([1]);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 
-  it('force-unlock-2: deletes whoever holds it', async () => {
+  it('force-unlock-3: deletes whoever holds it and wakes a waiting process', async () => {
     const k = keys();
-    await runScript(redis, 'lock', [k.lock, k.fence], [5000, 'a']);
-    expect(await runScript(redis, 'force-unlock', [k.lock, k.channel], ['publish', 'f'])).toBe(1);
-    expect(await runScript(redis, 'force-unlock', [k.lock, k.channel], ['publish', 'f'])).toBe(0);
+    const sub = await listeners(k, ['p1']);
+    try {
+      await lock(k, 'a');
+      await lock(k, 'p1:x', 5000, 'p1');
+      const force = () => runScript(redis, 'force-unlock', [k.lock, k.channel, k.waiting], ['publish', 'f']);
+      expect(await force()).toBe(1);
+      expect(await force()).toBe(0);
+      expect(await sub.heard()).toEqual(['p1']);
+    } finally {
+      await sub.close();
+    }
   });
 });

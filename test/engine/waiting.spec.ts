@@ -58,14 +58,14 @@ describe('waiting on pub/sub', () => {
     // Ten hand-offs; a thundering herd would cost 10 + 9 + … + 1 = 55 attempts.
     expect(wakeAttempts).toBeLessThanOrEqual(13);
     await eventually(() => waiter.locks.waiters.channelCount === 0, 5_000); // unsubscribed after the linger
-    await eventually(async () => (await numsub(waiter, lock.keys.channel)) === 0, 5_000);
+    await eventually(async () => (await numsub(waiter, processChannel(waiter, lock))) === 0, 5_000);
   });
 
   it('after the subscriber reconnects every waiter retries (a release during the outage is not lost)', async () => {
     const lock = waiter.locks.getLock('reconnect');
     await holder.locks.getLock('reconnect').lock({ leaseTime: 60_000 });
     const waiting = lock.lock({ leaseTime: 5_000 });
-    await eventually(async () => (await numsub(holder, lock.keys.channel)) === 1, 5_000);
+    await eventually(async () => (await numsub(holder, processChannel(waiter, lock))) === 1, 5_000);
     // Delete the lock without a message, as if the release was published while we were away …
     await holder.redis.del(lock.keys.lock);
     // … and drop the subscriber's connection: ioredis reconnects and resubscribes.
@@ -89,6 +89,11 @@ function countScriptCalls(client: TestClient, key: string): { count(): number; s
     count: () => spy.mock.calls.filter(([command]) => isAttempt(command)).length,
     stop: () => spy.mockRestore(),
   };
+}
+
+/** Each waiting process listens on its own channel per lock. */
+function processChannel(client: TestClient, lock: { keys: { channel: string } }): string {
+  return `${lock.keys.channel}:${client.locks.clientId}`;
 }
 
 async function numsub(client: TestClient, channel: string): Promise<number> {
@@ -120,15 +125,12 @@ describe('subscription linger', () => {
         await held.release();
         await (await waiting).release();
       }
-      const sent = subscribes.mock.calls.filter(([channel]) => channel === lock.keys.channel).length;
+      const channel = processChannel(waiter, lock);
+      const sent = subscribes.mock.calls.filter(([c]) => c === channel).length;
       subscribes.mockRestore();
       expect(sent).toBe(1); // one SUBSCRIBE for three contended acquisitions
-      const [, count] = (await holder.redis.pubsub('NUMSUB', lock.keys.channel)) as [string, number];
-      expect(Number(count)).toBe(1);
-      await eventually(async () => {
-        const [, n] = (await holder.redis.pubsub('NUMSUB', lock.keys.channel)) as [string, number];
-        return Number(n) === 0;
-      }, 10_000);
+      expect(await numsub(holder, channel)).toBe(1);
+      await eventually(async () => (await numsub(holder, channel)) === 0, 10_000);
     } finally {
       await holder.close();
       await waiter.close();

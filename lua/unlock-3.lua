@@ -2,17 +2,20 @@
 -- dropped before the reply): with the hold count it expects, a repeat of a release that already
 -- landed changes nothing, so an outer re-entry is never released by a duplicate.
 -- KEYS[1]  lock hash
--- KEYS[2]  unlock channel       <prefix>:{<name>}:unlock (same hash tag, so SPUBLISH stays on the slot)
+-- KEYS[2]  unlock channel       <prefix>:{<name>}:unlock (same hash tag, so SPUBLISH stays on the slot);
+--                               a waiting process listens on <KEYS[2]>:<its client id>
+-- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting (see lock-3.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
 -- ARGV[3]  publish command      'publish' or 'spublish'
--- ARGV[4]  message              wakes one waiter per subscribed process
+-- ARGV[4]  message              sent to the one waiting process woken (see wake-one-process.lua)
 -- ARGV[5]  expected hold count before this release, as the client counts it ('' = unknown)
--- Returns  1   released (last hold): key deleted, message published
+-- Returns  1   released (last hold): key deleted, one waiting process woken
 --          0   one hold released, others remain (or this release had already landed)
 --         -1   not locked at all (expired or never taken)
 --         -2   locked by another owner; nothing changed
 --          error BADARG before any write when an argument is unusable
+--!include wake-one-process.lua
 local owner, lease, publish, expected = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[5]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
@@ -48,5 +51,5 @@ if count > 1 then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call(publish, KEYS[2], ARGV[4] or '')
+wakeOneProcess(KEYS[3], KEYS[2], publish, ARGV[4] or '')
 return 1
