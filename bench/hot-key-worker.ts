@@ -1,8 +1,9 @@
 /**
  * One OS process of the hot-key and many-waiters scenarios, started by bench/run.ts with an IPC
  * channel. It runs `loops` lock loops on one key; each critical section is a racy read-modify-write
- * of a counter (MGET then MSET, so any overlap of two holders loses an update) that also records
- * the release time for the next holder's hand-off measurement. MGET/MSET are used only here, so
+ * of a counter (MGET, then a `sectionMs` sleep if asked for, then MSET, so any overlap of two
+ * holders loses an update) that also records the release time for the next holder's hand-off
+ * measurement. MGET/MSET are used only here, so
  * INFO commandstats can tell them from lock traffic.
  */
 import { setMaxListeners } from 'node:events';
@@ -20,6 +21,8 @@ const sent = countCommands(redis);
 interface Run {
   contender: Contender;
   key: string;
+  /** Sleep inside each critical section, between the MGET and the MSET (0: none). */
+  sectionMs: number;
   stop: AbortController;
   loops: Promise<void>[];
   total: number;
@@ -53,6 +56,7 @@ async function lockLoop(r: Run): Promise<void> {
     }
     const [value, lastRelease] = await redis.mget(counter, releasedAt);
     const [releasedAtMs, releasedBy] = (lastRelease ?? '').split('|');
+    if (r.sectionMs > 0) await new Promise((resolve) => setTimeout(resolve, r.sectionMs));
     // Not awaited: the connection keeps order, so the write lands before the release below.
     const write = redis.mset(counter, String(Number(value ?? 0) + 1), releasedAt, `${nowMs()}|${process.pid}`);
     r.total++;
@@ -78,6 +82,7 @@ async function handle(message: ToWorker): Promise<void> {
       const r: Run = {
         contender,
         key: message.key,
+        sectionMs: message.sectionMs ?? 0,
         stop: new AbortController(),
         loops: [],
         total: 0,

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,waiters,watchdog,startup,failover]`
+ * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,waiters,watchdog,startup,failover]`
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
  * private 7200-7399 range of scripts/redis-topology.ts; the failover scenario adds sentinel topologies on
@@ -21,7 +21,7 @@ import { killAllWorkers, WorkerPool } from './lib/worker-pool';
 import { formatLikeRepo } from './report/format';
 import { machineInfo } from './report/machine';
 import { writeReport, type BenchResults } from './report/markdown';
-import { runHotKey } from './scenarios/hot-key';
+import { runHotKey, runHotKey1ms } from './scenarios/hot-key';
 import { runManyWaiters } from './scenarios/many-waiters';
 import { runParallel } from './scenarios/parallel';
 import { runUncontended } from './scenarios/uncontended';
@@ -30,7 +30,7 @@ import { runWatchdog } from './scenarios/watchdog';
 import { runFailover, stopFailoverSync } from './scenarios/failover';
 
 const BASE_PORT = 7300;
-const SCENARIOS = ['uncontended', 'parallel', 'hot', 'waiters', 'watchdog', 'startup', 'failover'] as const;
+const SCENARIOS = ['uncontended', 'parallel', 'hot', 'hot1ms', 'waiters', 'watchdog', 'startup', 'failover'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Args {
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
   const admin = new Redis({ port, host: '127.0.0.1' });
   let pool: WorkerPool | undefined;
   try {
-    const needPool = args.only.has('hot') || args.only.has('waiters');
+    const needPool = args.only.has('hot') || args.only.has('hot1ms') || args.only.has('waiters');
     pool = needPool ? await WorkerPool.start(config.hotProcesses, port) : undefined;
     const ctx: BenchContext = {
       config,
@@ -173,6 +173,10 @@ async function main(): Promise<void> {
     if (args.only.has('hot')) {
       log(`hot key, ${config.hotProcesses} processes ...`);
       results.hotKey = await runHotKey(ctx);
+    }
+    if (args.only.has('hot1ms')) {
+      log(`hot key, ${config.hot1msSectionMs} ms critical section, ${config.hotProcesses} processes ...`);
+      results.hotKey1ms = await runHotKey1ms(ctx);
     }
     if (args.only.has('waiters')) {
       log('many waiters ...');

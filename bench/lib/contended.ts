@@ -80,6 +80,7 @@ export function spread(contenders: number, processes: number): number[] {
   return Array.from({ length: p }, (_, i) => Math.floor(contenders / p) + (i < contenders % p ? 1 : 0));
 }
 
+/** `sectionMs`: how long each critical section sleeps between its read and its write (0: not at all). */
 export async function measureContended(
   ctx: BenchContext,
   contender: ContenderId,
@@ -87,9 +88,10 @@ export async function measureContended(
   loops: number[],
   warmupMs: number,
   windowMs: number,
+  sectionMs = 0,
 ): Promise<ContendedMeasurement> {
   const { pool, admin } = ctx;
-  const active = await pool.run(contender, key, loops);
+  const active = await pool.run(contender, key, loops, sectionMs);
   await sleep(warmupMs);
   await pool.mark(active);
   const cpuBefore = await serverCpuSeconds(admin);
@@ -146,6 +148,7 @@ export async function measureContended(
  * eighth of it, and V8 optimises a function only after it ran often enough: measured before that, a
  * lock with more code would be timed against the compiler rather than its peers. Counted in grants,
  * not seconds, because a slow start would otherwise look steady. Returns each window's throughput.
+ * `sectionMs` as for measureContended.
  */
 export async function warmUp(
   ctx: BenchContext,
@@ -154,11 +157,12 @@ export async function warmUp(
   loops: number[],
   grants: number,
   maxWindows: number,
+  sectionMs = 0,
 ): Promise<number[]> {
   const rates: number[] = [];
   let done = 0;
   for (let i = 0; i < maxWindows && done < grants; i++) {
-    const m = await measureContended(ctx, contender, `${key}:${i}`, loops, 100, 1_000);
+    const m = await measureContended(ctx, contender, `${key}:${i}`, loops, 100, 1_000, sectionMs);
     rates.push(Math.round(m.perSecond));
     done += m.acquisitions;
   }

@@ -19,6 +19,11 @@ export interface BenchConfig {
   warmupGrantsPerProcess: number;
   /** …or this many 1 s windows ran. */
   warmupMaxWindows: number;
+  /** The hot key again with a critical section that sleeps this long between its read and its write (`hot1ms`). */
+  hot1msSectionMs: number;
+  /** Its warm-up, the same way but shorter: each grant there takes at least `hot1msSectionMs`. */
+  hot1msWarmupGrantsPerProcess: number;
+  hot1msWarmupMaxWindows: number;
   waiterCounts: number[];
   waitersRounds: number;
   waitersWarmupMs: (waiters: number) => number;
@@ -32,6 +37,8 @@ export function benchConfig(
   rounds?: number,
   contenders: ContenderId[] = [...CONTENDER_IDS],
 ): BenchConfig {
+  const warmupGrantsPerProcess = quick ? 2_000 : 5_000;
+  const warmupMaxWindows = quick ? 20 : 60;
   return {
     quick,
     contenders,
@@ -42,8 +49,12 @@ export function benchConfig(
     hotProcesses: 8,
     hotWarmupMs: quick ? 300 : 500,
     hotWindowMs: quick ? 1_200 : 2_500,
-    warmupGrantsPerProcess: quick ? 2_000 : 5_000,
-    warmupMaxWindows: quick ? 20 : 60,
+    warmupGrantsPerProcess,
+    warmupMaxWindows,
+    hot1msSectionMs: 1,
+    // A quarter of the grants and windows: 500 / 1,250 grants per process, at most 5 / 15 windows.
+    hot1msWarmupGrantsPerProcess: warmupGrantsPerProcess / 4,
+    hot1msWarmupMaxWindows: Math.ceil(warmupMaxWindows / 4),
     waiterCounts: [1, 10, 100, 1000],
     waitersRounds: rounds ?? (quick ? 1 : 2),
     waitersWarmupMs: (waiters) => (waiters >= 1000 ? (quick ? 600 : 1_000) : waiters >= 100 ? 400 : 250),

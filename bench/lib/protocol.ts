@@ -3,8 +3,11 @@ import type { CommandCounter } from './redis-stats';
 
 /** Messages between bench/run.ts and bench/hot-key-worker.ts (Node IPC). */
 export type ToWorker =
-  /** Start `loops` concurrent lock loops of `contender` on one key. */
-  | { type: 'run'; contender: ContenderId; key: string; loops: number }
+  /**
+   * Start `loops` concurrent lock loops of `contender` on one key. Each critical section sleeps
+   * `sectionMs` between its MGET and its MSET (0, the default: no sleep).
+   */
+  | { type: 'run'; contender: ContenderId; key: string; loops: number; sectionMs?: number }
   /** The measurement window starts now: snapshot the command counter. */
   | { type: 'mark' }
   /** Stop the loops; report what happened with acquire times in [windowStart, windowEnd] (nowMs()). */

@@ -110,10 +110,13 @@ export class WorkerPool {
     return this.workers.map((w) => w.pid);
   }
 
-  /** Starts `loops[i]` lock loops in worker i (workers with 0 loops stay idle). */
-  async run(contender: ContenderId, key: string, loops: number[]): Promise<Worker[]> {
+  /**
+   * Starts `loops[i]` lock loops in worker i (workers with 0 loops stay idle); each critical section
+   * sleeps `sectionMs` between its read and its write.
+   */
+  async run(contender: ContenderId, key: string, loops: number[], sectionMs = 0): Promise<Worker[]> {
     const active = this.workers.filter((_, i) => (loops[i] ?? 0) > 0);
-    active.forEach((w) => w.send({ type: 'run', contender, key, loops: loops[this.workers.indexOf(w)] }));
+    active.forEach((w) => w.send({ type: 'run', contender, key, loops: loops[this.workers.indexOf(w)], sectionMs }));
     await Promise.all(active.map((w) => w.next('started', 30_000)));
     return active;
   }

@@ -26,6 +26,8 @@ export interface BenchResults {
   uncontended?: UncontendedResult;
   parallel?: ParallelResult;
   hotKey?: HotKeyResult;
+  /** The hot key with a 1 ms critical section (`--only=hot1ms`). */
+  hotKey1ms?: HotKeyResult;
   waiters?: WaitersResult;
   watchdog?: WatchdogResult;
   startup?: StartupResult;
@@ -64,7 +66,8 @@ function commandsPerAcq(row: HotKeyRow, names: string[]): number {
 /** How far the client-side count of sent commands strays from commandstats' top-level count, for the method note. */
 function crossCheck(r: BenchResults): string {
   const pairs: [number, number][] = [];
-  for (const row of Object.values(r.hotKey?.rows ?? {})) if (row) pairs.push([row.sentPerAcq, row.commandsPerAcq]);
+  for (const hot of [r.hotKey, r.hotKey1ms])
+    for (const row of Object.values(hot?.rows ?? {})) if (row) pairs.push([row.sentPerAcq, row.commandsPerAcq]);
   for (const level of r.waiters?.levels ?? [])
     for (const row of Object.values(level.rows)) if (row) pairs.push([row.sentPerAcq, row.commandsPerAcq]);
   const deviations = pairs.filter(([, c]) => c > 0).map(([sent, c]) => Math.abs(sent - c) / c);
@@ -107,7 +110,7 @@ function header(r: BenchResults): string {
         ['Date', m.date],
         [
           'Rounds',
-          `${r.config.rounds} (uncontended, parallel, hot key), ${r.config.waitersRounds} (many waiters); contenders interleaved A B C … then again, tables show the median over rounds`,
+          `${r.config.rounds} (uncontended, parallel, hot keys), ${r.config.waitersRounds} (many waiters); contenders interleaved A B C … then again, tables show the median over rounds`,
         ],
       ],
       ['l', 'l'],
@@ -143,8 +146,9 @@ function targetsSection(rows: TargetRow[]): string {
     '## Targets',
     '',
     `${met} of ${rows.length} met. "Peer" means the two redlock settings and redis-semaphore (the raw SET NX loop is a floor,`,
-    "not a peer; all four poll). Bounds that name a peer use that peer's number from this same run; *incl. Lua* is the",
-    'all-inclusive commandstats count, shown for reference (see the method note above and the analysis below).',
+    'not a peer; all four poll); "polling peer" means all four, the floor included. Bounds that name a peer use that',
+    "peer's number from this same run; *incl. Lua* is the all-inclusive commandstats count, shown for reference (see the",
+    'method note above and the analysis below).',
     '',
     table(
       ['Target', 'Lock', 'Measured', 'Bound', 'Result'],
@@ -214,14 +218,23 @@ function summariseWarmup(rates: number[]): string {
   return `${rates.length} windows: ${shown.join(' → ')}`;
 }
 
-function hotKeySection(h: HotKeyResult, ids: ContenderId[], rttMs: number, warmupGrants: number): string {
+interface HotKeyText {
+  title: string;
+  /** What a holder does inside the lock, from "Inside the lock each holder" on. */
+  criticalSection: string;
+  /** Warm-up: acquisitions per process on average, and the most 1 s windows it may take. */
+  warmupGrants: number;
+  warmupMaxWindows: number;
+}
+
+function hotKeySection(h: HotKeyResult, ids: ContenderId[], rttMs: number, text: HotKeyText): string {
   const rows = ids.filter((id) => h.rows[id]);
   return [
-    '## One hot key, 8 processes',
+    `## ${text.title}`,
     '',
     `${h.processes} OS processes (\`node --import tsx bench/hot-key-worker.ts\`), one lock loop each, no pause between`,
-    `acquisitions, measured over ${h.windowMs / 1000} s after a warm-up. Inside the lock each holder reads a counter (MGET),`,
-    'writes counter + 1 and its release time (MSET), then releases: an overlap of two holders loses an update.',
+    `acquisitions, measured over ${h.windowMs / 1000} s after a warm-up. Inside the lock each holder ${text.criticalSection},`,
+    'then releases: an overlap of two holders loses an update.',
     `*Hand-off* = previous holder's release → next grant, from timestamps written inside the critical sections`,
     `(CLOCK_MONOTONIC, shared by all processes); RTT = ${us(rttMs)} µs. *To other process* = share of grants where the`,
     "lock moved to another process (the rest went back to the process that had just released it). Jain's index is",
@@ -230,7 +243,8 @@ function hotKeySection(h: HotKeyResult, ids: ContenderId[], rttMs: number, warmu
     ...(h.warmup
       ? [
           'Before the rounds every contender warmed up in 1 s windows on throwaway keys until its processes had made ' +
-            `${int(warmupGrants)} acquisitions each on average: 8 processes sharing one CPU each get an eighth of it, ` +
+            `${int(text.warmupGrants)} acquisitions each on average (or ${text.warmupMaxWindows} windows had run): ` +
+            '8 processes sharing one CPU each get an eighth of it, ' +
             'so V8 takes seconds to optimise what a lock runs, and a lock with more code would otherwise be timed against the ' +
             'compiler. Throughput of the warm-up windows (acq/s), showing how far the code was from its steady state:',
           '',
@@ -503,9 +517,14 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
       const row = h.rows[id]!;
       return (row.perSecond * (which === 'client' ? row.clientCpuPerAcqMs : row.redisCpuPerAcqMs)) / 1000;
     };
-    const hotMissed = ['Hot key: throughput', 'Hot key: hand-off', 'Hot key: wait', 'Hot key: fewer'].some(
-      (t) => missed(t).length > 0,
-    );
+    const hotMissed = [
+      'Hot key: throughput',
+      'Hot key: hand-off',
+      'Hot key: wait',
+      'Hot key: max wait',
+      'Hot key: fewer',
+      'Hot key: ≤ 3',
+    ].some((t) => missed(t).length > 0);
     if (hotMissed) {
       const churn = ours.map((id) => commandsPerAcq(h.rows[id]!, ['subscribe', 'unsubscribe']));
       const two = level(1);
@@ -529,12 +548,17 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
           (two
             ? ` against ${ours.map((id) => n(two.rows[id]?.handoffP50)).join(' / ')} ms with 2 processes (1 waiter, below).`
             : '.'),
-        '- *Each wait costs several commands.* The reentrant and simple locks publish one message per release and every ' +
-          "process wakes one of its waiters, so all 7 waiting processes retry and 6 fail (Redisson's design: " +
+        '- *Each wait costs three commands.* The reentrant and simple locks wake one waiting process per release (the one ' +
+          "that has waited longest; lua/include/wake-one-process.lua): the release, the woken waiter's attempt, and the " +
+          'attempt of the process that just released, which may barge in first (the woken process then keeps its place): ' +
           `${ours
             .filter((id) => id !== 'fair')
             .map((id) => n(h.rows[id]!.commandsPerAcq))
-            .join(' / ')} commands per acquisition). ` +
+            .join(
+              ' / ',
+            )} commands per acquisition, however many processes wait. (Redisson's design, which these locks ` +
+          'followed until 2026-11-23, wakes every waiting process and all but one retry in vain: 9.2 commands per ' +
+          "acquisition and about 0.3 × the best polling peer's throughput at 8 processes in the report of 2026-11-22.) " +
           `The fair lock wakes exactly one waiter: ${n(h.rows.fair?.commandsPerAcq)} commands per acquisition (the release that hands ` +
           "over, the new holder's acceptance, and the releasing process queuing up again). The acceptance replaces the short " +
           'acceptance lease with the full one; it is sent as the new holder starts, without waiting for its reply, so that a ' +
@@ -596,6 +620,16 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
         '',
       );
     }
+  }
+
+  const missed1ms = missed('Hot key, 1 ms:');
+  if (missed1ms.length > 0 && r.hotKey1ms) {
+    out.push(
+      `**Hot key, 1 ms critical section.** ${missed1ms
+        .map((t) => `${label(t.lock)}, ${t.target.slice('Hot key, 1 ms: '.length)}: ${t.measured} (bound ${t.bound})`)
+        .join('; ')}.`,
+      '',
+    );
   }
 
   if (missed('100 waiters').length > 0 && w) {
@@ -668,9 +702,11 @@ function findingsSection(r: BenchResults): string {
   }
   if (h?.rows.reentrant) {
     lines.push(
-      `- **One retry per waiting process per release** (reentrant and simple locks, Redisson's design): at 8 processes ` +
-        `the reentrant lock sends ${n(h.rows.reentrant.commandsPerAcq)} commands per acquisition under a hot key. Not a bug; the fair lock ` +
-        'is the one-message hand-off.',
+      `- **One wake-up per release** (reentrant and simple locks; lua/include/wake-one-process.lua): a refused waiter ` +
+        'registers its process, and a release publishes to the longest-waiting process that still listens, instead of ' +
+        "to every waiting process (Redisson's design, which sent 9.2 commands per acquisition at 8 processes in the " +
+        `report of 2026-11-22). This run: ${n(h.rows.reentrant.commandsPerAcq)} commands per acquisition under a hot key, ` +
+        `${pct(h.rows.reentrant.crossProcessShare)} of the grants moving to another process, Jain ${n(h.rows.reentrant.jain, 3)}.`,
     );
   }
   if (wd) {
@@ -692,8 +728,27 @@ export function renderMarkdown(r: BenchResults): string {
   const sections = [header(r), targetsSection(targets)];
   if (r.uncontended) sections.push(uncontendedSection(r.uncontended, ids));
   if (r.parallel) sections.push(parallelSection(r.parallel, ids));
+  const rtt = r.uncontended?.rttMs ?? NaN;
   if (r.hotKey)
-    sections.push(hotKeySection(r.hotKey, ids, r.uncontended?.rttMs ?? NaN, r.config.warmupGrantsPerProcess));
+    sections.push(
+      hotKeySection(r.hotKey, ids, rtt, {
+        title: 'One hot key, 8 processes',
+        criticalSection: 'reads a counter (MGET), writes counter + 1 and its release time (MSET)',
+        warmupGrants: r.config.warmupGrantsPerProcess,
+        warmupMaxWindows: r.config.warmupMaxWindows,
+      }),
+    );
+  if (r.hotKey1ms) {
+    const ms = r.hotKey1ms.sectionMs ?? r.config.hot1msSectionMs;
+    sections.push(
+      hotKeySection(r.hotKey1ms, ids, rtt, {
+        title: `Hot key, ${ms} ms critical section (GET, ${ms} ms sleep, SET), 8 processes`,
+        criticalSection: `reads a counter (MGET), sleeps ${ms} ms (\`setTimeout\`), writes counter + 1 and its release time (MSET)`,
+        warmupGrants: r.config.hot1msWarmupGrantsPerProcess,
+        warmupMaxWindows: r.config.hot1msWarmupMaxWindows,
+      }),
+    );
+  }
   if (r.waiters) sections.push(waitersSection(r.waiters, ids));
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));

@@ -1,4 +1,5 @@
-import { CONTENDER_LABELS, OURS, POLLING, type ContenderId } from '../lib/contenders';
+import { CONTENDER_IDS, CONTENDER_LABELS, OURS, POLLING, type ContenderId } from '../lib/contenders';
+import type { HotKeyResult } from '../scenarios/hot-key';
 import type { BenchResults } from './markdown';
 
 export interface TargetRow {
@@ -12,6 +13,8 @@ export interface TargetRow {
 /** Library peers (the raw SET NX loop is a floor, not a peer). */
 const PEERS: ContenderId[] = ['redlock', 'redlock-10ms', 'semaphore'];
 const OUR_IDS: ContenderId[] = ['reentrant', 'fair', 'simple'];
+/** Every polling contender, the raw SET NX floor included: the "best polling peer" of issue #14's hot-key goals. */
+const POLLING_PEERS: ContenderId[] = CONTENDER_IDS.filter((id) => POLLING.has(id));
 
 const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
@@ -34,6 +37,71 @@ function best<T>(
     }
   }
   return bestId ? { id: bestId, value: bestValue } : undefined;
+}
+
+/**
+ * Issue #14's hot-key goals against the polling peers, for lock `id` in scenario `scenario` ("Hot key",
+ * "Hot key, 1 ms"): throughput ≥ the best polling peer (fair lock: ≥ 0.95 × it); reentrant and simple
+ * locks: max wait ≤ ½ the lowest max wait of the polling peers and ≤ 3 client commands per acquisition;
+ * with `jainAndLost` also Jain's index ≥ 0.95 (fair lock: ≥ 0.99) and zero lost updates.
+ */
+function pollingPeerTargets(scenario: string, hot: HotKeyResult, id: ContenderId, jainAndLost: boolean): TargetRow[] {
+  const rows: TargetRow[] = [];
+  const r = hot.rows[id];
+  if (!r) return rows;
+  const fair = id === 'fair';
+  const peerThroughput = best(POLLING_PEERS, hot.rows, (row) => row.perSecond, 'max');
+  if (peerThroughput) {
+    const factor = fair ? 0.95 : 1;
+    rows.push({
+      target: `${scenario}: throughput ≥ ${fair ? '0.95 × ' : ''}best polling peer`,
+      lock: id,
+      measured: `${f(r.perSecond, 0)}/s`,
+      bound: `≥ ${f(factor * peerThroughput.value, 0)}/s (${fair ? '0.95 × ' : ''}${CONTENDER_LABELS[peerThroughput.id]})`,
+      met: r.perSecond >= factor * peerThroughput.value,
+    });
+  }
+  if (jainAndLost) {
+    const jainBound = fair ? 0.99 : 0.95;
+    rows.push({
+      target: `${scenario}: Jain's index ≥ ${jainBound}`,
+      lock: id,
+      measured: f(r.jain, 3),
+      bound: `≥ ${jainBound}`,
+      met: r.jain >= jainBound,
+    });
+  }
+  if (!fair) {
+    const peerMaxWait = best(POLLING_PEERS, hot.rows, (row) => row.waitMax, 'min');
+    if (peerMaxWait) {
+      rows.push({
+        target: `${scenario}: max wait ≤ ½ lowest polling peer's`,
+        lock: id,
+        measured: `${f(r.waitMax, 0)} ms`,
+        bound: `≤ ${f(peerMaxWait.value / 2, 0)} ms (½ of ${CONTENDER_LABELS[peerMaxWait.id]})`,
+        met: r.waitMax <= peerMaxWait.value / 2,
+      });
+    }
+  }
+  if (jainAndLost) {
+    rows.push({
+      target: `${scenario}: zero lost updates`,
+      lock: id,
+      measured: String(r.lostUpdates),
+      bound: '0',
+      met: r.lostUpdates === 0,
+    });
+  }
+  if (!fair) {
+    rows.push({
+      target: `${scenario}: ≤ 3 Redis commands per acquisition`,
+      lock: id,
+      measured: `${f(r.commandsPerAcq)} (incl. Lua ${f(r.executedPerAcq, 1)})`,
+      bound: '≤ 3',
+      met: r.commandsPerAcq <= 3,
+    });
+  }
+  return rows;
 }
 
 /** The targets of the issue, each checked against numbers measured in this same run. */
@@ -120,7 +188,14 @@ export function evaluateTargets(results: BenchResults): TargetRow[] {
           met: r.commandsPerAcq < pollingCommands.value,
         });
       }
+      // Issue #14's goals against the polling peers; Jain's index and lost updates are checked above.
+      rows.push(...pollingPeerTargets('Hot key', hot, id, false));
     }
+  }
+
+  const hot1ms = results.hotKey1ms;
+  if (hot1ms) {
+    for (const id of OUR_IDS) rows.push(...pollingPeerTargets('Hot key, 1 ms', hot1ms, id, true));
   }
 
   const level = results.waiters?.levels.find((l) => l.waiters === 100);
