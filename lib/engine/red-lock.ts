@@ -19,7 +19,10 @@ import type { SimpleLock } from './simple-lock';
 import type { WaitTicket } from './waiters';
 
 export interface RedLockOptions {
-  /** Longest wait for one master's answer; much shorter than the lease. Default lease / 20, within 5-250 ms. */
+  /**
+   * Longest wait for one master's answer; much shorter than the lease. Default lease / 20, within
+   * 50-250 ms: below 50 ms a loaded but healthy master (or one still connecting) reads as down.
+   */
   instanceTimeout?: number;
   /** Clock drift allowance as a fraction of the lease (plus 2 ms). Default 0.01. */
   driftFactor?: number;
@@ -404,7 +407,7 @@ export class RedLock extends GroupLock<RedLockHandle> {
   }
 
   private timeoutFor(lease: number | undefined): number {
-    return this.instanceTimeout ?? Math.max(5, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
+    return this.instanceTimeout ?? Math.max(50, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
   }
 
   private instanceLock(client: LockClient): SimpleLock {
