@@ -15,6 +15,6 @@ export { lockKeys, encodeName, MAX_NAME_BYTES, type LockKeys } from './engine/ke
 export { RedisPubSub, type PubSub } from './engine/pubsub';
 export type { RedisClient, PublishCommand } from './engine/redis-client';
 export type { LockLogger } from './engine/logger';
-export type { ReplicaSyncOptions } from './engine/replica-sync';
+export type { ReplicaSyncOptions, ReplicaSyncSetting } from './engine/replica-sync';
 export * from './connection';
 export * from './nest';

@@ -5,7 +5,7 @@ import type { RecentReleases } from './recent-releases';
 import type { LockLogger } from './logger';
 import type { PublishCommand, RedisClient } from './redis-client';
 import type { LockWaiters } from './waiters';
-import type { ReplicaSyncOptions } from './replica-sync';
+import type { ReplicaSync } from './replica-sync';
 
 /** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
 export interface EngineContext {
@@ -19,6 +19,6 @@ export interface EngineContext {
   readonly registry: LockRegistry;
   readonly recentReleases: RecentReleases;
   readonly logger: LockLogger;
-  readonly replicaSync?: ReplicaSyncOptions;
+  readonly replicaSync: ReplicaSync;
   markLost(lock: HeldLock, reason: LockLostReason): void;
 }

@@ -2,14 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { acquireLoop, type AcquireLoopOptions, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
-import {
-  LockAcquireTimeoutError,
-  LockLostError,
-  LockNotHeldError,
-  RedisUnavailableError,
-  ReplicaSyncError,
-} from './errors';
-import { waitForReplicas } from './replica-sync';
+import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, RedisUnavailableError } from './errors';
 import type { HeldLock, RenewalKind } from './held-lock';
 import { assertLockName, lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
@@ -374,21 +367,10 @@ export abstract class LockBase {
     this.engine.registry.inFlightFor(this.keys.lock, holder, undo);
   }
 
-  /** Replica sync: after a first acquisition, wait for replicas; too few -> release and throw (or warn). */
+  /** Replica sync (the client's setting): after a first acquisition, until replicas have it. */
   private async syncReplicas(handle: LockHandle): Promise<void> {
-    const sync = this.engine.replicaSync;
-    if (!sync || handle.holdCount > 1) return;
-    const acknowledged = await this.bounded(
-      waitForReplicas(this.engine.redis, this.keys.lock, sync.replicas, sync.timeout),
-      'replica sync',
-    ).catch(() => 0);
-    if (acknowledged >= sync.replicas) return;
-    if (sync.onFailure === 'warn') {
-      this.engine.logger.warn(new ReplicaSyncError(this.name, acknowledged, sync.replicas, sync.timeout).message);
-      return;
-    }
-    await handle.release().catch(() => undefined);
-    throw new ReplicaSyncError(this.name, acknowledged, sync.replicas, sync.timeout);
+    if (handle.holdCount > 1) return;
+    await this.engine.replicaSync.afterGrant(this.name, this.keys.lock, () => handle.release());
   }
 
   /**

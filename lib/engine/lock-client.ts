@@ -16,7 +16,7 @@ import { registerScripts } from './scripts';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
 import { LockWaiters } from './waiters';
-import { replicaSyncProblems, type ReplicaSyncOptions } from './replica-sync';
+import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
 
 export interface LockClientOptions {
@@ -39,8 +39,12 @@ export interface LockClientOptions {
   logger?: LockLogger;
   /** Default: a random UUID. */
   clientId?: string;
-  /** WAIT for replicas after each first acquisition (see ReplicaSyncOptions for what it does and does not guarantee). */
-  replicaSync?: ReplicaSyncOptions;
+  /**
+   * WAIT for replicas after each first acquisition. Default 'auto': one replica, when the master has
+   * one online, never failing the acquisition (see ReplicaSyncSetting); an object enforces a count;
+   * false never waits.
+   */
+  replicaSync?: ReplicaSyncSetting;
   /** Runs at the end of `close()`: how a client created from a deployment closes its connections. */
   onClose?: () => Promise<void>;
 }
@@ -73,7 +77,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   readonly recentReleases: RecentReleases;
   readonly watchdog: Watchdog;
   readonly logger: LockLogger;
-  readonly replicaSync?: ReplicaSyncOptions;
+  readonly replicaSync: ReplicaSync;
   private readonly pubsub: PubSub;
   private readonly onClose?: () => Promise<void>;
   private closed = false;
@@ -92,7 +96,6 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.operationTimeout =
       checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? DEFAULT_OPERATION_TIMEOUT;
     this.logger = options.logger ?? consoleLogger;
-    this.replicaSync = validReplicaSync(options.replicaSync);
     this.onClose = options.onClose;
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
@@ -107,12 +110,21 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     );
     this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
     registerScripts(this.redis);
+    this.replicaSync = new ReplicaSync(
+      validReplicaSync(options.replicaSync),
+      this.redis,
+      this.operationTimeout,
+      this.logger,
+    );
     this.redis.on('ready', this.renewNow);
     this.recentReleases = new RecentReleases(this.redis, this.registry, this.operationTimeout);
   }
 
   /** Back from a disconnect or a failover: renewals that failed meanwhile are retried at once. */
-  private readonly renewNow = (): void => void this.watchdog.tick();
+  private readonly renewNow = (): void => {
+    this.replicaSync.forget();
+    void this.watchdog.tick();
+  };
 
   /** A reentrant lock (Redisson RLock) named `name`. Cheap: holds no state of its own. */
   getLock(name: string): ReentrantLock {
@@ -183,10 +195,10 @@ export function subscriberFor(client: RedisClient): RedisClient {
     : (client as Redis).duplicate({ enableOfflineQueue: true });
 }
 
-function validReplicaSync(sync: ReplicaSyncOptions | undefined): ReplicaSyncOptions | undefined {
-  if (sync === undefined) return undefined;
+function validReplicaSync(sync: ReplicaSyncSetting | undefined): ReplicaSyncSetting {
+  if (sync === undefined) return 'auto';
   const problems = replicaSyncProblems(sync);
   if (problems.length > 0)
     throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'replicaSync', value: sync });
-  return { ...sync, timeout: wholeMilliseconds(sync.timeout) };
+  return typeof sync === 'object' ? { ...sync, timeout: wholeMilliseconds(sync.timeout) } : sync;
 }

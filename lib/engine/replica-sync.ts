@@ -1,6 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
+import { bounded } from './bounded';
 import { clusterSlot } from './cluster-slot';
 import { durationProblem, show } from './durations';
+import { ReplicaSyncError } from './errors';
+import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
 
 /**
@@ -18,10 +21,22 @@ export interface ReplicaSyncOptions {
   onFailure?: 'release' | 'warn';
 }
 
+/**
+ * `'auto'` (the default): when the lock's master has a replica online, each first acquisition waits
+ * (up to AUTO_SYNC_TIMEOUT_MS) until one replica has it, so a failover, which promotes the most
+ * up-to-date replica, keeps the lock; a master without replicas costs nothing, and a replica that
+ * does not answer is logged, never an error. An object: a required count, enforced. `false`: never wait.
+ */
+export type ReplicaSyncSetting = ReplicaSyncOptions | 'auto' | false;
+
+/** How long 'auto' waits for a replica's acknowledgement (Redisson's slavesSyncTimeout). */
+export const AUTO_SYNC_TIMEOUT_MS = 1_000;
+
 /** Everything wrong with `sync` as replica-sync options, each naming the field (one rule for the engine and Nest). */
 export function replicaSyncProblems(sync: unknown): string[] {
+  if (sync === 'auto' || sync === false) return [];
   if (sync === null || typeof sync !== 'object') {
-    return [`replicaSync must be an object such as { replicas: 1, timeout: 100 }, got ${show(sync)}`];
+    return [`replicaSync must be 'auto', false or an object such as { replicas: 1, timeout: 100 }, got ${show(sync)}`];
   }
   const { replicas, timeout, onFailure } = sync as Partial<ReplicaSyncOptions>;
   const problems: string[] = [];
@@ -39,15 +54,75 @@ export function replicaSyncProblems(sync: unknown): string[] {
   return problems;
 }
 
-/** Runs WAIT on the node that holds `key` and returns how many replicas acknowledged. */
-export async function waitForReplicas(
-  client: RedisClient,
-  key: string,
-  replicas: number,
-  timeout: number,
-): Promise<number> {
-  const node = client.isCluster ? masterForKey(client as Cluster, key) : (client as Redis);
+/** Runs WAIT on `node` (the connection that wrote) and returns how many replicas acknowledged. */
+export async function waitForReplicas(node: Redis, replicas: number, timeout: number): Promise<number> {
   return (await node.call('WAIT', replicas, timeout)) as number;
+}
+
+/** The connection a lock's scripts ran on: WAIT counts that connection's own writes. */
+export function nodeForKey(client: RedisClient, key: string): Redis {
+  return client.isCluster ? masterForKey(client as Cluster, key) : (client as Redis);
+}
+
+/** Online replicas of a master, from `INFO replication` (a replica or an unreadable answer: 0). */
+export function onlineReplicas(info: string): number {
+  if (!/^role:master\s*$/m.test(info)) return 0;
+  return info.split('\n').filter((line) => /^slave\d+:.*state=online/.test(line)).length;
+}
+
+interface Known {
+  count: number;
+  at: number;
+  generation: number;
+}
+
+/**
+ * How many replicas each master has online, read with `INFO replication` at most once per `ttlMs`
+ * per node (a stale count is used while a fresh one is read behind it). `forget()` on a reconnect:
+ * after a failover the same connection talks to another master.
+ */
+export class ReplicaCounts {
+  private readonly known = new WeakMap<Redis, Known>();
+  private readonly reading = new WeakMap<Redis, Promise<number>>();
+  private generation = 0;
+
+  constructor(
+    private readonly read: (node: Redis) => Promise<string>,
+    private readonly ttlMs = 1_000,
+  ) {}
+
+  async of(node: Redis): Promise<number> {
+    const known = this.known.get(node);
+    if (known && known.generation === this.generation) {
+      if (Date.now() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
+      return known.count;
+    }
+    return this.refresh(node).catch(() => 0);
+  }
+
+  /** Counts `node` as replica-less until the next read (its replicas did not acknowledge in time). */
+  degrade(node: Redis): void {
+    this.known.set(node, { count: 0, at: Date.now(), generation: this.generation });
+  }
+
+  forget(): void {
+    this.generation++;
+  }
+
+  private refresh(node: Redis): Promise<number> {
+    const pending = this.reading.get(node);
+    if (pending) return pending;
+    const generation = this.generation;
+    const reading = this.read(node)
+      .then((info) => {
+        const count = onlineReplicas(info);
+        if (generation === this.generation) this.known.set(node, { count, at: Date.now(), generation });
+        return count;
+      })
+      .finally(() => this.reading.delete(node));
+    this.reading.set(node, reading);
+    return reading;
+  }
 }
 
 function masterForKey(cluster: Cluster, key: string): Redis {
@@ -55,4 +130,72 @@ function masterForKey(cluster: Cluster, key: string): Redis {
   const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === masterKey);
   if (!node) throw new Error(`No cluster master known for key "${key}" (slot ${clusterSlot(key)}).`);
   return node;
+}
+
+/** Warnings of 'auto' are logged at most this often per client. */
+const AUTO_WARNING_INTERVAL_MS = 10_000;
+
+/**
+ * The replica-sync step of every acquisition, as the client's setting says: nothing, 'auto' or an
+ * enforced count (see ReplicaSyncSetting).
+ */
+export class ReplicaSync {
+  private readonly counts: ReplicaCounts;
+  private lastWarning = -Infinity;
+
+  constructor(
+    readonly setting: ReplicaSyncSetting,
+    private readonly redis: RedisClient,
+    private readonly operationTimeout: number,
+    private readonly logger: LockLogger,
+  ) {
+    this.counts = new ReplicaCounts((node) =>
+      bounded(node.info('replication'), operationTimeout, { name: 'replica count' }),
+    );
+  }
+
+  /**
+   * Resolves once the lock `name` just written under `key` is on enough replicas. With an enforced
+   * count that is not reached: `release()` (unless onFailure is 'warn') and ReplicaSyncError.
+   */
+  async afterGrant(name: string, key: string, release: () => Promise<unknown>): Promise<void> {
+    const setting = this.setting;
+    if (setting === false) return;
+    if (setting === 'auto') return this.auto(name, key);
+    const acknowledged = await this.wait(nodeForKey(this.redis, key), setting.replicas, setting.timeout);
+    if (acknowledged >= setting.replicas) return;
+    const error = new ReplicaSyncError(name, acknowledged, setting.replicas, setting.timeout);
+    if (setting.onFailure === 'warn') return this.logger.warn(error.message);
+    await release().catch(() => undefined);
+    throw error;
+  }
+
+  /** After a reconnect the connection may reach another master (a failover): read its replicas again. */
+  forget(): void {
+    this.counts.forget();
+  }
+
+  private async auto(name: string, key: string): Promise<void> {
+    let node: Redis;
+    try {
+      node = nodeForKey(this.redis, key);
+    } catch {
+      return; // a Cluster between slot maps: nothing to wait on
+    }
+    if ((await this.counts.of(node)) === 0) return;
+    if ((await this.wait(node, 1, AUTO_SYNC_TIMEOUT_MS)) >= 1) return;
+    // Not waiting again on this master until its replicas are read afresh: one stall, not one per lock.
+    this.counts.degrade(node);
+    if (Date.now() - this.lastWarning < AUTO_WARNING_INTERVAL_MS) return;
+    this.lastWarning = Date.now();
+    this.logger.warn(
+      `Lock "${name}": no replica acknowledged it within ${AUTO_SYNC_TIMEOUT_MS} ms; kept. Until a replica ` +
+        'catches up, a failover may lose locks granted now (replicaSync: auto; warned at most every 10 s).',
+    );
+  }
+
+  private wait(node: Redis, replicas: number, timeout: number): Promise<number> {
+    const bound = timeout + this.operationTimeout;
+    return bounded(waitForReplicas(node, replicas, timeout), bound, { name: 'replica sync' }).catch(() => 0);
+  }
 }

@@ -24,7 +24,7 @@ describe('sentinel failover', () => {
   });
 
   /** Runs 4 racing processes for 12 s and stops the master once they have raced a while. */
-  async function contendThroughFailover(basePort: number, replicaSync: boolean) {
+  async function contendThroughFailover(basePort: number, replicaSync: 'off' | 'auto') {
     const topology = await startTopology('sentinel', { basePort });
     topologies.push(topology);
     const prefix = `fo-${randomUUID().slice(0, 8)}`;
@@ -35,7 +35,7 @@ describe('sentinel failover', () => {
       COUNTER_KEY: `${prefix}:counter`,
       DURATION_MS: 12_000,
       WATCHDOG_MS: 3_000,
-      ...(replicaSync ? { REPLICA_SYNC: '1' } : {}),
+      ...(replicaSync === 'off' ? { REPLICA_SYNC: 'off' } : {}), // else the default, 'auto'
     };
     const procs = Array.from({ length: 4 }, () => startWorker('failover-racer.ts', env));
     workers.push(...procs);
@@ -64,13 +64,13 @@ describe('sentinel failover', () => {
   }
 
   it('clients keep acquiring and releasing after the master is stopped mid-run (double grants measured)', async () => {
-    const plain = await contendThroughFailover(7240, false);
-    const synced = await contendThroughFailover(7250, true);
+    const plain = await contendThroughFailover(7240, 'off');
+    const synced = await contendThroughFailover(7250, 'auto');
     process.stdout.write(
       `\nsentinel failover under contention (4 processes for 12 s, the master stopped midway):\n` +
-        `  without replica sync: ${plain.total} critical sections, ${plain.doubleGrants} double grants, ` +
+        `  replicaSync false:  ${plain.total} critical sections, ${plain.doubleGrants} double grants, ` +
         `${plain.beforeFailover} before / ${plain.afterFailover} after the failover, errors: ${summarize(plain.errors)}\n` +
-        `  with replica sync:    ${synced.total} critical sections, ${synced.doubleGrants} double grants, ` +
+        `  replicaSync 'auto': ${synced.total} critical sections, ${synced.doubleGrants} double grants, ` +
         `${synced.beforeFailover} before / ${synced.afterFailover} after the failover, errors: ${summarize(synced.errors)}\n`,
     );
     // No deadlock, nobody stuck: every worker finished (its waits are bounded by waitTime) and the

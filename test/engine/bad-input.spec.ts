@@ -111,6 +111,8 @@ describe('bad input', () => {
       [() => new LockClient({ redis, watchdogTimeout: 0 }), 'watchdogTimeout'],
       [() => new LockClient({ redis, operationTimeout: 2 ** 31 }), 'operationTimeout'],
       [() => new LockClient({ redis, replicaSync: { replicas: 1, timeout: Infinity } }), 'replicaSync'],
+      [() => new LockClient({ redis, replicaSync: 'on' as unknown as false }), 'replicaSync'],
+      [() => new LockClient({ redis, replicaSync: true as unknown as false }), 'replicaSync'],
     ];
     for (const [make, option] of bad) {
       expect(make).toThrow(LockOptionsError);

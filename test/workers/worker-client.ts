@@ -1,5 +1,12 @@
 import Redis from 'ioredis';
-import { createLockClient, LockClient, RedLock, type ConnectionOptions, type RedisClient } from '../../lib';
+import {
+  createLockClient,
+  LockClient,
+  RedLock,
+  type ConnectionOptions,
+  type RedisClient,
+  type ReplicaSyncSetting,
+} from '../../lib';
 
 /**
  * Builds the worker's lock client from its environment (set by the spawning test): CONNECTION (JSON
@@ -11,7 +18,7 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
     keyPrefix: process.env.KEY_PREFIX,
     watchdogTimeout: process.env.WATCHDOG_MS ? Number(process.env.WATCHDOG_MS) : undefined,
     logger: { warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
-    replicaSync: process.env.REPLICA_SYNC ? { replicas: 1, timeout: 200 } : undefined,
+    replicaSync: replicaSyncFromEnv(process.env.REPLICA_SYNC),
   };
   if (process.env.CONNECTION) {
     const locks = await createLockClient({
@@ -23,6 +30,13 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
   const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: 1 });
   const locks = new LockClient({ redis, ...settings, onClose: async () => void (await redis.quit()) });
   return { redis, locks };
+}
+
+/** REPLICA_SYNC: 'off' (never wait), 'enforced' (1 replica within 200 ms), unset: the default ('auto'). */
+function replicaSyncFromEnv(value: string | undefined): ReplicaSyncSetting | undefined {
+  if (value === 'off') return false;
+  if (value === 'enforced') return { replicas: 1, timeout: 200 };
+  return undefined;
 }
 
 /** The lock kind named by LOCK_KIND (reentrant by default). */

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { createLockClient, type LockClient, type LockLogger, type ReplicaSyncSetting } from '../../lib';
+import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { sharedTopology } from '../support/topologies';
+
+/**
+ * replicaSync 'auto', the default: a first acquisition WAITs for one replica when the master has one
+ * online, so a failover (which promotes the most up-to-date replica) keeps the lock. Counted with
+ * INFO commandstats on the master, not timed. Private master + 3 replicas on 7221-7224, since the
+ * replicas are frozen here.
+ */
+const BASE_PORT = 7221;
+
+describe("replica sync 'auto' (the default)", () => {
+  let topology: RunningTopology;
+  let admin: Redis;
+  const open: LockClient[] = [];
+  const warnings: string[] = [];
+  const logger: LockLogger = { warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+
+  beforeAll(async () => {
+    topology = await startTopology('replica', { basePort: BASE_PORT, name: 'replica-sync' });
+    admin = new Redis({ ...topology.masters[0], maxRetriesPerRequest: 1 });
+  }, 60_000);
+  afterEach(async () => {
+    warnings.length = 0;
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    if (topology) await stopTopology(topology);
+  });
+
+  const client = async (replicaSync?: ReplicaSyncSetting): Promise<LockClient> => {
+    const locks = await createLockClient({
+      connection: { type: 'master-slave', master: topology.masters[0], replicas: topology.replicas },
+      keyPrefix: `rs-${randomUUID().slice(0, 8)}`,
+      replicaSync,
+      logger,
+    });
+    open.push(locks);
+    return locks;
+  };
+
+  const waitCalls = async (server: Redis): Promise<number> => {
+    const line = (await server.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_wait:'));
+    return line ? Number(/calls=(\d+)/.exec(line)![1]) : 0;
+  };
+
+  it('waits for a replica after each first acquisition, not after a re-entry; the lock is on a replica by then', async () => {
+    const locks = await client();
+    const before = await waitCalls(admin);
+    let onReplicas: number[] = [];
+    await locks.getLock('synced').withLock(async () => {
+      onReplicas = await Promise.all(
+        topology.replicas.map((r) => {
+          const replica = new Redis({ ...r, maxRetriesPerRequest: 1 });
+          return replica.exists(`${locks.keyPrefix}:{synced}`).finally(() => replica.disconnect());
+        }),
+      );
+      await locks.getLock('synced').withLock(async () => undefined); // a re-entry: no second WAIT
+    });
+    expect(await waitCalls(admin)).toBe(before + 1);
+    expect(onReplicas).toContain(1);
+    expect(warnings).toEqual([]);
+  });
+
+  it('replicas that do not answer: one stall, a warning, the lock kept; no wait again until they are read afresh', async () => {
+    const locks = await client();
+    await locks.getLock('warm-up').withLock(async () => undefined); // replicas read as online
+    for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGSTOP');
+    try {
+      const before = await waitCalls(admin);
+      const first = await locks.getLock('frozen-1').lock();
+      const second = await locks.getLock('frozen-2').lock();
+      expect(await waitCalls(admin)).toBe(before + 1);
+      expect(first.signal.aborted).toBe(false);
+      expect(await locks.getLock('frozen-1').isLocked()).toBe(true);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain('Lock "frozen-1": no replica acknowledged it within 1000 ms; kept');
+      await Promise.all([first.release(), second.release()]);
+    } finally {
+      for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGCONT');
+    }
+  });
+
+  it('replicaSync false never waits', async () => {
+    const locks = await client(false);
+    const before = await waitCalls(admin);
+    await locks.getLock('unsynced').withLock(async () => undefined);
+    expect(await waitCalls(admin)).toBe(before);
+  });
+
+  it('a master without replicas is never waited on', async () => {
+    const single = sharedTopology('single').masters[0];
+    const server = new Redis({ ...single, maxRetriesPerRequest: 1 });
+    const locks = await createLockClient({
+      connection: { type: 'single', ...single },
+      keyPrefix: `rs-${randomUUID().slice(0, 8)}`,
+      logger,
+    });
+    open.push(locks);
+    try {
+      const before = await waitCalls(server);
+      await locks.getLock('alone').withLock(async () => undefined);
+      await locks.getFairLock('alone-fair').withLock(async () => undefined);
+      expect(await waitCalls(server)).toBe(before);
+    } finally {
+      server.disconnect();
+    }
+  });
+});
