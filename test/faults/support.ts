@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { restartNode, signalNode, type NodeAddress, type RunningTopology } from '../../scripts/redis-topology';
 import { parseClusterNodes, parseInfo, withClient } from '../../scripts/topology/probes';
 import type { FaultRacerResult } from '../workers/fault-racer';
+import { lockKeys, type LockKeys } from '../../lib/engine/keys';
 import { sharedTopology } from '../support/topologies';
 import { waitFor } from '../support/wait';
 import { startWorker, type Worker } from '../support/workers';
@@ -74,14 +75,20 @@ export function sectionsOf(results: FaultRacerResult[]): Section[] {
 
 /** Critical sections that began while another process's section was still running. */
 export function doubleGrants(sections: Section[]): number {
-  let count = 0;
+  return overlappingPairs(sections).length;
+}
+
+/** Each section that began while another process's section was still running, with that section. */
+export function overlappingPairs(sections: Section[]): [Section, Section][] {
+  const pairs: [Section, Section][] = [];
   let open: Section[] = [];
   for (const s of sections) {
     open = open.filter((o) => o.end > s.start);
-    if (open.some((o) => o.proc !== s.proc)) count++;
+    const other = open.find((o) => o.proc !== s.proc);
+    if (other) pairs.push([other, s]);
     open.push(s);
   }
-  return count;
+  return pairs;
 }
 
 /** The first section that started at or after `at` (and, unless `anyRequest`, was requested then too). */
@@ -108,6 +115,14 @@ export interface RaceReport {
   lost: Record<string, number>;
   errors: Record<string, number>;
   releases: Record<string, number>;
+  /** The first overlapping pairs, timed from the fault (what a failure needs to be understood). */
+  overlaps: string[];
+}
+
+/** `[proc] requested/start/end relative to the fault, token` for one section. */
+function describeSection(s: Section, faultAt: number): string {
+  const at = (t: number): string => `${(t - faultAt).toFixed(1)}`;
+  return `p${s.proc} req ${at(s.requested)} start ${at(s.start)} end ${at(s.end)} token ${s.token}`;
 }
 
 function merge(records: Record<string, number>[]): Record<string, number> {
@@ -141,7 +156,26 @@ export function analyse(
     lost: merge(results.map((r) => r.lost)),
     errors: merge(results.map((r) => r.errors)),
     releases: merge(results.map((r) => r.releases)),
+    overlaps: overlappingPairs(sections)
+      .slice(0, 5)
+      .map(([a, b]) => `${describeSection(a, faultAt)} | ${describeSection(b, faultAt)}`),
   };
+}
+
+/** Each racer's slow or failed lock() calls, timed from `from`, under its client id's first 8 characters. */
+export function slowCalls(results: FaultRacerResult[], from: number): string {
+  const at = (t: number): string => (t - from).toFixed(0);
+  return results
+    .map(
+      (r) =>
+        `${r.clientId.slice(0, 8)}: ${r.slowCalls.map(([a, b, o]) => `${at(a)}..${at(b)} ${o}`).join(', ')}` +
+        ` [connection: ${r.connection
+          .filter(([t]) => t >= from - 1_000)
+          .slice(0, 12)
+          .map(([t, e]) => `${at(t)} ${e}`)
+          .join(', ')}]`,
+    )
+    .join(' | ');
 }
 
 const counts = (c: Record<string, number>): string =>
@@ -162,6 +196,7 @@ export function printReport(title: string, r: RaceReport, extra: Record<string, 
     `  ${r.sections} critical sections (${r.before} before the fault, ${r.after} after), ` +
       `double grants ${r.doubleGrants}, lost updates ${r.lostUpdates}`,
     `  lost holds: ${counts(r.lost)}; releases: ${counts(r.releases)}; errors: ${counts(r.errors)}`,
+    ...r.overlaps.map((o) => `  overlap (ms from the fault): ${o}`),
   ];
   process.stdout.write(lines.join('\n') + '\n');
 }
@@ -287,7 +322,10 @@ export async function sentinelFaultCase(
       registry,
     );
     phase('racers ready');
-    if (!(await counterReaches(counter.redis, counterKey, 100, 30_000))) throw new Error('the racers made no progress');
+    const sampler = sampleLockState(t, lockKeys(prefix, 'hot'));
+    if (!(await counterReaches(counter.redis, counterKey, 100, 30_000))) {
+      throw new Error(`the racers made no progress; lock state (ms from ready): ${(await sampler.stop()).join(' ; ')}`);
+    }
     const master = await sentinelMaster(t);
     const switched = sentinelSwitched(t, master.port, 30_000);
     switched.catch(() => undefined);
@@ -311,18 +349,76 @@ export async function sentinelFaultCase(
       }
     }
     const atFault = Number(await counter.redis.get(counterKey));
+    sampler.restart(faultAt);
     await counterReaches(counter.redis, counterKey, atFault + 50, 25_000);
+    const samples = await sampler.stop();
     await sleep(1_000);
     phase('recovered');
     const results = await race.stop();
     const report = analyse(results, Number(await counter.redis.get(counterKey)), faultAt);
     phase('stopped');
+    // What the lock looked like on the promoted master while nobody held it, should the outage be long,
+    // and what each racer's slow lock() calls were doing meanwhile.
+    if (report.outageMs > failoverAt - faultAt + 1_000) {
+      phases.push(`lock state: ${samples.join(' ; ')}`);
+      phases.push(`slow calls (ms from the fault): ${slowCalls(results, faultAt)}`);
+    }
     await healSentinel(t, fault === 'kill' ? master.port : undefined);
     phase('healed');
     return { report, failoverMs: failoverAt - faultAt, phases: phases.join(', ') };
   } finally {
     counter.redis.disconnect();
   }
+}
+
+/**
+ * Samples the hot lock's keys on whichever master sentinel names, every 250 ms until stopped: one
+ * line per change (ms from the start or the last restart, holders, queue, waiting set), for a failure report.
+ */
+function sampleLockState(
+  t: RunningTopology,
+  keys: LockKeys,
+): { restart(from: number): void; stop(): Promise<string[]> } {
+  let samples: string[] = [];
+  let faultAt = epochNow();
+  let running = true;
+  const loop = (async () => {
+    let last = '';
+    while (running) {
+      await sleep(250);
+      try {
+        const master = await sentinelMaster(t);
+        const state = await withClient(master, async (c) => {
+          const [holders, pttl, queue, waiting] = await Promise.all([
+            c.hgetall(keys.lock).catch(() => c.get(keys.lock)),
+            c.pttl(keys.lock),
+            c.lrange(keys.queue, 0, -1),
+            c.zrange(keys.waiting, 0, -1),
+          ]);
+          const short = (id: string): string => id.replace(/([0-9a-f]{8})[0-9a-f-]{28}/g, '$1');
+          return short(
+            `${master.port} holders ${JSON.stringify(holders)} pttl ${Math.round(pttl / 500) * 500} ` +
+              `queue [${queue.join(',')}] waiting [${waiting.join(',')}]`,
+          );
+        });
+        if (state !== last) samples.push(`${Math.round(epochNow() - faultAt)}: ${state}`);
+        last = state;
+      } catch (error) {
+        samples.push(`${Math.round(epochNow() - faultAt)}: ${(error as Error).message}`);
+      }
+    }
+  })();
+  return {
+    restart(from: number) {
+      samples = [];
+      faultAt = from;
+    },
+    async stop() {
+      running = false;
+      await loop;
+      return samples.slice(-40);
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

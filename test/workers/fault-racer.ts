@@ -35,6 +35,12 @@ return 1`;
 
 export interface FaultRacerResult {
   pid: number;
+  /** The lock client's id (the first segment of its waiter ids). */
+  clientId: string;
+  /** lock() calls that took over 500 ms or failed: [requested, ended, outcome] (for failure reports). */
+  slowCalls: [number, number, string][];
+  /** The lock connection's events (close, reconnecting, ready, error): [at, event] (for failure reports). */
+  connection: [number, string][];
   /** One per critical section: [requested, start, end, fencingToken]. */
   sections: [number, number, number, number][];
   /** Critical sections whose signal had aborted with a LockLostError by their end, by reason. */
@@ -71,6 +77,9 @@ async function main(): Promise<void> {
   const workMs = numberEnv('WORK_MS', 0);
   const result: FaultRacerResult = {
     pid: process.pid,
+    clientId: locks.clientId,
+    slowCalls: [],
+    connection: [],
     sections: [],
     lost: {},
     errors: {},
@@ -83,6 +92,11 @@ async function main(): Promise<void> {
     return ok;
   };
 
+  for (const event of ['close', 'reconnecting', 'ready', 'error', '+node', '-node']) {
+    locks.redis.on(event, (arg: unknown) =>
+      result.connection.push([now(), arg instanceof Error ? `${event} ${arg.message}` : event]),
+    );
+  }
   const stop = new AbortController();
   let holdNext = false;
   let holds = 0;
@@ -130,8 +144,15 @@ async function main(): Promise<void> {
       let handle: LockHandle;
       try {
         handle = await lock.lock({ leaseTime, waitTime, signal: stop.signal });
+        if (now() - requested > 500) result.slowCalls.push([requested, now(), 'acquired']);
       } catch (error) {
         if (stop.signal.aborted) break;
+        const cause = (error as { cause?: Error }).cause;
+        result.slowCalls.push([
+          requested,
+          now(),
+          `${errorName(error)}: ${(error as Error).message} ${cause ? `(${cause.message})` : ''}`,
+        ]);
         bump(result.errors, errorName(error));
         await sleep(50);
         continue;
