@@ -306,6 +306,7 @@ export async function sentinelFaultCase(
   const phase = (name: string): number => phases.push(`${name} ${((Date.now() - began) / 1000).toFixed(1)}s`);
   const prefix = `fault-${randomUUID().slice(0, 8)}`;
   const counterKey = `${prefix}:counter`;
+  let sampler: ReturnType<typeof sampleLockState> | undefined;
   try {
     const race = await Race.start(
       RACERS,
@@ -322,7 +323,7 @@ export async function sentinelFaultCase(
       registry,
     );
     phase('racers ready');
-    const sampler = sampleLockState(t, lockKeys(prefix, 'hot'));
+    sampler = sampleLockState(t, lockKeys(prefix, 'hot'));
     if (!(await counterReaches(counter.redis, counterKey, 100, 30_000))) {
       throw new Error(`the racers made no progress; lock state (ms from ready): ${(await sampler.stop()).join(' ; ')}`);
     }
@@ -367,6 +368,7 @@ export async function sentinelFaultCase(
     phase('healed');
     return { report, failoverMs: failoverAt - faultAt, phases: phases.join(', ') };
   } finally {
+    await sampler?.stop();
     counter.redis.disconnect();
   }
 }
