@@ -20,17 +20,16 @@ export interface FairLockOptions {
    */
   staleWaiterTimeout?: number;
   /**
-   * Lease of a lock just handed to the next waiter, until its acceptance (sent as it wakes) applies
-   * its own lease. The waiter runs on it at once, so it must outlast a failover that strikes right
-   * after a hand-off (the acceptance cannot land until the new master is up). What it costs is
-   * bounded too: a waiter nobody listens for is skipped, one that just gave up is passed on by its
-   * process, so only a process dying between the hand-off and its acceptance costs this long.
-   * Default 10000 ms.
+   * Lease of a lock just handed to the next waiter, until its acceptance (one round trip, sent as
+   * it wakes and before its code runs) applies its own lease. A hand-off not accepted in time lapses
+   * and the next waiter gets the lock; the late waiter's acceptance is refused and it queues again.
+   * So this only bounds what a waiter that cannot accept (its process frozen, or cut off from Redis
+   * while its subscriber still listens) costs everyone behind it. Default 1000 ms.
    */
   acceptanceLease?: number;
 }
 
-export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 10_000 } as const;
+export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 1_000 } as const;
 
 /**
  * Redisson's RFairLock, improved: waiters queue in FIFO order (a list plus a zset of deadlines in

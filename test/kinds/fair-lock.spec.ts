@@ -1,4 +1,4 @@
-import { runInLockScope } from '../../lib';
+import { FAIR_LOCK_DEFAULTS, runInLockScope } from '../../lib';
 import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
 
@@ -76,6 +76,34 @@ describe('FairLock', () => {
     survivor.send('finish');
     await survivor.result;
     expect(await lockKeysLeft()).toBe(0);
+  }, 60_000);
+
+  it('a process told of a hand-off that cannot take it (frozen) holds up the next waiter for the acceptance lease, not its whole deadline', async () => {
+    // Default acceptance lease. Waiters re-check every third of staleWaiterTimeout (3 s here): the
+    // one behind learns of the lapse then. The frozen waiter's own deadline (9 s) would end it later.
+    const options = { staleWaiterTimeout: 9_000 };
+    const lock = client.locks.getFairLock(name, options);
+    const holder = await lock.lock();
+    const frozen = startQueueWorker({ STALE_MS: options.staleWaiterTimeout, ACCEPT_MS: '' });
+    const next = startQueueWorker({ STALE_MS: options.staleWaiterTimeout, ACCEPT_MS: '' });
+    await Promise.all([frozen.waitFor('ready'), next.waitFor('ready')]);
+    frozen.send('enqueue frozen');
+    await eventually(async () => (await queueLength()) === 1);
+    next.send('enqueue next');
+    await eventually(async () => (await queueLength()) === 2);
+    frozen.child.kill('SIGSTOP'); // its subscriber still counts for PUBLISH: the hand-off goes to it
+    try {
+      const releasedAt = Date.now();
+      await holder.release();
+      const order = () => client.redis.lrange(`${prefix}:order:${name}`, 0, -1);
+      await eventually(async () => (await order()).includes('next'), 15_000);
+      // 1 s lapse + up to 3 s until the re-check, with slack; the old 10 s default (or the 9 s deadline) fails it.
+      expect(Date.now() - releasedAt).toBeLessThan(FAIR_LOCK_DEFAULTS.acceptanceLease + 3_000 + 3_000);
+    } finally {
+      frozen.child.kill('SIGCONT');
+    }
+    next.send('finish');
+    await next.result;
   }, 60_000);
 
   it('a dead waiter in the middle of the queue is pruned once its deadline passes', async () => {
