@@ -1,6 +1,15 @@
 // Public API of nestjs-redis-lock. Everything users import comes from here.
 export * from './engine/errors';
-export { LockClient, type LockClientOptions, type LockClientEvents } from './engine/lock-client';
+export { LockClient, type LockClientOptions } from './engine/lock-client';
+export type {
+  LockClientEvents,
+  LockAcquiredEvent,
+  LockWaitingEvent,
+  LockTimedOutEvent,
+  LockReleasedEvent,
+  LockKindName,
+} from './engine/lock-events';
+export type { LockInspection, LockHolder, QueuedWaiter } from './engine/inspection';
 export { ReentrantLock } from './engine/reentrant-lock';
 export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fair-lock';
 export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';

@@ -9,13 +9,14 @@ import { RedisUnavailableError } from './errors';
 export function bounded<T>(
   operation: Promise<T>,
   timeoutMs: number,
-  describe: { key?: string; name: string },
+  describe: { key?: string; name: string; onUnavailable?: () => void },
   onLateResult?: (value: T) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false;
     const timer = setTimeout(() => {
       settled = true;
+      describe.onUnavailable?.();
       reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs));
     }, timeoutMs);
     timer.unref();
@@ -33,9 +34,9 @@ export function bounded<T>(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        reject(
-          isConnectionError(error) ? new RedisUnavailableError(describe.key, describe.name, timeoutMs, error) : error,
-        );
+        if (!isConnectionError(error)) return reject(error);
+        describe.onUnavailable?.();
+        reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs, error));
       },
     );
   });

@@ -6,6 +6,7 @@ import type { LockLogger } from './logger';
 import type { PublishCommand, RedisClient } from './redis-client';
 import type { LockWaiters } from './waiters';
 import type { ReplicaSync } from './replica-sync';
+import type { EmitLockEvent } from './lock-events';
 
 /** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
 export interface EngineContext {
@@ -21,4 +22,6 @@ export interface EngineContext {
   readonly logger: LockLogger;
   readonly replicaSync: ReplicaSync;
   markLost(lock: HeldLock, reason: LockLostReason): void;
+  /** See LockClientEvents. */
+  readonly lockEvent: EmitLockEvent;
 }

@@ -1,4 +1,5 @@
 import type { Attempt } from './acquire-loop';
+import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
 import type { Grant, RawRelease, WaitBehaviour } from './lock-base';
 import { checkDuration } from './durations';
@@ -40,6 +41,7 @@ export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 
  * await locks.getFairLock('ticket-counter').withLock(() => serveNext());
  */
 export class FairLock extends ReentrantLock {
+  override readonly kind: LockKindName = 'fair';
   private readonly staleWaiterTimeout: number;
   private readonly acceptanceLease: number;
 

@@ -23,6 +23,8 @@ export class HeldLock {
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   expiryTimer?: LongTimer;
+  /** When this client learnt of the grant (ms since epoch). */
+  readonly grantedAt = Date.now();
 
   constructor(
     readonly name: string,

@@ -11,6 +11,8 @@ import { checkDuration, MAX_LEASE_MS } from './durations';
 import { currentScope, runInLockScope } from './owner-scope';
 import { runScript } from './scripts';
 import { retryWhileUnreachable } from './retry-while-unreachable';
+import { refreshSlotsSoon } from './slot-refresh';
+import type { LockKindName } from './lock-events';
 import { sleep } from './sleep';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
@@ -63,6 +65,8 @@ export interface WithLockOptions extends AcquireOptions {
  */
 export abstract class LockBase {
   readonly keys: LockKeys;
+  /** Which kind this is, as lock events name it. */
+  abstract readonly kind: LockKindName;
 
   constructor(
     protected readonly engine: EngineContext,
@@ -267,7 +271,8 @@ export abstract class LockBase {
   }
 
   protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
-    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what }, onLate);
+    const onUnavailable = this.engine.redis.isCluster ? () => refreshSlotsSoon(this.engine.redis) : undefined;
+    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what, onUnavailable }, onLate);
   }
 
   private async acquire(options: AcquireOptions): Promise<LockHandle | { ttl: number }> {
@@ -283,6 +288,7 @@ export abstract class LockBase {
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
     let unknown: { holder: string; known: number; sentAt: number } | undefined;
     let refusedBefore = false;
+    const startedAt = Date.now();
     try {
       const outcome = await acquireLoop<LockHandle>({
         key: this.name,
@@ -313,6 +319,9 @@ export abstract class LockBase {
             throw error;
           }
           if (!result.acquired) {
+            if (!refusedBefore && options.waitTime !== 0) {
+              this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner }));
+            }
             refusedBefore = true;
             return result;
           }
@@ -321,10 +330,25 @@ export abstract class LockBase {
         },
       });
       if (outcome.acquired) {
-        await this.syncReplicas(outcome.value);
-        return outcome.value;
+        const handle = outcome.value;
+        await this.syncReplicas(handle);
+        this.engine.lockEvent('acquired', () => ({
+          name: this.name,
+          kind: this.kind,
+          owner: handle.owner,
+          fencingToken: handle.fencingToken,
+          waitedMs: Date.now() - startedAt,
+          reentered: handle.holdCount > 1,
+        }));
+        return handle;
       }
       await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0);
+      this.engine.lockEvent('timedOut', () => ({
+        name: this.name,
+        kind: this.kind,
+        owner,
+        waitedMs: Date.now() - startedAt,
+      }));
       return { ttl: outcome.ttl };
     } catch (error) {
       if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.known);
@@ -380,6 +404,18 @@ export abstract class LockBase {
    */
   async release(held: HeldLock): Promise<ReleaseOutcome> {
     if (held.released) return 'released';
+    const outcome = await this.releaseHold(held);
+    this.engine.lockEvent('released', () => ({
+      name: this.name,
+      kind: this.kind,
+      owner: held.owner,
+      heldMs: Date.now() - held.grantedAt,
+      outcome,
+    }));
+    return outcome;
+  }
+
+  private async releaseHold(held: HeldLock): Promise<ReleaseOutcome> {
     const { expectedHolds, final } = this.engine.registry.beginRelease(held);
     const send = () => this.releaseOnce(held.owner, held.leaseMs, expectedHolds);
     let raw: RawRelease;

@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
 import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
 import type { HeldLock } from './held-lock';
-import { assertKeyPrefix } from './keys';
+import { assertKeyPrefix, assertLockName, lockKeys } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
 import { checkDuration, wholeMilliseconds } from './durations';
@@ -13,11 +13,14 @@ import { RecentReleases } from './recent-releases';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
 import { registerScripts } from './scripts';
+import { bounded } from './bounded';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
 import { LockWaiters } from './waiters';
 import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
+import type { LockClientEvents } from './lock-events';
+import { inspectLock, type LockInspection } from './inspection';
 
 export interface LockClientOptions {
   /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
@@ -51,11 +54,6 @@ export interface LockClientOptions {
 
 /** Longest any single Redis operation may take before RedisUnavailableError, unless configured. */
 export const DEFAULT_OPERATION_TIMEOUT = 3_000;
-
-export interface LockClientEvents {
-  /** A held lock was lost; the holder's signal was aborted with the same error. */
-  lockLost: [error: LockLostError];
-}
 
 /**
  * One lock engine over one Redis deployment: owner identity, the shared subscriber, the watchdog and
@@ -139,6 +137,25 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   /** A simple `SET NX PX` lock named `name`: not re-entrant, 3 s wait and lease by default. */
   getSimpleLock(name: string, options?: SimpleLockOptions): SimpleLock {
     return new SimpleLock(this, name, options);
+  }
+
+  /** Emits a lock event if anyone listens (see LockClientEvents); the payload is built only then. */
+  readonly lockEvent: EngineContext['lockEvent'] = (event, make) => {
+    if (this.listenerCount(event) > 0) (this.emit as (e: string, payload: unknown) => boolean)(event, make());
+  };
+
+  /**
+   * What Redis holds for lock `name` right now, read atomically: holders and hold counts, remaining
+   * lease, the last fencing token, fair-queue waiters, waiting processes (see LockInspection).
+   * @example
+   * const { state, holders, remainingLeaseMs } = await locks.inspect('order:42');
+   */
+  async inspect(name: string): Promise<LockInspection> {
+    assertLockName(name);
+    return bounded(inspectLock(this.redis, name, lockKeys(this.keyPrefix, name)), this.operationTimeout, {
+      key: name,
+      name: 'inspect',
+    });
   }
 
   /** Locks currently held through this client (one entry per lock and owner). */

@@ -1,4 +1,5 @@
 import type { Attempt } from './acquire-loop';
+import type { LockKindName } from './lock-events';
 import type { RenewalKind } from './held-lock';
 import { LockBase, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
 import { runScript } from './scripts';
@@ -19,6 +20,7 @@ const RELEASE_RESULTS: Record<number, RawRelease> = {
  * await lock.withLock(async ({ signal }) => buildReport({ signal }));
  */
 export class ReentrantLock extends LockBase {
+  readonly kind: LockKindName = 'reentrant';
   protected async attempt(
     owner: string,
     leaseMs: number,

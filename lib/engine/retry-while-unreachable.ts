@@ -2,6 +2,7 @@ import { bounded } from './bounded';
 import { RedisUnavailableError } from './errors';
 import { nextReady } from './next-ready';
 import type { RedisClient } from './redis-client';
+import { refreshSlotsSoon } from './slot-refresh';
 import { sleep } from './sleep';
 
 export interface RetryWhileUnreachableOptions {
@@ -29,6 +30,7 @@ export async function retryWhileUnreachable<T>(
       return await bounded(send(), operationTimeout, { key, name });
     } catch (error) {
       if (!(error instanceof RedisUnavailableError) || Date.now() >= until || redis.status === 'end') throw error;
+      refreshSlotsSoon(redis);
     }
     // Back off, but go again the moment the connection is back: every ms here keeps the lock blocked.
     await Promise.race([sleep(Math.min(pause, Math.max(0, until - Date.now()))), nextReady(redis)]);

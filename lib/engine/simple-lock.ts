@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { LockKindName } from './lock-events';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { HeldLock, RenewalKind } from './held-lock';
@@ -36,6 +37,7 @@ export type SimpleLockContext = ({ isSuccess: true } & LockContext) | { isSucces
  * });
  */
 export class SimpleLock extends LockBase {
+  readonly kind: LockKindName = 'simple';
   protected override readonly defaultLeaseTime: number | undefined;
   private readonly defaultWaitTime: number;
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockOptionsError } from '../engine/errors';
 import type { FairLock, FairLockOptions } from '../engine/fair-lock';
+import type { LockInspection } from '../engine/inspection';
 import type { LockBase } from '../engine/lock-base';
 import { LockClient } from '../engine/lock-client';
 import type { LockHandle, ReleaseOutcome } from '../engine/lock-handle';
@@ -143,6 +144,16 @@ export class LockService {
    */
   async forceUnlock(name: string, options: { kind?: LockKind } = {}): Promise<boolean> {
     return this.lockOf(name, options).forceUnlock();
+  }
+
+  /**
+   * Who holds `name` now, since when it runs out, who waits: a snapshot read atomically from Redis
+   * (any lock kind; see LockInspection).
+   * @example
+   * const { state, holders, remainingLeaseMs, queue } = await lockService.inspect(`order:${id}`);
+   */
+  inspect(name: string): Promise<LockInspection> {
+    return this.client.inspect(name);
   }
 
   /**

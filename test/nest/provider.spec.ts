@@ -50,6 +50,11 @@ class JobService {
     return `${this.label}/${this.locks.current()?.name}/${order.id}/${step}`;
   }
 
+  @DistributedLock({ key: 'inspected:{0}' })
+  async inspectOwnLock(id: string) {
+    return this.locks.inspect(`inspected:${id}`);
+  }
+
   @DistributedLock({ key: (order: { id: number }) => `fn-order:${order.id}` })
   async byFunction(_order: { id: number }): Promise<string | undefined> {
     return this.locks.current()?.name;
@@ -243,6 +248,18 @@ describe('@DistributedLock on provider methods', () => {
     } finally {
       await app.close();
     }
+  });
+
+  it('LockService.inspect shows the lock a decorated method holds while it runs, and free after', async () => {
+    const jobs = first.get(JobService);
+    const during = await jobs.inspectOwnLock('i1');
+    expect(during.state).toBe('held');
+    expect(during.holders).toHaveLength(1);
+    expect(during.holders[0].holdCount).toBe(1);
+    expect(during.remainingLeaseMs).toBeGreaterThan(0);
+    const after = await first.get(LockService).inspect('inspected:i1');
+    expect(after.state).toBe('free');
+    expect(after.fencingToken).toBe(during.fencingToken);
   });
 
   it('rethrows the method’s own error unchanged and releases the lock', async () => {

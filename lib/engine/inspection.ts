@@ -1,0 +1,73 @@
+import type { LockKeys } from './keys';
+import type { RedisClient } from './redis-client';
+import { runScript } from './scripts';
+
+/** One owner's holds on a lock. */
+export interface LockHolder {
+  /** The owner id (reentrant, fair lock) or the token (simple lock). */
+  owner: string;
+  /** Re-entrant holds; 0 while a fair lock's hand-off to this waiter is not yet accepted. */
+  holdCount: number;
+}
+
+/** One fair-lock waiter, in queue order. */
+export interface QueuedWaiter {
+  waiterId: string;
+  /** Until its deadline (Redis server time); a waiter that stops refreshing is dropped at 0. */
+  expiresInMs: number;
+}
+
+/**
+ * A snapshot of one lock as Redis holds it, read atomically (one script). What `inspect(name)`
+ * returns; the same for every kind, since the kind is not stored with the lock.
+ */
+export interface LockInspection {
+  name: string;
+  /** The Redis key of the lock itself. */
+  key: string;
+  /** `handing-over`: a fair lock handed to the next waiter, not yet accepted. */
+  state: 'free' | 'held' | 'handing-over';
+  /** `counted`: owner -> hold count (reentrant, fair); `token`: one token (simple lock, RedLock member). */
+  holdKind?: 'counted' | 'token';
+  holders: LockHolder[];
+  /** What is left of the lease; null when free or when the key has no expiry. */
+  remainingLeaseMs: number | null;
+  /** The last fencing token handed out for this name; null if none was ever. */
+  fencingToken: number | null;
+  /** Fair lock: waiters in FIFO order. */
+  queue: QueuedWaiter[];
+  /** Reentrant and simple locks: client ids of the processes waiting, longest-waiting first. */
+  waitingClients: string[];
+}
+
+type Raw = [string, number, string[], string | false | null, (string | number)[], string[]];
+
+/** Reads the lock under `keys` (see LockInspection). */
+export async function inspectLock(redis: RedisClient, name: string, keys: LockKeys): Promise<LockInspection> {
+  const [type, pttl, flatHolders, fence, flatQueue, waitingClients] = await runScript<Raw>(
+    redis,
+    'inspect',
+    [keys.lock, keys.fence, keys.queue, keys.deadlines, keys.waiting],
+    [],
+  );
+  const holders: LockHolder[] = [];
+  for (let i = 0; i < flatHolders.length; i += 2) {
+    holders.push({ owner: flatHolders[i], holdCount: Number(flatHolders[i + 1]) });
+  }
+  const queue: QueuedWaiter[] = [];
+  for (let i = 0; i < flatQueue.length; i += 2) {
+    queue.push({ waiterId: String(flatQueue[i]), expiresInMs: Math.max(0, Number(flatQueue[i + 1])) });
+  }
+  const held = holders.length > 0;
+  return {
+    name,
+    key: keys.lock,
+    state: !held ? 'free' : holders.every((h) => h.holdCount === 0) ? 'handing-over' : 'held',
+    holdKind: type === 'hash' ? 'counted' : type === 'string' ? 'token' : undefined,
+    holders,
+    remainingLeaseMs: held && pttl >= 0 ? pttl : null,
+    fencingToken: fence ? Number(fence) : null,
+    queue,
+    waitingClients,
+  };
+}

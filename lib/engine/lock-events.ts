@@ -1,0 +1,57 @@
+import type { LockLostError } from './errors';
+import type { ReleaseOutcome } from './lock-handle';
+
+/** The lock kinds that emit events (RedLock and MultiLock emit through their member locks). */
+export type LockKindName = 'reentrant' | 'fair' | 'simple';
+
+interface LockEventBase {
+  name: string;
+  kind: LockKindName;
+  /** The owner id (reentrant, fair) or the hold's token (simple lock). */
+  owner: string;
+}
+
+/** An acquisition succeeded (a re-entry too, with `reentered`). */
+export interface LockAcquiredEvent extends LockEventBase {
+  fencingToken: number;
+  /** From the call to its grant, including any wait. */
+  waitedMs: number;
+  reentered: boolean;
+}
+
+/** An acquisition was refused and starts waiting (once per acquisition). */
+export type LockWaitingEvent = LockEventBase;
+
+/** An acquisition ended without the lock: its wait ran out, or a single attempt was refused. */
+export interface LockTimedOutEvent extends LockEventBase {
+  waitedMs: number;
+}
+
+/** A release, whatever its outcome (see ReleaseOutcome). */
+export interface LockReleasedEvent extends LockEventBase {
+  /** Since this owner's first hold was granted. */
+  heldMs: number;
+  outcome: ReleaseOutcome;
+}
+
+/**
+ * What a LockClient emits, for metrics and logs of your own. Listeners run synchronously on the
+ * lock's path: keep them short. Nothing is built for an event nobody listens to.
+ * @example
+ * locks.on('acquired', (e) => histogram.record(e.waitedMs, { kind: e.kind }));
+ * locks.on('lockLost', (error) => logger.error(error.message));
+ */
+export interface LockClientEvents {
+  acquired: [event: LockAcquiredEvent];
+  waiting: [event: LockWaitingEvent];
+  timedOut: [event: LockTimedOutEvent];
+  released: [event: LockReleasedEvent];
+  /** A held lock was lost; the holder's signal was aborted with the same error. */
+  lockLost: [error: LockLostError];
+}
+
+/** Emits `event` with the payload `make()` builds, only if someone listens (no allocation otherwise). */
+export type EmitLockEvent = <E extends Exclude<keyof LockClientEvents, 'lockLost'>>(
+  event: E,
+  make: () => LockClientEvents[E][0],
+) => void;

@@ -1,0 +1,22 @@
+import type { Cluster } from 'ioredis';
+import type { RedisClient } from './redis-client';
+
+/** At most one early slot-map refresh per client in this window. */
+const REFRESH_EVERY_MS = 250;
+
+const lastRefresh = new WeakMap<Cluster, number>();
+
+/**
+ * A Cluster command could not reach its node: its shard may be failing over. Re-read the slot map
+ * now (at most every 250 ms per client) instead of at the next periodic refresh, so commands move
+ * to the promoted replica within a moment of its promotion rather than up to a refresh interval
+ * later. A no-op for a single connection.
+ */
+export function refreshSlotsSoon(client: RedisClient): void {
+  if (!client.isCluster) return;
+  const cluster = client as Cluster;
+  const now = Date.now();
+  if (now - (lastRefresh.get(cluster) ?? 0) < REFRESH_EVERY_MS) return;
+  lastRefresh.set(cluster, now);
+  cluster.refreshSlotsCache(() => undefined);
+}
