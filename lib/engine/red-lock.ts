@@ -233,9 +233,30 @@ export class RedLock extends GroupLock<RedLockHandle> {
     });
   }
 
+  /**
+   * The shortest lease a round can grant: one that outlasts a round taking the whole instance
+   * timeout plus the drift allowance. Below it no round's validity would stay positive, so a wait
+   * would retry in vain until it ends.
+   * @internal
+   */
+  minimumLease(leaseTime: number): number {
+    return this.drift(leaseTime) + this.timeoutFor(leaseTime) + 1;
+  }
+
   /** LockQuorumError when too few masters answer by the end of the wait. */
   protected async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
     assertAcquireOptions(this.name, options);
+    if (options.leaseTime !== undefined) {
+      const lease = Math.ceil(options.leaseTime);
+      if (lease < this.minimumLease(lease)) {
+        throw new LockOptionsError(
+          `RedLock leaseTime must be at least ${this.minimumLease(lease)} ms (the instance timeout plus the ` +
+            `clock drift allowance), got ${String(options.leaseTime)}.`,
+          this.name,
+          { option: 'leaseTime', value: options.leaseTime },
+        );
+      }
+    }
     const owner = options.owner ?? `redlock:${randomUUID()}`;
     const deadline = options.waitTime === undefined ? Infinity : Date.now() + options.waitTime;
     let watch: ReleaseWatch | undefined;

@@ -113,6 +113,8 @@ describe('bad input', () => {
       [() => new LockClient({ redis, replicaSync: { replicas: 1, timeout: Infinity } }), 'replicaSync'],
       [() => new LockClient({ redis, replicaSync: 'on' as unknown as false }), 'replicaSync'],
       [() => new LockClient({ redis, replicaSync: true as unknown as false }), 'replicaSync'],
+      [() => new LockClient({ redis, telemetry: true as unknown as false }), 'telemetry'],
+      [() => new LockClient({ redis, telemetry: { lockNameAttribute: 'order:*' as never } }), 'telemetry'],
     ];
     for (const [make, option] of bad) {
       expect(make).toThrow(LockOptionsError);
@@ -219,8 +221,12 @@ describe('bad input', () => {
                 ? new MultiLock([a.locks.getLock(`${name}-1`), a.locks.getFairLock(`${name}-2`)])
                 : new RedLock(redLockClients, name);
             const options = { leaseTime, waitTime } as AcquireOptions;
-            const valid =
-              isValidDuration(leaseTime, { positive: true }) && isValidDuration(waitTime, { positive: false });
+            // RedLock also refuses a lease no round could grant (shorter than its instance timeout + drift).
+            const validLease = isValidDuration(leaseTime, { positive: true });
+            const lease = validLease && leaseTime !== undefined ? Math.ceil(leaseTime as number) : undefined;
+            const redLockTakes =
+              !(group instanceof RedLock) || lease === undefined || lease >= group.minimumLease(lease);
+            const valid = validLease && isValidDuration(waitTime, { positive: false }) && redLockTakes;
             await succeedsOrNamesTheOption(valid, group.name, async () => {
               const handle = await group.tryLock(options);
               if (handle) return handle.release();

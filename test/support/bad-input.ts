@@ -48,7 +48,8 @@ export async function keysWithoutTtl(redis: Redis, prefix: string): Promise<stri
   const stuck: string[] = [];
   for (const key of keys) {
     if (key.endsWith(':fence')) continue;
-    if ((await redis.pttl(key)) < 0) stuck.push(key);
+    // -1: no expiry (stuck); -2: it expired since KEYS listed it, which is fine.
+    if ((await redis.pttl(key)) === -1) stuck.push(key);
   }
   return stuck;
 }
