@@ -7,9 +7,11 @@ export type {
   LockWaitingEvent,
   LockTimedOutEvent,
   LockReleasedEvent,
+  LockRenewedEvent,
   LockKindName,
 } from './engine/lock-events';
 export type { LockInspection, LockHolder, QueuedWaiter } from './engine/inspection';
+export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/telemetry';
 export { ReentrantLock } from './engine/reentrant-lock';
 export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fair-lock';
 export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';

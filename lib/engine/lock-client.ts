@@ -21,6 +21,7 @@ import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './rep
 import { Watchdog } from './watchdog';
 import type { LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
+import { instrumentLockClient, type LockTelemetryOptions } from './telemetry';
 
 export interface LockClientOptions {
   /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
@@ -48,6 +49,12 @@ export interface LockClientOptions {
    * false never waits.
    */
   replicaSync?: ReplicaSyncSetting;
+  /**
+   * OpenTelemetry metrics and spans (see instrumentLockClient): on by default, through the global
+   * providers, so a no-op until the application registers an OpenTelemetry SDK (before creating this
+   * client). Options choose other providers and a bounded `lock.name` attribute; false turns it off.
+   */
+  telemetry?: false | LockTelemetryOptions;
   /** Runs at the end of `close()`: how a client created from a deployment closes its connections. */
   onClose?: () => Promise<void>;
 }
@@ -94,6 +101,8 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.operationTimeout =
       checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? DEFAULT_OPERATION_TIMEOUT;
     this.logger = options.logger ?? consoleLogger;
+    const replicaSync = validReplicaSync(options.replicaSync); // before any connection is made
+    assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
@@ -105,16 +114,13 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
       this.operationTimeout,
       (lock, reason) => this.markLost(lock, reason),
       this.logger,
+      (renewed, failed) => this.lockEvent('renewed', () => ({ renewed, failed })),
     );
     this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
     registerScripts(this.redis);
-    this.replicaSync = new ReplicaSync(
-      validReplicaSync(options.replicaSync),
-      this.redis,
-      this.operationTimeout,
-      this.logger,
-    );
+    this.replicaSync = new ReplicaSync(replicaSync, this.redis, this.operationTimeout, this.logger);
     this.redis.on('ready', this.renewNow);
+    if (options.telemetry !== false) instrumentLockClient(this, options.telemetry);
     this.recentReleases = new RecentReleases(this.redis, this.registry, this.operationTimeout);
   }
 
@@ -210,6 +216,17 @@ export function subscriberFor(client: RedisClient): RedisClient {
   return client.isCluster
     ? (client as Cluster).duplicate(undefined, { shardedSubscribers: true, enableOfflineQueue: true })
     : (client as Redis).duplicate({ enableOfflineQueue: true });
+}
+
+function assertTelemetryOptions(telemetry: unknown): void {
+  if (telemetry === undefined || telemetry === false) return;
+  const name = (telemetry as LockTelemetryOptions | null)?.lockNameAttribute;
+  if (typeof telemetry === 'object' && telemetry !== null && (name === undefined || typeof name === 'function')) return;
+  throw new LockOptionsError(
+    'telemetry must be false or { meterProvider?, tracerProvider?, lockNameAttribute?: (name) => string | undefined }.',
+    undefined,
+    { option: 'telemetry', value: telemetry },
+  );
 }
 
 function validReplicaSync(sync: ReplicaSyncSetting | undefined): ReplicaSyncSetting {

@@ -34,6 +34,13 @@ export interface LockReleasedEvent extends LockEventBase {
   outcome: ReleaseOutcome;
 }
 
+/** One watchdog round (every third of watchdogTimeout while watched locks are held). */
+export interface LockRenewedEvent {
+  renewed: number;
+  /** Not renewed: lost (another owner, gone) or Redis unreachable this round. */
+  failed: number;
+}
+
 /**
  * What a LockClient emits, for metrics and logs of your own. Listeners run synchronously on the
  * lock's path: keep them short. Nothing is built for an event nobody listens to.
@@ -46,6 +53,8 @@ export interface LockClientEvents {
   waiting: [event: LockWaitingEvent];
   timedOut: [event: LockTimedOutEvent];
   released: [event: LockReleasedEvent];
+  /** The watchdog's round of renewals: how many Redis confirmed, how many failed. */
+  renewed: [event: LockRenewedEvent];
   /** A held lock was lost; the holder's signal was aborted with the same error. */
   lockLost: [error: LockLostError];
 }

@@ -276,6 +276,13 @@ export class LockWaiters {
     }
   }
 
+  /** Waiters of this client on every channel (busy retrying or parked). */
+  get waitingCount(): number {
+    let count = 0;
+    for (const waiters of this.channels.values()) count += waiters.members.size;
+    return count;
+  }
+
   /** Number of channels currently subscribed or being subscribed (for tests and health). */
   get channelCount(): number {
     return this.channels.size;

@@ -23,6 +23,8 @@ export class Watchdog {
     private readonly operationTimeout: number,
     private readonly onLost: (lock: HeldLock, reason: LockLostReason) => void,
     private readonly logger: LockLogger,
+    /** After each tick: how many renewals Redis confirmed and how many failed (lost or unreachable). */
+    private readonly onTick: (renewed: number, failed: number) => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -61,9 +63,12 @@ export class Watchdog {
     try {
       const results = await bounded(this.renewAll(batch), this.operationTimeout, { name: 'watchdog renewal' });
       batch.forEach((lock, i) => this.apply(lock, results[i], sentAt));
+      const renewed = results.filter((r) => r === 1).length;
+      this.onTick(renewed, batch.length - renewed);
     } catch (error) {
       this.logger.warn(`Lock renewal failed for ${batch.length} lock(s): ${(error as Error).message}`);
       batch.forEach((lock) => this.apply(lock, error as Error, sentAt));
+      this.onTick(0, batch.length);
     } finally {
       this.ticking = false;
     }

@@ -1,0 +1,120 @@
+import {
+  metrics,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type MeterProvider,
+  type Span,
+  type TracerProvider,
+} from '@opentelemetry/api';
+import type { LockClient } from './lock-client';
+import type { LockKindName } from './lock-events';
+
+/** The instrumentation scope every metric and span of this library is reported under. */
+export const TELEMETRY_SCOPE = 'nestjs-redis-lock';
+
+export interface LockTelemetryOptions {
+  /** Default: the global one (`metrics.setGlobalMeterProvider`, an OpenTelemetry SDK's `start()`). */
+  meterProvider?: MeterProvider;
+  /** Default: the global one. */
+  tracerProvider?: TracerProvider;
+  /**
+   * The `lock.name` attribute for a lock name, or undefined to leave it out (the default for every
+   * name: raw names, such as `order:42`, would give each order its own time series). Return a
+   * bounded label, such as `order:*`.
+   */
+  lockNameAttribute?: (name: string) => string | undefined;
+}
+
+/**
+ * OpenTelemetry metrics and spans for one LockClient, built on its events. Through
+ * `@opentelemetry/api` only: without an SDK registered every instrument is a no-op.
+ *
+ * Metrics: `lock.wait.duration` and `lock.hold.duration` (histograms, ms), `lock.acquisitions`,
+ * `lock.lost` and `lock.renewals` (counters), `lock.held` and `lock.waiters` (gauges, per `lock.client.id`).
+ * Spans: `lock acquire` (from the call to its outcome, a child of the caller's span) and `lock held`
+ * (from the grant to the last release).
+ */
+export function instrumentLockClient(client: LockClient, options: LockTelemetryOptions = {}): void {
+  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE);
+  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE);
+  const nameOf = options.lockNameAttribute;
+  const base = (kind: LockKindName, name: string): Attributes => {
+    const label = nameOf?.(name);
+    return label === undefined ? { 'lock.kind': kind } : { 'lock.kind': kind, 'lock.name': label };
+  };
+
+  const waitDuration = meter.createHistogram('lock.wait.duration', {
+    unit: 'ms',
+    description: 'From an acquisition call to its outcome (granted or timed out), waiting included.',
+  });
+  const holdDuration = meter.createHistogram('lock.hold.duration', {
+    unit: 'ms',
+    description: "From a grant to the owner's last release.",
+  });
+  const acquisitions = meter.createCounter('lock.acquisitions', {
+    description: 'Acquisition outcomes: acquired, reentered, timed_out.',
+  });
+  const lost = meter.createCounter('lock.lost', { description: 'Held locks lost, by reason.' });
+  const renewals = meter.createCounter('lock.renewals', {
+    description: "The watchdog's lease renewals, by outcome: renewed, failed.",
+  });
+  // Per client (one per process as a rule): two clients of one process must not overwrite each other.
+  const clientAttributes = { 'lock.client.id': client.clientId };
+  meter
+    .createObservableGauge('lock.held', { description: 'Locks this client holds (one per lock and owner).' })
+    .addCallback((result) => result.observe(client.heldLockCount, clientAttributes));
+  meter
+    .createObservableGauge('lock.waiters', { description: 'Acquisitions of this client waiting for a lock.' })
+    .addCallback((result) => result.observe(client.waiters.waitingCount, clientAttributes));
+
+  const heldSpans = new Map<string, Span>();
+  const holdKey = (name: string, owner: string): string => `${name}\u0000${owner}`;
+
+  client.on('acquired', (e) => {
+    const attributes = base(e.kind, e.name);
+    acquisitions.add(1, { ...attributes, 'lock.outcome': e.reentered ? 'reentered' : 'acquired' });
+    waitDuration.record(e.waitedMs, { ...attributes, 'lock.outcome': 'acquired' });
+    const now = Date.now();
+    tracer
+      .startSpan('lock acquire', {
+        startTime: now - e.waitedMs,
+        attributes: { ...attributes, 'lock.outcome': 'acquired', 'lock.fencing_token': e.fencingToken },
+      })
+      .end(now);
+    if (!e.reentered) {
+      heldSpans.set(
+        holdKey(e.name, e.owner),
+        tracer.startSpan('lock held', { attributes: { ...attributes, 'lock.fencing_token': e.fencingToken } }),
+      );
+    }
+  });
+  client.on('timedOut', (e) => {
+    const attributes = { ...base(e.kind, e.name), 'lock.outcome': 'timed_out' };
+    acquisitions.add(1, attributes);
+    waitDuration.record(e.waitedMs, attributes);
+    const now = Date.now();
+    tracer.startSpan('lock acquire', { startTime: now - e.waitedMs, attributes }).end(now);
+  });
+  client.on('released', (e) => {
+    if (e.outcome === 'decremented') return; // the owner still holds it
+    holdDuration.record(e.heldMs, { ...base(e.kind, e.name), 'lock.release.outcome': e.outcome });
+    const key = holdKey(e.name, e.owner);
+    const span = heldSpans.get(key);
+    heldSpans.delete(key);
+    span?.setAttribute('lock.release.outcome', e.outcome);
+    span?.end();
+  });
+  client.on('lockLost', (error) => {
+    lost.add(1, { 'lock.lost.reason': error.reason });
+    const key = holdKey(error.key ?? '', error.owner);
+    const span = heldSpans.get(key);
+    heldSpans.delete(key);
+    span?.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+    span?.end();
+  });
+  client.on('renewed', (e) => {
+    if (e.renewed > 0) renewals.add(e.renewed, { 'lock.renewal.outcome': 'renewed' });
+    if (e.failed > 0) renewals.add(e.failed, { 'lock.renewal.outcome': 'failed' });
+  });
+}
