@@ -12,6 +12,7 @@ export type {
 } from './engine/lock-events';
 export type { LockInspection, LockHolder, QueuedWaiter } from './engine/inspection';
 export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/telemetry';
+export type { LockClientHealth } from './engine/health';
 export { ReentrantLock } from './engine/reentrant-lock';
 export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fair-lock';
 export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';

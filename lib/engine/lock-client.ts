@@ -22,6 +22,7 @@ import { Watchdog } from './watchdog';
 import type { LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
 import { instrumentLockClient, type LockTelemetryOptions } from './telemetry';
+import { checkHealth, type LockClientHealth } from './health';
 
 export interface LockClientOptions {
   /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
@@ -162,6 +163,20 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
       key: name,
       name: 'inspect',
     });
+  }
+
+  /**
+   * Whether this client can lock right now: the lock connection answers PING (within
+   * operationTimeout), the subscriber is not cut off, the watchdog's renewals are on schedule.
+   * Never throws; the Nest health indicator (`nestjs-redis-lock/health`) reports it.
+   */
+  health(): Promise<LockClientHealth> {
+    return checkHealth(this, () => bounded(this.redis.ping(), this.operationTimeout, { name: 'health check' }));
+  }
+
+  /** The subscriber connection's state (see health()). */
+  get subscriberStatus(): string {
+    return this.pubsub.status ?? 'unknown';
   }
 
   /** Locks currently held through this client (one entry per lock and owner). */

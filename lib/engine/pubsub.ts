@@ -7,6 +7,8 @@ export interface PubSub {
   /** `onMessage` for every unlock message; `onReady` whenever the connection is (again) ready. */
   listen(onMessage: (channel: string, message: string) => void, onReady: () => void): void;
   close(): Promise<void>;
+  /** The subscriber connection's state (ioredis `status`), for health checks. */
+  readonly status?: string;
 }
 
 /**
@@ -31,6 +33,10 @@ export class RedisPubSub implements PubSub {
     // the connection in subscriber mode, fail the check, and the reconnect would not resubscribe.
     await this.ready();
     return this.sharded ? this.connection.ssubscribe(channel) : this.connection.subscribe(channel);
+  }
+
+  get status(): string {
+    return this.connection.status;
   }
 
   unsubscribe(channel: string): Promise<unknown> {

@@ -16,6 +16,8 @@ export class Watchdog {
   private readonly watched = new Set<HeldLock>();
   private timer?: NodeJS.Timeout;
   private ticking = false;
+  /** When the last round of renewals was answered (or first became due). */
+  private lastRenewedAt = Date.now();
 
   constructor(
     private readonly client: RedisClient,
@@ -31,7 +33,18 @@ export class Watchdog {
     return this.watched.size;
   }
 
+  /**
+   * How far the renewals are behind schedule, ms: 0 when nothing is watched or the last round was
+   * answered within an interval. More than an interval means a blocked event loop or a Redis that
+   * does not answer renewals: watched leases are running down.
+   */
+  get lagMs(): number {
+    if (this.watched.size === 0) return 0;
+    return Math.max(0, Date.now() - this.lastRenewedAt - this.intervalMs);
+  }
+
   watch(lock: HeldLock): void {
+    if (this.watched.size === 0) this.lastRenewedAt = Date.now();
     this.watched.add(lock);
     if (!this.timer) {
       this.timer = setInterval(() => void this.tick(), this.intervalMs);
@@ -63,6 +76,7 @@ export class Watchdog {
     try {
       const results = await bounded(this.renewAll(batch), this.operationTimeout, { name: 'watchdog renewal' });
       batch.forEach((lock, i) => this.apply(lock, results[i], sentAt));
+      this.lastRenewedAt = Date.now();
       const renewed = results.filter((r) => r === 1).length;
       this.onTick(renewed, batch.length - renewed);
     } catch (error) {

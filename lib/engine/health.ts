@@ -1,0 +1,36 @@
+import type { LockClient } from './lock-client';
+
+/** What `LockClient.health()` found; `healthy` when every part is. */
+export interface LockClientHealth {
+  healthy: boolean;
+  /** The lock connection: answers PING within operationTimeout. */
+  redis: { healthy: boolean; status: string; pingMs?: number; error?: string };
+  /** The subscriber waiters sleep on: not cut off (it connects on the first wait, so 'wait' is fine). */
+  subscriber: { healthy: boolean; status: string };
+  /** The renewals of watched leases: on schedule (lag within one interval). */
+  watchdog: { healthy: boolean; watchedLocks: number; lagMs: number };
+}
+
+/** Connection states in which a subscriber still delivers, or will once needed. */
+const SUBSCRIBER_OK = new Set(['wait', 'connecting', 'connect', 'ready', 'unknown']);
+
+/** See LockClient.health(). */
+export async function checkHealth(client: LockClient, ping: () => Promise<unknown>): Promise<LockClientHealth> {
+  // Read before the PING's await: a renewal round that runs meanwhile must not hide a lag seen now.
+  const lagMs = client.watchdog.lagMs;
+  const watchedLocks = client.watchdog.size;
+  const started = Date.now();
+  const redis: LockClientHealth['redis'] = { healthy: true, status: client.redis.status };
+  try {
+    await ping();
+    redis.pingMs = Date.now() - started;
+  } catch (error) {
+    redis.healthy = false;
+    redis.error = (error as Error).message;
+  }
+  redis.status = client.redis.status; // after the PING: what it found
+  const subscriberStatus = client.subscriberStatus;
+  const subscriber = { healthy: SUBSCRIBER_OK.has(subscriberStatus), status: subscriberStatus };
+  const watchdog = { healthy: lagMs <= client.watchdogTimeout / 3, watchedLocks, lagMs };
+  return { healthy: redis.healthy && subscriber.healthy && watchdog.healthy, redis, subscriber, watchdog };
+}
