@@ -55,6 +55,11 @@ export function encodeName(name: string): string {
   return name.replace(/[%{}]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
 }
 
+/** The inverse of encodeName. */
+export function decodeName(encoded: string): string {
+  return encoded.replace(/%([0-9A-F]{2})/g, (_match, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+}
+
 export function lockKeys(prefix: string, name: string): LockKeys {
   const base = `${prefix}:{${encodeName(name)}}`;
   return {
