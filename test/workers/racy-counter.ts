@@ -31,6 +31,11 @@ async function main(): Promise<void> {
   console.log('closed');
   await redLock?.close();
   console.log(JSON.stringify({ increments }));
+  // What would still keep this process alive once everything is closed (a leak to look into), then
+  // exit: the race's result is in, and a lingering handle must not read as a hung race.
+  const lingering = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap');
+  if (lingering.length > 0) console.error(`still active after close: ${lingering.join(', ')}`);
+  process.exit(0);
 }
 
 main().catch((error) => {
