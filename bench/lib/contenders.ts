@@ -106,7 +106,13 @@ class OurLock implements Contender {
     const subscriber = redis.duplicate();
     options.onConnection?.(subscriber);
     this.subscriber = subscriber;
-    this.client = new LockClient({ redis, pubsub: new RedisPubSub(subscriber, false, true), keyPrefix: 'bench' });
+    this.client = new LockClient({
+      redis,
+      pubsub: new RedisPubSub(subscriber, false, true),
+      keyPrefix: 'bench',
+      // BENCH_TELEMETRY=off measures the engine without its (no-SDK) OpenTelemetry instrumentation.
+      telemetry: process.env.BENCH_TELEMETRY === 'off' ? false : undefined,
+    });
   }
 
   /**
