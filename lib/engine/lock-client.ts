@@ -87,6 +87,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   private readonly pubsub: PubSub;
   private readonly onClose?: () => Promise<void>;
   private closed = false;
+  private stopTelemetry?: () => void;
 
   constructor(options: LockClientOptions) {
     super();
@@ -121,7 +122,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     registerScripts(this.redis);
     this.replicaSync = new ReplicaSync(replicaSync, this.redis, this.operationTimeout, this.logger);
     this.redis.on('ready', this.renewNow);
-    if (options.telemetry !== false) instrumentLockClient(this, options.telemetry);
+    if (options.telemetry !== false) this.stopTelemetry = instrumentLockClient(this, options.telemetry);
     this.recentReleases = new RecentReleases(this.redis, this.registry, this.operationTimeout);
   }
 
@@ -203,6 +204,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     if (this.closed) return;
     this.closed = true;
     this.redis.off('ready', this.renewNow);
+    this.stopTelemetry?.();
     this.recentReleases.close();
     this.watchdog.close();
     this.waiters.close();

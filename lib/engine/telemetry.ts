@@ -4,6 +4,7 @@ import {
   trace,
   type Attributes,
   type MeterProvider,
+  type ObservableResult,
   type Span,
   type TracerProvider,
 } from '@opentelemetry/api';
@@ -35,7 +36,7 @@ export interface LockTelemetryOptions {
  * Spans: `lock acquire` (from the call to its outcome, a child of the caller's span) and `lock held`
  * (from the grant to the last release).
  */
-export function instrumentLockClient(client: LockClient, options: LockTelemetryOptions = {}): void {
+export function instrumentLockClient(client: LockClient, options: LockTelemetryOptions = {}): () => void {
   const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE);
   const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE);
   const nameOf = options.lockNameAttribute;
@@ -61,12 +62,17 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   });
   // Per client (one per process as a rule): two clients of one process must not overwrite each other.
   const clientAttributes = { 'lock.client.id': client.clientId };
-  meter
-    .createObservableGauge('lock.held', { description: 'Locks this client holds (one per lock and owner).' })
-    .addCallback((result) => result.observe(client.heldLockCount, clientAttributes));
-  meter
-    .createObservableGauge('lock.waiters', { description: 'Acquisitions of this client waiting for a lock.' })
-    .addCallback((result) => result.observe(client.waiters.waitingCount, clientAttributes));
+  const held = meter.createObservableGauge('lock.held', {
+    description: 'Locks this client holds (one per lock and owner).',
+  });
+  const waiters = meter.createObservableGauge('lock.waiters', {
+    description: 'Acquisitions of this client waiting for a lock.',
+  });
+  const observeHeld = (result: ObservableResult): void => result.observe(client.heldLockCount, clientAttributes);
+  const observeWaiters = (result: ObservableResult): void =>
+    result.observe(client.waiters.waitingCount, clientAttributes);
+  held.addCallback(observeHeld);
+  waiters.addCallback(observeWaiters);
 
   const heldSpans = new Map<string, Span>();
   const holdKey = (name: string, owner: string): string => `${name}\u0000${owner}`;
@@ -117,4 +123,11 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
     if (e.renewed > 0) renewals.add(e.renewed, { 'lock.renewal.outcome': 'renewed' });
     if (e.failed > 0) renewals.add(e.failed, { 'lock.renewal.outcome': 'failed' });
   });
+  // On close: a closed client must not be observed (and kept alive) by the meter for ever.
+  return () => {
+    held.removeCallback(observeHeld);
+    waiters.removeCallback(observeWaiters);
+    for (const span of heldSpans.values()) span.end();
+    heldSpans.clear();
+  };
 }
