@@ -561,10 +561,11 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
           "acquisition and about 0.3 × the best polling peer's throughput at 8 processes in the report of 2026-11-22.) " +
           `The fair lock wakes exactly one waiter: ${n(h.rows.fair?.commandsPerAcq)} commands per acquisition (the release that hands ` +
           "over, the new holder's acceptance, and the releasing process queuing up again). The acceptance replaces the short " +
-          'acceptance lease with the full one; it is sent as the new holder starts, without waiting for its reply, so that a ' +
-          'critical section that blocks the event loop right after a hand-off cannot outlive the short lease. Taking it over ' +
-          'lazily instead (only when the section lasts) measured 2.00 commands and about 20% more throughput in a trial, and ' +
-          'was reverted for that reason. ' +
+          '(1 s) acceptance lease with the full one, and the new holder waits for its reply before its code runs (one round ' +
+          'trip per hand-off, since 2026-11-22): after a failover the hand-off message can come from the old master while the ' +
+          'promoted replica never had the hand-off, and a holder that started on the message alone ran next to the one the ' +
+          'new master granted. Taking it over lazily instead (only when the section lasts) measured 2.00 commands and about ' +
+          '20% more throughput in a trial, and was reverted for the same safety reason. ' +
           (Math.max(...churn) > 0.1
             ? `With one waiter per process, every wait also subscribes, retries once more after subscribing, and unsubscribes when ` +
               `it gets the lock: ${churn.map((c) => n(c)).join(' / ')} SUBSCRIBE + UNSUBSCRIBE per acquisition; with many waiters per ` +
