@@ -13,8 +13,7 @@ export const DEFAULT_COMMAND_TIMEOUT = 2_000;
  *   queueing and running later behind the caller's back;
  * - lazyConnect: `ready()` connects and verifies explicitly;
  * - retryStrategy: reconnect within a second whatever the ioredis major (ioredis 6 backs off up to
- *   5 s), since every second a lock's connection is down is a second its key may stay blocked;
- * - connectTimeout: a hanging connection attempt is given up after a command timeout, not 10 s.
+ *   5 s), since every second a lock's connection is down is a second its key may stay blocked.
  */
 export function lockConnectionOptions(options: CommonConnectionOptions): RedisOptions {
   return {
@@ -30,9 +29,6 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     // A connection that never came up should not keep the process alive for ioredis's default 2 s.
     disconnectTimeout: options.redisOptions?.disconnectTimeout ?? 200,
     retryStrategy: options.redisOptions?.retryStrategy ?? reconnectDelay,
-    // A connection attempt that hangs (ioredis waits 10 s by default) holds every lock operation up
-    // as long: give up within a command timeout and try again (through the sentinels, if any).
-    connectTimeout: options.redisOptions?.connectTimeout ?? options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
   };
 }
 
