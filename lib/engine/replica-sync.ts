@@ -162,7 +162,14 @@ export class ReplicaSync {
     const setting = this.setting;
     if (setting === false) return;
     if (setting === 'auto') return this.auto(name, key);
-    const acknowledged = await this.wait(nodeForKey(this.redis, key), setting.replicas, setting.timeout);
+    // A Cluster between slot maps has no node for the key: count it as no acknowledgement (release, throw).
+    let node: Redis | undefined;
+    try {
+      node = nodeForKey(this.redis, key);
+    } catch {
+      node = undefined;
+    }
+    const acknowledged = node ? await this.wait(node, setting.replicas, setting.timeout) : 0;
     if (acknowledged >= setting.replicas) return;
     const error = new ReplicaSyncError(name, acknowledged, setting.replicas, setting.timeout);
     if (setting.onFailure === 'warn') return this.logger.warn(error.message);

@@ -8,6 +8,7 @@ import {
   type Span,
   type TracerProvider,
 } from '@opentelemetry/api';
+import { heldLockId } from './held-lock';
 import type { LockClient } from './lock-client';
 import type { LockKindName } from './lock-events';
 
@@ -75,7 +76,6 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   waiters.addCallback(observeWaiters);
 
   const heldSpans = new Map<string, Span>();
-  const holdKey = (name: string, owner: string): string => `${name}\u0000${owner}`;
 
   client.on('acquired', (e) => {
     const attributes = base(e.kind, e.name);
@@ -90,7 +90,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
       .end(now);
     if (!e.reentered) {
       heldSpans.set(
-        holdKey(e.name, e.owner),
+        heldLockId(e.name, e.owner),
         tracer.startSpan('lock held', { attributes: { ...attributes, 'lock.fencing_token': e.fencingToken } }),
       );
     }
@@ -105,7 +105,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   client.on('released', (e) => {
     if (e.outcome === 'decremented') return; // the owner still holds it
     holdDuration.record(e.heldMs, { ...base(e.kind, e.name), 'lock.release.outcome': e.outcome });
-    const key = holdKey(e.name, e.owner);
+    const key = heldLockId(e.name, e.owner);
     const span = heldSpans.get(key);
     heldSpans.delete(key);
     span?.setAttribute('lock.release.outcome', e.outcome);
@@ -113,7 +113,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   });
   client.on('lockLost', (error) => {
     lost.add(1, { 'lock.lost.reason': error.reason });
-    const key = holdKey(error.key ?? '', error.owner);
+    const key = heldLockId(error.key ?? '', error.owner);
     const span = heldSpans.get(key);
     heldSpans.delete(key);
     span?.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
