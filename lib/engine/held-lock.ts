@@ -23,6 +23,8 @@ export class HeldLock {
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   expiryTimer?: LongTimer;
+  /** AcquireOptions.label of the first hold, for events and metrics. */
+  label?: string;
   /** When this client learnt of the grant (ms since epoch). */
   readonly grantedAt = Date.now();
 

@@ -13,6 +13,7 @@ import { runScript } from './scripts';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
+import type { Acquisition } from './lock-registry';
 import { sleep } from './sleep';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
@@ -282,6 +283,7 @@ export abstract class LockBase {
     const watched = leaseTime === undefined;
     const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
     const behaviour = this.waitBehaviour(owner);
+    const { label } = options;
     // A release of this owner's hold still being retried must land first: sent after a new grant,
     // a repeat of it could release that grant.
     await this.engine.registry.settled(this.keys.lock, owner);
@@ -304,7 +306,9 @@ export abstract class LockBase {
             const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
             const { holder, sentAt } = unknown;
             unknown = undefined;
-            if (grant) return { acquired: true, value: this.recordGrant(holder, grant, leaseMs, watched, sentAt) };
+            if (grant) {
+              return { acquired: true, value: this.recordGrant(holder, grant, { leaseMs, watched, sentAt, label }) };
+            }
           }
           const holder = this.holderFor(owner);
           const sentAt = Date.now();
@@ -320,12 +324,12 @@ export abstract class LockBase {
           }
           if (!result.acquired) {
             if (!refusedBefore && options.waitTime !== 0) {
-              this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner }));
+              this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner, label }));
             }
             refusedBefore = true;
             return result;
           }
-          const held = this.recordGrant(result.value.holder ?? holder, result.value, leaseMs, watched, sentAt);
+          const held = this.recordGrant(result.value.holder ?? holder, result.value, { leaseMs, watched, sentAt, label });
           return { acquired: true, value: held };
         },
       });
@@ -336,6 +340,7 @@ export abstract class LockBase {
           name: this.name,
           kind: this.kind,
           owner: handle.owner,
+          label,
           fencingToken: handle.fencingToken,
           waitedMs: Date.now() - startedAt,
           reentered: handle.holdCount > 1,
@@ -347,6 +352,7 @@ export abstract class LockBase {
         name: this.name,
         kind: this.kind,
         owner,
+        label,
         waitedMs: Date.now() - startedAt,
       }));
       return { ttl: outcome.ttl };
@@ -358,18 +364,20 @@ export abstract class LockBase {
   }
 
   /** Records a grant this client now holds and returns its handle. */
-  private recordGrant(holder: string, grant: Grant, leaseMs: number, watched: boolean, sentAt: number): LockHandle {
+  private recordGrant(
+    holder: string,
+    grant: Grant,
+    hold: Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label'>,
+  ): LockHandle {
     const held = this.engine.registry.record({
+      ...hold,
       name: this.name,
       key: this.keys.lock,
       owner: holder,
-      leaseMs,
-      watched,
       fencingToken: grant.fencingToken,
       reentered: grant.reentered,
       renewal: this.renewal,
       ops: this,
-      sentAt,
     });
     return new LockHandle(held, this);
   }
@@ -409,6 +417,7 @@ export abstract class LockBase {
       name: this.name,
       kind: this.kind,
       owner: held.owner,
+      label: held.label,
       heldMs: Date.now() - held.grantedAt,
       outcome,
     }));

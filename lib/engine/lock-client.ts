@@ -21,7 +21,7 @@ import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './rep
 import { Watchdog } from './watchdog';
 import type { LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
-import { instrumentLockClient, type LockTelemetryOptions } from './telemetry';
+import { instrumentLockClient, telemetryProblems, type LockTelemetryOptions } from './telemetry';
 import { checkHealth, type LockClientHealth } from './health';
 
 export interface LockClientOptions {
@@ -236,14 +236,10 @@ export function subscriberFor(client: RedisClient): RedisClient {
 }
 
 function assertTelemetryOptions(telemetry: unknown): void {
-  if (telemetry === undefined || telemetry === false) return;
-  const name = (telemetry as LockTelemetryOptions | null)?.lockNameAttribute;
-  if (typeof telemetry === 'object' && telemetry !== null && (name === undefined || typeof name === 'function')) return;
-  throw new LockOptionsError(
-    'telemetry must be false or { meterProvider?, tracerProvider?, lockNameAttribute?: (name) => string | undefined }.',
-    undefined,
-    { option: 'telemetry', value: telemetry },
-  );
+  const problems = telemetryProblems(telemetry);
+  if (problems.length > 0) {
+    throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'telemetry', value: telemetry });
+  }
 }
 
 function validReplicaSync(sync: ReplicaSyncSetting | undefined): ReplicaSyncSetting {

@@ -9,6 +9,8 @@ interface LockEventBase {
   kind: LockKindName;
   /** The owner id (reentrant, fair) or the hold's token (simple lock). */
   owner: string;
+  /** The acquisition's bounded name for metrics (AcquireOptions.label), when it gave one. */
+  label?: string;
 }
 
 /** An acquisition succeeded (a re-entry too, with `reentered`). */

@@ -13,6 +13,8 @@ export interface Acquisition {
   renewal: RenewalKind;
   ops: LockHandleOps;
   sentAt: number;
+  /** AcquireOptions.label of the first hold. */
+  label?: string;
   /** The script reported a re-entry (the owner already held the lock). */
   reentered: boolean;
 }
@@ -83,6 +85,7 @@ export class LockRegistry {
     // A fresh grant while we still had a record means the old hold expired unnoticed.
     if (existing) this.onLost(existing, 'lease-expired');
     const lock = new HeldLock(a.name, a.key, a.owner, a.leaseMs, a.watched, a.fencingToken, a.renewal, a.ops, a.sentAt);
+    lock.label = a.label;
     this.locks.set(lock.id, lock);
     if (lock.watched) this.watchdog.watch(lock);
     else lock.armExpiry(this.onLost);

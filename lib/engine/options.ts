@@ -17,7 +17,16 @@ export interface AcquireOptions {
    * request, another process). Omitted: the current lock scope's owner.
    */
   owner?: string;
+  /**
+   * A bounded name for this acquisition in events and metrics (the `lock.name` attribute), such as
+   * the key template `order:{params.id}` that `@DistributedLock` passes. Never the raw lock name by
+   * default: one time series per order id would swamp a metrics backend.
+   */
+  label?: string;
 }
+
+/** Longest `label`: a template, not data. */
+const MAX_LABEL_LENGTH = 200;
 
 /** AcquireOptions as the engine uses them: checked, times in whole milliseconds. */
 export interface CheckedAcquireOptions extends AcquireOptions {
@@ -45,6 +54,13 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
     throw new LockOptionsError(`signal must be an AbortSignal, got ${show(signal)}.`, key, {
       option: 'signal',
       value: signal,
+    });
+  }
+  const { label } = options;
+  if (label !== undefined && (typeof label !== 'string' || label.length === 0 || label.length > MAX_LABEL_LENGTH)) {
+    throw new LockOptionsError(`label must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${show(label)}.`, key, {
+      option: 'label',
+      value: label,
     });
   }
   return { ...options, leaseTime, waitTime, checked: true };

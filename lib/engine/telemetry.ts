@@ -21,11 +21,22 @@ export interface LockTelemetryOptions {
   /** Default: the global one. */
   tracerProvider?: TracerProvider;
   /**
-   * The `lock.name` attribute for a lock name, or undefined to leave it out (the default for every
-   * name: raw names, such as `order:42`, would give each order its own time series). Return a
-   * bounded label, such as `order:*`.
+   * The `lock.name` attribute of a lock name, or undefined to leave it out. `label` is the
+   * acquisition's own bounded name (AcquireOptions.label: `@DistributedLock` passes its key
+   * template, such as `order:{params.id}`). Default: the label, never the raw name (`order:42`
+   * would give each order its own time series). Return a bounded value, such as `order:*`.
    */
-  lockNameAttribute?: (name: string) => string | undefined;
+  lockNameAttribute?: (name: string, label: string | undefined) => string | undefined;
+}
+
+/** What is wrong with a `telemetry` option (none: usable). */
+export function telemetryProblems(telemetry: unknown): string[] {
+  if (telemetry === undefined || telemetry === false) return [];
+  const name = (telemetry as LockTelemetryOptions | null)?.lockNameAttribute;
+  if (typeof telemetry === 'object' && telemetry !== null && (name === undefined || typeof name === 'function')) {
+    return [];
+  }
+  return ['telemetry must be false or { meterProvider?, tracerProvider?, lockNameAttribute?: (name, label) => string | undefined }'];
 }
 
 /**
@@ -40,10 +51,10 @@ export interface LockTelemetryOptions {
 export function instrumentLockClient(client: LockClient, options: LockTelemetryOptions = {}): () => void {
   const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE);
   const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE);
-  const nameOf = options.lockNameAttribute;
-  const base = (kind: LockKindName, name: string): Attributes => {
-    const label = nameOf?.(name);
-    return label === undefined ? { 'lock.kind': kind } : { 'lock.kind': kind, 'lock.name': label };
+  const nameOf = options.lockNameAttribute ?? ((_name, label) => label);
+  const base = ({ kind, name, label }: { kind: LockKindName; name: string; label?: string }): Attributes => {
+    const lockName = nameOf(name, label);
+    return lockName === undefined ? { 'lock.kind': kind } : { 'lock.kind': kind, 'lock.name': lockName };
   };
 
   const waitDuration = meter.createHistogram('lock.wait.duration', {
@@ -78,7 +89,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   const heldSpans = new Map<string, Span>();
 
   client.on('acquired', (e) => {
-    const attributes = base(e.kind, e.name);
+    const attributes = base(e);
     acquisitions.add(1, { ...attributes, 'lock.outcome': e.reentered ? 'reentered' : 'acquired' });
     waitDuration.record(e.waitedMs, { ...attributes, 'lock.outcome': 'acquired' });
     const now = Date.now();
@@ -96,7 +107,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
     }
   });
   client.on('timedOut', (e) => {
-    const attributes = { ...base(e.kind, e.name), 'lock.outcome': 'timed_out' };
+    const attributes = { ...base(e), 'lock.outcome': 'timed_out' };
     acquisitions.add(1, attributes);
     waitDuration.record(e.waitedMs, attributes);
     const now = Date.now();
@@ -104,7 +115,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   });
   client.on('released', (e) => {
     if (e.outcome === 'decremented') return; // the owner still holds it
-    holdDuration.record(e.heldMs, { ...base(e.kind, e.name), 'lock.release.outcome': e.outcome });
+    holdDuration.record(e.heldMs, { ...base(e), 'lock.release.outcome': e.outcome });
     const key = heldLockId(e.name, e.owner);
     const span = heldSpans.get(key);
     heldSpans.delete(key);

@@ -44,4 +44,9 @@ export interface DistributedLockOptions<A extends unknown[] = [ExecutionContext]
    * instance schedules and one runs (`waitTime: 0, onBusy: 'skip'`).
    */
   onBusy?: 'throw' | 'skip';
+  /**
+   * The lock's name in events and metrics (the `lock.name` attribute): default the key template
+   * (`order:{params.id}`, one series for every order), none for a key function. Keep it bounded.
+   */
+  label?: string;
 }

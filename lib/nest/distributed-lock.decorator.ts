@@ -119,6 +119,7 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
       waitTime: spec.waitTime,
       leaseTime: spec.leaseTime,
       newScope: spec.newScope,
+      label: spec.label,
     });
   } catch (error) {
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.

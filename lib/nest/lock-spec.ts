@@ -23,6 +23,8 @@ export interface LockSpec {
   readonly onBusy: 'throw' | 'skip';
   /** Set when Nest calls the method as a handler: the interceptor locks it, over the request / message. */
   readonly handlerType?: HandlerType;
+  /** The bounded name for events and metrics: the `label` option, else the key template's source. */
+  readonly label?: string;
 }
 
 /** Metadata keys of @nestjs/microservices' @MessagePattern / @EventPattern and @nestjs/websockets' @SubscribeMessage. */
@@ -36,7 +38,7 @@ const ROOTS: Record<HandlerType | 'method', readonly KeyRoot[]> = {
   method: ['args'],
 };
 
-const KNOWN_OPTIONS = new Set(['key', 'kind', 'fair', 'waitTime', 'leaseTime', 'newScope', 'onBusy']);
+const KNOWN_OPTIONS = new Set(['key', 'kind', 'fair', 'waitTime', 'leaseTime', 'newScope', 'onBusy', 'label']);
 
 export function handlerTypeOf(method: object): HandlerType | undefined {
   if (Reflect.hasOwnMetadata(PATH_METADATA, method)) return 'http';
@@ -124,6 +126,9 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   } else if (o.onBusy === 'skip' && handlerType) {
     problems.push(messages.onBusyOnHandler(handlerType));
   }
+  if (o.label !== undefined && (typeof o.label !== 'string' || o.label.length === 0 || o.label.length > 200)) {
+    problems.push(messages.badLabel(show(o.label)));
+  }
   if (problems.length > 0 || key === undefined) throw fail();
   return {
     owner,
@@ -134,6 +139,7 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
     newScope: o.newScope ?? false,
     onBusy: o.onBusy ?? 'throw',
     handlerType,
+    label: o.label ?? (typeof o.key === 'string' ? o.key : undefined),
   };
 }
 

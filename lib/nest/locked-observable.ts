@@ -68,6 +68,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
             waitTime: spec.waitTime,
             leaseTime: spec.leaseTime,
             signal: waiting.signal,
+            label: spec.label,
           });
           acquiredAt = Date.now();
         } finally {

@@ -3,6 +3,7 @@ import { connectionProblems, isRedisDeployment } from '../connection/create-depl
 import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../engine/durations';
 import { keyPrefixProblem } from '../engine/keys';
 import { replicaSyncProblems } from '../engine/replica-sync';
+import { telemetryProblems } from '../engine/telemetry';
 import { messages } from './redis-lock.messages';
 
 /**
@@ -60,6 +61,7 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
     problems.push(messages.badClientId(show(options.clientId)));
   }
   if (options.replicaSync !== undefined) problems.push(...replicaSyncProblems(options.replicaSync));
+  problems.push(...telemetryProblems(options.telemetry));
   return problems;
 }
 

@@ -22,6 +22,7 @@ export const messages = {
   decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
   unknownOption: (name: string) => `unknown option "${name}"`,
   badOnBusy: (got: string) => `onBusy must be 'throw' or 'skip', got ${got}`,
+  badLabel: (got: string) => `label must be a string of 1-200 characters, got ${got}`,
   onBusyOnHandler: (type: string) =>
     `onBusy: 'skip' is for methods that are not handlers (scheduled jobs, consumers); this ${type} handler answers a busy lock itself (409 over HTTP)`,
   skippedBusy: (owner: string, name: string) => `${owner} skipped: lock "${name}" is held elsewhere (onBusy: 'skip')`,

@@ -128,6 +128,50 @@ describe('telemetry', () => {
     await kept.release();
   });
 
+  it("lock.name: the acquisition's label by default, never the raw name; a function sees both", async () => {
+    const labelReader = new OnDemandReader();
+    const labelMeters = new MeterProvider({ readers: [labelReader] });
+    const seen: [string, string | undefined][] = [];
+    const byDefault = lockClient({ keyPrefix: prefix, telemetry: { meterProvider: labelMeters } });
+    const custom = lockClient({
+      keyPrefix: prefix,
+      telemetry: {
+        meterProvider: labelMeters,
+        lockNameAttribute: (name, label) => (seen.push([name, label]), label && `custom:${label}`),
+      },
+    });
+    try {
+      for (const id of [1, 2]) {
+        await byDefault.locks.getLock(`invoice:${id}`).withLock(() => undefined, { label: 'invoice:{id}' });
+      }
+      await byDefault.locks.getFairLock('unlabelled:1').withLock(() => undefined);
+      await custom.locks.getSimpleLock('receipt:9').withLock(() => undefined, { label: 'receipt:{id}' });
+      const { resourceMetrics } = await labelReader.collect();
+      const acquisitions = resourceMetrics.scopeMetrics
+        .flatMap((scope) => scope.metrics)
+        .find((metric) => metric.descriptor.name === 'lock.acquisitions')!.dataPoints as Point[];
+      const series = acquisitions.map((p) => [p.attributes['lock.kind'], p.attributes['lock.name'], p.value]);
+      expect(series).toEqual(
+        expect.arrayContaining([
+          ['reentrant', 'invoice:{id}', 2],
+          ['fair', undefined, 1],
+          ['simple', 'custom:receipt:{id}', 1],
+        ]),
+      );
+      expect(series).toHaveLength(3);
+      expect(seen).toContainEqual(['receipt:9', 'receipt:{id}']);
+      // A label that is not a bounded string is refused before any Redis call.
+      await expect(byDefault.locks.getLock('x').lock({ label: '' })).rejects.toMatchObject({
+        name: 'LockOptionsError',
+        key: 'x',
+      });
+    } finally {
+      await byDefault.close();
+      await custom.close();
+      await labelMeters.shutdown();
+    }
+  });
+
   it("spans: 'lock acquire' under the caller's span, 'lock held' until the last release", async () => {
     spans.reset();
     const tracer = tracerProvider.getTracer('test');
