@@ -23,11 +23,21 @@ export interface Contender {
   close(): Promise<void>;
 }
 
-export const CONTENDER_IDS = ['reentrant', 'fair', 'simple', 'redlock', 'redlock-10ms', 'semaphore', 'raw'] as const;
+export const CONTENDER_IDS = [
+  'reentrant',
+  'reentrant-no-otel',
+  'fair',
+  'simple',
+  'redlock',
+  'redlock-10ms',
+  'semaphore',
+  'raw',
+] as const;
 export type ContenderId = (typeof CONTENDER_IDS)[number];
 
 export const CONTENDER_LABELS: Record<ContenderId, string> = {
   reentrant: 'ours: reentrant',
+  'reentrant-no-otel': 'ours: reentrant, telemetry off',
   fair: 'ours: fair',
   simple: 'ours: simple',
   redlock: 'redlock (defaults)',
@@ -39,6 +49,8 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
 /** What each contender runs with, for the report. */
 export const CONTENDER_CONFIG: Record<ContenderId, string> = {
   reentrant: '`getLock(name).lock()`: watchdog lease 30 s, pub/sub wait (one wake-up per process)',
+  'reentrant-no-otel':
+    'the same with `telemetry: false`: no OpenTelemetry instrumentation at all, the baseline of its cost with no SDK registered',
   fair: '`getFairLock(name).lock()`: watchdog lease 30 s, FIFO queue, direct hand-off to the queue head',
   simple: '`getSimpleLock(name).lock()`: defaults (lease 3 s, no watchdog), pub/sub wait',
   redlock:
@@ -53,11 +65,21 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
 /** Polling locks: they retry on a timer instead of being told about a release. */
 export const POLLING: ReadonlySet<ContenderId> = new Set<ContenderId>(['redlock', 'redlock-10ms', 'semaphore', 'raw']);
 export const OURS: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant', 'fair', 'simple']);
+/**
+ * Variants of ours that exist only to measure a cost (the no-SDK instrumentation's): measured where
+ * that cost is reported (uncontended, hot key), left out of the other scenarios and the chart.
+ */
+export const BASELINES: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant-no-otel']);
+
+export function withoutBaselines(ids: readonly ContenderId[]): ContenderId[] {
+  return ids.filter((id) => !BASELINES.has(id));
+}
 
 /** The commands each contender's client sends itself (everything else in commandstats runs inside its scripts). */
 const SCRIPTS = ['evalsha', 'eval', 'script|load'];
 export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   reentrant: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  'reentrant-no-otel': [...SCRIPTS, 'subscribe', 'unsubscribe'],
   fair: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   simple: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   redlock: SCRIPTS,
@@ -77,6 +99,7 @@ export interface ContenderOptions {
 export function createContender(id: ContenderId, redis: Redis, options: ContenderOptions = {}): Contender {
   switch (id) {
     case 'reentrant':
+    case 'reentrant-no-otel':
     case 'fair':
     case 'simple':
       return new OurLock(id, redis, options);
@@ -97,7 +120,7 @@ class OurLock implements Contender {
   private readonly subscriber: Redis;
 
   constructor(
-    readonly id: 'reentrant' | 'fair' | 'simple',
+    readonly id: 'reentrant' | 'reentrant-no-otel' | 'fair' | 'simple',
     redis: Redis,
     options: ContenderOptions,
   ) {
@@ -110,8 +133,8 @@ class OurLock implements Contender {
       redis,
       pubsub: new RedisPubSub(subscriber, false, true),
       keyPrefix: 'bench',
-      // BENCH_TELEMETRY=off measures the engine without its (no-SDK) OpenTelemetry instrumentation.
-      telemetry: process.env.BENCH_TELEMETRY === 'off' ? false : undefined,
+      // Default (undefined): instrumented through the global providers, with no SDK registered here.
+      telemetry: id === 'reentrant-no-otel' ? false : undefined,
     });
   }
 
@@ -128,7 +151,7 @@ class OurLock implements Contender {
 
   async acquire(key: string, signal?: AbortSignal): Promise<Release> {
     const lock =
-      this.id === 'reentrant'
+      this.id === 'reentrant' || this.id === 'reentrant-no-otel'
         ? this.client.getLock(key)
         : this.id === 'fair'
           ? this.client.getFairLock(key)

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BenchConfig } from '../lib/context';
-import { CONTENDER_CONFIG, CONTENDER_LABELS, POLLING, type ContenderId } from '../lib/contenders';
+import { CONTENDER_CONFIG, CONTENDER_LABELS, POLLING, withoutBaselines, type ContenderId } from '../lib/contenders';
 import type { Pinning } from '../lib/pinning';
 import { median } from '../lib/stats';
 import type { HotKeyResult, HotKeyRow } from '../scenarios/hot-key';
@@ -721,6 +721,46 @@ function findingsSection(r: BenchResults): string {
   return lines.join('\n');
 }
 
+/** Ours with its OpenTelemetry instrumentation (no SDK registered) against the same lock with `telemetry: false`. */
+function instrumentationSection(r: BenchResults): string | undefined {
+  const rows: string[][] = [];
+  const add = (what: string, on: number | undefined, off: number | undefined, show: (v: number) => string) => {
+    if (on === undefined || off === undefined) return;
+    rows.push([what, show(on), show(off), `${n(on / off)} ×`]);
+  };
+  const u = r.uncontended?.rows;
+  add('uncontended acquire p50, µs', u?.reentrant?.acquireP50, u?.['reentrant-no-otel']?.acquireP50, us);
+  add('uncontended release p50, µs', u?.reentrant?.releaseP50, u?.['reentrant-no-otel']?.releaseP50, us);
+  add(
+    'uncontended client CPU per acquire + release, µs',
+    u?.reentrant?.clientCpuUs,
+    u?.['reentrant-no-otel']?.clientCpuUs,
+    int,
+  );
+  for (const [title, hot] of [
+    ['hot key', r.hotKey],
+    ['hot key, 1 ms', r.hotKey1ms],
+  ] as const) {
+    add(`${title}: acquisitions / s`, hot?.rows.reentrant?.perSecond, hot?.rows['reentrant-no-otel']?.perSecond, int);
+    add(
+      `${title}: client CPU per acquisition, µs`,
+      hot?.rows.reentrant && hot.rows.reentrant.clientCpuPerAcqMs * 1000,
+      hot?.rows['reentrant-no-otel'] && hot.rows['reentrant-no-otel'].clientCpuPerAcqMs * 1000,
+      int,
+    );
+  }
+  if (rows.length === 0) return undefined;
+  return [
+    '## OpenTelemetry instrumentation, no SDK registered',
+    '',
+    'Every client is instrumented through `@opentelemetry/api` unless built with `telemetry: false`. Without an SDK',
+    'the instruments are no-ops; what remains is building event payloads for the instrumentation. The reentrant',
+    'lock measured both ways in the same rounds (ratios near 1 are within the round-to-round noise of this machine).',
+    '',
+    table(['Measure', 'telemetry on (default)', 'telemetry off', 'on / off'], rows),
+  ].join('\n');
+}
+
 // ---------------------------------------------------------------------------------------------
 
 export function renderMarkdown(r: BenchResults): string {
@@ -750,7 +790,9 @@ export function renderMarkdown(r: BenchResults): string {
       }),
     );
   }
-  if (r.waiters) sections.push(waitersSection(r.waiters, ids));
+  if (r.waiters) sections.push(waitersSection(r.waiters, withoutBaselines(ids)));
+  const overhead = instrumentationSection(r);
+  if (overhead) sections.push(overhead);
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));
   if (r.failover) sections.push(failoverSection(r.failover));

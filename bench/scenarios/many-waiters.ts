@@ -4,7 +4,7 @@
  */
 import type { BenchContext } from '../lib/context';
 import { measureContended, spread, summariseRounds, topCommands, type ContendedMeasurement } from '../lib/contended';
-import type { ContenderId } from '../lib/contenders';
+import { withoutBaselines, type ContenderId } from '../lib/contenders';
 
 export type WaitersRow = Omit<ContendedMeasurement, 'executedByCommand'> & {
   executedByCommand: Record<string, number>;
@@ -19,11 +19,12 @@ export interface WaitersResult {
 export async function runManyWaiters(ctx: BenchContext): Promise<WaitersResult> {
   const { waiterCounts, waitersRounds, waitersWarmupMs, waitersWindowMs, hotProcesses } = ctx.config;
   const levels: WaitersResult['levels'] = [];
+  const contenders = withoutBaselines(ctx.config.contenders);
   for (const waiters of waiterCounts) {
     const loops = spread(waiters + 1, hotProcesses);
-    const perRound = new Map<ContenderId, ContendedMeasurement[]>(ctx.config.contenders.map((id) => [id, []]));
+    const perRound = new Map<ContenderId, ContendedMeasurement[]>(contenders.map((id) => [id, []]));
     for (let round = 0; round < waitersRounds; round++) {
-      for (const id of ctx.config.contenders) {
+      for (const id of contenders) {
         const key = `${ctx.tag}:w${waiters}:${id}:${round}`;
         const m = await measureContended(ctx, id, key, loops, waitersWarmupMs(waiters), waitersWindowMs);
         perRound.get(id)!.push(m);
@@ -33,7 +34,7 @@ export async function runManyWaiters(ctx: BenchContext): Promise<WaitersResult> 
       }
     }
     const rows = Object.fromEntries(
-      ctx.config.contenders.map((id) => {
+      contenders.map((id) => {
         const all = perRound.get(id)!;
         const row: WaitersRow = {
           ...summariseRounds(all),

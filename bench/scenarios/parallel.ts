@@ -5,7 +5,7 @@
 import Redis from 'ioredis';
 import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
-import { createContender, type Contender, type ContenderId } from '../lib/contenders';
+import { createContender, withoutBaselines, type Contender, type ContenderId } from '../lib/contenders';
 import { median } from '../lib/stats';
 
 export interface ParallelResult {
@@ -39,9 +39,10 @@ async function measure(c: Contender, keyBase: string, keys: number, durationMs: 
 export async function runParallel(ctx: BenchContext): Promise<ParallelResult> {
   const { parallelKeys: keys, parallelMs: durationMs, rounds } = ctx.config;
   const redis = new Redis({ port: ctx.port, host: '127.0.0.1' });
-  const contenders = ctx.config.contenders.map((id) => createContender(id, redis));
+  const ids = withoutBaselines(ctx.config.contenders);
+  const contenders = ids.map((id) => createContender(id, redis));
   await Promise.all(contenders.map((c) => c.ready()));
-  const perRound = new Map<ContenderId, number[]>(ctx.config.contenders.map((id) => [id, []]));
+  const perRound = new Map<ContenderId, number[]>(ids.map((id) => [id, []]));
   try {
     for (const c of contenders) await measure(c, `${ctx.tag}:p:${c.id}`, keys, 100); // warm-up
     for (let round = 0; round < rounds; round++) {
@@ -58,7 +59,7 @@ export async function runParallel(ctx: BenchContext): Promise<ParallelResult> {
     redis.disconnect();
   }
   const rows = Object.fromEntries(
-    ctx.config.contenders.map((id) => [id, { perSecond: median(perRound.get(id)!) }]),
+    ids.map((id) => [id, { perSecond: median(perRound.get(id)!) }]),
   ) as Partial<Record<ContenderId, { perSecond: number }>>;
   return { rows, keys, durationMs };
 }

@@ -1,5 +1,7 @@
 import {
+  createNoopMeter,
   metrics,
+  ProxyTracerProvider,
   SpanStatusCode,
   trace,
   type Attributes,
@@ -50,7 +52,12 @@ export function telemetryProblems(telemetry: unknown): string[] {
  */
 export function instrumentLockClient(client: LockClient, options: LockTelemetryOptions = {}): () => void {
   const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE);
-  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(TELEMETRY_SCOPE);
+  const tracerProvider = options.tracerProvider ?? trace.getTracerProvider();
+  // Nothing registered (the API's no-op meter and tracer): listen to nothing, so the lock path does
+  // not even build event payloads. The same rule as the metrics API's own: an SDK registered after
+  // the client is created is not seen.
+  if (isNoopMeter(meter) && isNoopTracerProvider(tracerProvider)) return () => undefined;
+  const tracer = tracerProvider.getTracer(TELEMETRY_SCOPE);
   const nameOf = options.lockNameAttribute ?? ((_name, label) => label);
   const base = ({ kind, name, label }: { kind: LockKindName; name: string; label?: string }): Attributes => {
     const lockName = nameOf(name, label);
@@ -141,4 +148,17 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
     for (const span of heldSpans.values()) span.end();
     heldSpans.clear();
   };
+}
+
+const NoopMeter = createNoopMeter().constructor;
+/** What the global TracerProvider delegates to until an SDK registers one. */
+const NoopTracerProvider = new ProxyTracerProvider().getDelegate().constructor;
+
+function isNoopMeter(meter: object): boolean {
+  return meter.constructor === NoopMeter;
+}
+
+function isNoopTracerProvider(provider: TracerProvider): boolean {
+  const delegate = provider instanceof ProxyTracerProvider ? provider.getDelegate() : provider;
+  return delegate.constructor === NoopTracerProvider;
 }

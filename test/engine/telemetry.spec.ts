@@ -128,6 +128,24 @@ describe('telemetry', () => {
     await kept.release();
   });
 
+  it('with no SDK registered installs nothing: no listener, so no event payload is ever built', async () => {
+    const bare = lockClient({ keyPrefix: prefix });
+    const traced = lockClient({ keyPrefix: prefix, telemetry: { tracerProvider } });
+    const metered = lockClient({ keyPrefix: prefix, telemetry: { meterProvider } });
+    try {
+      expect(bare.locks.listenerCount('acquired')).toBe(0);
+      expect(bare.locks.listenerCount('released')).toBe(0);
+      expect(traced.locks.listenerCount('acquired')).toBe(1);
+      expect(metered.locks.listenerCount('acquired')).toBe(1);
+      // Still locks as usual.
+      await bare.locks.getLock('bare').withLock(() => undefined);
+    } finally {
+      await bare.close();
+      await traced.close();
+      await metered.close();
+    }
+  });
+
   it("lock.name: the acquisition's label by default, never the raw name; a function sees both", async () => {
     const labelReader = new OnDemandReader();
     const labelMeters = new MeterProvider({ readers: [labelReader] });

@@ -1,5 +1,6 @@
 import { Controller, Get, Injectable, Param, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import request from 'supertest';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
@@ -7,7 +8,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { DistributedLock, LockOptionsError, RedisLockModule, TELEMETRY_SCOPE } from '../../lib';
 import { compileLockSpec } from '../../lib/nest/lock-spec';
 import { testPrefix } from '../support/engine';
-import { listen, lockOptions } from './nest-support';
+import { lockOptions } from './nest-support';
 
 class OnDemandReader extends MetricReader {
   protected onForceFlush(): Promise<void> {
@@ -52,7 +53,6 @@ describe('RedisLockModule telemetry', () => {
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
   const contextManager = new AsyncLocalStorageContextManager().enable();
   let app: INestApplication;
-  let url: string;
 
   beforeAll(async () => {
     context.setGlobalContextManager(contextManager);
@@ -62,7 +62,7 @@ describe('RedisLockModule telemetry', () => {
       providers: [ReportJob],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
-    url = await listen(app);
+    await app.init();
   });
   afterAll(async () => {
     await app?.close();
@@ -73,8 +73,7 @@ describe('RedisLockModule telemetry', () => {
 
   it('labels decorated locks with their key template, or the label option, never the raw name', async () => {
     for (const id of ['17', '18', '19']) {
-      const response = await fetch(`${url}/orders/${id}`);
-      expect(response.status).toBe(200);
+      await request(app.getHttpServer()).get(`/orders/${id}`).expect(200);
     }
     const job = app.get(ReportJob);
     const tracer = tracerProvider.getTracer('test');
