@@ -2,6 +2,7 @@ export * from './connection-options';
 export type { RedisDeployment } from './redis-deployment';
 export { createDeployment, connectionProblems, isRedisDeployment } from './create-deployment';
 export { createLockClient, type RedisLockClientOptions, type LockClientSettings } from './create-lock-client';
+export { connectRedLockMasters } from './red-lock-masters';
 export { lockOptionsFromEnv, LOCK_ENV_VARIABLES } from './env';
 export { SingleDeployment } from './single-deployment';
 export { MasterSlaveDeployment } from './master-slave-deployment';

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { GroupLockContext } from '../engine/group-lock';
 import type { LockContext } from '../engine/lock-handle';
 import type { LockKind } from './lock-options';
 
@@ -7,9 +8,16 @@ import type { LockKind } from './lock-options';
  * `@CurrentLock()` and `LockService.current()` return.
  */
 export interface ActiveLock extends LockContext {
-  /** The lock name (the rendered key template). */
+  /** The lock name (the rendered key template); several names joined by `+`. */
   readonly name: string;
+  /** Every name locked, in the order given (one, unless the key was a list). */
+  readonly names: readonly string[];
   readonly kind: LockKind;
+  /**
+   * The fencing token of each name, in `names` order; a RedLock's, one per master. `fencingToken` is
+   * the first of them: with several names, pass each resource its own.
+   */
+  readonly fencingTokens: readonly (number | null)[];
 }
 
 const activeLocks = new AsyncLocalStorage<ActiveLock>();
@@ -23,16 +31,21 @@ export function runWithActiveLock<T>(lock: ActiveLock, fn: () => T): T {
   return activeLocks.run(lock, fn);
 }
 
-export function activeLock(name: string, kind: LockKind, context: LockContext): ActiveLock {
+export function activeLock(
+  names: readonly string[],
+  kind: LockKind,
+  context: LockContext | GroupLockContext,
+): ActiveLock {
+  const tokens = 'fencingTokens' in context ? context.fencingTokens : [context.fencingToken];
   return {
-    name,
+    name: names.join('+'),
+    names,
     kind,
     get signal() {
       return context.signal;
     },
-    get fencingToken() {
-      return context.fencingToken;
-    },
+    fencingToken: tokens.find((t) => t !== null) ?? 0,
+    fencingTokens: tokens,
     extend: (leaseTime?: number) => context.extend(leaseTime),
   };
 }

@@ -3,23 +3,31 @@ import type { LockKind } from './lock-options';
 
 /**
  * Builds a lock name. On a route or message handler it receives the `ExecutionContext`; on any other
- * method it receives the method's arguments. It may be async. Return a non-empty string (or number).
+ * method it receives the method's arguments. It may be async. Return a non-empty string (or number),
+ * or a non-empty list of them for a multi-key lock.
  */
 export type LockKeyFactory<A extends unknown[] = [ExecutionContext]> = (
   ...args: A
-) => string | number | Promise<string | number>;
+) => LockKeyResult | Promise<LockKeyResult>;
+
+/** One lock name, or several (a multi-key lock). */
+export type LockKeyResult = string | number | readonly (string | number)[];
 
 /** Options of `@DistributedLock()`. Times are in milliseconds. */
 export interface DistributedLockOptions<A extends unknown[] = [ExecutionContext]> {
   /**
-   * The lock name: a template or a function. Templates read, on an HTTP route, `{params.id}`,
+   * The lock name: a template, a list of templates (a multi-key lock, e.g.
+   * `['account:{body.from}', 'account:{body.to}']`) or a function. Templates read, on an HTTP route, `{params.id}`,
    * `{query.x}`, `{body.y}`, `{headers.x-tenant}`, `{user.id}`; on an RPC / WebSocket handler
    * `{data.id}`; on any other method its arguments, `{0}`, `{1.id}` or `{args.0.id}`. A referenced
    * value that is missing or empty takes no lock and fails the call (400 over HTTP). `{{` and `}}`
    * are literal braces.
    */
-  key: string | LockKeyFactory<A>;
-  /** Lock kind; default 'reentrant'. */
+  key: string | readonly string[] | LockKeyFactory<A>;
+  /**
+   * Lock kind; default 'reentrant'. `'redlock'`: a majority of the module's `redLock.masters` (one key).
+   * A list of keys locks every name all-or-nothing (a MultiLock of this kind), in one global order.
+   */
   kind?: LockKind;
   /** Shorthand for `kind: 'fair'`. */
   fair?: boolean;

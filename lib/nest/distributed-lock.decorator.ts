@@ -4,7 +4,7 @@ import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../engine/
 import { claimInvocation, recordResult } from './active-lock';
 import type { DistributedLockOptions } from './distributed-lock-options';
 import { DistributedLockInterceptor } from './distributed-lock.interceptor';
-import { keyFunctionResult, renderKeyTemplate } from './key-template';
+import { keyFunctionNames, renderKeyTemplate } from './key-template';
 import { lockedObservable } from './locked-observable';
 import { handlerTypeOf, lockSpecOf, type LockSpec } from './lock-spec';
 import type { LockService } from './lock.service';
@@ -111,10 +111,10 @@ function lockingMethod(prototype: object, methodName: string, original: AnyMetho
 async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: () => unknown): Promise<unknown> {
   const locks = lockServiceFor(self, spec);
   if (locks instanceof Error) throw locks;
-  const name = await methodLockName(spec, args);
+  const names = await methodLockName(spec, args);
   let ran = false;
   try {
-    return await locks.withLock(name, () => ((ran = true), call()), {
+    return await locks.withLock(names, () => ((ran = true), call()), {
       kind: spec.kind,
       waitTime: spec.waitTime,
       leaseTime: spec.leaseTime,
@@ -123,8 +123,8 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
     });
   } catch (error) {
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
-    if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || error.key !== name || ran) throw error;
-    locks.client.logger.debug?.(messages.skippedBusy(spec.owner, name));
+    if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || ran) throw error;
+    locks.client.logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
     return undefined;
   }
 }
@@ -136,9 +136,9 @@ function lockServiceFor(self: unknown, spec: LockSpec): LockService | LockError 
   return methodBindings.lockServiceOf(self) ?? new LockError(messages.unboundMethod(spec.owner));
 }
 
-async function methodLockName(spec: LockSpec, args: unknown[]): Promise<string> {
-  if (typeof spec.key === 'function') return keyFunctionResult(await spec.key(...args));
-  return renderKeyTemplate(spec.key, { args });
+async function methodLockName(spec: LockSpec, args: unknown[]): Promise<string[]> {
+  if (typeof spec.key === 'function') return keyFunctionNames(await spec.key(...args));
+  return spec.keys.map((key) => renderKeyTemplate(key, { args }));
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Observable } from 'rxjs';
 import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../engine/errors';
 import type { HandlerInvocation } from './active-lock';
 import { typicalHoldTime } from './hold-times';
-import { keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
+import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
 import { LockKeyError } from './lock-key-error';
 import { LockModuleClosedError } from './lock-module-closed-error';
 import { lockedObservable } from './locked-observable';
@@ -70,7 +70,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
       locks: this.locks,
       spec,
       invocation,
-      name: () => this.lockName(context, spec),
+      name: () => this.lockNames(context, spec),
       run: () => next.handle(),
       newScope: true,
       watchWait: context.getType() === 'http' ? (abort) => this.watchClient(context, abort) : undefined,
@@ -87,6 +87,15 @@ export class DistributedLockInterceptor implements NestInterceptor {
   protected async lockName(context: ExecutionContext, spec: LockSpec): Promise<string> {
     if (typeof spec.key === 'function') return keyFunctionResult(await spec.key(context));
     return renderKeyTemplate(spec.key, this.keySources(context));
+  }
+
+  /**
+   * Every lock name of this call: `lockName` once per key template (so an override of it applies to
+   * each name of a multi-key lock), or the names a key function returns.
+   */
+  protected async lockNames(context: ExecutionContext, spec: LockSpec): Promise<string[]> {
+    if (typeof spec.key === 'function') return keyFunctionNames(await spec.key(context));
+    return Promise.all(spec.keys.map((key) => this.lockName(context, { ...spec, key, keys: [key] })));
   }
 
   /**

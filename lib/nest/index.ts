@@ -7,11 +7,17 @@ export {
   DEFAULT_CONFLICT_STATUS,
   DEFAULT_SHUTDOWN_TIMEOUT,
 } from './redis-lock.constants';
-export type { RedisLockModuleOptions, RedisLockOptionsFactory } from './redis-lock-module-options';
+export type { RedisLockModuleOptions, RedisLockOptionsFactory, RedLockModuleOptions } from './redis-lock-module-options';
 export { LockService } from './lock.service';
-export { LOCK_KINDS, type LockKind, type LockCallOptions, type WithLockCallOptions } from './lock-options';
+export {
+  LOCK_KINDS,
+  type LockKind,
+  type SingleLockKind,
+  type LockCallOptions,
+  type WithLockCallOptions,
+} from './lock-options';
 export { DistributedLock } from './distributed-lock.decorator';
-export type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-options';
+export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './distributed-lock-options';
 export { DistributedLockInterceptor } from './distributed-lock.interceptor';
 export type { LockSpec, HandlerType } from './lock-spec';
 export type { KeyTemplate, KeyPlaceholder, KeyRoot, KeySources } from './key-template';

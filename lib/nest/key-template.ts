@@ -86,6 +86,13 @@ export function renderKeyTemplate(template: KeyTemplate, sources: KeySources): s
 }
 
 /** Validates what a key function returned. */
+/** What a key function returned, as lock names: one, or a non-empty list (a multi-key lock). */
+export function keyFunctionNames(value: unknown): string[] {
+  if (!Array.isArray(value)) return [keyFunctionResult(value)];
+  if (value.length === 0) throw new LockKeyError(messages.keyFunctionResult('an empty array'), '(key function)');
+  return value.map(keyFunctionResult);
+}
+
 export function keyFunctionResult(value: unknown): string {
   const label = '(key function)';
   if (typeof value === 'number' && Number.isFinite(value)) return checkLength(label, String(value));

@@ -5,14 +5,18 @@ import type { AcquireOptions } from '../engine/options';
  * (FIFO, re-entrant, excludes the reentrant lock of the same name) and `simple` (`SET NX PX`, not
  * re-entrant, 3 s wait and lease unless told otherwise).
  */
-export type LockKind = 'reentrant' | 'fair' | 'simple';
+export type SingleLockKind = 'reentrant' | 'fair' | 'simple';
 
-export const LOCK_KINDS: readonly LockKind[] = ['reentrant', 'fair', 'simple'];
+/** The single-deployment kinds, plus `redlock`: a majority of the module's `redLock.masters`. */
+export type LockKind = SingleLockKind | 'redlock';
+
+export const LOCK_KINDS: readonly LockKind[] = ['reentrant', 'fair', 'simple', 'redlock'];
+export const SINGLE_LOCK_KINDS: readonly SingleLockKind[] = ['reentrant', 'fair', 'simple'];
 
 /** How `LockService` acquires: the engine's AcquireOptions plus the kind and the module's defaults. */
 export interface LockCallOptions extends Omit<AcquireOptions, 'waitTime' | 'leaseTime'> {
   /** Default 'reentrant'. */
-  kind?: LockKind;
+  kind?: SingleLockKind;
   /**
    * Longest wait for a held lock, in ms; `0` = a single attempt; `Infinity` = until it is free.
    * Omitted: the module's `waitTime`, else until it is free (3 s for the simple lock).
@@ -26,7 +30,9 @@ export interface LockCallOptions extends Omit<AcquireOptions, 'waitTime' | 'leas
 }
 
 /** `LockService.withLock` options. */
-export interface WithLockCallOptions extends LockCallOptions {
+export interface WithLockCallOptions extends Omit<LockCallOptions, 'kind'> {
+  /** Default 'reentrant'. `redlock` takes one name. */
+  kind?: LockKind;
   /** Run in a fresh owner scope, so the callback does not re-enter locks its caller holds. Default false. */
   newScope?: boolean;
 }

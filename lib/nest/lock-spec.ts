@@ -14,7 +14,10 @@ export type HandlerType = 'http' | 'rpc' | 'ws';
 export interface LockSpec {
   /** "Class.method", for messages. */
   readonly owner: string;
+  /** The key template (the first, for a list of keys) or function. */
   readonly key: KeyTemplate | LockKeyFactory<unknown[]>;
+  /** Every key template, in the order given: several for a multi-key lock; none for a key function. */
+  readonly keys: readonly KeyTemplate[];
   readonly kind: LockKind;
   readonly waitTime?: number;
   readonly leaseTime?: number | 'watchdog';
@@ -91,19 +94,28 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   for (const name of Object.keys(o)) if (!KNOWN_OPTIONS.has(name)) problems.push(messages.unknownOption(name));
 
   let key: KeyTemplate | LockKeyFactory<unknown[]> | undefined;
-  if (typeof o.key === 'function') key = o.key;
-  else if (typeof o.key === 'string') {
+  const keys: KeyTemplate[] = [];
+  const parse = (source: string) => {
     try {
-      key = parseKeyTemplate(o.key);
+      const template = parseKeyTemplate(source);
       const allowed = ROOTS[handlerType ?? 'method'];
-      for (const p of key.placeholders) {
+      for (const p of template.placeholders) {
         if (!allowed.includes(p.root))
           problems.push(messages.wrongRoot(p.text, messages.methodKinds[handlerType ?? 'method'], allowed));
       }
+      keys.push(template);
     } catch (error) {
-      problems.push(messages.badKey(o.key, (error as Error).message));
+      problems.push(messages.badKey(source, (error as Error).message));
     }
+  };
+  if (typeof o.key === 'function') key = o.key;
+  else if (typeof o.key === 'string') parse(o.key);
+  else if (Array.isArray(o.key) && o.key.length > 0 && o.key.every((k) => typeof k === 'string')) {
+    o.key.forEach(parse);
   } else problems.push(messages.badKeyType(show(o.key)));
+  key ??= keys[0];
+  const kind = o.kind ?? (o.fair ? 'fair' : 'reentrant');
+  if (kind === 'redlock' && keys.length > 1) problems.push(messages.redLockOneName(keys.length));
 
   if (o.kind !== undefined && !LOCK_KINDS.includes(o.kind)) {
     problems.push(messages.badKind(LOCK_KINDS, show(o.kind)));
@@ -133,13 +145,14 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   return {
     owner,
     key,
-    kind: o.kind ?? (o.fair ? 'fair' : 'reentrant'),
+    keys,
+    kind,
     waitTime: o.waitTime,
     leaseTime: o.leaseTime,
     newScope: o.newScope ?? false,
     onBusy: o.onBusy ?? 'throw',
     handlerType,
-    label: o.label ?? (typeof o.key === 'string' ? o.key : undefined),
+    label: o.label ?? (typeof o.key === 'function' ? undefined : keys.map((k) => k.source).join('+')),
   };
 }
 

@@ -12,7 +12,16 @@ import type { ReentrantLock } from '../engine/reentrant-lock';
 import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../engine/simple-lock';
 import { activeLock, currentLock, runWithActiveLock, type ActiveLock } from './active-lock';
 import { LockLifecycle, linkLifecycle } from './lock-lifecycle';
-import { LOCK_KINDS, type LockCallOptions, type LockKind, type WithLockCallOptions } from './lock-options';
+import { RedLockMasters } from './lock-client.provider';
+import {
+  LOCK_KINDS,
+  SINGLE_LOCK_KINDS,
+  type LockCallOptions,
+  type LockKind,
+  type SingleLockKind,
+  type WithLockCallOptions,
+} from './lock-options';
+import { runInLockScope } from '../engine/owner-scope';
 import { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
 import { messages } from './redis-lock.messages';
 import type { RedisLockModuleOptions } from './redis-lock-module-options';
@@ -46,6 +55,7 @@ export class LockService {
     @Inject(LockClient) readonly client: LockClient,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
+    @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
   ) {
     linkLifecycle(this, lifecycle);
   }
@@ -80,29 +90,54 @@ export class LockService {
 
   /**
    * Runs `fn` holding `name` and releases it however `fn` ends; `fn`'s result and errors pass through.
-   * Inside `fn`, `current()` returns this lock.
+   * Inside `fn`, `current()` returns this lock. Several names are held all-or-nothing, taken in one
+   * global order (two calls naming the same accounts in opposite orders cannot deadlock).
+   * `kind: 'redlock'` locks one name on a majority of the module's `redLock.masters`.
    * @example
    * await lockService.withLock(`stock:${sku}`, async ({ signal, fencingToken }) => {
    *   await stock.decrement(sku, { signal, fencingToken });
    * }, { waitTime: 5_000 });
+   * await lockService.withLock([`account:${from}`, `account:${to}`], () => transfer(from, to, amount));
    */
   async withLock<T>(
-    name: string,
+    name: string | readonly string[],
     fn: (lock: ActiveLock) => Promise<T> | T,
     options: WithLockCallOptions = {},
   ): Promise<T> {
-    const kind = this.kindOf(options);
     const { newScope, ...rest } = options;
-    const acquire = this.acquireOptions(name, rest);
     return this.lifecycle.track(
-      this.lockOf(name, options).withLock(
-        (context) => {
-          const lock = activeLock(name, kind, context);
-          return runWithActiveLock(lock, () => fn(lock));
+      runInLockScope(
+        async () => {
+          const held = await this.hold(name, rest);
+          let failed = false;
+          try {
+            return await runWithActiveLock(held.lock, () => fn(held.lock));
+          } catch (error) {
+            failed = true;
+            throw error;
+          } finally {
+            await held.release().catch((error: Error) => {
+              // The work's own outcome wins; the lease runs out by itself.
+              this.client.logger.warn(messages.releaseFailed(held.lock.name, error.message, failed));
+            });
+          }
         },
-        { ...acquire, newScope },
+        { newScope },
       ),
     );
+  }
+
+  /**
+   * Acquires `name` (or several, all-or-nothing) as one lock of `options.kind`, in the current lock
+   * scope: what `withLock` and `@DistributedLock` run on.
+   * @internal
+   */
+  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
+    const names = lockNames(name);
+    const kind = this.kindOf(options);
+    const target = this.targetOf(names, kind, options);
+    const handle = await target.lock(this.acquireOptions(target.name, options));
+    return { lock: activeLock(names, kind, handle), release: () => handle.release() };
   }
 
   /**
@@ -114,7 +149,7 @@ export class LockService {
    *   try { await migrate(); } finally { await lockService.unlock('migration'); }
    * });
    */
-  async unlock(name: string, options: { kind?: LockKind; owner?: string } = {}): Promise<ReleaseOutcome> {
+  async unlock(name: string, options: { kind?: SingleLockKind; owner?: string } = {}): Promise<ReleaseOutcome> {
     return this.lockOf(name, options).unlock({ owner: options.owner });
   }
 
@@ -142,7 +177,7 @@ export class LockService {
    * @example
    * await lockService.forceUnlock(`import:${tenant}`, { kind: 'fair' });
    */
-  async forceUnlock(name: string, options: { kind?: LockKind } = {}): Promise<boolean> {
+  async forceUnlock(name: string, options: { kind?: SingleLockKind } = {}): Promise<boolean> {
     return this.lockOf(name, options).forceUnlock();
   }
 
@@ -205,19 +240,32 @@ export class LockService {
   }
 
   /**
-   * RedLock `name` over independent Redis masters, one LockClient each (create them with
-   * `createLockClient`; they are yours to close). Pass this module's `client` to include its Redis.
+   * RedLock `name` over the module's `redLock.masters`, or over the LockClients given (create them
+   * with `createLockClient` or `connectRedLockMasters`; those are yours to close).
    * @example
-   * const redLock = lockService.redLock('payout', [lockService.client, clientB, clientC]);
+   * const redLock = lockService.redLock('payout');
    * await redLock.withLock(() => payout(), { leaseTime: 10_000, waitTime: 2_000 });
    */
-  redLock(name: string, clients: LockClient[], options?: RedLockOptions): RedLock {
-    return new RedLock(clients, name, options);
+  redLock(name: string, clients?: LockClient[], options?: RedLockOptions): RedLock {
+    if (clients) return new RedLock(clients, name, options);
+    if (this.redLockMasters.clients.length === 0) throw new LockOptionsError(messages.noRedLockMasters(), name);
+    const { instanceTimeout, driftFactor } = this.options.redLock ?? {};
+    return new RedLock([...this.redLockMasters.clients], name, { instanceTimeout, driftFactor, ...options });
+  }
+
+  /** What `names` of `kind` lock as one: a lock, a MultiLock of them, or a RedLock. */
+  private targetOf(names: readonly string[], kind: LockKind, options: WithLockCallOptions): LockBase | MultiLock | RedLock {
+    if (kind === 'redlock') {
+      if (names.length > 1) throw new LockOptionsError(messages.redLockOneName(names.length), names.join('+'));
+      return this.redLock(names[0]);
+    }
+    if (names.length === 1) return this.lockOf(names[0], { ...options, kind });
+    return new MultiLock(names.map((name) => this.lockOf(name, { ...options, kind })));
   }
 
   /** The lock object of `options.kind` for `name`. */
   private lockOf(name: string, options: LockCallOptions): LockBase {
-    switch (this.kindOf(options)) {
+    switch (this.singleKindOf(options)) {
       case 'fair':
         return this.client.getFairLock(name);
       case 'simple':
@@ -241,11 +289,20 @@ export class LockService {
     return kind;
   }
 
+  /** `lock`, `tryLock`, `unlock`, `forceUnlock`: one name, one handle, so no RedLock. */
+  private singleKindOf(options: { kind?: LockKind }): SingleLockKind {
+    const kind = options.kind ?? 'reentrant';
+    if (!SINGLE_LOCK_KINDS.includes(kind as SingleLockKind)) {
+      throw new LockOptionsError(`${messages.badKind(SINGLE_LOCK_KINDS, String(kind))}.`);
+    }
+    return kind as SingleLockKind;
+  }
+
   /**
    * Call options over module defaults; `Infinity` / 'watchdog' become the engine's "omitted". Once
    * shutdown has started, refuses (and its signal cuts a wait short).
    */
-  private acquireOptions(name: string, options: LockCallOptions): AcquireOptions {
+  private acquireOptions(name: string, options: LockCallOptions | WithLockCallOptions): AcquireOptions {
     this.lifecycle.assertOpen(name);
     const { kind: _kind, waitTime, leaseTime, signal, ...rest } = options;
     const kindWait = this.kindOf(options) === 'simple' ? SIMPLE_LOCK_DEFAULTS.waitTime : undefined;
@@ -259,4 +316,19 @@ export class LockService {
       leaseTime: lease === 'watchdog' ? undefined : lease,
     };
   }
+}
+
+/** A lock `LockService.hold` acquired: its ActiveLock, and how to release it. */
+export interface HeldLockTarget {
+  readonly lock: ActiveLock;
+  release(): Promise<ReleaseOutcome>;
+}
+
+/** The names to lock: one, or several without repeats (a name given twice is locked once). */
+function lockNames(name: string | readonly string[]): readonly string[] {
+  if (typeof name === 'string') return [name];
+  if (!Array.isArray(name) || name.length === 0 || name.some((n) => typeof n !== 'string')) {
+    throw new LockOptionsError(messages.badLockNames());
+  }
+  return [...new Set(name as readonly string[])];
 }

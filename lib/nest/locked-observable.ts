@@ -1,18 +1,17 @@
 import { Observable, type Subscription } from 'rxjs';
-import type { LockHandle } from '../engine/lock-handle';
 import { runInLockScope } from '../engine/owner-scope';
-import { activeLock, runInvocation, runWithActiveLock, type HandlerInvocation } from './active-lock';
+import { runInvocation, runWithActiveLock, type HandlerInvocation } from './active-lock';
 import { recordHoldTime } from './hold-times';
 import { lifecycleOf } from './lock-lifecycle';
 import type { LockSpec } from './lock-spec';
-import type { LockService } from './lock.service';
+import type { HeldLockTarget, LockService } from './lock.service';
 import { messages } from './redis-lock.messages';
 
 export interface LockedObservableOptions<T> {
   locks: LockService;
   spec: LockSpec;
-  /** The lock name for this call (may throw LockKeyError: nothing is locked then). */
-  name: () => string | Promise<string>;
+  /** The lock name(s) for this call (may throw LockKeyError: nothing is locked then). */
+  name: () => string | readonly string[] | Promise<string | readonly string[]>;
   /** The work: called, and subscribed to, inside the lock's owner scope once the lock is held. */
   run: () => Observable<T>;
   newScope: boolean;
@@ -34,7 +33,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
   const { locks, spec, invocation } = options;
   return new Observable<T>((subscriber) => {
     const waiting = new AbortController();
-    let handle: LockHandle | undefined;
+    let handle: HeldLockTarget | undefined;
     let work: Subscription | undefined;
     let released: Promise<void> | undefined;
     let acquiredAt = 0;
@@ -50,7 +49,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         await invocation?.settled;
         recordHoldTime(spec, Date.now() - acquiredAt);
         await held.release().catch((error: Error) => {
-          locks.client.logger.warn(messages.releaseFailed(held.name, error.message));
+          locks.client.logger.warn(messages.releaseFailed(held.lock.name, error.message));
         });
         finish();
       })());
@@ -60,10 +59,8 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     runInLockScope(
       async () => {
         const stopWatching = options.watchWait?.((reason) => waiting.abort(reason));
-        let name: string;
         try {
-          name = await options.name();
-          handle = await locks.lock(name, {
+          handle = await locks.hold(await options.name(), {
             kind: spec.kind,
             waitTime: spec.waitTime,
             leaseTime: spec.leaseTime,
@@ -75,7 +72,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
           stopWatching?.();
         }
         if (subscriber.closed) return release();
-        const lock = activeLock(name, spec.kind, handle);
+        const { lock } = handle;
         const subscribe = () =>
           options.run().subscribe({
             next: (value) => subscriber.next(value),

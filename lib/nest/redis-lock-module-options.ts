@@ -4,6 +4,9 @@ import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../engin
 import { keyPrefixProblem } from '../engine/keys';
 import { replicaSyncProblems } from '../engine/replica-sync';
 import { telemetryProblems } from '../engine/telemetry';
+import type { ConnectionOptions } from '../connection/connection-options';
+import type { RedisDeployment } from '../connection/redis-deployment';
+import type { RedLockOptions } from '../engine/red-lock';
 import { messages } from './redis-lock.messages';
 
 /**
@@ -26,6 +29,17 @@ export interface RedisLockModuleOptions extends RedisLockClientOptions {
    * before its locks are released anyway, in ms. New locks are refused meanwhile. Default 10000.
    */
   shutdownTimeout?: number;
+  /**
+   * Independent Redis masters for `kind: 'redlock'` (`@DistributedLock`, `LockService.withLock`,
+   * `LockService.redLock(name)`): one connection each, opened at start-up (a majority must answer),
+   * closed on shutdown. Use an odd number, 3 or 5, on separate machines.
+   */
+  redLock?: RedLockModuleOptions;
+}
+
+/** `RedisLockModuleOptions.redLock`. */
+export interface RedLockModuleOptions extends RedLockOptions {
+  masters: (ConnectionOptions | RedisDeployment)[];
 }
 
 /** `forRootAsync({ useClass })` / `useExisting`: a provider that builds the options. */
@@ -62,10 +76,26 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   }
   if (options.replicaSync !== undefined) problems.push(...replicaSyncProblems(options.replicaSync));
   problems.push(...telemetryProblems(options.telemetry));
+  if (options.redLock !== undefined) problems.push(...redLockProblems(options.redLock));
   return problems;
 }
 
 function duration(problems: string[], field: string, value: unknown, rule: DurationRule = {}) {
   const problem = durationProblem(field, value, rule);
   if (problem) problems.push(problem);
+}
+
+function redLockProblems(redLock: RedLockModuleOptions): string[] {
+  if (!redLock || typeof redLock !== 'object' || !Array.isArray(redLock.masters) || redLock.masters.length === 0) {
+    return [messages.redLockNeedsMasters()];
+  }
+  const problems = redLock.masters.flatMap((master, i) =>
+    isRedisDeployment(master) ? [] : connectionProblems(master).map((p) => messages.redLockMasterProblem(i, p)),
+  );
+  duration(problems, 'redLock.instanceTimeout', redLock.instanceTimeout, { positive: true });
+  const drift = redLock.driftFactor;
+  if (drift !== undefined && !(typeof drift === 'number' && drift >= 0 && drift < 1)) {
+    problems.push(messages.badDriftFactor(show(drift)));
+  }
+  return problems;
 }

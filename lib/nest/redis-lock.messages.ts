@@ -22,6 +22,13 @@ export const messages = {
   decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
   unknownOption: (name: string) => `unknown option "${name}"`,
   badOnBusy: (got: string) => `onBusy must be 'throw' or 'skip', got ${got}`,
+  redLockNeedsMasters: () => 'redLock.masters must be a non-empty array of connection options (one per independent master)',
+  redLockMasterProblem: (index: number, problem: string) => `redLock.masters[${index}]: ${problem}`,
+  badDriftFactor: (got: string) => `redLock.driftFactor must be a number in [0, 1), got ${got}`,
+  noRedLockMasters: () =>
+    "kind 'redlock' needs the module's redLock.masters (RedisLockModule.forRoot({ …, redLock: { masters: [...] } })), or pass LockClients to LockService.redLock(name, clients)",
+  redLockOneName: (count: number) => `kind 'redlock' locks one name, got ${count}`,
+  badLockNames: () => 'the lock name must be a string or a non-empty array of strings',
   badLabel: (got: string) => `label must be a string of 1-200 characters, got ${got}`,
   onBusyOnHandler: (type: string) =>
     `onBusy: 'skip' is for methods that are not handlers (scheduled jobs, consumers); this ${type} handler answers a busy lock itself (409 over HTTP)`,
@@ -89,6 +96,6 @@ export const messages = {
   httpConflict: () => 'The resource is locked by another request. Retry later.',
   httpUnavailable: () => 'The lock service is unavailable. Retry later.',
   httpClientGone: () => 'The client closed the request while it waited for a lock.',
-  releaseFailed: (name: string, reason: string) =>
-    `Could not release lock "${name}": ${reason}. It expires with its lease.`,
+  releaseFailed: (name: string, reason: string, afterFailure = false) =>
+    `Could not release lock "${name}"${afterFailure ? ' after a failure' : ''}: ${reason}. It expires with its lease.`,
 };

@@ -2,7 +2,7 @@ import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LockClient } from '../engine/lock-client';
 import { DistributedLockExplorer } from './distributed-lock.explorer';
-import { lockClientProvider } from './lock-client.provider';
+import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './lock-lifecycle';
 import { LockService } from './lock.service';
 import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
@@ -33,7 +33,7 @@ import { messages } from './redis-lock.messages';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [lockClientProvider, LockService, LockLifecycle, DistributedLockExplorer],
+  providers: [...lockClientProviders, LockService, LockLifecycle, DistributedLockExplorer],
   exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS],
 })
 export class RedisLockModule extends ConfigurableModuleClass implements OnApplicationShutdown {
@@ -41,6 +41,7 @@ export class RedisLockModule extends ConfigurableModuleClass implements OnApplic
     @Inject(LockClient) private readonly client: LockClient,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
+    @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
   ) {
     super();
   }
@@ -54,6 +55,6 @@ export class RedisLockModule extends ConfigurableModuleClass implements OnApplic
     const timeout = this.options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT;
     const stillRunning = await this.lifecycle.drain(timeout);
     if (stillRunning > 0) this.client.logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
-    await this.client.close();
+    await Promise.all([this.client, ...this.redLockMasters.clients].map((client) => client.close()));
   }
 }

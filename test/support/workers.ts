@@ -1,5 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { isAbsolute, join } from 'node:path';
+import { createWriteStream } from 'node:fs';
+import { basename, isAbsolute, join } from 'node:path';
+
+/**
+ * Debugging aid: `WORKER_STDERR_DIR=/tmp/w DEBUG='ioredis:*' npx jest …` keeps each worker's whole
+ * stderr (ioredis's debug log with it) in `<dir>/<worker>-<pid>.log`; failure messages show only its end.
+ */
+const STDERR_DIR = process.env.WORKER_STDERR_DIR;
 
 /** A test worker: a separate OS process running a TypeScript file under tsx. */
 export interface Worker {
@@ -29,6 +36,7 @@ export function startWorker(file: string, env: Record<string, string | number>):
     for (const [marker, resolve] of markers) if (stdout.split('\n').includes(marker)) resolve();
   });
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  if (STDERR_DIR) child.stderr!.pipe(createWriteStream(join(STDERR_DIR, `${basename(script, '.ts')}-${child.pid}.log`)));
   const result = new Promise<unknown>((resolve, reject) => {
     child.on('exit', (code, signal) => {
       if (code !== 0) return reject(new Error(`worker ${file} exited with ${code ?? signal}: ${stderr.slice(-2000)}`));

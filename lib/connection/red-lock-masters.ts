@@ -1,0 +1,53 @@
+import { bounded } from '../engine/bounded';
+import { RedisUnavailableError } from '../engine/errors';
+import { LockClient } from '../engine/lock-client';
+import type { ConnectionOptions } from './connection-options';
+import { connectTimeout, type LockClientSettings } from './create-lock-client';
+import { createDeployment, isRedisDeployment } from './create-deployment';
+import { describeConnection } from './describe-connection';
+import type { RedisDeployment } from './redis-deployment';
+
+/**
+ * One LockClient per independent master, for RedLock. Resolves once a majority of the masters is
+ * ready, since a RedLock needs no more: the others keep reconnecting on their own and take part once
+ * they are back (a round skips a master whose connection is not ready). Fewer than a majority: every
+ * connection is closed and the error names the masters that could not be reached.
+ * @example
+ * const masters = await connectRedLockMasters([{ type: 'single', port: 7001 }, { type: 'single', port: 7002 }, { type: 'single', port: 7003 }]);
+ * const redLock = new RedLock(masters, 'payout');
+ */
+export async function connectRedLockMasters(
+  masters: readonly (ConnectionOptions | RedisDeployment)[],
+  settings: LockClientSettings = {},
+): Promise<LockClient[]> {
+  const deployments = masters.map((m) => (isRedisDeployment(m) ? m : createDeployment(m)));
+  const timeout = connectTimeout(settings.operationTimeout);
+  const outcomes = await Promise.allSettled(
+    deployments.map((d) => bounded(d.ready(), timeout, { name: 'connect' })),
+  );
+  const unreachable = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [describeConnection(masters[i])] : []));
+  const quorum = Math.floor(masters.length / 2) + 1;
+  if (masters.length - unreachable.length < quorum) {
+    await Promise.all(deployments.map((d) => d.close().catch(() => undefined)));
+    const cause = new Error(
+      `only ${masters.length - unreachable.length} of ${masters.length} RedLock masters answered (a majority is ${quorum})`,
+    );
+    throw new RedisUnavailableError(undefined, 'connect', timeout, cause, unreachable.join(', '));
+  }
+  const clients = deployments.map(
+    (deployment) =>
+      new LockClient({
+        ...settings,
+        // Independent masters have no replicas to wait for.
+        replicaSync: false,
+        redis: deployment.client,
+        pubsub: deployment.pubsub,
+        publishCommand: deployment.publishCommand,
+        onClose: () => deployment.close(),
+      }),
+  );
+  if (unreachable.length > 0) {
+    clients[0].logger.warn(`RedLock masters not reachable yet (they join once they answer): ${unreachable.join(', ')}`);
+  }
+  return clients;
+}
