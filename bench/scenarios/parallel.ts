@@ -58,8 +58,8 @@ export async function runParallel(ctx: BenchContext): Promise<ParallelResult> {
     for (const c of contenders) await c.close();
     redis.disconnect();
   }
-  const rows = Object.fromEntries(
-    ids.map((id) => [id, { perSecond: median(perRound.get(id)!) }]),
-  ) as Partial<Record<ContenderId, { perSecond: number }>>;
+  const rows = Object.fromEntries(ids.map((id) => [id, { perSecond: median(perRound.get(id)!) }])) as Partial<
+    Record<ContenderId, { perSecond: number }>
+  >;
   return { rows, keys, durationMs };
 }

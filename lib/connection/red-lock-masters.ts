@@ -22,9 +22,7 @@ export async function connectRedLockMasters(
 ): Promise<LockClient[]> {
   const deployments = masters.map((m) => (isRedisDeployment(m) ? m : createDeployment(m)));
   const timeout = connectTimeout(settings.operationTimeout);
-  const outcomes = await Promise.allSettled(
-    deployments.map((d) => bounded(d.ready(), timeout, { name: 'connect' })),
-  );
+  const outcomes = await Promise.allSettled(deployments.map((d) => bounded(d.ready(), timeout, { name: 'connect' })));
   const unreachable = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [describeConnection(masters[i])] : []));
   const quorum = Math.floor(masters.length / 2) + 1;
   if (masters.length - unreachable.length < quorum) {

@@ -329,7 +329,12 @@ export abstract class LockBase {
             refusedBefore = true;
             return result;
           }
-          const held = this.recordGrant(result.value.holder ?? holder, result.value, { leaseMs, watched, sentAt, label });
+          const held = this.recordGrant(result.value.holder ?? holder, result.value, {
+            leaseMs,
+            watched,
+            sentAt,
+            label,
+          });
           return { acquired: true, value: held };
         },
       });

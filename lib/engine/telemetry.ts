@@ -38,7 +38,9 @@ export function telemetryProblems(telemetry: unknown): string[] {
   if (typeof telemetry === 'object' && telemetry !== null && (name === undefined || typeof name === 'function')) {
     return [];
   }
-  return ['telemetry must be false or { meterProvider?, tracerProvider?, lockNameAttribute?: (name, label) => string | undefined }'];
+  return [
+    'telemetry must be false or { meterProvider?, tracerProvider?, lockNameAttribute?: (name, label) => string | undefined }',
+  ];
 }
 
 /**

@@ -7,7 +7,11 @@ export {
   DEFAULT_CONFLICT_STATUS,
   DEFAULT_SHUTDOWN_TIMEOUT,
 } from './redis-lock.constants';
-export type { RedisLockModuleOptions, RedisLockOptionsFactory, RedLockModuleOptions } from './redis-lock-module-options';
+export type {
+  RedisLockModuleOptions,
+  RedisLockOptionsFactory,
+  RedLockModuleOptions,
+} from './redis-lock-module-options';
 export { LockService } from './lock.service';
 export {
   LOCK_KINDS,

@@ -254,7 +254,11 @@ export class LockService {
   }
 
   /** What `names` of `kind` lock as one: a lock, a MultiLock of them, or a RedLock. */
-  private targetOf(names: readonly string[], kind: LockKind, options: WithLockCallOptions): LockBase | MultiLock | RedLock {
+  private targetOf(
+    names: readonly string[],
+    kind: LockKind,
+    options: WithLockCallOptions,
+  ): LockBase | MultiLock | RedLock {
     if (kind === 'redlock') {
       if (names.length > 1) throw new LockOptionsError(messages.redLockOneName(names.length), names.join('+'));
       return this.redLock(names[0]);

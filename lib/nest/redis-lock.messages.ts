@@ -22,7 +22,8 @@ export const messages = {
   decoratorNotObject: (got: string) => `options must be an object such as { key: 'article:{params.id}' }, got ${got}`,
   unknownOption: (name: string) => `unknown option "${name}"`,
   badOnBusy: (got: string) => `onBusy must be 'throw' or 'skip', got ${got}`,
-  redLockNeedsMasters: () => 'redLock.masters must be a non-empty array of connection options (one per independent master)',
+  redLockNeedsMasters: () =>
+    'redLock.masters must be a non-empty array of connection options (one per independent master)',
   redLockMasterProblem: (index: number, problem: string) => `redLock.masters[${index}]: ${problem}`,
   badDriftFactor: (got: string) => `redLock.driftFactor must be a number in [0, 1), got ${got}`,
   noRedLockMasters: () =>

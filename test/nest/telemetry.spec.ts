@@ -100,7 +100,9 @@ describe('RedisLockModule telemetry', () => {
     expect(series).toHaveLength(3);
 
     const finished = spans.getFinishedSpans().filter((s) => s.instrumentationScope.name === TELEMETRY_SCOPE);
-    const jobAcquire = finished.find((s) => s.name === 'lock acquire' && s.attributes['lock.name'] === 'nightly-report');
+    const jobAcquire = finished.find(
+      (s) => s.name === 'lock acquire' && s.attributes['lock.name'] === 'nightly-report',
+    );
     expect(jobAcquire?.parentSpanContext?.spanId).toBe(cronSpanId);
     const held = finished.filter((s) => s.name === 'lock held' && s.attributes['lock.name'] === 'order:{params.id}');
     expect(held.map((s) => s.attributes['lock.release.outcome'])).toEqual(['released', 'released', 'released']);
@@ -110,7 +112,9 @@ describe('RedisLockModule telemetry', () => {
   it('refuses a bad telemetry option or decorator label when the module is built, before connecting', async () => {
     await expect(
       Test.createTestingModule({
-        imports: [RedisLockModule.forRoot(lockOptions(prefix, { telemetry: { lockNameAttribute: 'order:*' } as never }))],
+        imports: [
+          RedisLockModule.forRoot(lockOptions(prefix, { telemetry: { lockNameAttribute: 'order:*' } as never })),
+        ],
       }).compile(),
     ).rejects.toThrow(/telemetry must be false or/);
     expect(() => compileLockSpec({ key: 'a:{0}', label: '' }, 'Job.run')).toThrow(LockOptionsError);

@@ -36,7 +36,8 @@ export function startWorker(file: string, env: Record<string, string | number>):
     for (const [marker, resolve] of markers) if (stdout.split('\n').includes(marker)) resolve();
   });
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  if (STDERR_DIR) child.stderr!.pipe(createWriteStream(join(STDERR_DIR, `${basename(script, '.ts')}-${child.pid}.log`)));
+  if (STDERR_DIR)
+    child.stderr!.pipe(createWriteStream(join(STDERR_DIR, `${basename(script, '.ts')}-${child.pid}.log`)));
   const result = new Promise<unknown>((resolve, reject) => {
     child.on('exit', (code, signal) => {
       if (code !== 0) return reject(new Error(`worker ${file} exited with ${code ?? signal}: ${stderr.slice(-2000)}`));
