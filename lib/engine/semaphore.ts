@@ -88,7 +88,7 @@ export class Semaphore {
   }
 
   /** Takes `permits` permits within `waitTime` (default 0: one attempt), or resolves null. */
-  tryAcquire(options: PermitAcquireOptions = {}): Promise<LockHandle | null> {
+  async tryAcquire(options: PermitAcquireOptions = {}): Promise<LockHandle | null> {
     const { lock, rest } = this.prepare(options);
     return lock.tryLock(rest);
   }
