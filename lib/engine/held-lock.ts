@@ -4,9 +4,10 @@ import { setLongTimeout, type LongTimer } from './long-timer';
 
 /**
  * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock),
- * `string` when the lock's value is the owner's token (simple lock).
+ * `string` when the lock's value is the owner's token (simple lock), `permit` when the owner is a
+ * member of a semaphore's holds (its score the lease's end).
  */
-export type RenewalKind = 'hash' | 'string';
+export type RenewalKind = 'hash' | 'string' | 'permit';
 
 /**
  * The local record of a lock this client holds for one owner: hold count, lease, fencing token and

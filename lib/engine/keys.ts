@@ -72,6 +72,26 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   };
 }
 
+/**
+ * The keys of semaphore `name`: a namespace of their own under the name's hash tag, so a lock and a
+ * semaphore of the same name never meet, and every script of one semaphore runs on one Cluster slot.
+ */
+export interface SemaphoreKeys {
+  /** Sorted set of holds: '<permits>:<hold id>' -> Redis server time (ms) their lease ends. */
+  readonly holds: string;
+  /** The limit set at run time (setPermits); absent until then. Never expires. */
+  readonly limit: string;
+  /** Fencing-token counter: one token per acquisition. */
+  readonly fence: string;
+  /** Permits came free: every waiting process listens here. */
+  readonly channel: string;
+}
+
+export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
+  const holds = `${prefix}:{${encodeName(name)}}:permits`;
+  return { holds, limit: `${holds}:limit`, fence: `${holds}:fence`, channel: `${holds}:free` };
+}
+
 function describe(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }

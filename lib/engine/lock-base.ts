@@ -72,9 +72,11 @@ export abstract class LockBase {
   constructor(
     protected readonly engine: EngineContext,
     readonly name: string,
+    /** A kind with keys of its own (the semaphore's permits); default: the lock's keys. */
+    keys?: LockKeys,
   ) {
     assertLockName(name);
-    this.keys = lockKeys(engine.keyPrefix, name);
+    this.keys = keys ?? lockKeys(engine.keyPrefix, name);
   }
 
   /**

@@ -16,6 +16,7 @@ import { registerScripts } from './scripts';
 import { bounded } from './bounded';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
+import { Semaphore, type SemaphoreOptions } from './semaphore';
 import { LockWaiters } from './waiters';
 import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
@@ -145,6 +146,16 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   /** A simple `SET NX PX` lock named `name`: not re-entrant, 3 s wait and lease by default. */
   getSimpleLock(name: string, options?: SimpleLockOptions): SimpleLock {
     return new SimpleLock(this, name, options);
+  }
+
+  /**
+   * A semaphore named `name`: at most `permits` held at once across every process, each acquisition
+   * with a lease of its own (renewed by the watchdog while held). Cheap: holds no state of its own.
+   * @example
+   * const payments = locks.getSemaphore('payment-provider', { permits: 5 });
+   */
+  getSemaphore(name: string, options: SemaphoreOptions): Semaphore {
+    return new Semaphore(this, name, options);
   }
 
   /** Emits a lock event if anyone listens (see LockClientEvents); the payload is built only then. */

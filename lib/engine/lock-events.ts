@@ -2,12 +2,12 @@ import type { LockLostError } from './errors';
 import type { ReleaseOutcome } from './lock-handle';
 
 /** The lock kinds that emit events (RedLock and MultiLock emit through their member locks). */
-export type LockKindName = 'reentrant' | 'fair' | 'simple';
+export type LockKindName = 'reentrant' | 'fair' | 'simple' | 'semaphore';
 
 interface LockEventBase {
   name: string;
   kind: LockKindName;
-  /** The owner id (reentrant, fair) or the hold's token (simple lock). */
+  /** The owner id (reentrant, fair) or the hold's token (simple lock, semaphore permits). */
   owner: string;
   /** The acquisition's bounded name for metrics (AcquireOptions.label), when it gave one. */
   label?: string;

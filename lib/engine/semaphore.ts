@@ -1,0 +1,251 @@
+import { randomUUID } from 'node:crypto';
+import type { Attempt } from './acquire-loop';
+import { bounded } from './bounded';
+import { checkDuration, MAX_LEASE_MS, show } from './durations';
+import type { EngineContext } from './engine-context';
+import { LockAcquireTimeoutError, LockOptionsError } from './errors';
+import type { RenewalKind } from './held-lock';
+import { assertLockName, semaphoreKeys, type SemaphoreKeys } from './keys';
+import { LockBase, type Grant, type RawRelease, type WaitBehaviour, type WaitingAttempt } from './lock-base';
+import type { LockKindName } from './lock-events';
+import type { LockContext, LockHandle } from './lock-handle';
+import { runScript } from './scripts';
+
+/** Largest limit (and number of permits in one acquisition) the scripts accept. */
+export const MAX_PERMITS = 2_147_483_647;
+
+export interface SemaphoreOptions {
+  /**
+   * How many permits may be held at once, unless `setPermits` stored another limit in Redis (that one
+   * wins, for every process). A whole number >= 1.
+   */
+  permits: number;
+  /** Default lease of each acquisition, or 'watchdog' (the default) to renew it while held. */
+  leaseTime?: number | 'watchdog';
+}
+
+/** Options of one acquisition. Times are in milliseconds. */
+export interface PermitAcquireOptions {
+  /** How many permits to take, all at once or none. Default 1; at most the configured `permits`. */
+  permits?: number;
+  /** How long to wait for free permits. `acquire`: omitted = as long as it takes; `tryAcquire`: default 0. */
+  waitTime?: number;
+  /** Lease of these permits (no watchdog). Omitted: the semaphore's `leaseTime`. */
+  leaseTime?: number;
+  /** Gives up waiting (rejecting with the signal's reason) when aborted. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A semaphore with expiring permits: at most `permits` held at once across every process. Each
+ * acquisition takes one or more permits with a lease of its own (renewed by the watchdog while held),
+ * so the permits of a crashed holder come back when its lease ends; releases wake the waiters by
+ * pub/sub. Not re-entrant: every acquisition counts.
+ * @example
+ * const payments = locks.getSemaphore('payment-provider', { permits: 5 });
+ * await payments.withPermits(({ signal }) => provider.charge(order, { signal }));
+ */
+export class Semaphore {
+  readonly keys: SemaphoreKeys;
+  /** The limit this client was configured with (a limit stored by `setPermits` wins over it). */
+  readonly permits: number;
+  private readonly defaultLeaseTime: number | undefined;
+
+  constructor(
+    private readonly engine: EngineContext,
+    readonly name: string,
+    options: SemaphoreOptions,
+  ) {
+    assertLockName(name);
+    if (options === null || typeof options !== 'object') {
+      throw new LockOptionsError(`Semaphore options must be { permits, leaseTime? }, got ${show(options)}.`, name);
+    }
+    this.permits = checkPermits(name, 'permits', options.permits, MAX_PERMITS);
+    const leaseTime = options.leaseTime ?? 'watchdog';
+    const lease = { positive: true, watchdog: true, max: MAX_LEASE_MS };
+    this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
+    this.keys = semaphoreKeys(engine.keyPrefix, name);
+  }
+
+  /**
+   * Takes `permits` permits (default 1), waiting until they are free, or up to `waitTime` and then
+   * throwing LockAcquireTimeoutError. The handle's signal aborts if the permits are lost.
+   * @example
+   * const handle = await semaphore.acquire({ permits: 2, waitTime: 5_000 });
+   * try { await work(handle.signal); } finally { await handle.release(); }
+   */
+  async acquire(options: PermitAcquireOptions = {}): Promise<LockHandle> {
+    const { permits, lock, rest } = this.prepare(options);
+    if (rest.waitTime === undefined) return lock.lock(rest);
+    const handle = await lock.tryLock(rest);
+    if (handle) return handle;
+    throw new LockAcquireTimeoutError(
+      this.name,
+      rest.waitTime,
+      undefined,
+      `Could not acquire ${permits} permit(s) of semaphore "${this.name}" within ${rest.waitTime} ms: too few were free.`,
+    );
+  }
+
+  /** Takes `permits` permits within `waitTime` (default 0: one attempt), or resolves null. */
+  async tryAcquire(options: PermitAcquireOptions = {}): Promise<LockHandle | null> {
+    const { lock, rest } = this.prepare(options);
+    return lock.tryLock(rest);
+  }
+
+  /**
+   * Runs `fn` holding the permits and releases them however `fn` ends. Without `waitTime` it waits
+   * until they are free; with one it throws LockAcquireTimeoutError when that runs out.
+   */
+  async withPermits<T>(fn: (context: LockContext) => Promise<T> | T, options: PermitAcquireOptions = {}): Promise<T> {
+    const handle = await this.acquire(options);
+    try {
+      return await fn(handle);
+    } finally {
+      await handle.release().catch((error: Error) => {
+        // The work's own outcome wins; the lease will run out by itself.
+        this.engine.logger.warn(`Could not release permits of semaphore "${this.name}": ${error.message}`);
+      });
+    }
+  }
+
+  /** Permits free right now (0 while more than the limit are held after it shrank). */
+  async availablePermits(): Promise<number> {
+    const [limit, used] = await this.bounded(
+      runScript<[number, number]>(
+        this.engine.redis,
+        'semaphore-state',
+        [this.keys.holds, this.keys.limit],
+        [this.permits],
+      ),
+      'availablePermits',
+    );
+    return Math.max(0, limit - used);
+  }
+
+  /**
+   * Changes the limit for every process: it is stored in Redis (without expiry) and wins over the
+   * `permits` each client was configured with. Growing it wakes the waiters; shrinking it takes no
+   * permit from its holder, new acquisitions wait until fewer than the new limit are held.
+   * Acquisitions still cannot ask for more permits than this client's configured `permits`.
+   */
+  async setPermits(permits: number): Promise<void> {
+    permits = checkPermits(this.name, 'permits', permits, MAX_PERMITS);
+    await this.bounded(
+      runScript<number>(
+        this.engine.redis,
+        'semaphore-set-permits',
+        [this.keys.holds, this.keys.limit, this.keys.channel],
+        [permits, this.engine.publishCommand],
+      ),
+      'setPermits',
+    );
+  }
+
+  /** Checks everything before any Redis call; the lock view that takes `permits` permits. */
+  private prepare(options: PermitAcquireOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new LockOptionsError(`Acquire options must be an object, got ${show(options)}.`, this.name);
+    }
+    const { permits: requested, ...rest } = options;
+    const permits = requested === undefined ? 1 : checkPermits(this.name, 'permits', requested, this.permits);
+    const lock = new PermitLock(this.engine, this.name, this.keys, permits, this.permits, this.defaultLeaseTime);
+    return { permits, lock, rest };
+  }
+
+  private bounded<T>(operation: Promise<T>, what: string): Promise<T> {
+    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what });
+  }
+}
+
+/** A whole number of permits in 1..max, or LockOptionsError naming the semaphore. */
+function checkPermits(name: string, option: string, value: unknown, max: number): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= max) return value;
+  const limit = max === MAX_PERMITS ? '' : ` (the semaphore's configured permits)`;
+  throw new LockOptionsError(`${option} must be a whole number in 1..${max}${limit}, got ${show(value)}.`, name, {
+    option,
+    value,
+  });
+}
+
+const RELEASE_RESULTS: Record<number, RawRelease> = { 1: 'released', [-1]: 'not-locked' };
+
+/**
+ * One acquisition of `permits` permits, seen as a lock so that it shares LockBase's acquire loop,
+ * handles, watchdog renewals, and releases retried through an outage. Each acquisition is a hold of
+ * its own (like a simple lock's token): the member '<permits>:<owner>:<uuid>' of the holds set.
+ * Waiting differs from the locks': a release wakes every waiting process (see semaphore-release-2.lua),
+ * since the permits freed may serve several waiters, of any process.
+ */
+class PermitLock extends LockBase {
+  override readonly kind: LockKindName = 'semaphore';
+  protected readonly renewal: RenewalKind = 'permit';
+  protected override readonly defaultLeaseTime: number | undefined;
+
+  constructor(
+    engine: EngineContext,
+    name: string,
+    private readonly semaphore: SemaphoreKeys,
+    private readonly permits: number,
+    private readonly limit: number,
+    defaultLeaseTime: number | undefined,
+  ) {
+    // Only `lock` (the holds, under which the registry and the watchdog know each hold), `fence` and
+    // `channel` are used: the waiting registry and the fair queue are overridden away below.
+    const { holds, fence, channel } = semaphore;
+    super(engine, name, { lock: holds, fence, channel, waiting: holds, queue: holds, deadlines: holds });
+    this.defaultLeaseTime = defaultLeaseTime;
+  }
+
+  protected override holderFor(owner: string): string {
+    return `${this.permits}:${owner}:${randomUUID()}`;
+  }
+
+  /** Every waiting process listens on the semaphore's channel; no registry, no quiet re-check. */
+  protected override waitBehaviour(): WaitBehaviour {
+    return {};
+  }
+
+  protected override async abandonWait(): Promise<void> {}
+
+  protected async attempt(
+    owner: string,
+    leaseMs: number,
+    _payload?: string,
+    holder = this.holderFor(owner),
+    waiting?: WaitingAttempt,
+  ): Promise<Attempt<Grant>> {
+    const { holds, limit, fence, channel } = this.semaphore;
+    const [status, value] = await runScript<[number, number, number]>(
+      this.engine.redis,
+      'semaphore-acquire',
+      [holds, limit, fence, channel],
+      [holder, this.permits, leaseMs, this.limit, this.engine.publishCommand, waiting?.refusedBefore ? '1' : '0'],
+    );
+    if (status === 2) return { acquired: false, ttl: value };
+    return { acquired: true, value: { fencingToken: value, reentered: false, holder } };
+  }
+
+  protected async releaseOnce(holder: string): Promise<RawRelease> {
+    const result = await runScript<number>(
+      this.engine.redis,
+      'semaphore-release',
+      [this.semaphore.holds, this.semaphore.channel],
+      [holder, this.engine.publishCommand],
+    );
+    return RELEASE_RESULTS[result];
+  }
+
+  /** The unanswered attempt's member is in the holds: it was granted. */
+  protected override async grantOfUnknownAttempt(holder: string): Promise<Grant | undefined> {
+    const [deadline, fence] = await Promise.all([
+      this.engine.redis.zscore(this.semaphore.holds, holder),
+      this.engine.redis.get(this.semaphore.fence),
+    ]);
+    return deadline === null ? undefined : { fencingToken: Number(fence), reentered: false, holder };
+  }
+
+  protected override undoUnknownAttempt(holder: string): Promise<RawRelease> {
+    return this.releaseOnce(holder);
+  }
+}

@@ -1,0 +1,54 @@
+-- Semaphore: take `permits` permits at once, or none (all or nothing: a partial grab could deadlock).
+-- KEYS[1]  holds              <prefix>:{<name>}:permits        see include/semaphore-holds.lua
+-- KEYS[2]  run-time limit     <prefix>:{<name>}:permits:limit  set by setPermits; never expires
+-- KEYS[3]  fencing counter    <prefix>:{<name>}:permits:fence  never expires, so tokens only grow
+-- KEYS[4]  channel            <prefix>:{<name>}:permits:free   every waiting process listens on it
+-- ARGV[1]  hold member        '<permits>:<hold id>', the hold id unique to this acquisition
+-- ARGV[2]  permits            whole number in 1..2147483647, equal to the member's prefix
+-- ARGV[3]  lease in ms        whole number in 1..31536000000
+-- ARGV[4]  configured limit   whole number in 1..2147483647, used when KEYS[2] is not set
+-- ARGV[5]  publish command    'publish' or 'spublish'
+-- ARGV[6]  '1' when the caller was woken by a message: permits left over after its grant wake the
+--          waiting processes again (it used the wake-up that was meant for them too)
+-- Returns  {0, token, available}  granted; token = new fencing token, available = permits still free
+--          {2, ms, available}     refused; ms until the earliest lease ends (-1: no hold to wait for,
+--                                 the limit itself is too low), available = permits free now
+--          error BADARG before any write when an argument is unusable
+-- Expired holds are reclaimed first; if that freed permits nobody takes here, waiters are woken.
+--!include semaphore-holds.lua
+local holdsKey, limitKey, fenceKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local member, permits, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local configured, publish, chained = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
+if not wholeNumber(permits, 1, 2147483647) then
+  return redis.error_reply('BADARG permits must be a whole number in 1..2147483647, got ' .. tostring(ARGV[2]))
+end
+if not member or permitsOf(member) ~= permits or #member <= #ARGV[2] + 1 then
+  return redis.error_reply('BADARG hold member must be "<permits>:<hold id>", got ' .. tostring(member))
+end
+if not wholeNumber(lease, 1, 31536000000) then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
+end
+if not wholeNumber(configured, 1, 2147483647) then
+  return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[4]))
+end
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
+
+local now = serverNowMs()
+local freed = reclaimExpired(holdsKey, now)
+local available = currentLimit(limitKey, configured) - permitsInUse(holdsKey, now)
+if redis.call('zscore', holdsKey, member) then
+  -- The same acquisition sent again: it holds its permits already.
+  return {0, tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
+end
+if permits <= available then
+  redis.call('zadd', holdsKey, now + lease, member)
+  if redis.call('pttl', holdsKey) < lease then redis.call('pexpire', holdsKey, lease) end
+  available = available - permits
+  if available > 0 and (chained or freed > 0) then redis.call(publish, channel, 'free') end
+  return {0, redis.call('incr', fenceKey), available}
+end
+if available > 0 and freed > 0 then redis.call(publish, channel, 'free') end
+local earliest = redis.call('zrange', holdsKey, 0, 0, 'withscores')[2]
+return {2, earliest and math.max(1, tonumber(earliest) - now) or -1, math.max(available, 0)}

@@ -1,0 +1,21 @@
+-- Semaphore: give back the permits of one hold and wake every waiting process (each wakes one of its
+-- waiters; a waiter granted with permits left over wakes them again, see semaphore-acquire-4.lua).
+-- The hold member is unique to one acquisition, so sending the release again is harmless.
+-- KEYS[1]  holds              (see semaphore-acquire-4.lua)
+-- KEYS[2]  channel            (see semaphore-acquire-4.lua)
+-- ARGV[1]  hold member        '<permits>:<hold id>'
+-- ARGV[2]  publish command    'publish' or 'spublish'
+-- Returns  1 released, -1 not held (its lease had ended, or it was released before);
+--          error BADARG (nothing changed) for unusable arguments
+--!include semaphore-holds.lua
+local holdsKey, channel, member, publish = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
+if not member or permitsOf(member) < 1 then
+  return redis.error_reply('BADARG hold member must be "<permits>:<hold id>", got ' .. tostring(member))
+end
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
+local freed = reclaimExpired(holdsKey, serverNowMs())
+local released = redis.call('zrem', holdsKey, member)
+if released == 1 or freed > 0 then redis.call(publish, channel, 'free') end
+return released == 1 and 1 or -1

@@ -1,0 +1,7 @@
+-- Semaphore: the limit and the permits held by live holds, read-only (expired holds are not counted).
+-- KEYS[1]  holds              (see semaphore-acquire-4.lua)
+-- KEYS[2]  run-time limit     (see semaphore-acquire-4.lua)
+-- ARGV[1]  configured limit   used when KEYS[2] is not set
+-- Returns  {limit, permits held}
+--!include semaphore-holds.lua
+return {currentLimit(KEYS[2], tonumber(ARGV[1]) or 0), permitsInUse(KEYS[1], serverNowMs())}

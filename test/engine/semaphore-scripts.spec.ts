@@ -1,0 +1,135 @@
+import type Redis from 'ioredis';
+import { runScript } from '../../lib/engine/scripts';
+import { semaphoreKeys } from '../../lib/engine/keys';
+import { connect, testPrefix } from '../support/engine';
+
+/** The semaphore's Lua scripts called directly on a real Redis, with random keys. */
+describe('semaphore lua scripts', () => {
+  let redis: Redis;
+  const prefix = testPrefix();
+  let n = 0;
+  const keys = () => semaphoreKeys(prefix, `s${++n}`);
+  type Keys = ReturnType<typeof keys>;
+  const acquire = (k: Keys, member: string, permits: number, lease = 5_000, limit = 3, chained = '0') =>
+    runScript<[number, number, number]>(
+      redis,
+      'semaphore-acquire',
+      [k.holds, k.limit, k.fence, k.channel],
+      [member, permits, lease, limit, 'publish', chained],
+    );
+  const release = (k: Keys, member: string) =>
+    runScript<number>(redis, 'semaphore-release', [k.holds, k.channel], [member, 'publish']);
+  const state = (k: Keys, limit = 3) =>
+    runScript<[number, number]>(redis, 'semaphore-state', [k.holds, k.limit], [limit]);
+
+  /** Subscribes to the semaphore's channel; returns how many messages arrived since. */
+  async function messages(k: Keys) {
+    const sub = redis.duplicate();
+    let count = 0;
+    sub.on('message', () => count++);
+    await sub.subscribe(k.channel);
+    return {
+      count: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return count;
+      },
+      close: () => sub.quit(),
+    };
+  }
+
+  beforeAll(() => (redis = connect()));
+  afterAll(() => redis.quit());
+
+  it('semaphore-acquire-4: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end', async () => {
+    const k = keys();
+    expect(await acquire(k, '2:a', 2, 60_000)).toEqual([0, 1, 1]);
+    const [status, ms, available] = await acquire(k, '2:b', 2, 5_000);
+    expect([status, available]).toEqual([2, 1]);
+    expect(ms).toBeGreaterThan(50_000);
+    expect(await redis.zcard(k.holds)).toBe(1); // refused: nothing taken
+    expect(await acquire(k, '1:c', 1)).toEqual([0, 2, 0]);
+    expect(await state(k)).toEqual([3, 3]);
+    // A permits count that disagrees with the member is refused before any write.
+    await expect(acquire(k, '2:d', 1)).rejects.toThrow(/BADARG/);
+    await expect(acquire(k, '1:e', 1, 0)).rejects.toThrow(/BADARG/);
+  });
+
+  it('semaphore-acquire-4: reclaims holds whose lease ended (server time) and wakes waiters for what is left over', async () => {
+    const k = keys();
+    await acquire(k, '1:long', 1, 60_000); // keeps the set alive: only the short hold's lease ends
+    await acquire(k, '2:a', 2, 100);
+    const heard = await messages(k);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(await state(k)).toEqual([3, 1]); // the expired hold counts for nothing, even before reclaimed
+      expect(await acquire(k, '1:b', 1)).toEqual([0, 3, 1]);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:b', '1:long']);
+      expect(await heard.count()).toBe(1);
+      // A woken waiter (chained) granted with permits left over passes the wake-up on; a newcomer does not.
+      await acquire(k, '1:c', 1, 5_000, 5, '0');
+      expect(await heard.count()).toBe(1);
+      await release(k, '1:c');
+      expect(await heard.count()).toBe(2);
+      await acquire(k, '1:d', 1, 5_000, 5, '1');
+      expect(await heard.count()).toBe(3);
+    } finally {
+      await heard.close();
+    }
+  });
+
+  it('semaphore-release-2: releases once and wakes waiters; a repeat or an expired hold reads as not held', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1);
+    const heard = await messages(k);
+    try {
+      expect(await release(k, '1:a')).toBe(1);
+      expect(await release(k, '1:a')).toBe(-1);
+      expect(await heard.count()).toBe(1);
+      await acquire(k, '1:b', 1, 50);
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(await release(k, '1:b')).toBe(-1);
+    } finally {
+      await heard.close();
+    }
+  });
+
+  it('semaphore-set-permits-3: the stored limit wins over the configured one; growing wakes waiters', async () => {
+    const k = keys();
+    await acquire(k, '3:a', 3);
+    const heard = await messages(k);
+    try {
+      expect(await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel], [2, 'publish'])).toBe(-1);
+      expect(await heard.count()).toBe(0);
+      expect(await redis.pttl(k.limit)).toBe(-1); // stored without expiry
+      expect((await acquire(k, '1:b', 1, 5_000, 10))[0]).toBe(2); // the configured 10 does not apply
+      expect(await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel], [5, 'publish'])).toBe(2);
+      expect(await heard.count()).toBe(1);
+      await expect(
+        runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel], [0, 'publish']),
+      ).rejects.toThrow(/BADARG/);
+    } finally {
+      await heard.close();
+    }
+  });
+
+  it('renew-many-n: renews a live permit with server time, not an expired or foreign one, beside other kinds', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 1_000);
+    await acquire(k, '1:b', 1, 50);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const lock = `${prefix}:{renew-lock}`;
+    const renewed = await runScript<number[]>(
+      redis,
+      'renew-many',
+      [k.holds, k.holds, k.holds, lock],
+      ['permit', 60_000, '1:a', 'permit', 60_000, '1:b', 'permit', 60_000, '1:zz', 'string', 60_000, 'x'],
+    );
+    expect(renewed).toEqual([1, 0, 0, 0]);
+    const [seconds] = await redis.time();
+    expect(Number(await redis.zscore(k.holds, '1:a')) - Number(seconds) * 1000).toBeGreaterThan(50_000);
+    expect(await redis.pttl(k.holds)).toBeGreaterThan(50_000);
+    await expect(runScript(redis, 'renew-many', [k.holds], ['permits', 1_000, '1:a'])).rejects.toThrow(
+      /BADARG kind must be hash, string or permit/,
+    );
+  });
+});
