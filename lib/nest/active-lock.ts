@@ -12,7 +12,8 @@ export interface ActiveLock extends LockContext {
   readonly name: string;
   /** Every name locked, in the order given (one, unless the key was a list). */
   readonly names: readonly string[];
-  readonly kind: LockKind;
+  /** The lock kind, or `semaphore` for a permit (`permits`). */
+  readonly kind: LockKind | 'semaphore';
   /**
    * The fencing token of each name, in `names` order; a RedLock's, one per master. `fencingToken` is
    * the first of them: with several names, pass each resource its own.
@@ -33,7 +34,7 @@ export function runWithActiveLock<T>(lock: ActiveLock, fn: () => T): T {
 
 export function activeLock(
   names: readonly string[],
-  kind: LockKind,
+  kind: ActiveLock['kind'],
   context: LockContext | GroupLockContext,
 ): ActiveLock {
   const tokens = 'fencingTokens' in context ? context.fencingTokens : [context.fencingToken];

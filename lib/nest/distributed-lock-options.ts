@@ -53,6 +53,12 @@ export interface DistributedLockOptions<A extends unknown[] = [ExecutionContext]
    */
   onBusy?: 'throw' | 'skip';
   /**
+   * A semaphore instead of a lock: at most `permits` calls at once across every instance (say, 5
+   * concurrent calls to a payment provider), each call taking one permit with its own lease. One
+   * key; no `kind` or `fair`. The limit lives with the name: use one value per name everywhere.
+   */
+  permits?: number;
+  /**
    * The lock's name in events and metrics (the `lock.name` attribute): default the key template
    * (`order:{params.id}`, one series for every order), none for a key function. Keep it bounded.
    */

@@ -120,6 +120,7 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
       leaseTime: spec.leaseTime,
       newScope: spec.newScope,
       label: spec.label,
+      permits: spec.permits,
     });
   } catch (error) {
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.

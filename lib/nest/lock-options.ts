@@ -33,6 +33,11 @@ export interface LockCallOptions extends Omit<AcquireOptions, 'waitTime' | 'leas
 export interface WithLockCallOptions extends Omit<LockCallOptions, 'kind'> {
   /** Default 'reentrant'. `redlock` takes one name. */
   kind?: LockKind;
+  /**
+   * Makes the name a semaphore with this many permits (whole number >= 1) and takes one of them:
+   * at most `permits` calls run at once, across every instance. One name, no `kind`.
+   */
+  permits?: number;
   /** Run in a fresh owner scope, so the callback does not re-enter locks its caller holds. Default false. */
   newScope?: boolean;
 }

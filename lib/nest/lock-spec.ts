@@ -26,6 +26,8 @@ export interface LockSpec {
   readonly onBusy: 'throw' | 'skip';
   /** Set when Nest calls the method as a handler: the interceptor locks it, over the request / message. */
   readonly handlerType?: HandlerType;
+  /** A semaphore of this many permits instead of a lock: one permit per call. */
+  readonly permits?: number;
   /** The bounded name for events and metrics: the `label` option, else the key template's source. */
   readonly label?: string;
 }
@@ -41,7 +43,17 @@ const ROOTS: Record<HandlerType | 'method', readonly KeyRoot[]> = {
   method: ['args'],
 };
 
-const KNOWN_OPTIONS = new Set(['key', 'kind', 'fair', 'waitTime', 'leaseTime', 'newScope', 'onBusy', 'label']);
+const KNOWN_OPTIONS = new Set([
+  'key',
+  'kind',
+  'fair',
+  'waitTime',
+  'leaseTime',
+  'newScope',
+  'onBusy',
+  'label',
+  'permits',
+]);
 
 export function handlerTypeOf(method: object): HandlerType | undefined {
   if (Reflect.hasOwnMetadata(PATH_METADATA, method)) return 'http';
@@ -116,6 +128,12 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   key ??= keys[0];
   const kind = o.kind ?? (o.fair ? 'fair' : 'reentrant');
   if (kind === 'redlock' && keys.length > 1) problems.push(messages.redLockOneName(keys.length));
+  if (o.permits !== undefined) {
+    if (!(typeof o.permits === 'number' && Number.isInteger(o.permits) && o.permits >= 1)) {
+      problems.push(messages.badPermits(show(o.permits)));
+    }
+    if (keys.length > 1 || o.kind !== undefined || o.fair !== undefined) problems.push(messages.permitsOnePlainName());
+  }
 
   if (o.kind !== undefined && !LOCK_KINDS.includes(o.kind)) {
     problems.push(messages.badKind(LOCK_KINDS, show(o.kind)));
@@ -152,6 +170,7 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
     newScope: o.newScope ?? false,
     onBusy: o.onBusy ?? 'throw',
     handlerType,
+    permits: o.permits,
     label: o.label ?? (typeof o.key === 'function' ? undefined : keys.map((k) => k.source).join('+')),
   };
 }

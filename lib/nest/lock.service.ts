@@ -135,9 +135,21 @@ export class LockService {
   async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
     const names = lockNames(name);
     const kind = this.kindOf(options);
+    if (options.permits !== undefined) return this.holdPermit(names, options);
     const target = this.targetOf(names, kind, options);
     const handle = await target.lock(this.acquireOptions(target.name, options));
     return { lock: activeLock(names, kind, handle), release: () => handle.release() };
+  }
+
+  /** One permit of the semaphore `names[0]` whose limit is `options.permits`. */
+  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
+    if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant') {
+      throw new LockOptionsError(messages.permitsOnePlainName(), names.join('+'));
+    }
+    const { waitTime, leaseTime, signal } = this.acquireOptions(names[0], options);
+    const semaphore = this.client.getSemaphore(names[0], { permits: options.permits! });
+    const handle = await semaphore.acquire({ waitTime, leaseTime, signal });
+    return { lock: activeLock(names, 'semaphore', handle), release: () => handle.release() };
   }
 
   /**

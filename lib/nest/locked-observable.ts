@@ -66,6 +66,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
             leaseTime: spec.leaseTime,
             signal: waiting.signal,
             label: spec.label,
+            permits: spec.permits,
           });
           acquiredAt = Date.now();
         } finally {

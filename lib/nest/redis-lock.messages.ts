@@ -28,6 +28,8 @@ export const messages = {
   badDriftFactor: (got: string) => `redLock.driftFactor must be a number in [0, 1), got ${got}`,
   noRedLockMasters: () =>
     "kind 'redlock' needs the module's redLock.masters (RedisLockModule.forRoot({ …, redLock: { masters: [...] } })), or pass LockClients to LockService.redLock(name, clients)",
+  permitsOnePlainName: () => 'permits makes one name a semaphore: give one key and no kind (or fair)',
+  badPermits: (got: string) => `permits must be a whole number >= 1, got ${got}`,
   redLockOneName: (count: number) => `kind 'redlock' locks one name, got ${count}`,
   badLockNames: () => 'the lock name must be a string or a non-empty array of strings',
   badLabel: (got: string) => `label must be a string of 1-200 characters, got ${got}`,

@@ -1,0 +1,80 @@
+import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { CurrentLock, DistributedLock, LockOptionsError, RedisLockModule, type ActiveLock } from '../../lib';
+import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { sleep, testPrefix } from '../support/engine';
+import { gate, lockOptions } from './nest-support';
+
+const calls = { inside: 0, maxInside: 0 };
+let hold = gate();
+
+@Controller('charges')
+class ChargesController {
+  @Post()
+  @DistributedLock({ key: 'payment-provider', permits: 3 })
+  async charge(@CurrentLock() lock: ActiveLock) {
+    calls.maxInside = Math.max(calls.maxInside, ++calls.inside);
+    await sleep(20);
+    calls.inside--;
+    return { kind: lock.kind, token: lock.fencingToken };
+  }
+
+  @Post('held/:n')
+  @DistributedLock({ key: 'provider-b', permits: 2, waitTime: 0 })
+  async held(@Param('n') _n: string) {
+    await hold.promise;
+    return {};
+  }
+}
+
+/** `@DistributedLock({ permits })`: a semaphore across instances, over HTTP. */
+describe('@DistributedLock with permits', () => {
+  const prefix = testPrefix();
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedisLockModule.forRoot(lockOptions(prefix))],
+      controllers: [ChargesController],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(() => app?.close());
+
+  it('runs at most `permits` calls at once, and really that many', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 24 }, () => request(app.getHttpServer()).post('/charges').expect(201)),
+    );
+    expect(calls.maxInside).toBe(3);
+    expect(responses.every((r) => (r.body as { kind: string }).kind === 'semaphore')).toBe(true);
+    const tokens = responses.map((r) => (r.body as { token: number }).token);
+    expect(new Set(tokens).size).toBe(24); // one fencing token per acquisition
+  });
+
+  it('with waitTime 0, a call beyond the permits answers 409 and takes nothing', async () => {
+    hold = gate();
+    const server = app.getHttpServer();
+    const first = request(server)
+      .post('/charges/held/1')
+      .then((r) => r.status);
+    const second = request(server)
+      .post('/charges/held/2')
+      .then((r) => r.status);
+    await sleep(300); // both inside, holding the 2 permits
+    await request(server).post('/charges/held/3').expect(409);
+    hold.open();
+    expect(await Promise.all([first, second])).toEqual([201, 201]);
+    await request(server).post('/charges/held/4').expect(201); // permits came back
+  });
+
+  it('refuses permits that are not a whole number >= 1, or combined with a kind or several keys', () => {
+    for (const permits of [0, 1.5, '3', -1]) {
+      expect(() => compileLockSpec({ key: 'p', permits }, 'A.b')).toThrow(LockOptionsError);
+    }
+    expect(() => compileLockSpec({ key: 'p', permits: 2, kind: 'fair' }, 'A.b')).toThrow(/one key and no kind/);
+    expect(() => compileLockSpec({ key: ['p', 'q'], permits: 2 }, 'A.b')).toThrow(/one key and no kind/);
+    expect(compileLockSpec({ key: 'p', permits: 2 }, 'A.b').permits).toBe(2);
+  });
+});
