@@ -11,6 +11,8 @@ export interface Acquisition {
   watched: boolean;
   fencingToken: number;
   renewal: RenewalKind;
+  /** The keys a renewal touches (default: `key`). */
+  renewalKeys?: readonly string[];
   ops: LockHandleOps;
   sentAt: number;
   /** The script reported a re-entry (the owner already held the lock). */
@@ -82,7 +84,18 @@ export class LockRegistry {
     }
     // A fresh grant while we still had a record means the old hold expired unnoticed.
     if (existing) this.onLost(existing, 'lease-expired');
-    const lock = new HeldLock(a.name, a.key, a.owner, a.leaseMs, a.watched, a.fencingToken, a.renewal, a.ops, a.sentAt);
+    const lock = new HeldLock(
+      a.name,
+      a.key,
+      a.owner,
+      a.leaseMs,
+      a.watched,
+      a.fencingToken,
+      a.renewal,
+      a.ops,
+      a.sentAt,
+      a.renewalKeys,
+    );
     this.locks.set(lock.id, lock);
     if (lock.watched) this.watchdog.watch(lock);
     else lock.armExpiry(this.onLost);
