@@ -16,6 +16,7 @@ import { registerScripts } from './scripts';
 import { bounded } from './bounded';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
+import { ReadWriteLock, type ReadWriteLockOptions } from './read-write-lock';
 import { LockWaiters } from './waiters';
 import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
@@ -145,6 +146,14 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   /** A simple `SET NX PX` lock named `name`: not re-entrant, 3 s wait and lease by default. */
   getSimpleLock(name: string, options?: SimpleLockOptions): SimpleLock {
     return new SimpleLock(this, name, options);
+  }
+
+  /**
+   * A read-write lock named `name` (Redisson RReadWriteLock): `readLock()` is shared, `writeLock()`
+   * exclusive; a waiting writer holds back new readers. Its keys are apart from `getLock(name)`'s.
+   */
+  getReadWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
+    return new ReadWriteLock(this, name, options);
   }
 
   /** Emits a lock event if anyone listens (see LockClientEvents); the payload is built only then. */
