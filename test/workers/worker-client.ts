@@ -46,6 +46,10 @@ export function workerLock(locks: LockClient, name: string) {
       return locks.getFairLock(name, fairOptions());
     case 'simple':
       return locks.getSimpleLock(name, { leaseTime: 'watchdog' });
+    case 'read':
+      return locks.getReadWriteLock(name).readLock();
+    case 'write':
+      return locks.getReadWriteLock(name).writeLock();
     default:
       return locks.getLock(name);
   }
