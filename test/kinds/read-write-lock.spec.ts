@@ -1,13 +1,16 @@
 import Redis from 'ioredis';
 import {
+  createLockClient,
   LockClient,
   LockLostError,
   LockOptionsError,
   LockUpgradeError,
   READ_WRITE_LOCK_DEFAULTS,
   runInLockScope,
+  type ConnectionOptions,
 } from '../../lib';
 import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
 
 /** Runs `fn` as another owner (a fresh lock scope), like a concurrent request would. */
@@ -315,3 +318,67 @@ async function serverMs(redis: Redis): Promise<number> {
   const [seconds, micros] = await redis.time();
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
+
+/** What test/workers/rw-racer.ts reports. */
+interface RacerResult {
+  reads: number;
+  writes: number;
+  violations: string[];
+  maxReaders: number;
+}
+
+describe.each(['single', 'cluster'] as const)('ReadWriteLock across 8 processes on %s', (deployment) => {
+  const prefix = testPrefix();
+  const workers: Worker[] = [];
+  let locks: LockClient;
+
+  const connection = (): ConnectionOptions => {
+    const topology = sharedTopology(deployment);
+    return deployment === 'cluster'
+      ? { type: 'cluster', nodes: topology.masters }
+      : { type: 'single', host: topology.masters[0].host, port: topology.masters[0].port };
+  };
+
+  beforeAll(async () => (locks = await createLockClient({ connection: connection(), keyPrefix: prefix })));
+  afterEach(() => killAll(workers.splice(0)));
+  afterAll(() => locks.close());
+
+  it('never a writer with anyone else, readers really overlap, no lost update, tokens only grow', async () => {
+    const env = {
+      CONNECTION: JSON.stringify(connection()),
+      KEY_PREFIX: prefix,
+      LOCK_NAME: 'hot',
+      WRITE_RATIO: 0.3,
+      CONCURRENCY: 2,
+      READERS_KEY: `${prefix}:readers-now`,
+      WRITERS_KEY: `${prefix}:writers-now`,
+      COUNTER_KEY: `${prefix}:counter`,
+      TOKENS_KEY: `${prefix}:tokens`,
+      DURATION_MS: 4_000,
+    };
+    const procs = Array.from({ length: 8 }, () => startWorker('rw-racer.ts', env));
+    workers.push(...procs);
+    // Started together once all are connected (starting 8 processes on 2 busy cores takes a while).
+    await Promise.all(procs.map((w) => w.waitFor('ready', 60_000)));
+    procs.forEach((w) => w.send('go'));
+    const results = (await Promise.all(procs.map((w) => w.result))) as RacerResult[];
+
+    expect(results.flatMap((r) => r.violations)).toEqual([]);
+    const writes = results.reduce((sum, r) => sum + r.writes, 0);
+    const reads = results.reduce((sum, r) => sum + r.reads, 0);
+    expect(writes).toBeGreaterThan(0);
+    expect(reads).toBeGreaterThan(0);
+    expect(Math.max(...results.map((r) => r.maxReaders))).toBeGreaterThan(1);
+    expect(Number(await locks.redis.get(env.COUNTER_KEY))).toBe(writes);
+    const tokens = (await locks.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
+    expect(tokens).toHaveLength(writes);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    // Both counters are back at zero, and the lock left nothing behind but its fencing counter.
+    expect(await locks.redis.get(env.READERS_KEY)).toBe('0');
+    expect(await locks.redis.get(env.WRITERS_KEY)).toBe('0');
+    const rw = locks.getReadWriteLock('hot');
+    expect(await locks.redis.exists(rw.keys.write)).toBe(0);
+    expect(await locks.redis.exists(rw.keys.readers)).toBe(0);
+    expect(await locks.redis.exists(rw.keys.writers)).toBe(0);
+  }, 120_000);
+});

@@ -1,5 +1,6 @@
 // Readers and writers of one read-write lock (LOCK_NAME) from CONCURRENCY loops of this process,
-// for DURATION_MS from START_AT. Each loop picks the write side with probability WRITE_RATIO.
+// for DURATION_MS from the moment the test writes a line to stdin (after every racer printed "ready":
+// starting 8 processes on a busy machine can take longer than any fixed start time). Each loop picks the write side with probability WRITE_RATIO.
 // Inside the lock it checks the invariant on counters in Redis: READERS_KEY / WRITERS_KEY count the
 // current holders of each side (INCR on enter, DECR on leave); a writer must see itself alone, a
 // reader no writer. Writers also increment COUNTER_KEY with GET then SET (racy without the lock) and
@@ -49,7 +50,10 @@ async function main(): Promise<void> {
     writes++;
   }
 
-  await sleep(Math.max(0, Number(env.START_AT) - Date.now()));
+  const go = new Promise((resolve) => process.stdin.once('data', resolve));
+  await redis.ping(); // connected
+  console.log('ready');
+  await go;
   const until = Date.now() + Number(env.DURATION_MS);
   const loop = () =>
     runInLockScope(
