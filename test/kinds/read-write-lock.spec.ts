@@ -10,6 +10,7 @@ import {
   type ConnectionOptions,
 } from '../../lib';
 import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import { runScript } from '../../lib/engine/scripts';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
 
@@ -280,6 +281,57 @@ describe('ReadWriteLock', () => {
       await expect(rw.readLock().unlock()).rejects.toMatchObject({ name: 'LockNotHeldError' });
       await expect(rw.writeLock().unlock()).rejects.toMatchObject({ name: 'LockNotHeldError' });
     });
+  });
+
+  it('renew-many-n renews a live read hold (two keys) next to a hash lock, never an expired one', async () => {
+    const rw = rwOf();
+    const { readers, readCounts } = rw.keys;
+    const hash = client.locks.getLock(`${name}-plain`);
+    const plain = await hash.lock({ leaseTime: 1_000 });
+    const read = await rw.readLock().lock({ leaseTime: 1_000 });
+    const renew = (keys: string[], args: (string | number)[]) => runScript(client.redis, 'renew-many', keys, args);
+    const both = [hash.keys.lock, readers, readCounts];
+    expect(await renew(both, ['hash', 30_000, plain.owner, 'read', 30_000, read.owner])).toEqual([1, 1]);
+    const score = Number(await client.redis.zscore(readers, read.owner));
+    expect(score - (await serverMs(client.redis))).toBeGreaterThan(20_000);
+    expect(await client.redis.pttl(readCounts)).toBeGreaterThan(20_000);
+    expect(await renew([readers, readCounts], ['read', 30_000, 'someone-else'])).toEqual([0]);
+
+    // A hold whose own expiry has passed stays expired, even while its keys live on for another reader.
+    await client.redis.zadd(readers, (await serverMs(client.redis)) - 1, read.owner);
+    await client.redis.zadd(readers, (await serverMs(client.redis)) + 30_000, 'living-reader');
+    expect(await renew([readers, readCounts], ['read', 30_000, read.owner])).toEqual([0]);
+    expect(Number(await client.redis.zscore(readers, read.owner))).toBeLessThan(await serverMs(client.redis));
+
+    // Key counts must match the kinds: refused before any renewal.
+    await expect(renew([hash.keys.lock, readers], ['hash', 1_000, plain.owner, 'read', 1_000, 'x'])).rejects.toThrow(
+      /BADARG expected 3 keys/,
+    );
+    await expect(renew([readers, readCounts], ['rw', 1_000, 'x'])).rejects.toThrow(/BADARG kind/);
+    await plain.release();
+    await client.redis.del(readers, readCounts);
+  });
+
+  it('each read-write script called with malformed arguments writes nothing', async () => {
+    const { write, readers, readCounts, writers, fence, readChannel, writeChannel } = rwOf().keys;
+    const lockKeys5 = [write, readers, readCounts, writers, fence];
+    const calls: [string, string[], (string | number)[]][] = [
+      ['rw-read-lock', lockKeys5, ['1500.5', 'owner']],
+      ['rw-read-lock', lockKeys5, [1_000, '']],
+      ['rw-write-lock', lockKeys5, [0, 'owner', 5_000]],
+      ['rw-write-lock', lockKeys5, [1_000, 'owner', -1]],
+      ['rw-write-lock', lockKeys5, [1_000, '', 0]],
+      ['rw-read-unlock', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'publish', '1.5']],
+      ['rw-read-unlock', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'del', '']],
+      ['rw-write-unlock', [write, readers, readChannel, writeChannel], ['owner', 'abc', 'publish', '']],
+      ['rw-write-unlock', [write, readers, readChannel, writeChannel], ['', 1_000, 'publish', '']],
+      ['rw-write-abandon', [write, writers, readChannel], ['owner', 'flushall']],
+      ['rw-force-unlock', [write, readers, readCounts, readChannel, writeChannel], ['both', 'publish']],
+    ];
+    for (const [script, keys, args] of calls) {
+      await expect(runScript(client.redis, script, keys, args)).rejects.toThrow(/BADARG/);
+    }
+    expect(await client.redis.exists(write, readers, readCounts, writers, fence)).toBe(0);
   });
 
   it('bad input raises LockOptionsError before any Redis call', async () => {
