@@ -407,6 +407,7 @@ describe.each(['single', 'cluster'] as const)('ReadWriteLock across 8 processes 
       COUNTER_KEY: `${prefix}:counter`,
       TOKENS_KEY: `${prefix}:tokens`,
       DURATION_MS: 4_000,
+      OPERATION_TIMEOUT_MS: 10_000, // 8 processes connecting at once on 2 busy cores: be patient
     };
     const procs = Array.from({ length: 8 }, () => startWorker('rw-racer.ts', env));
     workers.push(...procs);

@@ -17,6 +17,7 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
   const settings = {
     keyPrefix: process.env.KEY_PREFIX,
     watchdogTimeout: process.env.WATCHDOG_MS ? Number(process.env.WATCHDOG_MS) : undefined,
+    operationTimeout: process.env.OPERATION_TIMEOUT_MS ? Number(process.env.OPERATION_TIMEOUT_MS) : undefined,
     logger: { warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
     replicaSync: replicaSyncFromEnv(process.env.REPLICA_SYNC),
   };
