@@ -16,6 +16,13 @@ export type { LockClientHealth } from './engine/health';
 export { ReentrantLock } from './engine/reentrant-lock';
 export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fair-lock';
 export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';
+export {
+  ReadWriteLock,
+  ReadLock,
+  WriteLock,
+  READ_WRITE_LOCK_DEFAULTS,
+  type ReadWriteLockOptions,
+} from './engine/read-write-lock';
 export { LockBase, type WithLockOptions } from './engine/lock-base';
 export { Semaphore, MAX_PERMITS, type SemaphoreOptions, type PermitAcquireOptions } from './engine/semaphore';
 export { MultiLock, MultiLockHandle, type MultiLockContext } from './engine/multi-lock';
@@ -24,7 +31,16 @@ export { RedLock, RedLockHandle, type RedLockOptions } from './engine/red-lock';
 export { LockHandle, type LockContext, type ReleaseOutcome } from './engine/lock-handle';
 export type { AcquireOptions } from './engine/options';
 export { runInLockScope, currentScope, type OwnerScope } from './engine/owner-scope';
-export { lockKeys, semaphoreKeys, encodeName, MAX_NAME_BYTES, type LockKeys, type SemaphoreKeys } from './engine/keys';
+export {
+  lockKeys,
+  readWriteKeys,
+  semaphoreKeys,
+  encodeName,
+  MAX_NAME_BYTES,
+  type LockKeys,
+  type ReadWriteKeys,
+  type SemaphoreKeys,
+} from './engine/keys';
 export { RedisPubSub, type PubSub } from './engine/pubsub';
 export type { RedisClient, PublishCommand } from './engine/redis-client';
 export type { LockLogger } from './engine/logger';

@@ -15,6 +15,7 @@
 --                                 the limit itself is too low), available = permits free now
 --          error BADARG before any write when an argument is unusable
 -- Expired holds are reclaimed first; if that freed permits nobody takes here, waiters are woken.
+--!include server-time.lua
 --!include semaphore-holds.lua
 local holdsKey, limitKey, fenceKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local member, permits, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -35,7 +36,7 @@ if publish ~= 'publish' and publish ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
 end
 
-local now = serverNowMs()
+local now = nowMs()
 local freed = reclaimExpired(holdsKey, now)
 local available = currentLimit(limitKey, configured) - permitsInUse(holdsKey, now)
 if redis.call('zscore', holdsKey, member) then

@@ -7,6 +7,7 @@
 -- ARGV[2]  publish command    'publish' or 'spublish'
 -- Returns  1 released, -1 not held (its lease had ended, or it was released before);
 --          error BADARG (nothing changed) for unusable arguments
+--!include server-time.lua
 --!include semaphore-holds.lua
 local holdsKey, channel, member, publish = KEYS[1], KEYS[2], ARGV[1], ARGV[2]
 if not member or permitsOf(member) < 1 then
@@ -15,7 +16,7 @@ end
 if publish ~= 'publish' and publish ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
 end
-local freed = reclaimExpired(holdsKey, serverNowMs())
+local freed = reclaimExpired(holdsKey, nowMs())
 local released = redis.call('zrem', holdsKey, member)
 if released == 1 or freed > 0 then redis.call(publish, channel, 'free') end
 return released == 1 and 1 or -1

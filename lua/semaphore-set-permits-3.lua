@@ -8,6 +8,7 @@
 -- ARGV[2]  publish command    'publish' or 'spublish'
 -- Returns  permits free under the new limit (negative: held beyond it after a shrink);
 --          error BADARG (nothing changed) for unusable arguments
+--!include server-time.lua
 --!include semaphore-holds.lua
 local holdsKey, limitKey, channel, limit, publish = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), ARGV[2]
 if not wholeNumber(limit, 1, 2147483647) then
@@ -17,7 +18,7 @@ if publish ~= 'publish' and publish ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
 end
 redis.call('set', limitKey, limit)
-local now = serverNowMs()
+local now = nowMs()
 reclaimExpired(holdsKey, now)
 local available = limit - permitsInUse(holdsKey, now)
 if available > 0 then redis.call(publish, channel, 'free') end

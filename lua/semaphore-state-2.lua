@@ -3,5 +3,6 @@
 -- KEYS[2]  run-time limit     (see semaphore-acquire-4.lua)
 -- ARGV[1]  configured limit   used when KEYS[2] is not set
 -- Returns  {limit, permits held}
+--!include server-time.lua
 --!include semaphore-holds.lua
-return {currentLimit(KEYS[2], tonumber(ARGV[1]) or 0), permitsInUse(KEYS[1], serverNowMs())}
+return {currentLimit(KEYS[2], tonumber(ARGV[1]) or 0), permitsInUse(KEYS[1], nowMs())}

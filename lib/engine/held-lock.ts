@@ -3,11 +3,12 @@ import type { LockHandleOps } from './lock-handle';
 import { setLongTimeout, type LongTimer } from './long-timer';
 
 /**
- * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock),
- * `string` when the lock's value is the owner's token (simple lock), `permit` when the owner is a
- * member of a semaphore's holds (its score the lease's end).
+ * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock,
+ * write side of a read-write lock), `string` when the lock's value is the owner's token (simple lock),
+ * `read` for a read hold (its expiry in the readers zset; renewalKeys: that zset, then the read counts),
+ * `permit` when the owner is a member of a semaphore's holds (its score the lease's end).
  */
-export type RenewalKind = 'hash' | 'string' | 'permit';
+export type RenewalKind = 'hash' | 'string' | 'read' | 'permit';
 
 /**
  * The local record of a lock this client holds for one owner: hold count, lease, fencing token and
@@ -42,6 +43,8 @@ export class HeldLock {
     readonly ops: LockHandleOps,
     /** When the acquiring command was sent: the lease cannot have started earlier. */
     sentAt: number,
+    /** The keys a renewal touches, in renew-many-n.lua's order for `renewal`. */
+    readonly renewalKeys: readonly string[] = [key],
   ) {
     this.expiresAt = sentAt + leaseMs;
   }

@@ -92,6 +92,40 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
   return { holds, limit: `${holds}:limit`, fence: `${holds}:fence`, channel: `${holds}:free` };
 }
 
+/**
+ * The keys and channels of one read-write lock, under the same hash tag as a lock of that name (one
+ * Cluster slot), apart from that lock's own keys.
+ */
+export interface ReadWriteKeys {
+  /** The write hold: hash owner -> hold count, with the write lease. */
+  readonly write: string;
+  /** The read holds: sorted set owner -> expiry of its hold (Redis server time, ms). */
+  readonly readers: string;
+  /** Re-entrant read holds: hash owner -> hold count, living as long as the last read hold. */
+  readonly readCounts: string;
+  /** Waiting writers' intents: sorted set owner -> deadline (Redis server time, ms). */
+  readonly writers: string;
+  /** Fencing-token counter, incremented by each write grant. */
+  readonly fence: string;
+  /** Releases that may let readers in are published here; every waiting reader's process listens. */
+  readonly readChannel: string;
+  /** Releases that may let a writer in are published here; every waiting writer's process listens. */
+  readonly writeChannel: string;
+}
+
+export function readWriteKeys(prefix: string, name: string): ReadWriteKeys {
+  const base = `${prefix}:{${encodeName(name)}}:rw`;
+  return {
+    write: `${base}:write`,
+    readers: `${base}:read`,
+    readCounts: `${base}:read:counts`,
+    writers: `${base}:writers`,
+    fence: `${base}:fence`,
+    readChannel: `${base}:unlock:read`,
+    writeChannel: `${base}:unlock:write`,
+  };
+}
+
 function describe(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }

@@ -34,7 +34,7 @@ export const QUIET_RECHECK_MS = 1_000;
 export type WaitBehaviour = Partial<
   Pick<
     AcquireLoopOptions<unknown>,
-    'channel' | 'waiterId' | 'maxSleep' | 'onUnclaimed' | 'onUnheard' | 'quietRecheckMs'
+    'channel' | 'waiterId' | 'maxSleep' | 'onUnclaimed' | 'onUnheard' | 'quietRecheckMs' | 'broadcast'
   >
 >;
 
@@ -69,14 +69,14 @@ export abstract class LockBase {
   /** Which kind this is, as lock events name it. */
   abstract readonly kind: LockKindName;
 
+  /** `keysOf`: the kind's keys for a checked name (a read-write lock's sides have their own). */
   constructor(
     protected readonly engine: EngineContext,
     readonly name: string,
-    /** A kind with keys of its own (the semaphore's permits); default: the lock's keys. */
-    keys?: LockKeys,
+    keysOf: (prefix: string, name: string) => LockKeys = lockKeys,
   ) {
     assertLockName(name);
-    this.keys = keys ?? lockKeys(engine.keyPrefix, name);
+    this.keys = keysOf(engine.keyPrefix, name);
   }
 
   /**
@@ -97,6 +97,11 @@ export abstract class LockBase {
   protected abstract releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease>;
   /** How this kind's holds are renewed (watchdog, extend). */
   protected abstract readonly renewal: RenewalKind;
+
+  /** The keys a renewal of this kind touches, in renew-many-n.lua's order for `renewal`. */
+  protected get renewalKeys(): readonly string[] {
+    return [this.keys.lock];
+  }
 
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;
@@ -384,6 +389,7 @@ export abstract class LockBase {
       fencingToken: grant.fencingToken,
       reentered: grant.reentered,
       renewal: this.renewal,
+      renewalKeys: this.renewalKeys,
       ops: this,
     });
     return new LockHandle(held, this);
@@ -505,7 +511,7 @@ export abstract class LockBase {
     const leaseMs = leaseTime ?? held.leaseMs;
     const sentAt = Date.now();
     const [renewed] = await this.bounded(
-      runScript<number[]>(this.engine.redis, 'renew-many', [held.key], [held.renewal, leaseMs, held.owner]),
+      runScript<number[]>(this.engine.redis, 'renew-many', [...held.renewalKeys], [held.renewal, leaseMs, held.owner]),
       'extend',
     );
     if (renewed !== 1) {

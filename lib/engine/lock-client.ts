@@ -17,6 +17,7 @@ import { bounded } from './bounded';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';
 import { Semaphore, type SemaphoreOptions } from './semaphore';
+import { ReadWriteLock, type ReadWriteLockOptions } from './read-write-lock';
 import { LockWaiters } from './waiters';
 import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
@@ -156,6 +157,14 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
    */
   getSemaphore(name: string, options: SemaphoreOptions): Semaphore {
     return new Semaphore(this, name, options);
+  }
+
+  /**
+   * A read-write lock named `name` (Redisson RReadWriteLock): `readLock()` is shared, `writeLock()`
+   * exclusive; a waiting writer holds back new readers. Its keys are apart from `getLock(name)`'s.
+   */
+  getReadWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
+    return new ReadWriteLock(this, name, options);
   }
 
   /** Emits a lock event if anyone listens (see LockClientEvents); the payload is built only then. */

@@ -2,7 +2,7 @@ import type { LockLostError } from './errors';
 import type { ReleaseOutcome } from './lock-handle';
 
 /** The lock kinds that emit events (RedLock and MultiLock emit through their member locks). */
-export type LockKindName = 'reentrant' | 'fair' | 'simple' | 'semaphore';
+export type LockKindName = 'reentrant' | 'fair' | 'simple' | 'read' | 'write' | 'semaphore';
 
 interface LockEventBase {
   name: string;

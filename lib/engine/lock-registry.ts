@@ -11,6 +11,8 @@ export interface Acquisition {
   watched: boolean;
   fencingToken: number;
   renewal: RenewalKind;
+  /** The keys a renewal touches (default: `key`). */
+  renewalKeys?: readonly string[];
   ops: LockHandleOps;
   sentAt: number;
   /** AcquireOptions.label of the first hold. */
@@ -84,7 +86,18 @@ export class LockRegistry {
     }
     // A fresh grant while we still had a record means the old hold expired unnoticed.
     if (existing) this.onLost(existing, 'lease-expired');
-    const lock = new HeldLock(a.name, a.key, a.owner, a.leaseMs, a.watched, a.fencingToken, a.renewal, a.ops, a.sentAt);
+    const lock = new HeldLock(
+      a.name,
+      a.key,
+      a.owner,
+      a.leaseMs,
+      a.watched,
+      a.fencingToken,
+      a.renewal,
+      a.ops,
+      a.sentAt,
+      a.renewalKeys,
+    );
     lock.label = a.label;
     this.locks.set(lock.id, lock);
     if (lock.watched) this.watchdog.watch(lock);

@@ -91,6 +91,8 @@ class ChannelWaiters {
   onUnheard?: () => void;
   /** See armRecheck. */
   quietRecheckMs?: number;
+  /** Every message wakes every local waiter (see JoinOptions.broadcast). */
+  broadcast = false;
   private lastHeard = Date.now();
   private recheckTimer?: NodeJS.Timeout;
 
@@ -161,6 +163,7 @@ class ChannelWaiters {
    */
   deliver(message: string): void {
     this.lastHeard = Date.now();
+    if (this.broadcast) return this.wakeAll();
     if (this.byId.size > 0) {
       const target = this.byId.get(message);
       if (target) return target.notify();
@@ -194,6 +197,11 @@ export interface JoinOptions {
   onUnheard?: () => void;
   /** Parked waiters that heard nothing for this long try once more (see armRecheck). */
   quietRecheckMs?: number;
+  /**
+   * Every message wakes every waiter of this process on the channel, not just one: a release that
+   * lets one of them in lets them all in (a read-write lock's readers).
+   */
+  broadcast?: boolean;
 }
 
 /**
@@ -230,6 +238,7 @@ export class LockWaiters {
     if (options.onUnclaimed) waiters.onUnclaimed = options.onUnclaimed;
     if (options.onUnheard) waiters.onUnheard = options.onUnheard;
     if (options.quietRecheckMs !== undefined) waiters.quietRecheckMs = options.quietRecheckMs;
+    if (options.broadcast) waiters.broadcast = true;
     const ticket = new WaitTicket(waiters, options.waiterId, (t) => this.leave(channel, t));
     waiters.add(ticket);
     clearTimeout(waiters.lingerTimer);
@@ -291,8 +300,8 @@ export class LockWaiters {
   private leave(channel: string, ticket: WaitTicket): void {
     const waiters = this.channels.get(channel);
     if (!waiters || !waiters.remove(ticket)) return;
-    // A wake-up this waiter received but did not use belongs to the next one.
-    if (ticket.pending) waiters.deliver('');
+    // A wake-up this waiter received but did not use belongs to the next one (a broadcast reached them all).
+    if (ticket.pending && !waiters.broadcast) waiters.deliver('');
     if (waiters.members.size > 0) return;
     waiters.stopRechecks();
     waiters.lingerTimer = setTimeout(() => this.unsubscribe(channel, waiters), SUBSCRIPTION_LINGER_MS);

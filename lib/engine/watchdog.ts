@@ -110,7 +110,7 @@ export class Watchdog {
     const groups = this.client.isCluster ? groupBy(indexes, (i) => clusterSlot(batch[i].key)) : [indexes];
     const calls = groups.flatMap((group) => chunks(group, RENEWALS_PER_CALL));
     const argumentsOf = (call: number[]): [string[], (string | number)[]] => [
-      call.map((i) => batch[i].key),
+      call.flatMap((i) => batch[i].renewalKeys),
       call.flatMap((i) => [batch[i].renewal, batch[i].leaseMs, batch[i].owner]),
     ];
     let replies: (number[] | Error)[];

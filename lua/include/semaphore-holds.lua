@@ -1,11 +1,7 @@
 -- The holds of one semaphore: a sorted set, member '<permits>:<hold id>' (the number of permits the
 -- hold has, then an id unique to the acquisition), score = the Redis server time (ms) its lease ends.
--- Every script reads the time from Redis, never from a client, so clients' clocks may drift apart.
-
-local function serverNowMs()
-  local time = redis.call('time')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
+-- Every script reads the time from Redis (server-time.lua, included before this file), never from a
+-- client, so clients' clocks may drift apart.
 
 local function permitsOf(member)
   return tonumber(string.match(member, '^(%d+):')) or 0

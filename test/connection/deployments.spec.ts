@@ -73,7 +73,19 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     expect(await locks.redis.exists(lock.keys.lock, lock.keys.queue, lock.keys.deadlines)).toBe(0);
   });
 
-  it.each(['reentrant', 'fair', 'simple'])(
+  it('the read-write lock: readers share, a writer waits for them and is woken by their release', async () => {
+    const rw = locks.getReadWriteLock('rw');
+    const reads = await Promise.all([0, 1].map(() => runInLockScope(() => rw.readLock().lock(), { newScope: true })));
+    const writer = runInLockScope(() => rw.writeLock().lock({ waitTime: 30_000 }), { newScope: true });
+    await eventually(async () => (await locks.redis.exists(rw.keys.writers)) === 1);
+    expect(await runInLockScope(() => rw.readLock().tryLock(), { newScope: true })).toBeNull(); // behind the writer
+    await Promise.all(reads.map((h) => h.release()));
+    const write = await writer;
+    expect(write.fencingToken).toBeGreaterThan(0);
+    expect(await write.release()).toBe('released');
+  });
+
+  it.each(['reentrant', 'fair', 'simple', 'write'])(
     '4 processes racing on a counter with the %s lock lose no update',
     async (kind) => {
       const env = {

@@ -17,6 +17,7 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
   const settings = {
     keyPrefix: process.env.KEY_PREFIX,
     watchdogTimeout: process.env.WATCHDOG_MS ? Number(process.env.WATCHDOG_MS) : undefined,
+    operationTimeout: process.env.OPERATION_TIMEOUT_MS ? Number(process.env.OPERATION_TIMEOUT_MS) : undefined,
     logger: { warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
     replicaSync: replicaSyncFromEnv(process.env.REPLICA_SYNC),
   };
@@ -46,6 +47,10 @@ export function workerLock(locks: LockClient, name: string) {
       return locks.getFairLock(name, fairOptions());
     case 'simple':
       return locks.getSimpleLock(name, { leaseTime: 'watchdog' });
+    case 'read':
+      return locks.getReadWriteLock(name).readLock();
+    case 'write':
+      return locks.getReadWriteLock(name).writeLock();
     default:
       return locks.getLock(name);
   }

@@ -7,3 +7,4 @@ export * from './redis-unavailable-error';
 export * from './lock-quorum-error';
 export * from './connection-config-error';
 export * from './replica-sync-error';
+export * from './lock-upgrade-error';

@@ -1,0 +1,33 @@
+-- Read-write lock: delete the write hold or every read hold, whoever holds them, and wake the waiters.
+-- KEYS[1]  write hold           (see rw-read-lock-5.lua)
+-- KEYS[2]  readers
+-- KEYS[3]  read hold counts
+-- KEYS[4]  read wake channel
+-- KEYS[5]  write wake channel
+-- ARGV[1]  side                 'write' or 'read'
+-- ARGV[2]  publish command      'publish' or 'spublish'
+-- Returns  1 deleted, 0 that side was not locked; error BADARG (nothing changed) for unusable arguments
+--!include server-time.lua
+--!include rw-readers.lua
+local writeKey, readers, counts, readChannel, writeChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local side, publish = ARGV[1], ARGV[2]
+if side ~= 'write' and side ~= 'read' then
+  return redis.error_reply('BADARG side must be write or read, got ' .. tostring(side))
+end
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
+local now = nowMs()
+local deleted
+if side == 'write' then
+  deleted = redis.call('del', writeKey) == 1
+else
+  deleted = liveReaders(readers, now) > 0
+  redis.call('del', readers, counts)
+end
+if not deleted then return 0 end
+redis.call(publish, readChannel, 'force')
+if liveReaders(readers, now) == 0 and redis.call('exists', writeKey) == 0 then
+  redis.call(publish, writeChannel, 'force')
+end
+return 1

@@ -1,0 +1,58 @@
+-- Read-write lock, read side: release one read hold. Safe to send again after an unknown outcome
+-- (see unlock-3.lua): with the expected hold count, a repeat of a release that landed changes nothing.
+-- KEYS[1]  write hold           (see rw-read-lock-5.lua)
+-- KEYS[2]  readers              zset owner -> expiry (server ms)
+-- KEYS[3]  read hold counts     hash owner -> hold count
+-- KEYS[4]  write wake channel   every waiting writer's process listens here
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in ms, re-applied while holds remain (the expiry is never shortened)
+-- ARGV[3]  publish command      'publish' or 'spublish'
+-- ARGV[4]  expected hold count before this release, as the client counts it ('' = unknown)
+-- Returns  1   released (last hold of this owner); when no read or write hold is left, writers are woken
+--          0   one hold released, others remain (or this release had already landed)
+--         -1   no live read hold at all (this one expired, or was never taken)
+--         -2   read-locked by others only; nothing changed
+--          error BADARG before any write when an argument is unusable
+--!include server-time.lua
+--!include rw-readers.lua
+local writeKey, readers, counts, writeChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, lease, publish, expected = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
+end
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
+if expected ~= nil and expected ~= '' then
+  expected = tonumber(expected)
+  if not expected or expected < 1 or expected % 1 ~= 0 then
+    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[4]))
+  end
+else
+  expected = nil
+end
+local now = nowMs()
+pruneReaders(readers, counts, now)
+local count = tonumber(redis.call('hget', counts, owner))
+if not count then
+  if redis.call('zcard', readers) == 0 then return -1 end
+  return -2
+end
+if expected and count == expected - 1 then
+  return 0 -- a repeat of a release that already landed
+end
+if count > 1 then
+  redis.call('hincrby', counts, owner, -1)
+  local expiry = math.max(tonumber(redis.call('zscore', readers, owner)), now + lease)
+  redis.call('zadd', readers, expiry, owner)
+  touchReaders(readers, counts, now)
+  return 0
+end
+redis.call('hdel', counts, owner)
+redis.call('zrem', readers, owner)
+touchReaders(readers, counts, now)
+if redis.call('zcard', readers) == 0 and redis.call('exists', writeKey) == 0 then
+  redis.call(publish, writeChannel, 'released')
+end
+return 1

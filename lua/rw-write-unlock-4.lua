@@ -1,0 +1,51 @@
+-- Read-write lock, write side: release one write hold; on the last one wake the waiting readers and,
+-- unless the writer still reads (downgrade), the waiting writers. Safe to send again (see unlock-3.lua).
+-- KEYS[1]  write hold           hash owner -> hold count (see rw-read-lock-5.lua)
+-- KEYS[2]  readers              zset owner -> expiry (server ms)
+-- KEYS[3]  read wake channel    every waiting reader's process listens here
+-- KEYS[4]  write wake channel   every waiting writer's process listens here
+-- ARGV[1]  owner id
+-- ARGV[2]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
+-- ARGV[3]  publish command      'publish' or 'spublish'
+-- ARGV[4]  expected hold count before this release, as the client counts it ('' = unknown)
+-- Returns  1   released (last hold)
+--          0   one hold released, others remain (or this release had already landed)
+--         -1   not write-locked (expired or never taken)
+--         -2   write-locked by another owner; nothing changed
+--          error BADARG before any write when an argument is unusable
+--!include server-time.lua
+--!include rw-readers.lua
+local writeKey, readers, readChannel, writeChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, lease, publish, expected = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
+end
+if publish ~= 'publish' and publish ~= 'spublish' then
+  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
+end
+if expected ~= nil and expected ~= '' then
+  expected = tonumber(expected)
+  if not expected or expected < 1 or expected % 1 ~= 0 then
+    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[4]))
+  end
+else
+  expected = nil
+end
+local count = tonumber(redis.call('hget', writeKey, owner))
+if not count then
+  if redis.call('exists', writeKey) == 0 then return -1 end
+  return -2
+end
+if expected and count == expected - 1 then
+  return 0 -- a repeat of a release that already landed
+end
+if count > 1 then
+  redis.call('hincrby', writeKey, owner, -1)
+  if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
+  return 0
+end
+redis.call('del', writeKey)
+redis.call(publish, readChannel, 'released')
+if liveReaders(readers, nowMs()) == 0 then redis.call(publish, writeChannel, 'released') end
+return 1
