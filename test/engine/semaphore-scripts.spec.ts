@@ -129,7 +129,7 @@ describe('semaphore lua scripts', () => {
     expect(Number(await redis.zscore(k.holds, '1:a')) - Number(seconds) * 1000).toBeGreaterThan(50_000);
     expect(await redis.pttl(k.holds)).toBeGreaterThan(50_000);
     await expect(runScript(redis, 'renew-many', [k.holds], ['permits', 1_000, '1:a'])).rejects.toThrow(
-      /BADARG kind must be hash, string or permit/,
+      /BADARG kind must be hash, string, read or permit/,
     );
   });
 });
