@@ -12,8 +12,8 @@ export interface ActiveLock extends LockContext {
   readonly name: string;
   /** Every name locked, in the order given (one, unless the key was a list). */
   readonly names: readonly string[];
-  /** The lock kind, or `semaphore` for a permit (`permits`). */
-  readonly kind: LockKind | 'semaphore';
+  /** The lock kind; `semaphore` for a permit (`permits`), `read` / `write` for a read-write lock (`mode`). */
+  readonly kind: LockKind | 'semaphore' | 'read' | 'write';
   /**
    * The fencing token of each name, in `names` order; a RedLock's, one per master. `fencingToken` is
    * the first of them: with several names, pass each resource its own.

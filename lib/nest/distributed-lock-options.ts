@@ -59,6 +59,11 @@ export interface DistributedLockOptions<A extends unknown[] = [ExecutionContext]
    */
   permits?: number;
   /**
+   * A read-write lock instead: calls with `mode: 'read'` on a name run together, a `'write'` call runs
+   * alone (a waiting writer holds back new readers). Its keys are apart from the plain lock's. No `kind`.
+   */
+  mode?: 'read' | 'write';
+  /**
    * The lock's name in events and metrics (the `lock.name` attribute): default the key template
    * (`order:{params.id}`, one series for every order), none for a key function. Keep it bounded.
    */

@@ -121,6 +121,7 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
       newScope: spec.newScope,
       label: spec.label,
       permits: spec.permits,
+      mode: spec.mode,
     });
   } catch (error) {
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.

@@ -38,6 +38,11 @@ export interface WithLockCallOptions extends Omit<LockCallOptions, 'kind'> {
    * at most `permits` calls run at once, across every instance. One name, no `kind`.
    */
   permits?: number;
+  /**
+   * A read-write lock instead: `read` holds are shared, `write` is exclusive (a waiting writer holds
+   * back new readers). Its keys are apart from the plain lock of the same name. No `kind`.
+   */
+  mode?: 'read' | 'write';
   /** Run in a fresh owner scope, so the callback does not re-enter locks its caller holds. Default false. */
   newScope?: boolean;
 }

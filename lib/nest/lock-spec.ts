@@ -28,6 +28,8 @@ export interface LockSpec {
   readonly handlerType?: HandlerType;
   /** A semaphore of this many permits instead of a lock: one permit per call. */
   readonly permits?: number;
+  /** A read-write lock instead of a lock: its read or its write side. */
+  readonly mode?: 'read' | 'write';
   /** The bounded name for events and metrics: the `label` option, else the key template's source. */
   readonly label?: string;
 }
@@ -53,6 +55,7 @@ const KNOWN_OPTIONS = new Set([
   'onBusy',
   'label',
   'permits',
+  'mode',
 ]);
 
 export function handlerTypeOf(method: object): HandlerType | undefined {
@@ -128,6 +131,10 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   key ??= keys[0];
   const kind = o.kind ?? (o.fair ? 'fair' : 'reentrant');
   if (kind === 'redlock' && keys.length > 1) problems.push(messages.redLockOneName(keys.length));
+  if (o.mode !== undefined && ((o.mode !== 'read' && o.mode !== 'write') || o.kind !== undefined || o.fair !== undefined)) {
+    problems.push(messages.badMode(show(o.mode)));
+  }
+  if (o.mode !== undefined && o.permits !== undefined) problems.push(messages.permitsOnePlainName());
   if (o.permits !== undefined) {
     if (!(typeof o.permits === 'number' && Number.isInteger(o.permits) && o.permits >= 1)) {
       problems.push(messages.badPermits(show(o.permits)));
@@ -171,6 +178,7 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
     onBusy: o.onBusy ?? 'throw',
     handlerType,
     permits: o.permits,
+    mode: o.mode,
     label: o.label ?? (typeof o.key === 'function' ? undefined : keys.map((k) => k.source).join('+')),
   };
 }

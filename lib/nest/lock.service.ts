@@ -7,6 +7,7 @@ import { LockClient } from '../engine/lock-client';
 import type { LockHandle, ReleaseOutcome } from '../engine/lock-handle';
 import { MultiLock } from '../engine/multi-lock';
 import type { AcquireOptions } from '../engine/options';
+import type { ReadWriteLock } from '../engine/read-write-lock';
 import { RedLock, type RedLockOptions } from '../engine/red-lock';
 import type { ReentrantLock } from '../engine/reentrant-lock';
 import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../engine/simple-lock';
@@ -138,7 +139,7 @@ export class LockService {
     if (options.permits !== undefined) return this.holdPermit(names, options);
     const target = this.targetOf(names, kind, options);
     const handle = await target.lock(this.acquireOptions(target.name, options));
-    return { lock: activeLock(names, kind, handle), release: () => handle.release() };
+    return { lock: activeLock(names, options.mode ?? kind, handle), release: () => handle.release() };
   }
 
   /** One permit of the semaphore `names[0]` whose limit is `options.permits`. */
@@ -265,6 +266,16 @@ export class LockService {
     return new RedLock([...this.redLockMasters.clients], name, { instanceTimeout, driftFactor, ...options });
   }
 
+  /**
+   * The read-write lock `name`: `readLock()` shared, `writeLock()` exclusive.
+   * @example
+   * const catalog = lockService.readWrite(`catalog:${id}`);
+   * const item = await catalog.readLock().withLock(() => repo.get(id));
+   */
+  readWrite(name: string): ReadWriteLock {
+    return this.client.getReadWriteLock(name);
+  }
+
   /** What `names` of `kind` lock as one: a lock, a MultiLock of them, or a RedLock. */
   private targetOf(
     names: readonly string[],
@@ -275,8 +286,13 @@ export class LockService {
       if (names.length > 1) throw new LockOptionsError(messages.redLockOneName(names.length), names.join('+'));
       return this.redLock(names[0]);
     }
-    if (names.length === 1) return this.lockOf(names[0], { ...options, kind });
-    return new MultiLock(names.map((name) => this.lockOf(name, { ...options, kind })));
+    const { mode } = options;
+    if (mode !== undefined && (kind !== 'reentrant' || (mode !== 'read' && mode !== 'write'))) {
+      throw new LockOptionsError(messages.badMode(String(mode)), names.join('+'));
+    }
+    const one = (name: string): LockBase =>
+      mode === undefined ? this.lockOf(name, { ...options, kind }) : this.readWrite(name)[`${mode}Lock`]();
+    return names.length === 1 ? one(names[0]) : new MultiLock(names.map(one));
   }
 
   /** The lock object of `options.kind` for `name`. */

@@ -67,6 +67,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
             signal: waiting.signal,
             label: spec.label,
             permits: spec.permits,
+            mode: spec.mode,
           });
           acquiredAt = Date.now();
         } finally {

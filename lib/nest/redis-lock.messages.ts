@@ -28,6 +28,7 @@ export const messages = {
   badDriftFactor: (got: string) => `redLock.driftFactor must be a number in [0, 1), got ${got}`,
   noRedLockMasters: () =>
     "kind 'redlock' needs the module's redLock.masters (RedisLockModule.forRoot({ …, redLock: { masters: [...] } })), or pass LockClients to LockService.redLock(name, clients)",
+  badMode: (got: string) => `mode must be 'read' or 'write', without a kind (or fair), got ${got}`,
   permitsOnePlainName: () => 'permits makes one name a semaphore: give one key and no kind (or fair)',
   badPermits: (got: string) => `permits must be a whole number >= 1, got ${got}`,
   redLockOneName: (count: number) => `kind 'redlock' locks one name, got ${count}`,
