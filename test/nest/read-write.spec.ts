@@ -1,4 +1,4 @@
-import { Controller, Get, Param, Put, type INestApplication } from '@nestjs/common';
+import { Controller, Get, Put, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { CurrentLock, DistributedLock, LockOptionsError, LockService, RedisLockModule, type ActiveLock } from '../../lib';
