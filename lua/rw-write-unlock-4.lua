@@ -15,23 +15,11 @@
 --          error BADARG before any write when an argument is unusable
 --!include server-time.lua
 --!include rw-readers.lua
+--!include release-arguments.lua
 local writeKey, readers, readChannel, writeChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, lease, publish, expected = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
-if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
-end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
-if expected ~= nil and expected ~= '' then
-  expected = tonumber(expected)
-  if not expected or expected < 1 or expected % 1 ~= 0 then
-    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[4]))
-  end
-else
-  expected = nil
-end
+local owner, publish = ARGV[1], ARGV[3]
+local lease, expected, bad = releaseArguments(owner, ARGV[2], publish, ARGV[4])
+if bad then return bad end
 local count = tonumber(redis.call('hget', writeKey, owner))
 if not count then
   if redis.call('exists', writeKey) == 0 then return -1 end

@@ -16,22 +16,10 @@
 --         -2   locked by another owner; nothing changed
 --          error BADARG before any write when an argument is unusable
 --!include wake-one-process.lua
-local owner, lease, publish, expected = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[5]
-if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
-end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
-if expected ~= nil and expected ~= '' then
-  expected = tonumber(expected)
-  if not expected or expected < 1 or expected % 1 ~= 0 then
-    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[5]))
-  end
-else
-  expected = nil
-end
+--!include release-arguments.lua
+local owner, publish = ARGV[1], ARGV[3]
+local lease, expected, bad = releaseArguments(owner, ARGV[2], publish, ARGV[5])
+if bad then return bad end
 
 -- pcall: a string here is a simple lock's hold (another owner), not an error
 local count = redis.pcall('hget', KEYS[1], owner)
