@@ -10,7 +10,15 @@ import { setMaxListeners } from 'node:events';
 import Redis from 'ioredis';
 import { nowMs } from './lib/clock';
 import { createContender, type Contender } from './lib/contenders';
-import { counterKey, releasedAtKey, type FromWorker, type ToWorker, type WorkerResult } from './lib/protocol';
+import {
+  counterKey,
+  insideKey,
+  releasedAtKey,
+  type FromWorker,
+  type SharedSection,
+  type ToWorker,
+  type WorkerResult,
+} from './lib/protocol';
 import { countCommands, diff, snapshot, type CommandCounter } from './lib/redis-stats';
 import { startWindowProfile, stopWindowProfile } from './lib/window-profiler';
 
@@ -23,6 +31,10 @@ interface Run {
   key: string;
   /** Sleep inside each critical section, between the MGET and the MSET (0: none). */
   sectionMs: number;
+  /** Set for locks with several holders: the section counts who is inside instead (see SharedSection). */
+  shared?: SharedSection;
+  maxInside: number;
+  overLimit: number;
   stop: AbortController;
   loops: Promise<void>[];
   total: number;
@@ -54,6 +66,14 @@ async function lockLoop(r: Run): Promise<void> {
       await release();
       return;
     }
+    if (r.shared) {
+      await sharedSection(r);
+      r.total++;
+      r.csRequests += 2;
+      await release();
+      r.grants.push({ at: granted, wait: granted - requested, handoff: NaN, fromOtherProcess: false });
+      continue;
+    }
     const [value, lastRelease] = await redis.mget(counter, releasedAt);
     const [releasedAtMs, releasedBy] = (lastRelease ?? '').split('|');
     if (r.sectionMs > 0) await new Promise((resolve) => setTimeout(resolve, r.sectionMs));
@@ -71,6 +91,15 @@ async function lockLoop(r: Run): Promise<void> {
   }
 }
 
+/** INCR the holders inside, check them against the limit, sleep, DECR (INCR/DECR: only used here). */
+async function sharedSection(r: Run): Promise<void> {
+  const inside = await redis.incr(insideKey(r.key));
+  r.maxInside = Math.max(r.maxInside, inside);
+  if (r.shared?.limit !== undefined && inside > r.shared.limit) r.overLimit++;
+  if (r.sectionMs > 0) await new Promise((resolve) => setTimeout(resolve, r.sectionMs));
+  await redis.decr(insideKey(r.key));
+}
+
 async function handle(message: ToWorker): Promise<void> {
   switch (message.type) {
     case 'run': {
@@ -83,6 +112,9 @@ async function handle(message: ToWorker): Promise<void> {
         contender,
         key: message.key,
         sectionMs: message.sectionMs ?? 0,
+        shared: message.shared,
+        maxInside: 0,
+        overLimit: 0,
         stop: new AbortController(),
         loops: [],
         total: 0,
@@ -131,6 +163,8 @@ async function handle(message: ToWorker): Promise<void> {
         csRequests,
         cpuMs: r.markedAt ? (cpu.user + cpu.system) / 1000 : 0,
         giveUps: r.contender.giveUps,
+        maxInside: r.maxInside,
+        overLimit: r.overLimit,
       };
       send({ type: 'result', result });
       return;

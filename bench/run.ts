@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,waiters,watchdog,startup,failover]`
+ * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,shared,waiters,watchdog,startup,failover]`
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
  * private 7200-7399 range of scripts/redis-topology.ts; the failover scenario adds sentinel topologies on
@@ -28,9 +28,20 @@ import { runUncontended } from './scenarios/uncontended';
 import { runStartup } from './scenarios/startup';
 import { runWatchdog } from './scenarios/watchdog';
 import { runFailover, stopFailoverSync } from './scenarios/failover';
+import { runShared } from './scenarios/shared';
 
 const BASE_PORT = 7300;
-const SCENARIOS = ['uncontended', 'parallel', 'hot', 'hot1ms', 'waiters', 'watchdog', 'startup', 'failover'] as const;
+const SCENARIOS = [
+  'uncontended',
+  'parallel',
+  'hot',
+  'hot1ms',
+  'shared',
+  'waiters',
+  'watchdog',
+  'startup',
+  'failover',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Args {
@@ -151,7 +162,8 @@ async function main(): Promise<void> {
   const admin = new Redis({ port, host: '127.0.0.1' });
   let pool: WorkerPool | undefined;
   try {
-    const needPool = args.only.has('hot') || args.only.has('hot1ms') || args.only.has('waiters');
+    const needPool =
+      args.only.has('hot') || args.only.has('hot1ms') || args.only.has('shared') || args.only.has('waiters');
     pool = needPool ? await WorkerPool.start(config.hotProcesses, port) : undefined;
     const ctx: BenchContext = {
       config,
@@ -177,6 +189,10 @@ async function main(): Promise<void> {
     if (args.only.has('hot1ms')) {
       log(`hot key, ${config.hot1msSectionMs} ms critical section, ${config.hotProcesses} processes ...`);
       results.hotKey1ms = await runHotKey1ms(ctx);
+    }
+    if (args.only.has('shared')) {
+      log(`several holders at once (semaphore, read lock), ${config.hotProcesses} processes ...`);
+      results.shared = await runShared(ctx);
     }
     if (args.only.has('waiters')) {
       log('many waiters ...');

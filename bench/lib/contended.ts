@@ -2,7 +2,7 @@ import { lockKeys } from './subject';
 import { nowMs, sleep } from './clock';
 import type { BenchContext } from './context';
 import { CLIENT_COMMANDS, type ContenderId } from './contenders';
-import { counterKey } from './protocol';
+import { counterKey, type SharedSection } from './protocol';
 import { commandStats, lockCommandCalls, serverCpuSeconds } from './redis-stats';
 import { jain, max, medianOfRounds, percentile, sum } from './stats';
 
@@ -23,8 +23,13 @@ export interface ContendedMeasurement {
   crossHandoffP50: number;
   /** Jain's index over processes of their grants in the window. */
   jain: number;
-  /** Critical sections run (whole run) minus the counter they incremented: overlapping holders. */
+  /**
+   * Critical sections run (whole run) minus the counter they incremented: overlapping holders. For
+   * shared sections (SharedSection): how often more holders than the limit were inside.
+   */
   lostUpdates: number;
+  /** Shared sections: the most holders inside at once (0 otherwise). */
+  maxInside: number;
   /** INFO commandstats delta over the window / grants, commands the clients sent (a script call = 1). */
   commandsPerAcq: number;
   /** INFO commandstats delta over the window / grants: every command Redis ran, inside Lua too. */
@@ -80,7 +85,10 @@ export function spread(contenders: number, processes: number): number[] {
   return Array.from({ length: p }, (_, i) => Math.floor(contenders / p) + (i < contenders % p ? 1 : 0));
 }
 
-/** `sectionMs`: how long each critical section sleeps between its read and its write (0: not at all). */
+/**
+ * `sectionMs`: how long each critical section sleeps between its read and its write (0: not at all).
+ * `shared`: a shared-holders section instead (see SharedSection).
+ */
 export async function measureContended(
   ctx: BenchContext,
   contender: ContenderId,
@@ -89,9 +97,10 @@ export async function measureContended(
   warmupMs: number,
   windowMs: number,
   sectionMs = 0,
+  shared?: SharedSection,
 ): Promise<ContendedMeasurement> {
   const { pool, admin } = ctx;
-  const active = await pool.run(contender, key, loops, sectionMs);
+  const active = await pool.run(contender, key, loops, sectionMs, shared);
   await sleep(warmupMs);
   await pool.mark(active);
   const cpuBefore = await serverCpuSeconds(admin);
@@ -130,7 +139,8 @@ export async function measureContended(
     crossProcessShare: handoffs.length > 0 ? crossHandoffs.length / handoffs.length : NaN,
     crossHandoffP50: percentile(crossHandoffs, 50),
     jain: jain(results.map((r) => r.inWindow)),
-    lostUpdates: sum(results.map((r) => r.total)) - counter,
+    lostUpdates: shared ? sum(results.map((r) => r.overLimit)) : sum(results.map((r) => r.total)) - counter,
+    maxInside: max(results.map((r) => r.maxInside)),
     commandsPerAcq: perAcq(sum(CLIENT_COMMANDS[contender].map((name) => stats.get(name) ?? 0))),
     executedPerAcq: perAcq(executed.total),
     sentPerAcq: perAcq(sum(results.map((r) => r.sent.commands)) - csRequests),
@@ -158,11 +168,12 @@ export async function warmUp(
   grants: number,
   maxWindows: number,
   sectionMs = 0,
+  shared?: SharedSection,
 ): Promise<number[]> {
   const rates: number[] = [];
   let done = 0;
   for (let i = 0; i < maxWindows && done < grants; i++) {
-    const m = await measureContended(ctx, contender, `${key}:${i}`, loops, 100, 1_000, sectionMs);
+    const m = await measureContended(ctx, contender, `${key}:${i}`, loops, 100, 1_000, sectionMs, shared);
     rates.push(Math.round(m.perSecond));
     done += m.acquisitions;
   }

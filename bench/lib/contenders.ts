@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
-import { Mutex, TimeoutError } from 'redis-semaphore';
+import { Mutex, Semaphore, TimeoutError } from 'redis-semaphore';
 import { LockClient, RedisPubSub } from './subject';
 import { sleep } from './clock';
 
@@ -32,8 +32,14 @@ export const CONTENDER_IDS = [
   'redlock-10ms',
   'semaphore',
   'raw',
+  'permits',
+  'rs-semaphore',
+  'read',
 ] as const;
 export type ContenderId = (typeof CONTENDER_IDS)[number];
+
+/** Permits of both semaphores in the shared-holders scenario. */
+export const SHARED_LIMIT = 5;
 
 export const CONTENDER_LABELS: Record<ContenderId, string> = {
   reentrant: 'ours: reentrant',
@@ -44,6 +50,9 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
   'redlock-10ms': 'redlock retryDelay 10 ms',
   semaphore: 'redis-semaphore Mutex',
   raw: 'raw SET NX floor',
+  permits: 'ours: semaphore',
+  'rs-semaphore': 'redis-semaphore Semaphore',
+  read: 'ours: read lock',
 };
 
 /** What each contender runs with, for the report. */
@@ -60,6 +69,9 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
   semaphore:
     '`redis-semaphore` 5.8.0 `Mutex`, all defaults (lockTimeout 10 s, acquireTimeout 10 s, retryInterval 10 ms)',
   raw: 'written here: `SET key token PX 30000 NX`, retry after a 5 ms sleep; release by a compare-and-delete Lua script',
+  permits: `\`getSemaphore(name, { permits: ${SHARED_LIMIT} }).acquire()\`: one permit, watchdog lease, woken by releases (pub/sub)`,
+  'rs-semaphore': `\`redis-semaphore\` 5.8.0 \`Semaphore\` of ${SHARED_LIMIT}, all defaults (lockTimeout 10 s, acquireTimeout 10 s, retryInterval 10 ms)`,
+  read: '`getReadWriteLock(name).readLock().lock()`: watchdog lease, shared with every other reader',
 };
 
 /** Polling locks: they retry on a timer instead of being told about a release. */
@@ -71,8 +83,23 @@ export const OURS: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant',
  */
 export const BASELINES: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant-no-otel']);
 
-export function withoutBaselines(ids: readonly ContenderId[]): ContenderId[] {
-  return ids.filter((id) => !BASELINES.has(id));
+/** Locks that admit several holders at once (a semaphore, a read lock): measured in the shared-holders scenario only. */
+export const SHARED_HOLDERS: ReadonlySet<ContenderId> = new Set<ContenderId>(['permits', 'rs-semaphore', 'read']);
+
+/**
+ * Who runs where: `locks` (parallel, many waiters, the chart): the mutexes; `overhead` (uncontended,
+ * hot keys): those plus the baselines; `shared`: the shared holders plus our reentrant lock, the
+ * exclusive reference.
+ */
+export function contendersFor(ids: readonly ContenderId[], scenario: 'locks' | 'overhead' | 'shared'): ContenderId[] {
+  switch (scenario) {
+    case 'locks':
+      return ids.filter((id) => !BASELINES.has(id) && !SHARED_HOLDERS.has(id));
+    case 'overhead':
+      return ids.filter((id) => !SHARED_HOLDERS.has(id));
+    case 'shared':
+      return ids.filter((id) => SHARED_HOLDERS.has(id) || id === 'reentrant');
+  }
 }
 
 /** The commands each contender's client sends itself (everything else in commandstats runs inside its scripts). */
@@ -86,6 +113,9 @@ export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   'redlock-10ms': SCRIPTS,
   semaphore: [...SCRIPTS, 'set'],
   raw: [...SCRIPTS, 'set'],
+  permits: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  'rs-semaphore': SCRIPTS,
+  read: [...SCRIPTS, 'subscribe', 'unsubscribe'],
 };
 
 const LEASE_MS = 30_000;
@@ -111,6 +141,11 @@ export function createContender(id: ContenderId, redis: Redis, options: Contende
       return new SemaphoreContender(redis);
     case 'raw':
       return new RawSetNx(redis);
+    case 'permits':
+    case 'read':
+      return new OurLock(id, redis, options);
+    case 'rs-semaphore':
+      return new RedisSemaphoreContender(redis);
   }
 }
 
@@ -120,7 +155,7 @@ class OurLock implements Contender {
   private readonly subscriber: Redis;
 
   constructor(
-    readonly id: 'reentrant' | 'reentrant-no-otel' | 'fair' | 'simple',
+    readonly id: 'reentrant' | 'reentrant-no-otel' | 'fair' | 'simple' | 'permits' | 'read',
     redis: Redis,
     options: ContenderOptions,
   ) {
@@ -150,6 +185,14 @@ class OurLock implements Contender {
   }
 
   async acquire(key: string, signal?: AbortSignal): Promise<Release> {
+    if (this.id === 'permits') {
+      const permit = await this.client.getSemaphore(key, { permits: SHARED_LIMIT }).acquire({ signal });
+      return () => permit.release();
+    }
+    if (this.id === 'read') {
+      const read = await this.client.getReadWriteLock(key).readLock().lock({ signal });
+      return () => read.release();
+    }
     const lock =
       this.id === 'reentrant' || this.id === 'reentrant-no-otel'
         ? this.client.getLock(key)
@@ -215,6 +258,30 @@ class SemaphoreContender implements Contender {
       try {
         await mutex.acquire(signal);
         return () => mutex.release();
+      } catch (error) {
+        if (!(error instanceof TimeoutError)) throw error;
+        this.giveUps++;
+      }
+    }
+  }
+
+  async ready(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
+class RedisSemaphoreContender implements Contender {
+  readonly id = 'rs-semaphore' as const;
+  giveUps = 0;
+
+  constructor(private readonly redis: Redis) {}
+
+  async acquire(key: string, signal?: AbortSignal): Promise<Release> {
+    for (;;) {
+      const semaphore = new Semaphore(this.redis, key, SHARED_LIMIT);
+      try {
+        await semaphore.acquire(signal);
+        return () => semaphore.release();
       } catch (error) {
         if (!(error instanceof TimeoutError)) throw error;
         this.giveUps++;

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import type { ContenderId } from './contenders';
-import type { FromWorker, ToWorker, WorkerResult } from './protocol';
+import type { FromWorker, SharedSection, ToWorker, WorkerResult } from './protocol';
 
 const WORKER = path.join(__dirname, '..', 'hot-key-worker.ts');
 
@@ -114,9 +114,17 @@ export class WorkerPool {
    * Starts `loops[i]` lock loops in worker i (workers with 0 loops stay idle); each critical section
    * sleeps `sectionMs` between its read and its write.
    */
-  async run(contender: ContenderId, key: string, loops: number[], sectionMs = 0): Promise<Worker[]> {
+  async run(
+    contender: ContenderId,
+    key: string,
+    loops: number[],
+    sectionMs = 0,
+    shared?: SharedSection,
+  ): Promise<Worker[]> {
     const active = this.workers.filter((_, i) => (loops[i] ?? 0) > 0);
-    active.forEach((w) => w.send({ type: 'run', contender, key, loops: loops[this.workers.indexOf(w)], sectionMs }));
+    active.forEach((w) =>
+      w.send({ type: 'run', contender, key, loops: loops[this.workers.indexOf(w)], sectionMs, shared }),
+    );
     await Promise.all(active.map((w) => w.next('started', 30_000)));
     return active;
   }

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { BenchConfig } from '../lib/context';
-import { CONTENDER_CONFIG, CONTENDER_LABELS, POLLING, withoutBaselines, type ContenderId } from '../lib/contenders';
+import { CONTENDER_CONFIG, CONTENDER_LABELS, POLLING, contendersFor, type ContenderId } from '../lib/contenders';
 import type { Pinning } from '../lib/pinning';
 import { median } from '../lib/stats';
 import type { HotKeyResult, HotKeyRow } from '../scenarios/hot-key';
@@ -11,6 +11,7 @@ import type { StartupResult } from '../scenarios/startup';
 import type { UncontendedResult } from '../scenarios/uncontended';
 import type { WatchdogResult } from '../scenarios/watchdog';
 import type { FailoverResult, FailoverRow } from '../scenarios/failover';
+import type { SharedResult } from '../scenarios/shared';
 import type { MachineInfo } from './machine';
 import { formatLikeRepo } from './format';
 import { renderSvg } from './svg';
@@ -28,6 +29,7 @@ export interface BenchResults {
   hotKey?: HotKeyResult;
   /** The hot key with a 1 ms critical section (`--only=hot1ms`). */
   hotKey1ms?: HotKeyResult;
+  shared?: SharedResult;
   waiters?: WaitersResult;
   watchdog?: WatchdogResult;
   startup?: StartupResult;
@@ -721,6 +723,52 @@ function findingsSection(r: BenchResults): string {
   return lines.join('\n');
 }
 
+/** Semaphores and the read lock: several holders at once. */
+function sharedSection(s: SharedResult): string {
+  const ids = (Object.keys(s.rows) as ContenderId[]).filter((id) => s.rows[id]);
+  const rate = (id: ContenderId) => s.rows[id]?.perSecond ?? NaN;
+  const ratio = (a: ContenderId, b: ContenderId) =>
+    Number.isFinite(rate(a) / rate(b)) ? `${n(rate(a) / rate(b))} ×` : 'n/a';
+  return [
+    '## Several holders at once: semaphores and the read lock',
+    '',
+    `${s.processes} processes, one loop each, one name; each section counts the holders inside (INCR), checks them`,
+    `against the limit, sleeps ${s.sectionMs} ms and leaves (DECR). ${s.windowMs / 1000} s window, medians of the rounds;`,
+    '"over the limit" is the worst round (it must be 0). Our reentrant lock is the exclusive reference for the read lock.',
+    '',
+    table(
+      [
+        'Contender',
+        'limit',
+        'acquisitions / s',
+        'wait p50 ms',
+        'wait p99 ms',
+        'max inside',
+        'over the limit',
+        'commands / acq.',
+        'client CPU / acq. µs',
+      ],
+      ids.map((id) => {
+        const r = s.rows[id]!;
+        return [
+          label(id),
+          r.limit === undefined ? 'all' : String(r.limit),
+          int(r.perSecond),
+          n(r.waitP50, 1),
+          n(r.waitP99, 1),
+          String(r.maxInside),
+          String(r.lostUpdates),
+          n(r.commandsPerAcq),
+          int(r.clientCpuPerAcqMs * 1000),
+        ];
+      }),
+    ),
+    '',
+    `Ours against redis-semaphore's semaphore: ${ratio('permits', 'rs-semaphore')} the throughput. The read lock against the`,
+    `exclusive lock on the same section: ${ratio('read', 'reentrant')} the throughput.`,
+  ].join('\n');
+}
+
 /** Ours with its OpenTelemetry instrumentation (no SDK registered) against the same lock with `telemetry: false`. */
 function instrumentationSection(r: BenchResults): string | undefined {
   const rows: string[][] = [];
@@ -790,7 +838,8 @@ export function renderMarkdown(r: BenchResults): string {
       }),
     );
   }
-  if (r.waiters) sections.push(waitersSection(r.waiters, withoutBaselines(ids)));
+  if (r.shared) sections.push(sharedSection(r.shared));
+  if (r.waiters) sections.push(waitersSection(r.waiters, contendersFor(ids, 'locks')));
   const overhead = instrumentationSection(r);
   if (overhead) sections.push(overhead);
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));

@@ -1,4 +1,4 @@
-import { CONTENDER_LABELS, OURS, withoutBaselines, type ContenderId } from '../lib/contenders';
+import { CONTENDER_LABELS, OURS, contendersFor, type ContenderId } from '../lib/contenders';
 import type { BenchResults } from './markdown';
 
 /** A hand-written SVG: horizontal bar panels, one bar per contender. No dependencies. */
@@ -67,7 +67,7 @@ function panel(p: Panel, plotX: number, withLabels: boolean): string {
 export function renderSvg(results: BenchResults): string | undefined {
   const hot = results.hotKey;
   if (!hot) return undefined;
-  const ids = withoutBaselines(results.config.contenders).filter((id) => hot.rows[id]);
+  const ids = contendersFor(results.config.contenders, 'locks').filter((id) => hot.rows[id]);
   const panels: Panel[] = [
     {
       title: `Hot key throughput (${hot.processes} processes)`,

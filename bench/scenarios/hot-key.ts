@@ -13,7 +13,7 @@ import {
   warmUp,
   type ContendedMeasurement,
 } from '../lib/contended';
-import type { ContenderId } from '../lib/contenders';
+import { contendersFor, type ContenderId } from '../lib/contenders';
 import { median } from '../lib/stats';
 
 export type HotKeyRow = Omit<ContendedMeasurement, 'executedByCommand'> & { rounds: ContendedMeasurement[] };
@@ -58,9 +58,10 @@ export function runHotKey1ms(ctx: BenchContext): Promise<HotKeyResult> {
 async function hotKey(ctx: BenchContext, options: HotKeyOptions): Promise<HotKeyResult> {
   const { hotProcesses, hotWarmupMs, hotWindowMs, rounds } = ctx.config;
   const { name, sectionMs } = options;
-  const perRound = new Map<ContenderId, ContendedMeasurement[]>(ctx.config.contenders.map((id) => [id, []]));
+  const ids = contendersFor(ctx.config.contenders, 'overhead');
+  const perRound = new Map<ContenderId, ContendedMeasurement[]>(ids.map((id) => [id, []]));
   const warmup: Partial<Record<ContenderId, number[]>> = {};
-  for (const id of ctx.config.contenders) {
+  for (const id of ids) {
     warmup[id] = await warmUp(
       ctx,
       id,
@@ -73,7 +74,7 @@ async function hotKey(ctx: BenchContext, options: HotKeyOptions): Promise<HotKey
     ctx.log(`  warm-up ${id.padEnd(13)} ${warmup[id].join(' -> ')} acq/s`);
   }
   for (let round = 0; round < rounds; round++) {
-    for (const id of ctx.config.contenders) {
+    for (const id of ids) {
       const m = await measureContended(
         ctx,
         id,
@@ -90,7 +91,7 @@ async function hotKey(ctx: BenchContext, options: HotKeyOptions): Promise<HotKey
     }
   }
   const rows = Object.fromEntries(
-    ctx.config.contenders.map((id) => {
+    ids.map((id) => {
       const all = perRound.get(id)!;
       const row: HotKeyRow = {
         ...summariseRounds(all),

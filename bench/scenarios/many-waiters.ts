@@ -4,7 +4,7 @@
  */
 import type { BenchContext } from '../lib/context';
 import { measureContended, spread, summariseRounds, topCommands, type ContendedMeasurement } from '../lib/contended';
-import { withoutBaselines, type ContenderId } from '../lib/contenders';
+import { contendersFor, type ContenderId } from '../lib/contenders';
 
 export type WaitersRow = Omit<ContendedMeasurement, 'executedByCommand'> & {
   executedByCommand: Record<string, number>;
@@ -19,7 +19,7 @@ export interface WaitersResult {
 export async function runManyWaiters(ctx: BenchContext): Promise<WaitersResult> {
   const { waiterCounts, waitersRounds, waitersWarmupMs, waitersWindowMs, hotProcesses } = ctx.config;
   const levels: WaitersResult['levels'] = [];
-  const contenders = withoutBaselines(ctx.config.contenders);
+  const contenders = contendersFor(ctx.config.contenders, 'locks');
   for (const waiters of waiterCounts) {
     const loops = spread(waiters + 1, hotProcesses);
     const perRound = new Map<ContenderId, ContendedMeasurement[]>(contenders.map((id) => [id, []]));

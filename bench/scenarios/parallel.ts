@@ -5,7 +5,7 @@
 import Redis from 'ioredis';
 import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
-import { createContender, withoutBaselines, type Contender, type ContenderId } from '../lib/contenders';
+import { contendersFor, createContender, type Contender, type ContenderId } from '../lib/contenders';
 import { median } from '../lib/stats';
 
 export interface ParallelResult {
@@ -39,7 +39,7 @@ async function measure(c: Contender, keyBase: string, keys: number, durationMs: 
 export async function runParallel(ctx: BenchContext): Promise<ParallelResult> {
   const { parallelKeys: keys, parallelMs: durationMs, rounds } = ctx.config;
   const redis = new Redis({ port: ctx.port, host: '127.0.0.1' });
-  const ids = withoutBaselines(ctx.config.contenders);
+  const ids = contendersFor(ctx.config.contenders, 'locks');
   const contenders = ids.map((id) => createContender(id, redis));
   await Promise.all(contenders.map((c) => c.ready()));
   const perRound = new Map<ContenderId, number[]>(ids.map((id) => [id, []]));

@@ -6,7 +6,7 @@
 import Redis from 'ioredis';
 import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
-import { CLIENT_COMMANDS, createContender, type Contender, type ContenderId } from '../lib/contenders';
+import { CLIENT_COMMANDS, contendersFor, createContender, type Contender, type ContenderId } from '../lib/contenders';
 import { median, medianOfRounds, percentile } from '../lib/stats';
 
 export interface UncontendedRow {
@@ -77,10 +77,11 @@ function lockUsec(commandstats: string, id: ContenderId): number {
 
 export async function runUncontended(ctx: BenchContext): Promise<UncontendedResult> {
   const n = ctx.config.uncontendedIterations;
+  const ids = contendersFor(ctx.config.contenders, 'overhead');
   const redis = new Redis({ port: ctx.port, host: '127.0.0.1' });
-  const contenders = ctx.config.contenders.map((id) => createContender(id, redis));
+  const contenders = ids.map((id) => createContender(id, redis));
   await Promise.all(contenders.map((c) => c.ready()));
-  const perRound = new Map<ContenderId, UncontendedRow[]>(ctx.config.contenders.map((id) => [id, []]));
+  const perRound = new Map<ContenderId, UncontendedRow[]>(ids.map((id) => [id, []]));
   const pings: { p50: number; p99: number }[] = [];
   try {
     // Warm-up: script loading, JIT, connection buffers.
@@ -114,8 +115,8 @@ export async function runUncontended(ctx: BenchContext): Promise<UncontendedResu
     for (const c of contenders) await c.close();
     redis.disconnect();
   }
-  const rows = Object.fromEntries(
-    ctx.config.contenders.map((id) => [id, medianOfRounds(perRound.get(id)!)]),
-  ) as Partial<Record<ContenderId, UncontendedRow>>;
+  const rows = Object.fromEntries(ids.map((id) => [id, medianOfRounds(perRound.get(id)!)])) as Partial<
+    Record<ContenderId, UncontendedRow>
+  >;
   return { rows, rttMs: median(pings.map((p) => p.p50)), rttP99Ms: median(pings.map((p) => p.p99)), iterations: n };
 }
