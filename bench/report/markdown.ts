@@ -512,6 +512,18 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
     );
   }
 
+  const noSdk = missed('No-SDK telemetry');
+  if (noSdk.length > 0) {
+    out.push(
+      '**No-SDK telemetry.** ' +
+        `Missed here: ${noSdk.map((t) => `${t.target.replace('No-SDK telemetry: ', '')} (${t.measured})`).join('; ')}. ` +
+        'With no SDK registered a client installs no listener at all (`test/engine/telemetry.spec.ts` checks it), so ' +
+        '"telemetry on" and "telemetry off" run the same code; what separates them is the spread between rounds on this ' +
+        'shared machine, which moves either way (see the other rows of the same table).',
+      '',
+    );
+  }
+
   if (h) {
     const ours = (['reentrant', 'fair', 'simple'] as const).filter((id) => h.rows[id]);
     const peers = (['redlock', 'redlock-10ms', 'semaphore', 'raw'] as const).filter((id) => h.rows[id]);

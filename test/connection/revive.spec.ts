@@ -1,0 +1,62 @@
+import type Redis from 'ioredis';
+import { createLockClient, type LockClient } from '../../lib';
+import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+
+/**
+ * A connection the library opened that ends without the library closing it (ioredis gives a
+ * sentinel client up when a failover notice arrives while it reconnects) is connected again: the
+ * process goes on locking, and its waiters are still woken. One the library closed stays closed.
+ */
+describe('connections that end on their own come back', () => {
+  const prefix = testPrefix();
+  let locks: LockClient;
+  let other: TestClient;
+
+  beforeAll(async () => {
+    locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: singlePort() },
+      keyPrefix: prefix,
+      logger: { warn: () => undefined, error: () => undefined },
+    });
+    other = lockClient({ keyPrefix: prefix });
+  });
+  afterAll(async () => {
+    await locks?.close();
+    await other?.close();
+  });
+
+  it('the lock connection: ended behind the client’s back, it is ready again and locks', async () => {
+    const redis = locks.redis as Redis;
+    redis.disconnect(); // what ioredis does to a sentinel client in that race: status 'end', no reconnect of its own
+    expect(redis.status).toBe('end');
+    await eventually(() => redis.status === 'ready', 5_000);
+    const handle = await locks.getLock('after-revival').lock({ leaseTime: 5_000 });
+    await handle.release();
+  });
+
+  it('the subscriber: ended while a waiter waits, the waiter is still woken by the release', async () => {
+    const held = await other.locks.getLock('woken').lock({ leaseTime: 30_000 });
+    const waiting = locks.getLock('woken').lock({ waitTime: 20_000 });
+    await sleep(200); // parked, subscribed
+    const subscriber = (locks as unknown as { pubsub: { connection: Redis } }).pubsub.connection;
+    subscriber.disconnect();
+    await eventually(() => subscriber.status === 'ready', 5_000);
+    await sleep(100);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(2_000); // woken, not left to the 30 s lease or the wait
+    await handle.release();
+  });
+
+  it('a client the library closed stays closed', async () => {
+    const closed = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: singlePort() },
+      keyPrefix: prefix,
+    });
+    const redis = closed.redis as Redis;
+    await closed.close();
+    await sleep(1_500);
+    expect(redis.status).toBe('end');
+  });
+});
