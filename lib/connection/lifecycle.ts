@@ -35,9 +35,10 @@ export async function quitAll(connections: Connection[]): Promise<void> {
 
 /**
  * Connects again, with the usual back-off, a connection that ended without this library closing it.
- * ioredis gives a connection up for good in one case that matters here: a sentinel client that is
- * reconnecting when the sentinels announce the failover (+switch-master) has its connect aborted
- * and ends ('end'), so that one process would never reach Redis again while every other recovers.
+ * ioredis ends a connection for good ('end', no reconnect) when its connector fails a connect
+ * instead of handing over a socket: a sentinel client whose connect is cut short (its failover
+ * detector disconnects it mid-resolve, or its sentinel retry strategy gives up) would leave this
+ * process unable to lock while every other recovers.
  */
 function reviveWhenEnded(connection: Connection): void {
   if (revived.has(connection)) return;
