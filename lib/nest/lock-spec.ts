@@ -131,7 +131,10 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   key ??= keys[0];
   const kind = o.kind ?? (o.fair ? 'fair' : 'reentrant');
   if (kind === 'redlock' && keys.length > 1) problems.push(messages.redLockOneName(keys.length));
-  if (o.mode !== undefined && ((o.mode !== 'read' && o.mode !== 'write') || o.kind !== undefined || o.fair !== undefined)) {
+  if (
+    o.mode !== undefined &&
+    ((o.mode !== 'read' && o.mode !== 'write') || o.kind !== undefined || o.fair !== undefined)
+  ) {
     problems.push(messages.badMode(show(o.mode)));
   }
   if (o.mode !== undefined && o.permits !== undefined) problems.push(messages.permitsOnePlainName());

@@ -1,7 +1,14 @@
 import { Controller, Get, Put, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { CurrentLock, DistributedLock, LockOptionsError, LockService, RedisLockModule, type ActiveLock } from '../../lib';
+import {
+  CurrentLock,
+  DistributedLock,
+  LockOptionsError,
+  LockService,
+  RedisLockModule,
+  type ActiveLock,
+} from '../../lib';
 import { compileLockSpec } from '../../lib/nest/lock-spec';
 import { sleep, testPrefix } from '../support/engine';
 import { lockOptions } from './nest-support';
