@@ -43,6 +43,11 @@ export interface FaultRacerResult {
   connection: [number, string][];
   /** One per critical section: [requested, start, end, fencingToken]. */
   sections: [number, number, number, number][];
+  /**
+   * Critical sections that found another holder inside: each section INCRs a count of holders on the
+   * counter server as it starts and DECRs it as it ends, so this needs no clock shared by the racers.
+   */
+  crowded: number;
   /** Critical sections whose signal had aborted with a LockLostError by their end, by reason. */
   lost: Record<string, number>;
   /** Errors of lock()/release(), by name, and release outcomes, by outcome. */
@@ -75,12 +80,14 @@ async function main(): Promise<void> {
   const leaseTime = env.LEASE_MS ? Number(env.LEASE_MS) : undefined;
   const waitTime = numberEnv('WAIT_MS', 10_000);
   const workMs = numberEnv('WORK_MS', 0);
+  const insideKey = `${env.COUNTER_KEY}:inside`;
   const result: FaultRacerResult = {
     pid: process.pid,
     clientId: locks.clientId,
     slowCalls: [],
     connection: [],
     sections: [],
+    crowded: 0,
     lost: {},
     errors: {},
     releases: {},
@@ -158,6 +165,7 @@ async function main(): Promise<void> {
         continue;
       }
       const start = now();
+      if ((await counter.incr(insideKey)) > 1) result.crowded++;
       const value = Number(await counter.get(env.COUNTER_KEY!));
       if (workMs > 0) await sleep(workMs);
       if (holdNext) {
@@ -167,6 +175,7 @@ async function main(): Promise<void> {
       }
       await counter.set(env.COUNTER_KEY!, String(value + 1));
       if (env.FENCE_KEY) await fencedWrite(handle.fencingToken);
+      await counter.decr(insideKey);
       const end = now();
       result.sections.push([requested, start, end, handle.fencingToken]);
       if (handle.signal.aborted) {
