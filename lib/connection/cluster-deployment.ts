@@ -29,6 +29,12 @@ export class ClusterDeployment implements RedisDeployment {
       lazyConnect,
       enableOfflineQueue,
       maxRedirections: 16,
+      // No re-sending behind our back: a command whose connection closed may have run, and one ioredis
+      // sends again after a CLUSTERDOWN may run after the caller gave up on it (a lock attempt then
+      // runs twice: a re-entry nobody releases, held until its lease). The engine resolves such an
+      // outcome itself (it asks whether the attempt was granted) and retries on its own terms.
+      retryDelayOnFailover: 0,
+      retryDelayOnClusterDown: 0,
       // Sharded subscriptions go to the node serving each channel's slot, and follow it on resharding.
       shardedSubscribers: true,
     };

@@ -21,18 +21,17 @@ import {
  * Issue #13, cluster: 8 processes race on one key while a 9th locks a key on another shard; the hot
  * key's master is SIGKILLed and its replica promoted (cluster-node-timeout 2 s). The other shard's
  * lock keeps being granted during the failover; the hot key is acquired again within the failover
- * time (kill -> a survivor sees the replica as a master owning slots) + RECOVERY_MS; no double grant,
+ * time (kill -> a survivor sees the replica as a master owning slots) + 1 s; no double grant,
  * no lost update. Private cluster on ports 7290-7295 (bus 17290-17295).
  */
 const BASE_PORT = 7290;
 
 /**
- * What #13 asks is 1 s; measured here 0.5-1.1 s past the failover on this machine (with or without
- * replica sync, with a 250 ms slot refresh too), so a 1 s bound failed about one run in three. The
- * cause of the last ~0.5 s is not found yet (issue #13 stays open for it); 1.5 s keeps the test a
- * check against a lock stuck for its lease (10 s) without failing on that gap.
+ * What #13 asks. Measured 0.3-0.7 s past the failover over 9 runs, since ioredis no longer re-sends
+ * commands behind the engine's back (a lock attempt that ran twice held the key for its lease) and
+ * the harness no longer stops every shard while one fails over; 0.5-1.3 s before.
  */
-const RECOVERY_MS = 1_500;
+const RECOVERY_MS = 1_000;
 
 describe('fault: cluster master SIGKILL', () => {
   let topology: RunningTopology;
@@ -46,7 +45,7 @@ describe('fault: cluster master SIGKILL', () => {
     if (topology) await stopTopology(topology);
   });
 
-  it('reentrant lock, explicit lease: the failed shard is usable again within the failover time + 1.5 s, other shards unaffected', async () => {
+  it('reentrant lock, explicit lease: the failed shard is usable again within the failover time + 1 s, other shards unaffected', async () => {
     const counter = counterServer();
     const prefix = `fault-${randomUUID().slice(0, 8)}`;
     const shard = await clusterShard(topology, lockKeys(prefix, 'hot').lock);
@@ -88,9 +87,12 @@ describe('fault: cluster master SIGKILL', () => {
       });
       expect(report.doubleGrants).toBe(0);
       expect(report.lostUpdates).toBe(0);
+      // The racers never re-enter: a release that only decremented found an attempt that ran twice.
+      expect(report.releases.decremented ?? 0).toBe(0);
       expect(report.outageMs).toBeLessThanOrEqual(failoverMs + RECOVERY_MS);
       expect(otherSections.length).toBeGreaterThan(0);
-      expect(otherGap).toBeLessThan(failoverMs); // never blocked for the whole failover (generous: 2 shared cores)
+      // Unaffected: measured 0.2-0.4 s at most between two of its grants (each takes 5 ms of work).
+      expect(otherGap).toBeLessThan(1_000);
     } finally {
       counter.redis.disconnect();
     }
