@@ -68,7 +68,7 @@ describe('fault: a paused holder', () => {
       const sections = sectionsOf(results);
       const leaseEnd = holder.acquiredAt + LEASE_MS;
       const next = firstSectionAfter(sections, holder.acquiredAt, true);
-      const report = analyse(results, Number(await counter.redis.get(counterKey)), leaseEnd, { anyRequest: true });
+      const report = analyse(results, Number(await counter.redis.get(counterKey)), leaseEnd);
       printReport('a holder SIGSTOPped past its 2 s lease (explicit leaseTime)', report, {
         'paused for': `${Math.round(holder.resumedAt - stoppedAt)} ms`,
         'resumed holder': `token ${holder.token}, signal aborted ${holder.abortedBeforeWrite ? 'before' : holder.abortedAfterWrite ? 'right after' : 'never'} its write (${holder.reason}), write ${holder.write}, release ${holder.release}`,

@@ -126,7 +126,7 @@ export interface RaceReport {
   clockOverlaps: number;
   /** Critical sections minus the counter they incremented. */
   lostUpdates: number;
-  /** Fault -> the first critical section that started after it, ms. */
+  /** The longest time from the fault on with no critical section starting, ms (Infinity: none started). */
   outageMs: number;
   /** Sections that ended before the fault / started after it. */
   before: number;
@@ -150,27 +150,18 @@ function merge(records: Record<string, number>[]): Record<string, number> {
   return out;
 }
 
-/**
- * `faultAt` is when the fault happened (epochNow). The first acquisition after it is the first
- * critical section whose lock() was called after the fault: a reply the failed server sent just
- * before it went away can still grant a lock a few ms after the fault, and would hide the outage.
- * With `anyRequest` (faults that leave the lock's commands alone, like a pub/sub kill), any section
- * that started after the fault counts.
- */
-export function analyse(
-  results: FaultRacerResult[],
-  counter: number,
-  faultAt: number,
-  { anyRequest = false } = {},
-): RaceReport {
+/** `faultAt` is when the fault happened (epochNow). */
+export function analyse(results: FaultRacerResult[], counter: number, faultAt: number): RaceReport {
   const sections = sectionsOf(results);
-  const firstAfter = firstSectionAfter(sections, faultAt, anyRequest);
+  const after = sections.filter((s) => s.start >= faultAt);
   return {
     sections: sections.length,
     doubleGrants: results.reduce((sum, r) => sum + r.crowded, 0),
     clockOverlaps: timestampOverlaps(sections),
     lostUpdates: sections.length - counter,
-    outageMs: firstAfter ? firstAfter.start - faultAt : Infinity,
+    // The longest time without a grant from the fault on: one grant the failing server answered in
+    // its last milliseconds does not hide the outage that follows it.
+    outageMs: after.length === 0 ? Infinity : longestGap(sections, faultAt, after[after.length - 1].start + 1),
     before: sections.filter((s) => s.end < faultAt).length,
     after: sections.filter((s) => s.start >= faultAt).length,
     lost: merge(results.map((r) => r.lost)),
@@ -209,7 +200,7 @@ const counts = (c: Record<string, number>): string =>
 export function printReport(title: string, r: RaceReport, extra: Record<string, string | number> = {}): void {
   const lines = [
     `\n[fault] ${title}`,
-    `  outage (fault -> first acquisition after it): ${Math.round(r.outageMs)} ms` +
+    `  outage (longest time without a grant from the fault on): ${Math.round(r.outageMs)} ms` +
       Object.entries(extra)
         .map(([k, v]) => `, ${k}: ${typeof v === 'number' ? Math.round(v) : v}`)
         .join(''),
