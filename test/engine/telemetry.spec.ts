@@ -1,19 +1,8 @@
-import { context, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { trace } from '@opentelemetry/api';
+import { MeterProvider, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
 import { runInLockScope, TELEMETRY_SCOPE } from '../../lib';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-
-/** A real SDK reader that exports on demand. */
-class OnDemandReader extends MetricReader {
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
+import { OnDemandReader, testSdk } from '../support/telemetry';
 
 type Point = DataPoint<number | Histogram>;
 
@@ -23,16 +12,13 @@ type Point = DataPoint<number | Histogram>;
  */
 describe('telemetry', () => {
   const prefix = testPrefix();
-  const reader = new OnDemandReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  const spans = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
+  const sdk = testSdk();
+  const { reader, meterProvider, spans, tracerProvider } = sdk;
   let a: TestClient;
   let b: TestClient;
 
   beforeAll(() => {
-    context.setGlobalContextManager(contextManager);
+    sdk.activate();
     const telemetry = {
       meterProvider,
       tracerProvider,
@@ -44,9 +30,7 @@ describe('telemetry', () => {
   afterAll(async () => {
     await a.close();
     await b.close();
-    await meterProvider.shutdown();
-    await tracerProvider.shutdown();
-    context.disable();
+    await sdk.shutdown();
   });
 
   const collect = async (): Promise<Map<string, Point[]>> => {

@@ -1,23 +1,13 @@
 import { Controller, Get, Injectable, Param, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { context, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { trace } from '@opentelemetry/api';
+import type { DataPoint } from '@opentelemetry/sdk-metrics';
 import { DistributedLock, LockOptionsError, RedisLockModule, TELEMETRY_SCOPE } from '../../lib';
 import { compileLockSpec } from '../../lib/nest/lock-spec';
 import { testPrefix } from '../support/engine';
+import { testSdk } from '../support/telemetry';
 import { lockOptions } from './nest-support';
-
-class OnDemandReader extends MetricReader {
-  protected onForceFlush(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected onShutdown(): Promise<void> {
-    return Promise.resolve();
-  }
-}
 
 @Controller('orders')
 class OrdersController {
@@ -47,15 +37,12 @@ class ReportJob {
  */
 describe('RedisLockModule telemetry', () => {
   const prefix = testPrefix();
-  const reader = new OnDemandReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  const spans = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
-  const contextManager = new AsyncLocalStorageContextManager().enable();
+  const sdk = testSdk();
+  const { reader, meterProvider, spans, tracerProvider } = sdk;
   let app: INestApplication;
 
   beforeAll(async () => {
-    context.setGlobalContextManager(contextManager);
+    sdk.activate();
     const moduleRef = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot(lockOptions(prefix, { telemetry: { meterProvider, tracerProvider } }))],
       controllers: [OrdersController],
@@ -66,9 +53,7 @@ describe('RedisLockModule telemetry', () => {
   });
   afterAll(async () => {
     await app?.close();
-    await meterProvider.shutdown();
-    await tracerProvider.shutdown();
-    context.disable();
+    await sdk.shutdown();
   });
 
   it('labels decorated locks with their key template, or the label option, never the raw name', async () => {
