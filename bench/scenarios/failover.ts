@@ -4,8 +4,8 @@
  * read-modify-write of a counter on the bench's own Redis (never faulted, so every lost update is an
  * overlap of two holders). Once they have made 100 acquisitions the master is SIGKILLed, or SIGSTOPped
  * for 4 s. Per contender: the failover time (fault -> a sentinel names another master), the outage
- * (fault -> the first acquisition requested after it), double grants (critical sections of two
- * processes overlapping) and lost updates. One private topology per fault (ports 7360 and 7370),
+ * (the longest time without a grant from the fault on), double grants (critical sections that found
+ * another holder inside) and lost updates. One private topology per fault (ports 7360 and 7370),
  * healed between contenders; the measuring code is the fault suite's (test/faults/support.ts).
  */
 import * as path from 'node:path';
