@@ -58,6 +58,9 @@ async function main(): Promise<void> {
   console.log('ready');
 
   const sections: [number, number, number, number][] = [];
+  // As in the fault suite: a section that finds another holder inside is a double grant (no clock involved).
+  const insideKey = `${env.COUNTER_KEY}:inside`;
+  let crowded = 0;
   const errors: Record<string, number> = {};
   const count = (error: unknown): void => {
     const name =
@@ -76,8 +79,10 @@ async function main(): Promise<void> {
       continue;
     }
     const start = now();
+    if ((await counter.incr(insideKey)) > 1) crowded++;
     const value = Number(await counter.get(env.COUNTER_KEY!));
     await counter.set(env.COUNTER_KEY!, String(value + 1));
+    await counter.decr(insideKey);
     sections.push([requested, start, now(), 0]);
     await release().catch(count);
   }
@@ -88,6 +93,7 @@ async function main(): Promise<void> {
     JSON.stringify({
       pid: process.pid,
       sections,
+      crowded,
       errors,
       lost: {},
       releases: {},
