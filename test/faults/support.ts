@@ -441,8 +441,10 @@ function sampleLockState(
 export async function clusterShard(
   t: RunningTopology,
   key: string,
+  /** The node asked (default: the first master; after a kill, a live one). */
+  via: NodeAddress = t.masters[0],
 ): Promise<{ master: { port: number; id: string }; replica: { port: number; id: string } }> {
-  return withClient(t.masters[0], async (c) => {
+  return withClient(via, async (c) => {
     const slot = Number(await c.call('CLUSTER', 'KEYSLOT', key));
     const nodes = parseClusterNodes(String(await c.call('CLUSTER', 'NODES')));
     const master = nodes.find(
