@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import {
   createLockClient,
   LockClient,
@@ -22,15 +22,37 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
     replicaSync: replicaSyncFromEnv(process.env.REPLICA_SYNC),
   };
   if (process.env.CONNECTION) {
-    const locks = await createLockClient({
-      connection: JSON.parse(process.env.CONNECTION) as ConnectionOptions,
-      ...settings,
-    });
-    return { redis: locks.redis, locks };
+    const connection = JSON.parse(process.env.CONNECTION) as ConnectionOptions;
+    const locks = await createLockClient({ connection, ...settings });
+    // The race's own data (counters) on a connection of its own, at ioredis's defaults (it re-sends a
+    // command after a dropped connection, which the library's connections deliberately do not),
+    // closed with the lock client as the shared one was.
+    const data = dataClient(connection);
+    const closeLocks = locks.close.bind(locks);
+    locks.close = async () => {
+      await closeLocks();
+      data.disconnect();
+    };
+    return { redis: data, locks };
   }
   const redis = new Redis({ host: '127.0.0.1', port: Number(process.env.REDIS_PORT), maxRetriesPerRequest: 1 });
   const locks = new LockClient({ redis, ...settings, onClose: async () => void (await redis.quit()) });
   return { redis, locks };
+}
+
+function dataClient(connection: ConnectionOptions): RedisClient {
+  switch (connection.type) {
+    case 'cluster':
+      return new Cluster(connection.nodes);
+    case 'sentinel':
+      return new Redis({ sentinels: connection.sentinels, name: connection.masterName });
+    case 'master-slave':
+      return new Redis(connection.master);
+    case 'single':
+      return connection.url ? new Redis(connection.url) : new Redis({ host: connection.host, port: connection.port });
+    default:
+      throw new Error(`CONNECTION of type ${connection.type} is not used by the workers`);
+  }
 }
 
 /** REPLICA_SYNC: 'off' (never wait), 'enforced' (1 replica within 200 ms), unset: the default ('auto'). */
