@@ -1,5 +1,5 @@
 -- Read-write lock, read side: release one read hold. Safe to send again after an unknown outcome
--- (see unlock-3.lua): with the expected hold count, a repeat of a release that landed changes nothing.
+-- (see unlock-4.lua): with the expected hold count, a repeat of a release that landed changes nothing.
 -- KEYS[1]  write hold           (see rw-read-lock-5.lua)
 -- KEYS[2]  readers              zset owner -> expiry (server ms)
 -- KEYS[3]  read hold counts     hash owner -> hold count

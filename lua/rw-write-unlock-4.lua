@@ -1,5 +1,5 @@
 -- Read-write lock, write side: release one write hold; on the last one wake the waiting readers and,
--- unless the writer still reads (downgrade), the waiting writers. Safe to send again (see unlock-3.lua).
+-- unless the writer still reads (downgrade), the waiting writers. Safe to send again (see unlock-4.lua).
 -- KEYS[1]  write hold           hash owner -> hold count (see rw-read-lock-5.lua)
 -- KEYS[2]  readers              zset owner -> expiry (server ms)
 -- KEYS[3]  read wake channel    every waiting reader's process listens here

@@ -7,6 +7,7 @@ import type { PublishCommand, RedisClient } from './redis-client';
 import type { LockWaiters } from './waiters';
 import type { ReplicaSync } from './replica-sync';
 import type { EmitLockEvent } from './lock-events';
+import type { ProcessTurns } from './process-turns';
 
 /** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
 export interface EngineContext {
@@ -19,6 +20,7 @@ export interface EngineContext {
   readonly waiters: LockWaiters;
   readonly registry: LockRegistry;
   readonly recentReleases: RecentReleases;
+  readonly turns: ProcessTurns;
   readonly logger: LockLogger;
   readonly replicaSync: ReplicaSync;
   markLost(lock: HeldLock, reason: LockLostReason): void;

@@ -42,6 +42,8 @@ export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 
  */
 export class FairLock extends ReentrantLock {
   override readonly kind: LockKindName = 'fair';
+  /** Strict FIFO: every release hands the lock to the queue head, whichever process it is in. */
+  protected override readonly takesTurns: boolean = false;
   private readonly staleWaiterTimeout: number;
   private readonly acceptanceLease: number;
 

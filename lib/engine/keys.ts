@@ -16,6 +16,11 @@ export interface LockKeys {
   readonly channel: string;
   /** Reentrant and simple locks: sorted set of waiting client id -> time it registered (one is woken per release). */
   readonly waiting: string;
+  /**
+   * Reentrant and simple locks: the client id a free lock is reserved for, for a few ms, after its
+   * holder's process passed it on (see lua/include/hand-over.lua).
+   */
+  readonly next: string;
   /** Fair lock: FIFO queue of waiter ids. */
   readonly queue: string;
   /** Fair lock: sorted set of waiter id -> deadline (Redis server time, ms). */
@@ -67,6 +72,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     fence: `${base}:fence`,
     channel: `${base}:unlock`,
     waiting: `${base}:waiting`,
+    next: `${base}:next`,
     queue: `${base}:queue`,
     deadlines: `${base}:deadlines`,
   };

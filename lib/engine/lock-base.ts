@@ -15,6 +15,7 @@ import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
 import type { Acquisition } from './lock-registry';
 import { sleep } from './sleep';
+import type { HandOver } from './process-turns';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -46,14 +47,18 @@ export interface WaitingAttempt {
   refusedBefore: boolean;
 }
 
-/** The waiting-registry flag of lock-3.lua / simple-lock-3.lua for an attempt. */
-export function waitingFlag(waiting: WaitingAttempt | undefined): '0' | '1' | '-' {
-  if (waiting?.othersWaiting) return '1';
-  return waiting?.refusedBefore ? '0' : '-';
+/** The waiting flag of lock-4.lua / simple-lock-4.lua for an attempt. */
+export function waitingFlag(waiting: WaitingAttempt | undefined): '0' | '1' | '-' | 'once' {
+  if (!waiting) return 'once';
+  if (waiting.othersWaiting) return '1';
+  return waiting.refusedBefore ? '0' : '-';
 }
 
-/** What Redis did with one release. */
-export type RawRelease = 'released' | 'decremented' | 'not-locked' | 'not-owner';
+/**
+ * What Redis did with one release; `kept`: released in this process's turn while other processes
+ * wait, nobody woken (see ProcessTurns).
+ */
+export type RawRelease = 'released' | 'kept' | 'decremented' | 'not-locked' | 'not-owner';
 
 export interface WithLockOptions extends AcquireOptions {
   /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
@@ -92,9 +97,15 @@ export abstract class LockBase {
   ): Promise<Attempt<Grant>>;
   /**
    * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
-   * with it, sending the same release again after an unknown outcome is harmless.
+   * with it, sending the same release again after an unknown outcome is harmless. `handOver`: see
+   * ProcessTurns (kinds that do not take turns ignore it).
    */
-  protected abstract releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease>;
+  protected abstract releaseOnce(
+    owner: string,
+    leaseMs: number,
+    expectedHolds?: number,
+    handOver?: HandOver,
+  ): Promise<RawRelease>;
   /** How this kind's holds are renewed (watchdog, extend). */
   protected abstract readonly renewal: RenewalKind;
 
@@ -102,6 +113,9 @@ export abstract class LockBase {
   protected get renewalKeys(): readonly string[] {
     return [this.keys.lock];
   }
+
+  /** Whether processes take turns on this kind when it is contended (see ProcessTurns). */
+  protected readonly takesTurns: boolean = false;
 
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;
@@ -162,7 +176,8 @@ export abstract class LockBase {
   /** Leaves the waiting registry and, if the lock is free, wakes the next process (best effort). */
   private passWakeUp(): void {
     const { redis, clientId, publishCommand } = this.engine;
-    const keys = [this.keys.lock, this.keys.channel, this.keys.waiting];
+    this.engine.turns.end(this.keys.lock);
+    const keys = [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next];
     void this.bounded(
       runScript(redis, 'pass-wake', keys, [clientId, publishCommand, 'released']),
       'pass wake-up',
@@ -236,7 +251,7 @@ export abstract class LockBase {
     if (held) return this.release(held);
     const raw = await this.bounded(this.releaseOnce(owner, this.engine.watchdogTimeout), 'unlock');
     if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
-    return raw;
+    return raw === 'kept' ? 'released' : raw;
   }
 
   /** Whether anyone holds the lock. */
@@ -255,7 +270,7 @@ export abstract class LockBase {
       runScript<number>(
         this.engine.redis,
         'force-unlock',
-        [this.keys.lock, this.keys.channel, this.keys.waiting],
+        [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next],
         [this.engine.publishCommand, 'force'],
       ),
       'forceUnlock',
@@ -318,6 +333,7 @@ export abstract class LockBase {
             }
           }
           const holder = this.holderFor(owner);
+          if (this.takesTurns) this.engine.turns.attempting(this.keys.lock);
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
@@ -381,6 +397,7 @@ export abstract class LockBase {
     grant: Grant,
     hold: Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label'>,
   ): LockHandle {
+    if (this.takesTurns && !grant.reentered) this.engine.turns.granted(this.keys.lock);
     const held = this.engine.registry.record({
       ...hold,
       name: this.name,
@@ -439,16 +456,22 @@ export abstract class LockBase {
 
   private async releaseHold(held: HeldLock): Promise<ReleaseOutcome> {
     const { expectedHolds, final } = this.engine.registry.beginRelease(held);
-    const send = () => this.releaseOnce(held.owner, held.leaseMs, expectedHolds);
+    // A repeat is sent late: the turn is surely over by then.
+    const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver);
+    const handOver = this.takesTurns && final ? this.engine.turns.handOverFor(held.key) : 'pass';
     let raw: RawRelease;
     try {
-      raw = await this.bounded(send(), 'unlock');
+      raw = await this.bounded(send(handOver), 'unlock');
     } catch (error) {
       if (!(error instanceof RedisUnavailableError) || this.engine.redis.status === 'end') {
         this.engine.registry.releaseFailed(held, final);
         throw error;
       }
-      this.engine.registry.inFlightFor(held.key, held.owner, this.retryRelease(held, send, final));
+      this.engine.registry.inFlightFor(
+        held.key,
+        held.owner,
+        this.retryRelease(held, () => send(), final),
+      );
       return 'pending';
     }
     return this.settleRelease(held, raw, final, false);
@@ -456,9 +479,11 @@ export abstract class LockBase {
 
   private settleRelease(held: HeldLock, raw: RawRelease, final: boolean, repeated: boolean): ReleaseOutcome {
     const { registry } = this.engine;
-    if (raw === 'released') {
+    if (raw === 'released' || raw === 'kept') {
       registry.released(held);
       this.noteReleased(held);
+      if (raw === 'kept') this.keepTurn();
+      else if (this.takesTurns) this.engine.turns.end(held.key);
       return 'released';
     }
     if (raw === 'decremented') {
@@ -478,6 +503,21 @@ export abstract class LockBase {
     // It ran out before we released it: the work ran unprotected for a while; say so loudly.
     this.engine.markLost(held, raw === 'not-owner' ? 'not-owner' : 'lease-expired');
     return 'expired';
+  }
+
+  /**
+   * Released in this process's turn while other processes wait (see ProcessTurns): a parked waiter of
+   * this process takes the lock now, or this process asks for it again at once, or it is passed on.
+   */
+  private keepTurn(): void {
+    const { waiters, turns } = this.engine;
+    const channel = this.processChannel;
+    if (waiters.wakeParked(channel)) return;
+    turns.passIfIdle(
+      this.keys.lock,
+      () => waiters.memberCount(channel) > 0,
+      () => this.passWakeUp(),
+    );
   }
 
   /** Kept for a second, to be sent again if a failover may have lost it (see RecentReleases). */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { MAX_TURN_MS, ProcessTurns, TURN_MS } from './process-turns';
 import type { Cluster, Redis } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
@@ -42,6 +43,12 @@ export interface LockClientOptions {
   watchdogTimeout?: number;
   /** Longest any single Redis operation may take before RedisUnavailableError. Default 3000 ms. */
   operationTimeout?: number;
+  /**
+   * How long this process may keep taking a contended reentrant or simple lock (a loop, or its own
+   * waiters one after another) before passing it to the process that waited longest. Default 10 ms;
+   * 0 passes it on at every release, as Redisson does. See ProcessTurns.
+   */
+  turnTime?: number;
   /** Default: console. */
   logger?: LockLogger;
   /** Default: a random UUID. */
@@ -83,6 +90,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
   readonly waiters: LockWaiters;
   readonly registry: LockRegistry;
   readonly recentReleases: RecentReleases;
+  readonly turns: ProcessTurns;
   readonly watchdog: Watchdog;
   readonly logger: LockLogger;
   readonly replicaSync: ReplicaSync;
@@ -105,6 +113,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.operationTimeout =
       checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? DEFAULT_OPERATION_TIMEOUT;
     this.logger = options.logger ?? consoleLogger;
+    this.turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
     const replicaSync = validReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;

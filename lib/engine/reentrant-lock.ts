@@ -2,10 +2,12 @@ import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { RenewalKind } from './held-lock';
 import { LockBase, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
+import type { HandOver } from './process-turns';
 import { runScript } from './scripts';
 
 const RELEASE_RESULTS: Record<number, RawRelease> = {
   1: 'released',
+  2: 'kept',
   0: 'decremented',
   [-1]: 'not-locked',
   [-2]: 'not-owner',
@@ -21,6 +23,7 @@ const RELEASE_RESULTS: Record<number, RawRelease> = {
  */
 export class ReentrantLock extends LockBase {
   readonly kind: LockKindName = 'reentrant';
+  protected override readonly takesTurns: boolean = true;
   protected async attempt(
     owner: string,
     leaseMs: number,
@@ -31,19 +34,24 @@ export class ReentrantLock extends LockBase {
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'lock',
-      [this.keys.lock, this.keys.fence, this.keys.waiting],
-      [leaseMs, owner, waiting ? this.engine.clientId : '', waitingFlag(waiting)],
+      [this.keys.lock, this.keys.fence, this.keys.waiting, this.keys.next],
+      [leaseMs, owner, this.engine.clientId, waitingFlag(waiting)],
     );
     if (status === 2) return { acquired: false, ttl: value };
     return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
   }
 
-  protected async releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
+  protected async releaseOnce(
+    owner: string,
+    leaseMs: number,
+    expectedHolds?: number,
+    handOver: HandOver = 'pass',
+  ): Promise<RawRelease> {
     const result = await runScript<number>(
       this.engine.redis,
       'unlock',
-      [this.keys.lock, this.keys.channel, this.keys.waiting],
-      [owner, leaseMs, this.engine.publishCommand, 'released', expectedHolds ?? ''],
+      [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next],
+      [owner, leaseMs, this.engine.publishCommand, 'released', expectedHolds ?? '', handOver],
     );
     return RELEASE_RESULTS[result];
   }

@@ -25,7 +25,7 @@ const registered = new WeakSet<object>();
 function findLuaDir(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
     const candidate = join(dir, 'lua');
-    if (existsSync(join(candidate, 'lock-3.lua'))) return candidate;
+    if (existsSync(join(candidate, 'lock-4.lua'))) return candidate;
     if (dirname(dir) === dir) throw new Error(`Cannot find the lua/ scripts directory above ${__dirname}.`);
   }
 }
@@ -51,13 +51,16 @@ function loadScripts(): Map<string, LoadedScript> {
 
 /**
  * Replaces each `--!include <file>` line with `lua/include/<file>`: helpers several scripts share
- * (Redis runs each script alone, so they are assembled here, before the script is hashed).
+ * (Redis runs each script alone, so they are assembled here, before the script is hashed). Includes
+ * may include others; each file is inlined once, where it is first named.
  */
-function withIncludes(dir: string, file: string, source: string): string {
+function withIncludes(dir: string, file: string, source: string, included = new Set<string>()): string {
   return source.replace(/^--!include (\S+)$/gm, (_line, include: string) => {
+    if (included.has(include)) return `-- (${include}: included above)`;
+    included.add(include);
     const path = join(dir, 'include', include);
     if (!existsSync(path)) throw new Error(`lua/${file} includes ${include}, which is missing from lua/include/.`);
-    return readFileSync(path, 'utf8').trimEnd();
+    return withIncludes(dir, file, readFileSync(path, 'utf8').trimEnd(), included);
   });
 }
 

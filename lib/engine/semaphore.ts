@@ -193,7 +193,15 @@ class PermitLock extends LockBase {
     // Only `lock` (the holds, under which the registry and the watchdog know each hold), `fence` and
     // `channel` are used: the waiting registry and the fair queue are overridden away below.
     const { holds, fence, channel } = semaphore;
-    super(engine, name, () => ({ lock: holds, fence, channel, waiting: holds, queue: holds, deadlines: holds }));
+    super(engine, name, () => ({
+      lock: holds,
+      fence,
+      channel,
+      waiting: holds,
+      next: holds,
+      queue: holds,
+      deadlines: holds,
+    }));
     this.defaultLeaseTime = defaultLeaseTime;
   }
 

@@ -8,9 +8,10 @@ import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { checkDuration, MAX_LEASE_MS } from './durations';
 import { runInLockScope } from './owner-scope';
+import type { HandOver } from './process-turns';
 import { runScript } from './scripts';
 
-const RELEASE_RESULTS: Record<number, RawRelease> = { 1: 'released', 0: 'not-owner', [-1]: 'not-locked' };
+const RELEASE_RESULTS: Record<number, RawRelease> = { 1: 'released', 2: 'kept', 0: 'not-owner', [-1]: 'not-locked' };
 
 /** The seed's defaults: wait up to 3 s, hold for 3 s. */
 export const SIMPLE_LOCK_DEFAULTS = { waitTime: 3_000, leaseTime: 3_000 } as const;
@@ -38,6 +39,7 @@ export type SimpleLockContext = ({ isSuccess: true } & LockContext) | { isSucces
  */
 export class SimpleLock extends LockBase {
   readonly kind: LockKindName = 'simple';
+  protected override readonly takesTurns: boolean = true;
   protected override readonly defaultLeaseTime: number | undefined;
   private readonly defaultWaitTime: number;
 
@@ -89,19 +91,24 @@ export class SimpleLock extends LockBase {
     const [status, value] = await runScript<[number, number]>(
       this.engine.redis,
       'simple-lock',
-      [this.keys.lock, this.keys.fence, this.keys.waiting],
-      [token, leaseMs, waiting ? this.engine.clientId : '', waitingFlag(waiting)],
+      [this.keys.lock, this.keys.fence, this.keys.waiting, this.keys.next],
+      [token, leaseMs, this.engine.clientId, waitingFlag(waiting)],
     );
     if (status === 2) return { acquired: false, ttl: value };
     return { acquired: true, value: { fencingToken: value, reentered: false, holder: token } };
   }
 
-  protected async releaseOnce(token: string): Promise<RawRelease> {
+  protected async releaseOnce(
+    token: string,
+    _leaseMs?: number,
+    _expectedHolds?: number,
+    handOver: HandOver = 'pass',
+  ): Promise<RawRelease> {
     const result = await runScript<number>(
       this.engine.redis,
       'simple-unlock',
-      [this.keys.lock, this.keys.channel, this.keys.waiting],
-      [token, this.engine.publishCommand, 'released'],
+      [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next],
+      [token, this.engine.publishCommand, 'released', handOver],
     );
     return RELEASE_RESULTS[result];
   }

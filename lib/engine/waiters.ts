@@ -183,6 +183,12 @@ class ChannelWaiters {
     else this.permits = Math.min(this.permits + 1, this.members.size);
   }
 
+  wakeFirstParked(): boolean {
+    const first = this.parkedQueue[0];
+    first?.notify();
+    return first !== undefined;
+  }
+
   wakeAll(): void {
     for (const ticket of this.members) ticket.notify();
   }
@@ -262,6 +268,11 @@ export class LockWaiters {
       );
     }
     return waiters.subscribed;
+  }
+
+  /** Wakes the longest-parked waiter of this process on `channel`; false when none is parked. */
+  wakeParked(channel: string): boolean {
+    return this.channels.get(channel)?.wakeFirstParked() ?? false;
   }
 
   /** How many waiters of this process wait on `channel` (busy retrying or parked). */

@@ -10,18 +10,19 @@ local function nowUs()
   return tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
--- A refused waiter's process joins the back of the registry, or keeps the place it has.
-local function registerWaiting(waitingKey, client)
-  if client == '' then return end
+-- A refused waiter's process joins the back of the registry, or keeps the place it has (a single
+-- attempt, `flag` 'once', never joins).
+local function registerWaiting(waitingKey, client, flag)
+  if flag == 'once' then return end
   redis.call('zadd', waitingKey, 'nx', nowUs(), client)
   redis.call('pexpire', waitingKey, WAITING_REGISTRY_TTL_MS)
 end
 
 -- A granted waiter's process leaves the registry, or, when it has other waiters for this lock,
 -- goes to the back so that the other processes take their turns first. ('-': the process is not
--- registered, its waiter was never refused and it has no other: nothing to do.)
+-- registered, its waiter was never refused and it has no other; 'once': a single attempt. Nothing to do.)
 local function grantedWaiting(waitingKey, client, othersWaiting)
-  if client == '' or othersWaiting == '-' then return end
+  if othersWaiting == '-' or othersWaiting == 'once' then return end
   if othersWaiting == '1' then
     redis.call('zadd', waitingKey, 'xx', nowUs(), client)
   else
@@ -30,9 +31,9 @@ local function grantedWaiting(waitingKey, client, othersWaiting)
 end
 
 local function checkWaitingArgs(client, othersWaiting)
-  if client == nil then return 'BADARG waiting client id is missing' end
-  if othersWaiting ~= '0' and othersWaiting ~= '1' and othersWaiting ~= '-' then
-    return 'BADARG others-waiting flag must be 0, 1 or -, got ' .. tostring(othersWaiting)
+  if client == nil or client == '' then return 'BADARG client id is empty' end
+  if othersWaiting ~= '0' and othersWaiting ~= '1' and othersWaiting ~= '-' and othersWaiting ~= 'once' then
+    return 'BADARG waiting flag must be 0, 1, - or once, got ' .. tostring(othersWaiting)
   end
   return nil
 end

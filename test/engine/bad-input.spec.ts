@@ -251,56 +251,61 @@ describe('bad input', () => {
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock', [k.lock, k.fence, k.waiting], [lease, 'owner', 'client', '0']],
-        ['simple-lock', [k.lock, k.fence, k.waiting], ['token', lease, 'client', '0']],
+        ['lock', [k.lock, k.fence, k.waiting, k.next], [lease, 'owner', 'client', '0']],
+        ['simple-lock', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
         ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [lease, 'o', 5000, 2000, 'publish']],
         ['renew-many', [k.lock], ['string', lease, 'token']],
         ['fair-accept', [k.lock], [lease, 'owner']],
         ['renew-many', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
-        ['unlock', [k.lock, k.channel, k.waiting], ['owner', lease, 'publish', 'released', '']],
+        ['unlock', [k.lock, k.channel, k.waiting, k.next], ['owner', lease, 'publish', 'released', '', 'pass']],
         ['fair-unlock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '0', '']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScript(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
-      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting)).toBe(0);
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next)).toBe(0);
     });
 
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock', [k.lock, k.fence, k.waiting], [1000, '', 'client', '0']],
-        ['lock', [k.lock, k.fence, k.waiting], [1000, 'owner', 'client', 'yes']],
-        ['simple-lock', [k.lock, k.fence, k.waiting], ['token', 1000, 'client', '2']],
-        ['simple-lock', [k.lock, k.fence, k.waiting], ['', 1000, 'client', '0']],
+        ['lock', [k.lock, k.fence, k.waiting, k.next], [1000, '', 'client', '0']],
+        ['lock', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', 'yes']],
+        ['simple-lock', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
+        ['simple-lock', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
         ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 0.5, 2000, 'publish']],
         ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 'x', 'publish']],
         ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 2000, 'del']],
         ['fair-abandon', [k.lock, k.queue, k.deadlines], ['']],
         ['renew-many', [k.lock], ['list', 1000, 'owner']],
         ['renew-many', [k.lock], ['hash', 1000]],
-        ['force-unlock', [k.lock, k.channel, k.waiting], ['flushall', 'x']],
-        ['simple-unlock', [k.lock, k.channel, k.waiting], ['token', 'del', 'x']],
-        ['pass-wake', [k.lock, k.channel, k.waiting], ['', 'publish', 'x']],
-        ['pass-wake', [k.lock, k.channel, k.waiting], ['client', 'flushall', 'x']],
-        ['unlock', [k.lock, k.channel, k.waiting], ['owner', 1000, 'publish', 'released', '1.5']],
+        ['force-unlock', [k.lock, k.channel, k.waiting, k.next], ['flushall', 'x']],
+        ['simple-unlock', [k.lock, k.channel, k.waiting, k.next], ['token', 'del', 'x', 'pass']],
+        ['pass-wake', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
+        ['pass-wake', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
+        ['unlock', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '1.5', 'pass']],
+        ['unlock', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'hold']],
+        ['simple-unlock', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
+        ['lock', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', '', '0']],
         ['fair-unlock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', 1000, 2000, 'publish', '0', 'x']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScript(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
-      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting)).toBe(0);
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next)).toBe(0);
     });
 
     it('a malformed release leaves the held lock exactly as it was', async () => {
       const k = base();
-      const unlockKeys = [k.lock, k.channel, k.waiting];
-      await runScript(redis, 'lock', [k.lock, k.fence, k.waiting], [60_000, 'owner', '', '0']);
-      await runScript(redis, 'lock', [k.lock, k.fence, k.waiting], [60_000, 'owner', '', '0']);
-      await expect(runScript(redis, 'unlock', unlockKeys, ['owner', 'abc', 'publish', 'released', ''])).rejects.toThrow(
+      const unlockKeys = [k.lock, k.channel, k.waiting, k.next];
+      await runScript(redis, 'lock', [k.lock, k.fence, k.waiting, k.next], [60_000, 'owner', 'client', 'once']);
+      await runScript(redis, 'lock', [k.lock, k.fence, k.waiting, k.next], [60_000, 'owner', 'client', 'once']);
+      await expect(
+        runScript(redis, 'unlock', unlockKeys, ['owner', 'abc', 'publish', 'released', '', 'pass']),
+      ).rejects.toThrow(/BADARG/);
+      await expect(runScript(redis, 'unlock', unlockKeys, ['owner', 1000, 'eval', 'x', '', 'pass'])).rejects.toThrow(
         /BADARG/,
       );
-      await expect(runScript(redis, 'unlock', unlockKeys, ['owner', 1000, 'eval', 'x', ''])).rejects.toThrow(/BADARG/);
       expect(await redis.hgetall(k.lock)).toEqual({ owner: '2' });
       expect(await redis.pttl(k.lock)).toBeGreaterThan(55_000);
     });

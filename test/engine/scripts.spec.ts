@@ -9,14 +9,30 @@ describe('lua scripts', () => {
   let n = 0;
   const keys = () => {
     const base = `${prefix}:{s${++n}}`;
-    return { lock: base, fence: `${base}:fence`, channel: `${base}:unlock`, waiting: `${base}:waiting` };
+    return {
+      lock: base,
+      fence: `${base}:fence`,
+      channel: `${base}:unlock`,
+      waiting: `${base}:waiting`,
+      next: `${base}:next`,
+    };
   };
   type Keys = ReturnType<typeof keys>;
-  /** A reentrant attempt; `client` set = a caller that waits if refused. */
-  const lock = (k: Keys, owner: string, lease = 5000, client = '', others = '0') =>
-    runScript<[number, number]>(redis, 'lock', [k.lock, k.fence, k.waiting], [lease, owner, client, others]);
-  const unlock = (k: Keys, owner: string) =>
-    runScript<number>(redis, 'unlock', [k.lock, k.channel, k.waiting], [owner, 5000, 'publish', 'm', '']);
+  /** A reentrant attempt; `client` set = a caller that waits if refused (else a single attempt of client 'solo'). */
+  const lock = (k: Keys, owner: string, lease = 5000, client?: string, flag = '0') =>
+    runScript<[number, number]>(
+      redis,
+      'lock',
+      [k.lock, k.fence, k.waiting, k.next],
+      [lease, owner, client ?? 'solo', client === undefined ? 'once' : flag],
+    );
+  const unlock = (k: Keys, owner: string, handOver = 'pass') =>
+    runScript<number>(
+      redis,
+      'unlock',
+      [k.lock, k.channel, k.waiting, k.next],
+      [owner, 5000, 'publish', 'm', '', handOver],
+    );
 
   /** Subscribes to the channels of the given waiting clients; returns who received what. */
   async function listeners(k: Keys, clients: string[]) {
@@ -36,7 +52,7 @@ describe('lua scripts', () => {
   beforeAll(() => (redis = connect()));
   afterAll(() => redis.quit());
 
-  it('lock-3: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
+  it('lock-4: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
     const k = keys();
     expect(await lock(k, 'a')).toEqual([0, 1]);
     expect(await lock(k, 'a')).toEqual([1, 1]);
@@ -49,14 +65,14 @@ describe('lua scripts', () => {
     expect(await lock(k, 'b')).toEqual([0, 2]);
   });
 
-  it('lock-3: re-entry never shortens a longer lease', async () => {
+  it('lock-4: re-entry never shortens a longer lease', async () => {
     const k = keys();
     await lock(k, 'a', 60_000);
     await lock(k, 'a', 1_000);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(50_000);
   });
 
-  it('lock-3: a refused waiter registers its process once, in arrival order; a grant takes it out or to the back', async () => {
+  it('lock-4: a refused waiter registers its process once, in arrival order; a grant takes it out or to the back', async () => {
     const k = keys();
     await lock(k, 'holder');
     await lock(k, 'p2:x', 5000, 'p2');
@@ -75,7 +91,7 @@ describe('lua scripts', () => {
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
   });
 
-  it('unlock-3: decrements, releases with one message to one waiting process, and tells not-locked from not-owner', async () => {
+  it('unlock-4: decrements, releases with one message to one waiting process (reserving the lock for it), and tells not-locked from not-owner', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
     try {
@@ -89,6 +105,8 @@ describe('lua scripts', () => {
       expect(await sub.heard()).toEqual([]);
       expect(await unlock(k, 'a')).toBe(1);
       expect(await redis.exists(k.lock)).toBe(0);
+      expect(await redis.get(k.next)).toBe('p1');
+      expect(await redis.pttl(k.next)).toBeLessThanOrEqual(50);
       expect(await sub.heard()).toEqual(['p1']); // the longest waiting process only, which keeps its place
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
     } finally {
@@ -96,7 +114,7 @@ describe('lua scripts', () => {
     }
   });
 
-  it('unlock-3: a registered process nobody listens for is dropped and the next one woken', async () => {
+  it('unlock-4: a registered process nobody listens for is dropped and the next one woken', async () => {
     const k = keys();
     const sub = await listeners(k, ['b-alive']);
     try {
@@ -112,21 +130,31 @@ describe('lua scripts', () => {
     }
   });
 
-  it('simple-lock-3 / simple-unlock-3: refused waiters register; a release wakes one of them and RedLock rounds', async () => {
+  it('simple-lock-4 / simple-unlock-4: refused waiters register; a release wakes one of them and RedLock rounds', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
     const shared = redis.duplicate();
     const sharedHeard: string[] = [];
     shared.on('message', (_channel, message: string) => sharedHeard.push(message));
     await shared.subscribe(k.channel);
-    const simple = (token: string, client = '') =>
-      runScript<[number, number]>(redis, 'simple-lock', [k.lock, k.fence, k.waiting], [token, 5000, client, '0']);
+    const simple = (token: string, client?: string) =>
+      runScript<[number, number]>(
+        redis,
+        'simple-lock',
+        [k.lock, k.fence, k.waiting, k.next],
+        [token, 5000, client ?? 'solo', client === undefined ? 'once' : '0'],
+      );
     try {
       expect((await simple('t1'))[0]).toBe(0);
       expect((await simple('t2', 'p1'))[0]).toBe(2);
       expect((await simple('t3', 'p2'))[0]).toBe(2);
       const release = (token: string) =>
-        runScript<number>(redis, 'simple-unlock', [k.lock, k.channel, k.waiting], [token, 'publish', 'm']);
+        runScript<number>(
+          redis,
+          'simple-unlock',
+          [k.lock, k.channel, k.waiting, k.next],
+          [token, 'publish', 'm', 'pass'],
+        );
       expect(await release('t2')).toBe(0);
       expect(await release('t1')).toBe(1);
       expect(await sub.heard()).toEqual(['p1']);
@@ -139,11 +167,11 @@ describe('lua scripts', () => {
     }
   });
 
-  it('pass-wake-3: leaves the registry, and wakes the next process only when the lock is free', async () => {
+  it('pass-wake-4: leaves the registry, and wakes the next process only when the lock is free', async () => {
     const k = keys();
     const sub = await listeners(k, ['p2']);
     const pass = (client: string) =>
-      runScript<number>(redis, 'pass-wake', [k.lock, k.channel, k.waiting], [client, 'publish', 'm']);
+      runScript<number>(redis, 'pass-wake', [k.lock, k.channel, k.waiting, k.next], [client, 'publish', 'm']);
     try {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
@@ -161,6 +189,81 @@ describe('lua scripts', () => {
     }
   });
 
+  it("unlock-4 keep: a release in the holder's turn wakes nobody and says so while others wait", async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p1']);
+    try {
+      await lock(k, 'a');
+      expect(await unlock(k, 'a', 'keep')).toBe(1); // nobody waits: a plain release
+      await lock(k, 'a');
+      await lock(k, 'p1:x', 5000, 'p1');
+      expect(await unlock(k, 'a', 'keep')).toBe(2);
+      expect(await redis.exists(k.lock)).toBe(0);
+      expect(await redis.exists(k.next)).toBe(0);
+      expect(await sub.heard()).toEqual([]);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
+      // Free and reserved for nobody: a newcomer may barge in before the holder asks again…
+      expect((await lock(k, 'p9:n', 5000, 'p9', '-'))[0]).toBe(0);
+      // …and then the holder waits like anyone else: one holder at a time.
+      expect((await lock(k, 'a', 5000, 'pa', '-'))[0]).toBe(2);
+      expect(await redis.hgetall(k.lock)).toEqual({ 'p9:n': '1' });
+      await expect(unlock(k, 'p9:n', 'later')).rejects.toThrow(/BADARG/);
+    } finally {
+      await sub.close();
+    }
+  });
+
+  it('hand-over: the free lock waits for the process it was passed to; others are refused until it lapses', async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p1', 'p2']);
+    try {
+      await lock(k, 'p0:a', 5000, 'p0');
+      await lock(k, 'p1:x', 5000, 'p1');
+      await lock(k, 'p2:x', 5000, 'p2');
+      expect(await unlock(k, 'p0:a')).toBe(1); // passed to p1
+      expect(await redis.pttl(k.next)).toBeLessThanOrEqual(50);
+      await redis.pexpire(k.next, 10_000); // a slow machine must not let it lapse in the middle of the test
+      const [status, ttl] = await lock(k, 'p0:a', 5000, 'p0'); // the passer asks again at once
+      expect(status).toBe(2);
+      expect(ttl).toBeGreaterThan(5_000); // refused for as long as the reservation lasts, no longer
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2', 'p0']); // refused: it registered
+      expect((await lock(k, 'p2:x', 5000, 'p2', '0'))[0]).toBe(2); // nor does another waiter take it
+      expect((await lock(k, 'p1:x', 5000, 'p1', '0'))[0]).toBe(0); // p1 does, using the reservation up
+      expect(await redis.exists(k.next)).toBe(0);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2', 'p0']);
+
+      expect(await unlock(k, 'p1:x')).toBe(1); // passed to p2, which never comes
+      expect(await redis.get(k.next)).toBe('p2');
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      expect((await lock(k, 'p0:a', 5000, 'p0', '0'))[0]).toBe(0); // the reservation lapsed by itself
+    } finally {
+      await sub.close();
+    }
+  });
+
+  it('pass-wake-4: a process passing the lock gives up the hand-over reserved for it', async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p1', 'p2']);
+    const pass = (client: string) =>
+      runScript<number>(redis, 'pass-wake', [k.lock, k.channel, k.waiting, k.next], [client, 'publish', 'm']);
+    try {
+      await lock(k, 'a');
+      await lock(k, 'p1:x', 5000, 'p1');
+      await lock(k, 'p2:x', 5000, 'p2');
+      expect(await unlock(k, 'a')).toBe(1);
+      expect(await redis.get(k.next)).toBe('p1');
+      await redis.pexpire(k.next, 10_000); // see above
+      expect(await pass('p2')).toBe(0); // reserved for p1: p2 leaves, nothing else changes
+      expect(await redis.get(k.next)).toBe('p1');
+      await lock(k, 'p2:x', 5000, 'p2');
+      expect(await pass('p1')).toBe(1); // p1 no longer wants it: it goes to p2
+      expect(await redis.get(k.next)).toBe('p2');
+      expect(await sub.heard()).toEqual(['p1', 'p2']);
+    } finally {
+      await sub.close();
+    }
+  });
+
   it('renew-many-n: extends only for the owner', async () => {
     const k = keys();
     await lock(k, 'a', 1000);
@@ -170,13 +273,13 @@ describe('lua scripts', () => {
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 
-  it('force-unlock-3: deletes whoever holds it and wakes a waiting process', async () => {
+  it('force-unlock-4: deletes whoever holds it and wakes a waiting process', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
     try {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
-      const force = () => runScript(redis, 'force-unlock', [k.lock, k.channel, k.waiting], ['publish', 'f']);
+      const force = () => runScript(redis, 'force-unlock', [k.lock, k.channel, k.waiting, k.next], ['publish', 'f']);
       expect(await force()).toBe(1);
       expect(await force()).toBe(0);
       expect(await sub.heard()).toEqual(['p1']);

@@ -4,22 +4,29 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  unlock channel       <prefix>:{<name>}:unlock (same hash tag, so SPUBLISH stays on the slot);
 --                               a waiting process listens on <KEYS[2]>:<its client id>
--- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting (see lock-3.lua)
+-- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting (see lock-4.lua)
+-- KEYS[4]  hand-over            <prefix>:{<name>}:next (see hand-over.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
 -- ARGV[3]  publish command      'publish' or 'spublish'
 -- ARGV[4]  message              sent to the one waiting process woken (see wake-one-process.lua)
 -- ARGV[5]  expected hold count before this release, as the client counts it ('' = unknown)
--- Returns  1   released (last hold): key deleted, one waiting process woken
+-- ARGV[6]  'pass' to hand the lock over to the longest-waiting process; 'keep' while the releasing
+--          process's turn lasts: nobody is woken, the process re-acquires or passes it on itself
+-- Returns  1   released (last hold): key deleted; handed over to a waiting process if any
+--          2   released (last hold) with 'keep' while other processes wait: nobody woken
 --          0   one hold released, others remain (or this release had already landed)
 --         -1   not locked at all (expired or never taken)
 --         -2   locked by another owner; nothing changed
 --          error BADARG before any write when an argument is unusable
---!include wake-one-process.lua
+--!include hand-over.lua
 --!include release-arguments.lua
-local owner, publish = ARGV[1], ARGV[3]
+local owner, publish, handOverMode = ARGV[1], ARGV[3], ARGV[6]
 local lease, expected, bad = releaseArguments(owner, ARGV[2], publish, ARGV[5])
 if bad then return bad end
+if handOverMode ~= 'pass' and handOverMode ~= 'keep' then
+  return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(handOverMode))
+end
 
 -- pcall: a string here is a simple lock's hold (another owner), not an error
 local count = redis.pcall('hget', KEYS[1], owner)
@@ -39,5 +46,8 @@ if count > 1 then
   return 0
 end
 redis.call('del', KEYS[1])
-wakeOneProcess(KEYS[3], KEYS[2], publish, ARGV[4] or '')
+if handOverMode == 'keep' then
+  return redis.call('zcard', KEYS[3]) > 0 and 2 or 1
+end
+handOver(KEYS[3], KEYS[2], KEYS[4], publish, ARGV[4] or '')
 return 1

@@ -1,16 +1,17 @@
--- Reentrant or simple lock: delete the lock whoever holds it, and wake a waiter.
+-- Reentrant or simple lock: delete the lock whoever holds it, and hand it over to a waiting process.
 -- KEYS[1]  lock key
--- KEYS[2]  unlock channel       (see unlock-3.lua and simple-unlock-3.lua)
--- KEYS[3]  waiting processes    (see lock-3.lua)
+-- KEYS[2]  unlock channel       (see unlock-4.lua and simple-unlock-4.lua)
+-- KEYS[3]  waiting processes    (see lock-4.lua)
+-- KEYS[4]  hand-over            (see hand-over.lua)
 -- ARGV[1]  publish command      'publish' or 'spublish'
 -- ARGV[2]  message
 -- Returns  1 deleted, 0 was not locked; error BADARG (nothing changed) for an unknown publish command
---!include wake-one-process.lua
+--!include hand-over.lua
 if ARGV[1] ~= 'publish' and ARGV[1] ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(ARGV[1]))
 end
 if redis.call('del', KEYS[1]) == 1 then
-  wakeOneProcess(KEYS[3], KEYS[2], ARGV[1], ARGV[2] or '')
+  handOver(KEYS[3], KEYS[2], KEYS[4], ARGV[1], ARGV[2] or '')
   redis.call(ARGV[1], KEYS[2], ARGV[2] or '')
   return 1
 end

@@ -1,18 +1,24 @@
--- Simple lock: compare-and-delete, then wake one waiting process. The token is unique to one
--- acquisition, so sending it again after an unknown outcome is safe.
+-- Simple lock: compare-and-delete, then hand the lock over to one waiting process. The token is
+-- unique to one acquisition, so sending it again after an unknown outcome is safe.
 -- KEYS[1]  lock string
 -- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id>; a RedLock
 --                               round waits on KEYS[2] itself (its masters' holds are simple locks)
--- KEYS[3]  waiting processes    (see lock-3.lua)
+-- KEYS[3]  waiting processes    (see lock-4.lua)
+-- KEYS[4]  hand-over            (see hand-over.lua)
 -- ARGV[1]  token of this acquisition
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  message
--- Returns  1 released, 0 held under another token (nothing changed), -1 not locked (expired);
+-- ARGV[4]  'pass' or 'keep'     (see unlock-4.lua)
+-- Returns  1 released (handed over if anyone waits), 2 released with 'keep' while other processes
+--          wait (nobody woken), 0 held under another token (nothing changed), -1 not locked (expired);
 --          error BADARG (nothing changed) for unusable arguments
---!include wake-one-process.lua
+--!include hand-over.lua
 if not ARGV[1] or ARGV[1] == '' then return redis.error_reply('BADARG token is empty') end
 if ARGV[2] ~= 'publish' and ARGV[2] ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(ARGV[2]))
+end
+if ARGV[4] ~= 'pass' and ARGV[4] ~= 'keep' then
+  return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(ARGV[4]))
 end
 -- pcall: a hash here is another lock kind's hold, not ours
 local value = redis.pcall('get', KEYS[1])
@@ -23,6 +29,9 @@ if type(value) ~= 'string' or value ~= ARGV[1] then
   return 0
 end
 redis.call('del', KEYS[1])
-wakeOneProcess(KEYS[3], KEYS[2], ARGV[2], ARGV[3] or '')
 redis.call(ARGV[2], KEYS[2], ARGV[3] or '')
+if ARGV[4] == 'keep' then
+  return redis.call('zcard', KEYS[3]) > 0 and 2 or 1
+end
+handOver(KEYS[3], KEYS[2], KEYS[4], ARGV[2], ARGV[3] or '')
 return 1

@@ -2,29 +2,39 @@
 -- KEYS[1]  lock hash            <prefix>:{<name>}          field = owner id, value = hold count
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    never expires, so tokens only grow
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  client id -> time it registered (µs)
+-- KEYS[4]  hand-over            <prefix>:{<name>}:next     client id the free lock is reserved for (see hand-over.lua)
 -- ARGV[1]  lease in ms          whole number in 1..31536000000
 -- ARGV[2]  owner id             <clientId>:<scopeId>
--- ARGV[3]  client id of a caller that waits if refused ('' = a single attempt: never registered)
--- ARGV[4]  '1' when that client has other waiters for this lock, '0' when not, '-' when not and
---          this waiter was never refused (so the client is not registered)
+-- ARGV[3]  client id of the caller's process
+-- ARGV[4]  waiting flag         '1' the caller waits if refused and its client has other waiters for
+--                               this lock; '0' it waits, no other; '-' it waits, no other, and was never
+--                               refused (its client is not registered); 'once' a single attempt (never registered)
 -- Returns  {0, token}   acquired; token = new fencing token (INCR of KEYS[2])
 --          {1, token}   re-entered; hold count + 1; token = the current holder's token
---          {2, pttl}    held by another owner; pttl = its remaining lease in ms
+--          {2, pttl}    held by another owner, or free but handed over to another process;
+--                       pttl = how long that lasts at most, in ms
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include waiting-registration.lua
+--!include hand-over.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
 end
-local owner, client, othersWaiting = ARGV[2], ARGV[3], ARGV[4]
+local owner, client, flag = ARGV[2], ARGV[3], ARGV[4]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-local problem = checkWaitingArgs(client, othersWaiting)
+local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 
 if redis.call('exists', KEYS[1]) == 0 then
+  local reservedTtl, mine = reservation(KEYS[4], client)
+  if reservedTtl then
+    registerWaiting(KEYS[3], client, flag)
+    return {2, reservedTtl}
+  end
+  if mine then redis.call('del', KEYS[4]) end
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
-  grantedWaiting(KEYS[3], client, othersWaiting)
+  grantedWaiting(KEYS[3], client, flag)
   return {0, redis.call('incr', KEYS[2])}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
@@ -34,8 +44,8 @@ if redis.pcall('hexists', KEYS[1], owner) == 1 then
   if redis.call('pttl', KEYS[1]) < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  grantedWaiting(KEYS[3], client, othersWaiting)
+  grantedWaiting(KEYS[3], client, flag)
   return {1, tonumber(redis.call('get', KEYS[2]) or '0')}
 end
-registerWaiting(KEYS[3], client)
+registerWaiting(KEYS[3], client, flag)
 return {2, redis.call('pttl', KEYS[1])}

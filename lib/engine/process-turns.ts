@@ -1,0 +1,91 @@
+/**
+ * How long a process keeps a contended reentrant or simple lock to itself before passing it on.
+ * Long enough for many acquisitions of a hot key (an acquisition is a few round trips), short enough
+ * that eight processes taking turns wait well under a tenth of a second for theirs.
+ */
+export const TURN_MS = 10;
+
+/** Longest turnTime accepted: longer turns starve the other processes. */
+export const MAX_TURN_MS = 60_000;
+
+/** What a release asks of Redis: `keep` the lock in this process's turn, or `pass` it on. */
+export type HandOver = 'keep' | 'pass';
+
+interface Turn {
+  readonly startedAt: number;
+  /** Attempts this process made on the lock since the turn began (see passIfIdle). */
+  attempts: number;
+}
+
+/** Past this many entries, turns that are over anyway are swept (a lock whose hold was lost never ends its turn). */
+const SWEEP_AT = 1_024;
+
+/**
+ * This process's turns on contended locks.
+ *
+ * Waking a waiter in another process costs more than the lock itself: a scheduler wake-up, a message
+ * and an attempt, while the releasing process, still running, could have taken the lock again in one
+ * round trip. So while other processes wait, a release inside this process's turn wakes nobody
+ * (`keep`): the process takes the lock again at once (a loop) or one of its own waiters does (a
+ * local hand-off, no message). Once the turn is over, the release passes the lock to the
+ * longest-waiting process and reserves it for that process (`pass`, lua/include/hand-over.lua), so
+ * turns go round the processes in the order they started waiting.
+ *
+ * A turn begins with a grant and ends with a pass, with a release that found nobody else waiting, or
+ * when the process stops asking for the lock (passIfIdle).
+ */
+export class ProcessTurns {
+  private readonly turns = new Map<string, Turn>();
+
+  /** `turnMs`: how long a turn lasts; 0 = every release passes the lock on. */
+  constructor(private readonly turnMs: number = TURN_MS) {}
+
+  /** This process is about to try lock `key`. */
+  attempting(key: string): void {
+    const turn = this.turns.get(key);
+    if (turn) turn.attempts++;
+  }
+
+  /** This process was granted lock `key` (a first hold, not a re-entry). */
+  granted(key: string): void {
+    if (this.turns.has(key)) return;
+    if (this.turns.size >= SWEEP_AT) this.sweep();
+    this.turns.set(key, { startedAt: Date.now(), attempts: 0 });
+  }
+
+  /** How the last release of a hold on `key` should leave the lock. */
+  handOverFor(key: string): HandOver {
+    const turn = this.turns.get(key);
+    return turn !== undefined && Date.now() - turn.startedAt < this.turnMs ? 'keep' : 'pass';
+  }
+
+  /** The lock was passed on, or nobody else waited for it: the turn is over. */
+  end(key: string): void {
+    this.turns.delete(key);
+  }
+
+  /**
+   * After a release that kept the lock: unless this process asks for it again before its next
+   * macrotask (a loop's next acquisition, or one of its waiters), it passes the lock on with `pass`.
+   * `wanted`: whether waiters of this process still wait for it.
+   */
+  passIfIdle(key: string, wanted: () => boolean, pass: () => void): void {
+    const turn = this.turns.get(key);
+    const seen = turn?.attempts;
+    setImmediate(() => {
+      const current = this.turns.get(key);
+      // Asked again (or a new turn began): that acquisition passes it on in its turn. A turn ended
+      // meanwhile needs no care: passing a lock that is held or reserved changes nothing.
+      if (current !== undefined && (current !== turn || current.attempts !== seen)) return;
+      if (wanted()) return;
+      this.turns.delete(key);
+      pass();
+    });
+  }
+
+  /** Turns older than turnMs are over: a release would pass the lock on with or without them. */
+  private sweep(): void {
+    const over = Date.now() - this.turnMs;
+    for (const [key, turn] of this.turns) if (turn.startedAt < over) this.turns.delete(key);
+  }
+}

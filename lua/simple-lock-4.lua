@@ -1,0 +1,33 @@
+-- Simple lock: SET NX PX, not re-entrant; a refused waiter's process is registered to be woken.
+-- KEYS[1]  lock string          <prefix>:{<name>}          value = token unique to this acquisition
+-- KEYS[2]  fencing counter      <prefix>:{<name>}:fence
+-- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  (see lock-4.lua)
+-- KEYS[4]  hand-over            <prefix>:{<name>}:next     (see hand-over.lua)
+-- ARGV[1]  token
+-- ARGV[2]  lease in ms          whole number in 1..31536000000
+-- ARGV[3]  client id of the caller's process
+-- ARGV[4]  waiting flag         (see lock-4.lua)
+-- Returns  {0, fencingToken}   acquired
+--          {2, pttl}           held (by anyone, this owner included: it does not nest), or free but
+--                              handed over to another process; pttl = how long that lasts at most
+--          error BADARG before any write when an argument is unusable
+--!include waiting-registration.lua
+--!include hand-over.lua
+local token, lease = ARGV[1], tonumber(ARGV[2])
+if not token or token == '' then return redis.error_reply('BADARG token is empty') end
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
+end
+local client, flag = ARGV[3], ARGV[4]
+local problem = checkWaitingArgs(client, flag)
+if problem then return redis.error_reply(problem) end
+local reservedTtl, mine = reservation(KEYS[4], client)
+if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+  if mine then redis.call('del', KEYS[4]) end
+  grantedWaiting(KEYS[3], client, flag)
+  return {0, redis.call('incr', KEYS[2])}
+end
+registerWaiting(KEYS[3], client, flag)
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == -2 and reservedTtl then ttl = reservedTtl end
+return {2, ttl}
