@@ -151,7 +151,7 @@ export abstract class LockBase {
    * on a wake-up that may be on its way (in the background: the caller is not kept waiting for it).
    */
   protected async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
-    if (waited && this.engine.waiters.memberCount(this.processChannel) === 0) this.passWakeUp();
+    if (waited && this.engine.waiters.memberCount(this.processChannel) === 0) void this.passWakeUp();
   }
 
   /**
@@ -162,7 +162,7 @@ export abstract class LockBase {
     // The same for every acquisition of this lock: built once, off the hot path.
     return (this.processWaiting ??= {
       channel: this.processChannel,
-      onUnheard: () => this.passWakeUp(),
+      onUnheard: () => void this.passWakeUp(),
       quietRecheckMs: QUIET_RECHECK_MS,
     });
   }
@@ -174,14 +174,15 @@ export abstract class LockBase {
   }
 
   /** Leaves the waiting registry and, if the lock is free, wakes the next process (best effort). */
-  private passWakeUp(): void {
+  private passWakeUp(): Promise<void> {
     const { redis, clientId, publishCommand } = this.engine;
     this.engine.turns.end(this.keys.lock);
     const keys = [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next];
-    void this.bounded(
+    return this.bounded(
       runScript(redis, 'pass-wake', keys, [clientId, publishCommand, 'released']),
       'pass wake-up',
-    ).catch(
+    ).then(
+      () => undefined,
       // Unreachable: the next release skips us once we unsubscribed, and waiters re-check meanwhile.
       () => undefined,
     );

@@ -248,6 +248,8 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
         }
       }),
     );
+    // A lock released in this process's turn is passed on now, not after the connections are gone.
+    await this.turns.flush();
     await this.pubsub.close();
     await this.onClose?.();
   }

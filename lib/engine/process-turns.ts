@@ -36,6 +36,8 @@ const SWEEP_AT = 1_024;
  */
 export class ProcessTurns {
   private readonly turns = new Map<string, Turn>();
+  /** Passes that wait for the next macrotask (see passIfIdle), per lock key. */
+  private readonly idle = new Map<string, () => Promise<void>>();
 
   /** `turnMs`: how long a turn lasts; 0 = every release passes the lock on. */
   constructor(private readonly turnMs: number = TURN_MS) {}
@@ -69,18 +71,28 @@ export class ProcessTurns {
    * macrotask (a loop's next acquisition, or one of its waiters), it passes the lock on with `pass`.
    * `wanted`: whether waiters of this process still wait for it.
    */
-  passIfIdle(key: string, wanted: () => boolean, pass: () => void): void {
+  passIfIdle(key: string, wanted: () => boolean, pass: () => Promise<void>): void {
     const turn = this.turns.get(key);
     const seen = turn?.attempts;
-    setImmediate(() => {
+    const check = () => {
+      if (this.idle.get(key) === check) this.idle.delete(key);
       const current = this.turns.get(key);
       // Asked again (or a new turn began): that acquisition passes it on in its turn. A turn ended
       // meanwhile needs no care: passing a lock that is held or reserved changes nothing.
-      if (current !== undefined && (current !== turn || current.attempts !== seen)) return;
-      if (wanted()) return;
+      if (current !== undefined && (current !== turn || current.attempts !== seen)) return Promise.resolve();
+      if (wanted()) return Promise.resolve();
       this.turns.delete(key);
-      pass();
-    });
+      return pass();
+    };
+    this.idle.set(key, check);
+    setImmediate(check);
+  }
+
+  /** Runs the passes still waiting for their macrotask now: the client is closing. */
+  async flush(): Promise<void> {
+    const pending = [...this.idle.values()];
+    this.idle.clear();
+    await Promise.all(pending.map((check) => check()));
   }
 
   /** Turns older than turnMs are over: a release would pass the lock on with or without them. */
