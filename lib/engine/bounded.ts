@@ -1,7 +1,7 @@
 import { RedisUnavailableError } from './errors';
 
 /**
- * Races a Redis operation against a timer so that an unreachable Redis yields a RedisUnavailableError
+ * Races a Redis operation against a deadline so that an unreachable Redis yields a RedisUnavailableError
  * within `timeoutMs` instead of a hang (ioredis would otherwise queue the command while it
  * reconnects). The operation itself is not cancelled: callers that must undo a late success (an
  * acquire that lands after we gave up) use `onLateResult`.
@@ -13,33 +13,96 @@ export function bounded<T>(
   onLateResult?: (value: T) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
+    const deadline = deadlinesOf(timeoutMs).add(() => {
       describe.onUnavailable?.();
       reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs));
-    }, timeoutMs);
-    timer.unref();
+    });
     operation.then(
       (value) => {
-        if (settled) {
+        if (deadline.done) {
           onLateResult?.(value);
           return;
         }
-        settled = true;
-        clearTimeout(timer);
+        deadline.done = true;
         resolve(value);
       },
       (error: unknown) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
+        if (deadline.done) return;
+        deadline.done = true;
         if (!isConnectionError(error)) return reject(error);
         describe.onUnavailable?.();
         reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs, error));
       },
     );
   });
+}
+
+interface Deadline {
+  readonly at: number;
+  readonly expire: () => void;
+  /** Settled (or expired): the sweep skips it. */
+  done: boolean;
+}
+
+/**
+ * The pending deadlines of one timeout length, in the order they were set, which is also the order
+ * they fall due: one timer for the oldest pending one instead of a timer per Redis operation, which
+ * a lock taken in a loop would create and clear twice per acquisition.
+ */
+class DeadlineQueue {
+  private queue: Deadline[] = [];
+  private head = 0;
+  private timer?: NodeJS.Timeout;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  add(expire: () => void): Deadline {
+    while (this.head < this.queue.length && this.queue[this.head].done) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    const deadline: Deadline = { at: Date.now() + this.timeoutMs, expire, done: false };
+    this.queue.push(deadline);
+    if (!this.timer) this.arm(deadline.at);
+    return deadline;
+  }
+
+  private arm(at: number): void {
+    this.timer = setTimeout(this.sweep, Math.max(0, at - Date.now()));
+    this.timer.unref();
+  }
+
+  private readonly sweep = (): void => {
+    this.timer = undefined;
+    const now = Date.now();
+    while (this.head < this.queue.length) {
+      const next = this.queue[this.head];
+      if (!next.done && next.at > now) break;
+      this.head++;
+      if (!next.done) {
+        next.done = true;
+        next.expire();
+      }
+    }
+    if (this.head >= this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else {
+      this.arm(this.queue[this.head].at);
+    }
+  };
+}
+
+const queues = new Map<number, DeadlineQueue>();
+
+function deadlinesOf(timeoutMs: number): DeadlineQueue {
+  let queue = queues.get(timeoutMs);
+  if (!queue) {
+    queue = new DeadlineQueue(timeoutMs);
+    queues.set(timeoutMs, queue);
+  }
+  return queue;
 }
 
 /** ioredis reports a dead or failing-over server with plain Errors; script and type errors must stay as they are. */

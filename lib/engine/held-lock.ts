@@ -16,7 +16,8 @@ export type RenewalKind = 'hash' | 'string' | 'read' | 'permit';
  * hold shares it.
  */
 export class HeldLock {
-  readonly controller = new AbortController();
+  /** Made when first asked for: most holds are released without anyone reading their signal. */
+  private abortController?: AbortController;
   holdCount = 1;
   lost = false;
   /** Redis reported the last hold released; later releases of it are no-ops. */
@@ -47,6 +48,10 @@ export class HeldLock {
     readonly renewalKeys: readonly string[] = [key],
   ) {
     this.expiresAt = sentAt + leaseMs;
+  }
+
+  get controller(): AbortController {
+    return (this.abortController ??= new AbortController());
   }
 
   get id(): string {

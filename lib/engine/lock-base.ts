@@ -111,8 +111,10 @@ export abstract class LockBase {
 
   /** The keys a renewal of this kind touches, in renew-many-n.lua's order for `renewal`. */
   protected get renewalKeys(): readonly string[] {
-    return [this.keys.lock];
+    return (this.lockKeyOnly ??= [this.keys.lock]);
   }
+
+  private lockKeyOnly?: readonly string[];
 
   /** Whether processes take turns on this kind when it is contended (see ProcessTurns). */
   protected readonly takesTurns: boolean = false;
@@ -309,7 +311,8 @@ export abstract class LockBase {
     const { label } = options;
     // A release of this owner's hold still being retried must land first: sent after a new grant,
     // a repeat of it could release that grant.
-    await this.engine.registry.settled(this.keys.lock, owner);
+    const settling = this.engine.registry.settled(this.keys.lock, owner);
+    if (settling) await settling;
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
     let unknown: { holder: string; known: number; sentAt: number } | undefined;
     let refusedBefore = false;
@@ -364,7 +367,8 @@ export abstract class LockBase {
       });
       if (outcome.acquired) {
         const handle = outcome.value;
-        await this.syncReplicas(handle);
+        const syncing = this.syncReplicas(handle);
+        if (syncing) await syncing;
         this.engine.lockEvent('acquired', () => ({
           name: this.name,
           kind: this.kind,
@@ -400,7 +404,10 @@ export abstract class LockBase {
   ): LockHandle {
     if (this.takesTurns && !grant.reentered) this.engine.turns.granted(this.keys.lock);
     const held = this.engine.registry.record({
-      ...hold,
+      leaseMs: hold.leaseMs,
+      watched: hold.watched,
+      sentAt: hold.sentAt,
+      label: hold.label,
       name: this.name,
       key: this.keys.lock,
       owner: holder,
@@ -431,9 +438,9 @@ export abstract class LockBase {
   }
 
   /** Replica sync (the client's setting): after a first acquisition, until replicas have it. */
-  private async syncReplicas(handle: LockHandle): Promise<void> {
-    if (handle.holdCount > 1) return;
-    await this.engine.replicaSync.afterGrant(this.name, this.keys.lock, () => handle.release());
+  private syncReplicas(handle: LockHandle): Promise<void> | undefined {
+    if (handle.holdCount > 1) return undefined;
+    return this.engine.replicaSync.afterGrant(this.name, this.keys.lock, () => handle.release());
   }
 
   /**

@@ -91,6 +91,14 @@ export class ReplicaCounts {
     private readonly ttlMs = 1_000,
   ) {}
 
+  /** The count known now (a stale one starts a fresh read behind it), or undefined before the first read. */
+  knownNow(node: Redis): number | undefined {
+    const known = this.known.get(node);
+    if (!known || known.generation !== this.generation) return undefined;
+    if (Date.now() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
+    return known.count;
+  }
+
   async of(node: Redis): Promise<number> {
     const known = this.known.get(node);
     if (known && known.generation === this.generation) {
@@ -158,10 +166,19 @@ export class ReplicaSync {
    * Resolves once the lock `name` just written under `key` is on enough replicas. With an enforced
    * count that is not reached: `release()` (unless onFailure is 'warn') and ReplicaSyncError.
    */
-  async afterGrant(name: string, key: string, release: () => Promise<unknown>): Promise<void> {
+  afterGrant(name: string, key: string, release: () => Promise<unknown>): Promise<void> | undefined {
     const setting = this.setting;
-    if (setting === false) return;
+    if (setting === false) return undefined;
     if (setting === 'auto') return this.auto(name, key);
+    return this.enforce(setting, name, key, release);
+  }
+
+  private async enforce(
+    setting: Exclude<ReplicaSyncSetting, false | 'auto'>,
+    name: string,
+    key: string,
+    release: () => Promise<unknown>,
+  ): Promise<void> {
     // A Cluster between slot maps has no node for the key: count it as no acknowledgement (release, throw).
     let node: Redis | undefined;
     try {
@@ -182,13 +199,19 @@ export class ReplicaSync {
     this.counts.forget();
   }
 
-  private async auto(name: string, key: string): Promise<void> {
+  /** undefined (at once, no promise: the hot path) when the master is known to have no replica. */
+  private auto(name: string, key: string): Promise<void> | undefined {
     let node: Redis;
     try {
       node = nodeForKey(this.redis, key);
     } catch {
-      return; // a Cluster between slot maps: nothing to wait on
+      return undefined; // a Cluster between slot maps: nothing to wait on
     }
+    if (this.counts.knownNow(node) === 0) return undefined;
+    return this.autoWait(name, node);
+  }
+
+  private async autoWait(name: string, node: Redis): Promise<void> {
     if ((await this.counts.of(node)) === 0) return;
     if ((await this.wait(node, 1, AUTO_SYNC_TIMEOUT_MS)) >= 1) return;
     // Not waiting again on this master until its replicas are read afresh: one stall, not one per lock.

@@ -52,9 +52,10 @@ export class Watchdog {
     }
   }
 
+  /** The interval is stopped by the next tick that finds nothing watched, not here: a lock taken and
+   * released in a loop would otherwise create and clear an interval every time. */
   unwatch(lock: HeldLock): void {
     this.watched.delete(lock);
-    if (this.watched.size === 0) this.stop();
   }
 
   stop(): void {
@@ -69,7 +70,8 @@ export class Watchdog {
 
   /** Renews everything watched now. Exposed for tests and for `extend()`-like callers. */
   async tick(): Promise<void> {
-    if (this.ticking || this.watched.size === 0) return;
+    if (this.watched.size === 0) return this.stop();
+    if (this.ticking) return;
     this.ticking = true;
     const batch = [...this.watched];
     const sentAt = Date.now();
