@@ -1,6 +1,6 @@
 // The NestJS integration: RedisLockModule, LockService, @DistributedLock() and @CurrentLock().
-export { RedisLockModule } from './redis-lock.module';
-export type { RedisLockModuleForRootOptions, RedisLockModuleAsyncOptions } from './redis-lock.module-definition';
+export { RedisLockModule } from './module/redis-lock.module';
+export type { RedisLockModuleForRootOptions, RedisLockModuleAsyncOptions } from './module/redis-lock.module-definition';
 export {
   REDIS_LOCK_MODULE_OPTIONS,
   DISTRIBUTED_LOCK_METADATA,
@@ -11,22 +11,22 @@ export type {
   RedisLockModuleOptions,
   RedisLockOptionsFactory,
   RedLockModuleOptions,
-} from './redis-lock-module-options';
-export { LockService } from './lock.service';
+} from './module/redis-lock-module-options';
+export { LockService } from './service/lock.service';
 export {
   LOCK_KINDS,
   type LockKind,
   type SingleLockKind,
   type LockCallOptions,
   type WithLockCallOptions,
-} from './lock-options';
-export { DistributedLock } from './distributed-lock.decorator';
-export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './distributed-lock-options';
-export { DistributedLockInterceptor } from './distributed-lock.interceptor';
-export type { LockSpec, HandlerType } from './lock-spec';
-export type { KeyTemplate, KeyPlaceholder, KeyRoot, KeySources } from './key-template';
-export { CurrentLock } from './current-lock.decorator';
-export type { ActiveLock } from './active-lock';
-export { LockKeyError } from './lock-key-error';
-export { LockModuleClosedError } from './lock-module-closed-error';
-export { nestLockLogger } from './nest-lock-logger';
+} from './service/lock-options';
+export { DistributedLock } from './decorator/distributed-lock.decorator';
+export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './decorator/distributed-lock-options';
+export { DistributedLockInterceptor } from './decorator/distributed-lock.interceptor';
+export type { LockSpec, HandlerType } from './decorator/lock-spec';
+export type { KeyTemplate, KeyPlaceholder, KeyRoot, KeySources } from './decorator/key-template';
+export { CurrentLock } from './decorator/current-lock.decorator';
+export type { ActiveLock } from './service/active-lock';
+export { LockKeyError } from './errors/lock-key-error';
+export { LockModuleClosedError } from './errors/lock-module-closed-error';
+export { nestLockLogger } from './module/nest-lock-logger';

@@ -1,6 +1,6 @@
 import { LockKeyError, MAX_NAME_BYTES } from '../../lib';
-import { keyFunctionResult, parseKeyTemplate, renderKeyTemplate } from '../../lib/nest/key-template';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { keyFunctionResult, parseKeyTemplate, renderKeyTemplate } from '../../lib/nest/decorator/key-template';
+import { compileLockSpec } from '../../lib/nest/decorator/lock-spec';
 
 describe('key templates', () => {
   it('renders placeholders over the request, the message or the arguments', () => {

@@ -3,7 +3,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService, RedisLockModule } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { lifecycleOf } from '../../lib/nest/lock-lifecycle';
+import { lifecycleOf } from '../../lib/nest/module/lock-lifecycle';
 import { lockOptions } from './nest-support';
 
 const prefix = testPrefix();

@@ -1,4 +1,4 @@
-import type { LockService } from './lock.service';
+import type { LockService } from '../service/lock.service';
 
 /**
  * Which application's LockService a decorated method locks with. The decorator wraps the method on

@@ -1,16 +1,16 @@
 import { applyDecorators, SetMetadata, UseInterceptors, type ExecutionContext } from '@nestjs/common';
 import { isObservable, from, throwError } from 'rxjs';
-import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../engine/errors';
-import { claimInvocation, recordResult } from './active-lock';
+import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
+import { claimInvocation, recordResult } from '../service/active-lock';
 import type { DistributedLockOptions } from './distributed-lock-options';
 import { DistributedLockInterceptor } from './distributed-lock.interceptor';
 import { keyFunctionNames, renderKeyTemplate } from './key-template';
 import { lockedObservable } from './locked-observable';
 import { handlerTypeOf, lockSpecOf, type LockSpec } from './lock-spec';
-import type { LockService } from './lock.service';
+import type { LockService } from '../service/lock.service';
 import { methodBindings } from './method-bindings';
-import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { messages } from './redis-lock.messages';
+import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
+import { messages } from '../redis-lock.messages';
 
 /**
  * Runs the decorated method holding a distributed lock.

@@ -1,11 +1,11 @@
 import { PATH_METADATA } from '@nestjs/common/constants';
-import { LockOptionsError } from '../engine/errors';
+import { LockOptionsError } from '../../engine/errors';
 import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-options';
 import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
-import { LOCK_KINDS, type LockKind } from './lock-options';
-import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { durationProblem, MAX_LEASE_MS, show } from '../engine/durations';
-import { messages } from './redis-lock.messages';
+import { LOCK_KINDS, type LockKind } from '../service/lock-options';
+import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
+import { durationProblem, MAX_LEASE_MS, show } from '../../engine/durations';
+import { messages } from '../redis-lock.messages';
 
 /** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */
 export type HandlerType = 'http' | 'rpc' | 'ws';

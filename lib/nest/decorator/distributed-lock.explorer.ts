@@ -1,13 +1,13 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { LockOptionsError } from '../engine/errors';
-import { LockClient } from '../engine/lock-client';
+import { LockOptionsError } from '../../engine/errors';
+import { LockClient } from '../../engine/lock-client';
 import { lockSpecOf } from './lock-spec';
-import { LockService } from './lock.service';
+import { LockService } from '../service/lock.service';
 import { methodBindings } from './method-bindings';
-import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { messages } from './redis-lock.messages';
+import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
+import { messages } from '../redis-lock.messages';
 
 /**
  * At bootstrap, finds every `@DistributedLock()` on the application's controllers and providers

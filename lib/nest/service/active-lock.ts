@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { GroupLockContext } from '../engine/group-lock';
-import type { LockContext } from '../engine/lock-handle';
+import type { GroupLockContext } from '../../engine/group-lock';
+import type { LockContext } from '../../engine/lock-handle';
 import type { LockKind } from './lock-options';
 
 /**

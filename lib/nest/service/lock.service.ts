@@ -1,19 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockOptionsError } from '../engine/errors';
-import type { FairLock, FairLockOptions } from '../engine/fair-lock';
-import type { LockInspection } from '../engine/inspection';
-import type { LockBase } from '../engine/lock-base';
-import { LockClient } from '../engine/lock-client';
-import type { LockHandle, ReleaseOutcome } from '../engine/lock-handle';
-import { MultiLock } from '../engine/multi-lock';
-import type { AcquireOptions } from '../engine/options';
-import type { ReadWriteLock } from '../engine/read-write-lock';
-import { RedLock, type RedLockOptions } from '../engine/red-lock';
-import type { ReentrantLock } from '../engine/reentrant-lock';
-import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../engine/simple-lock';
+import { LockOptionsError } from '../../engine/errors';
+import type { FairLock, FairLockOptions } from '../../engine/fair-lock';
+import type { LockInspection } from '../../engine/inspection';
+import type { LockBase } from '../../engine/lock-base';
+import { LockClient } from '../../engine/lock-client';
+import type { LockHandle, ReleaseOutcome } from '../../engine/lock-handle';
+import { MultiLock } from '../../engine/multi-lock';
+import type { AcquireOptions } from '../../engine/options';
+import type { ReadWriteLock } from '../../engine/read-write-lock';
+import { RedLock, type RedLockOptions } from '../../engine/red-lock';
+import type { ReentrantLock } from '../../engine/reentrant-lock';
+import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../../engine/simple-lock';
 import { activeLock, currentLock, runWithActiveLock, type ActiveLock } from './active-lock';
-import { LockLifecycle, linkLifecycle } from './lock-lifecycle';
-import { RedLockMasters } from './lock-client.provider';
+import { LockLifecycle, linkLifecycle } from '../module/lock-lifecycle';
+import { RedLockMasters } from '../module/lock-client.provider';
 import {
   LOCK_KINDS,
   SINGLE_LOCK_KINDS,
@@ -22,10 +22,10 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-options';
-import { runInLockScope } from '../engine/owner-scope';
-import { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
-import { messages } from './redis-lock.messages';
-import type { RedisLockModuleOptions } from './redis-lock-module-options';
+import { runInLockScope } from '../../engine/owner-scope';
+import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
+import { messages } from '../redis-lock.messages';
+import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
 
 /**
  * Distributed locks for any provider: every lock kind of the engine, with the module's default

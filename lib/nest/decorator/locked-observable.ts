@@ -1,11 +1,11 @@
 import { Observable, type Subscription } from 'rxjs';
-import { runInLockScope } from '../engine/owner-scope';
-import { runInvocation, runWithActiveLock, type HandlerInvocation } from './active-lock';
+import { runInLockScope } from '../../engine/owner-scope';
+import { runInvocation, runWithActiveLock, type HandlerInvocation } from '../service/active-lock';
 import { recordHoldTime } from './hold-times';
-import { lifecycleOf } from './lock-lifecycle';
+import { lifecycleOf } from '../module/lock-lifecycle';
 import type { LockSpec } from './lock-spec';
-import type { HeldLockTarget, LockService } from './lock.service';
-import { messages } from './redis-lock.messages';
+import type { HeldLockTarget, LockService } from '../service/lock.service';
+import { messages } from '../redis-lock.messages';
 
 export interface LockedObservableOptions<T> {
   locks: LockService;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { LockModuleClosedError } from './lock-module-closed-error';
-import { messages } from './redis-lock.messages';
+import { LockModuleClosedError } from '../errors/lock-module-closed-error';
+import { messages } from '../redis-lock.messages';
 
 /**
  * What runs under this application's locks (decorated calls, `LockService.withLock`), so that

@@ -10,18 +10,18 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../engine/errors';
-import type { HandlerInvocation } from './active-lock';
+import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../../engine/errors';
+import type { HandlerInvocation } from '../service/active-lock';
 import { typicalHoldTime } from './hold-times';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
-import { LockKeyError } from './lock-key-error';
-import { LockModuleClosedError } from './lock-module-closed-error';
+import { LockKeyError } from '../errors/lock-key-error';
+import { LockModuleClosedError } from '../errors/lock-module-closed-error';
 import { lockedObservable } from './locked-observable';
 import { lockSpecOf, type LockSpec } from './lock-spec';
-import { LockService } from './lock.service';
-import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
-import type { RedisLockModuleOptions } from './redis-lock-module-options';
-import { messages } from './redis-lock.messages';
+import { LockService } from '../service/lock.service';
+import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
+import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
+import { messages } from '../redis-lock.messages';
 
 /** Nginx's "client closed request": what a request that left while waiting gets (nobody reads it). */
 const CLIENT_CLOSED_REQUEST = 499;
