@@ -43,14 +43,3 @@ export class LockLifecycle {
     return this.running.size;
   }
 }
-
-const lifecycles = new WeakMap<object, LockLifecycle>();
-
-/** Links a LockService to its application's lifecycle (without a public member for it). */
-export function linkLifecycle(service: object, lifecycle: LockLifecycle): void {
-  lifecycles.set(service, lifecycle);
-}
-
-export function lifecycleOf(service: object): LockLifecycle | undefined {
-  return lifecycles.get(service);
-}

@@ -11,8 +11,10 @@ import type { ReadWriteLock } from '../../engine/read-write-lock';
 import { RedLock, type RedLockOptions } from '../../engine/red-lock';
 import type { ReentrantLock } from '../../engine/reentrant-lock';
 import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../../engine/simple-lock';
-import { activeLock, currentLock, runWithActiveLock, type ActiveLock } from './active-lock';
-import { LockLifecycle, linkLifecycle } from '../module/lock-lifecycle';
+import type { ActiveLock } from './active-lock';
+import { currentLock, runWithActiveLock } from './current-lock';
+import { activeLockOf, type HeldLock } from './held-lock';
+import { LockLifecycle } from '../module/lock-lifecycle';
 import { RedLockMasters } from '../module/lock-client.provider';
 import {
   LOCK_KINDS,
@@ -57,9 +59,7 @@ export class LockService {
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
     @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
-  ) {
-    linkLifecycle(this, lifecycle);
-  }
+  ) {}
 
   /**
    * Acquires `name`, waiting up to `waitTime` (default: the module's, else until free); throws
@@ -133,24 +133,24 @@ export class LockService {
    * scope: what `withLock` and `@DistributedLock` run on.
    * @internal
    */
-  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
+  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
     const names = lockNames(name);
     const kind = this.kindOf(options);
     if (options.permits !== undefined) return this.holdPermit(names, options);
     const target = this.targetOf(names, kind, options);
     const handle = await target.lock(this.acquireOptions(target.name, options));
-    return { lock: activeLock(names, options.mode ?? kind, handle), release: () => handle.release() };
+    return { lock: activeLockOf(names, options.mode ?? kind, handle), release: () => handle.release() };
   }
 
   /** One permit of the semaphore `names[0]` whose limit is `options.permits`. */
-  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
+  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
     if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant') {
       throw new LockOptionsError(messages.permitsOnePlainName(), names.join('+'));
     }
     const { waitTime, leaseTime, signal } = this.acquireOptions(names[0], options);
     const semaphore = this.client.getSemaphore(names[0], { permits: options.permits! });
     const handle = await semaphore.acquire({ waitTime, leaseTime, signal });
-    return { lock: activeLock(names, 'semaphore', handle), release: () => handle.release() };
+    return { lock: activeLockOf(names, 'semaphore', handle), release: () => handle.release() };
   }
 
   /**
@@ -348,12 +348,6 @@ export class LockService {
       leaseTime: lease === 'watchdog' ? undefined : lease,
     };
   }
-}
-
-/** A lock `LockService.hold` acquired: its ActiveLock, and how to release it. */
-export interface HeldLockTarget {
-  readonly lock: ActiveLock;
-  release(): Promise<ReleaseOutcome>;
 }
 
 /** The names to lock: one, or several without repeats (a name given twice is locked once). */

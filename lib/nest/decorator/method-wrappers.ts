@@ -1,0 +1,134 @@
+import { isObservable, from, throwError } from 'rxjs';
+import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
+import type { RedisLockRuntime } from '../module/redis-lock-runtime';
+import { messages } from '../redis-lock.messages';
+import { claimInvocation, recordResult } from './handler-invocation';
+import { keyFunctionNames, renderKeyTemplate } from './key-template';
+import { lockedObservable } from './locked-observable';
+import { handlerTypeOf, lockSpecOf, type LockSpec } from './lock-spec';
+import { methodBindings } from './method-bindings';
+
+// What @DistributedLock() puts in place of the methods it decorates.
+
+const WRAPPED = Symbol('redis-lock:wrapped');
+
+export type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
+
+/**
+ * The wrapper of a decorated method. Called by Nest as a handler (the interceptor holds the lock
+ * already): passes through. Otherwise, for a method that is not a handler: locks, then calls it.
+ */
+export function lockingMethod(prototype: object, methodName: string, original: AnyMethod): AnyMethod {
+  const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', prototype, methodName));
+  const wrapper = function (this: unknown, ...args: unknown[]): unknown {
+    const invocation = claimInvocation(wrapper);
+    if (invocation) return recordResult(invocation, original.apply(this, args));
+    let spec: LockSpec | null;
+    try {
+      spec = lockSpecOf(prototype.constructor, wrapper, methodName); // validated at bootstrap, cached
+    } catch (error) {
+      return returnsObservable ? throwError(() => error) : Promise.reject(error);
+    }
+    // A route or message handler called directly (not by Nest): its key reads a request it does not have.
+    if (!spec || spec.handlerType) return original.apply(this, args);
+    const call = () => original.apply(this, args);
+    if (returnsObservable) {
+      const runtime = runtimeFor(this, spec);
+      if (runtime instanceof Error) return throwError(() => runtime);
+      return lockedObservable({
+        runtime,
+        spec,
+        name: () => methodLockName(spec, args),
+        run: () => {
+          const result = call();
+          return isObservable(result) ? result : from(Promise.resolve(result));
+        },
+        newScope: spec.newScope,
+      });
+    }
+    return runLocked(this, spec, args, () => {
+      const result = call();
+      if (isObservable(result)) throw new LockOptionsError(messages.observableNotDeclared(spec.owner));
+      return result;
+    });
+  };
+  Object.defineProperty(wrapper, 'name', { value: original.name });
+  Object.defineProperty(wrapper, WRAPPED, { value: true });
+  copyMetadata(original, wrapper);
+  return wrapper;
+}
+
+async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: () => unknown): Promise<unknown> {
+  const runtime = runtimeFor(self, spec);
+  if (runtime instanceof Error) throw runtime;
+  const { locks } = runtime;
+  const names = await methodLockName(spec, args);
+  let ran = false;
+  try {
+    return await locks.withLock(names, () => ((ran = true), call()), {
+      kind: spec.kind,
+      waitTime: spec.waitTime,
+      leaseTime: spec.leaseTime,
+      newScope: spec.newScope,
+      label: spec.label,
+      permits: spec.permits,
+      mode: spec.mode,
+    });
+  } catch (error) {
+    // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
+    if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || ran) throw error;
+    locks.client.logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
+    return undefined;
+  }
+}
+
+/** The application whose instance `self` is. */
+function runtimeFor(self: unknown, spec: LockSpec): RedisLockRuntime | LockError {
+  if (self === null || (typeof self !== 'object' && typeof self !== 'function')) {
+    return new LockError(messages.missingThis(spec.owner));
+  }
+  return methodBindings.runtimeOf(self) ?? new LockError(messages.unboundMethod(spec.owner));
+}
+
+async function methodLockName(spec: LockSpec, args: unknown[]): Promise<string[]> {
+  if (typeof spec.key === 'function') return keyFunctionNames(await spec.key(...args));
+  return spec.keys.map((key) => renderKeyTemplate(key, { args }));
+}
+
+/**
+ * A class decorator locks the class's handlers through the interceptor. Their methods get a
+ * pass-through wrapper too, only so that the interceptor learns when a handler's Promise settles.
+ */
+export function passThroughHandlers(classRef: { prototype: Record<string, unknown>; name: string }): void {
+  const prototype = classRef.prototype;
+  for (const name of Object.getOwnPropertyNames(prototype)) {
+    if (name === 'constructor') continue;
+    const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
+    const method = descriptor?.value as AnyMethod | undefined;
+    if (typeof method !== 'function' || WRAPPED in method || !handlerTypeOf(method)) continue;
+    const wrapper = function (this: unknown, ...args: unknown[]): unknown {
+      const invocation = claimInvocation(wrapper);
+      const result = method.apply(this, args);
+      return invocation ? recordResult(invocation, result) : result;
+    };
+    Object.defineProperty(wrapper, 'name', { value: method.name });
+    Object.defineProperty(wrapper, WRAPPED, { value: true });
+    copyMetadata(method, wrapper);
+    Object.defineProperty(prototype, name, { ...descriptor, value: wrapper });
+  }
+}
+
+/** rxjs' Observable or a subclass (Subject…), also from another copy of rxjs. */
+function isObservableType(type: unknown): boolean {
+  const prototype = (type as { prototype?: Record<string, unknown> } | undefined)?.prototype;
+  return (
+    typeof type === 'function' && typeof prototype?.subscribe === 'function' && typeof prototype.pipe === 'function'
+  );
+}
+
+/** Other decorators' metadata (routes, guards, Swagger, @Cron…) stays readable on the wrapper. */
+function copyMetadata(from: object, to: object): void {
+  for (const key of Reflect.getOwnMetadataKeys(from)) {
+    Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, from), to);
+  }
+}
