@@ -3,7 +3,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService, RedisLockModule } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { LockLifecycle } from '../../lib/nest/module/lock-lifecycle';
+import { LockLifecycle } from '../../lib/internal';
 import { lockOptions } from './nest-support';
 
 const prefix = testPrefix();

@@ -13,7 +13,7 @@ import {
   type ConnectionOptions,
   type RedisLockModuleOptions,
 } from '../../lib';
-import { compileLockSpec } from '../../lib/nest/decorator/lock-spec';
+import { compileLockSpec } from '../../lib/internal';
 import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { connect, eventually, sleep, testPrefix } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
