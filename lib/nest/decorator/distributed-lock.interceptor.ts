@@ -53,6 +53,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
   @Inject(RedisLockRuntime) private readonly runtime!: RedisLockRuntime;
 
   constructor(
+    /** This application's LockService, for subclasses. */
     @Inject(LockService) protected readonly locks: LockService,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) protected readonly options: RedisLockModuleOptions,
   ) {}
