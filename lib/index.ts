@@ -1,6 +1,48 @@
-// Public API of nestjs-redis-lock. Everything users import comes from here.
-export * from './engine/errors';
+// The public API of nestjs-redis-lock: every value here is listed in the README's "Public API" section
+// and nothing else is (test/package/public-api.spec.ts compares them). What tests, benchmarks and
+// scripts need beyond it is in ./internal, which package.json does not export.
+
+// NestJS: the module, the decorators, the service.
+export { RedisLockModule } from './nest/module/redis-lock.module';
+export type {
+  RedisLockModuleForRootOptions,
+  RedisLockModuleAsyncOptions,
+} from './nest/module/redis-lock.module-definition';
+export type {
+  RedisLockModuleOptions,
+  RedisLockOptionsFactory,
+  RedLockModuleOptions,
+} from './nest/module/redis-lock-module-options';
+export { REDIS_LOCK_MODULE_OPTIONS, DISTRIBUTED_LOCK_METADATA } from './nest/redis-lock.constants';
+export { nestLockLogger } from './nest/module/nest-lock-logger';
+export { DistributedLock } from './nest/decorator/distributed-lock.decorator';
+export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './nest/decorator/distributed-lock-options';
+export { DistributedLockInterceptor } from './nest/decorator/distributed-lock.interceptor';
+export type { LockSpec, HandlerType } from './nest/decorator/lock-spec';
+export type { KeyTemplate, KeyPlaceholder, KeyRoot, KeySources } from './nest/decorator/key-template';
+export { CurrentLock } from './nest/decorator/current-lock.decorator';
+export type { ActiveLock } from './nest/service/active-lock';
+export { LockService } from './nest/service/lock.service';
+export type { LockKind, SingleLockKind, LockCallOptions, WithLockCallOptions } from './nest/service/lock-options';
+
+// The lock engine: a client, the locks it hands out (types: get them from the client), and the
+// two locks built over several.
 export { LockClient, type LockClientOptions } from './engine/lock-client';
+export { MultiLock, type MultiLockContext } from './engine/multi-lock';
+export { RedLock, type RedLockOptions } from './engine/red-lock';
+export { runInLockScope } from './engine/owner-scope';
+export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/telemetry';
+export type { ReentrantLock } from './engine/reentrant-lock';
+export type { FairLock, FairLockOptions } from './engine/fair-lock';
+export type { SimpleLock, SimpleLockOptions, SimpleLockContext } from './engine/simple-lock';
+export type { ReadWriteLock, ReadLock, WriteLock, ReadWriteLockOptions } from './engine/read-write-lock';
+export type { Semaphore, SemaphoreOptions, PermitAcquireOptions } from './engine/semaphore';
+export type { LockBase, WithLockOptions } from './engine/lock-base';
+export type { GroupLockContext, GroupLockHandle } from './engine/group-lock';
+export type { MultiLockHandle } from './engine/multi-lock';
+export type { RedLockHandle } from './engine/red-lock';
+export type { LockHandle, LockContext, ReleaseOutcome } from './engine/lock-handle';
+export type { AcquireOptions } from './engine/options';
 export type {
   LockClientEvents,
   LockAcquiredEvent,
@@ -11,39 +53,35 @@ export type {
   LockKindName,
 } from './engine/lock-events';
 export type { LockInspection, LockHolder, QueuedWaiter } from './engine/inspection';
-export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/telemetry';
 export type { LockClientHealth } from './engine/health';
-export { ReentrantLock } from './engine/reentrant-lock';
-export { FairLock, FAIR_LOCK_DEFAULTS, type FairLockOptions } from './engine/fair-lock';
-export { SimpleLock, SIMPLE_LOCK_DEFAULTS, type SimpleLockOptions, type SimpleLockContext } from './engine/simple-lock';
-export {
-  ReadWriteLock,
-  ReadLock,
-  WriteLock,
-  READ_WRITE_LOCK_DEFAULTS,
-  type ReadWriteLockOptions,
-} from './engine/read-write-lock';
-export { LockBase, type WithLockOptions } from './engine/lock-base';
-export { Semaphore, MAX_PERMITS, type SemaphoreOptions, type PermitAcquireOptions } from './engine/semaphore';
-export { MultiLock, MultiLockHandle, type MultiLockContext } from './engine/multi-lock';
-export { GroupLock, type GroupLockContext, type GroupLockHandle } from './engine/group-lock';
-export { RedLock, RedLockHandle, type RedLockOptions } from './engine/red-lock';
-export { LockHandle, type LockContext, type ReleaseOutcome } from './engine/lock-handle';
-export type { AcquireOptions } from './engine/options';
-export { runInLockScope, currentScope, type OwnerScope } from './engine/owner-scope';
-export {
-  lockKeys,
-  readWriteKeys,
-  semaphoreKeys,
-  encodeName,
-  MAX_NAME_BYTES,
-  type LockKeys,
-  type ReadWriteKeys,
-  type SemaphoreKeys,
-} from './engine/keys';
-export { RedisPubSub, type PubSub } from './engine/pubsub';
-export type { RedisClient, PublishCommand } from './engine/redis-client';
 export type { LockLogger } from './engine/logger';
 export type { ReplicaSyncOptions, ReplicaSyncSetting } from './engine/replica-sync';
-export * from './connection';
-export * from './nest';
+export type { RedisClient } from './engine/redis-client';
+export type { PubSub } from './engine/pubsub';
+
+// Connections: a client over a deployment, from options or the environment.
+export {
+  createLockClient,
+  type RedisLockClientOptions,
+  type LockClientSettings,
+} from './connection/create-lock-client';
+export { connectRedLockMasters } from './connection/red-lock-masters';
+export { lockOptionsFromEnv } from './connection/env';
+export type * from './connection/connection-options';
+export type { RedisDeployment } from './connection/redis-deployment';
+
+// Errors: all extend LockError.
+export {
+  LockError,
+  LockOptionsError,
+  LockNotHeldError,
+  LockAcquireTimeoutError,
+  LockLostError,
+  LockUpgradeError,
+  RedisUnavailableError,
+  LockQuorumError,
+  ConnectionConfigError,
+  ReplicaSyncError,
+} from './engine/errors';
+export { LockKeyError } from './nest/errors/lock-key-error';
+export { LockModuleClosedError } from './nest/errors/lock-module-closed-error';

@@ -3,10 +3,10 @@
  * builds first), not the TypeScript sources through tsx. The peers are measured as the JavaScript
  * their packages ship, so ours is too (tsx's transform adds helpers of its own to every closure).
  */
-import type * as Library from '../../lib';
+import type * as Library from '../../lib/internal';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const built = require('../../dist/lib') as typeof Library;
+const built = require('../../dist/lib/internal') as typeof Library;
 
 export const { LockClient, RedisPubSub, lockKeys, createLockClient } = built;
 export type LockClient = Library.LockClient;

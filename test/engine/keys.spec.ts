@@ -1,4 +1,4 @@
-import { encodeName, lockKeys, LockClient, LockOptionsError } from '../../lib';
+import { encodeName, lockKeys, LockClient, LockOptionsError } from '../../lib/internal';
 import { connect } from '../support/engine';
 
 describe('key layout', () => {

@@ -1,4 +1,4 @@
-import { RedisPubSub, runInLockScope } from '../../lib';
+import { RedisPubSub, runInLockScope } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('waiting on pub/sub', () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { lockKeys } from '../../lib';
+import { lockKeys } from '../../lib/internal';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { killAll, type Worker } from '../support/workers';
 import {

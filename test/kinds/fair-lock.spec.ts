@@ -1,4 +1,4 @@
-import { FAIR_LOCK_DEFAULTS, runInLockScope } from '../../lib';
+import { FAIR_LOCK_DEFAULTS, runInLockScope } from '../../lib/internal';
 import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
 

@@ -8,7 +8,7 @@ import {
   READ_WRITE_LOCK_DEFAULTS,
   runInLockScope,
   type ConnectionOptions,
-} from '../../lib';
+} from '../../lib/internal';
 import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { runScript } from '../../lib/engine/scripts';
 import { sharedTopology } from '../support/topologies';

@@ -1,4 +1,4 @@
-import { LockNotHeldError, runInLockScope, SIMPLE_LOCK_DEFAULTS } from '../../lib';
+import { LockNotHeldError, runInLockScope, SIMPLE_LOCK_DEFAULTS } from '../../lib/internal';
 import { lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { killAll, raceCounter, type Worker } from '../support/workers';
 

@@ -11,7 +11,7 @@ import {
   succeedsOrNamesTheOption,
 } from '../support/bad-input';
 import { connect, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { compileLockSpec } from '../../lib/internal';
 import { lockKey, lockOptions } from './nest-support';
 
 const prefix = testPrefix();

@@ -1,6 +1,11 @@
-import { LockKeyError, MAX_NAME_BYTES } from '../../lib';
-import { keyFunctionResult, parseKeyTemplate, renderKeyTemplate } from '../../lib/nest/key-template';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { LockKeyError } from '../../lib';
+import {
+  compileLockSpec,
+  keyFunctionResult,
+  MAX_NAME_BYTES,
+  parseKeyTemplate,
+  renderKeyTemplate,
+} from '../../lib/internal';
 
 describe('key templates', () => {
   it('renders placeholders over the request, the message or the arguments', () => {

@@ -3,7 +3,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService, RedisLockModule } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { lifecycleOf } from '../../lib/nest/lock-lifecycle';
+import { LockLifecycle } from '../../lib/internal';
 import { lockOptions } from './nest-support';
 
 const prefix = testPrefix();
@@ -52,7 +52,7 @@ describe('many waiters in one process', () => {
     await eventually(() => locks.client.waiters.channelCount > 0, 10_000);
     await sleep(1_000); // every caller has tried once and parked
     // Every caller waits on the module's shutdown signal (through its own): one listener on it at most.
-    expect(getEventListeners(lifecycleOf(locks)!.signal, 'abort').length).toBeLessThanOrEqual(1);
+    expect(getEventListeners(app.get(LockLifecycle).signal, 'abort').length).toBeLessThanOrEqual(1);
     await held.release();
     await Promise.all(callers);
     expect(done).toBe(1_000);

@@ -13,14 +13,16 @@ import {
   type ConnectionOptions,
   type RedisLockModuleOptions,
 } from '../../lib';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
-import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { compileLockSpec } from '../../lib/internal';
+import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { connect, eventually, sleep, testPrefix } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { connectionsNamed, lockKey, lockOptions } from './nest-support';
 
 /** A RedLock master started mid-test (private port; see scripts/redis-topology.ts). */
-const LATE_PORT = 7396;
+const LATE_BASE_PORT = 7396;
+/** Where it listens: moved by REDIS_TOPOLOGY_PORT_SHIFT, as every topology is. */
+const LATE_PORT = LATE_BASE_PORT + portShift();
 
 /** Accounts whose balance is held in memory: a transfer that overlaps another on an account is counted. */
 const accounts = { busy: new Set<string>(), overlaps: 0, transfers: 0 };
@@ -203,7 +205,7 @@ describe('RedLock masters at start-up', () => {
       await ledger.payout('p3', async (lock) => {
         expect(lock?.fencingTokens.filter((t) => t !== null)).toHaveLength(2);
       });
-      late = await startTopology('single', { basePort: LATE_PORT, name: 'redlock-late' });
+      late = await startTopology('single', { basePort: LATE_BASE_PORT, name: 'redlock-late' });
       probe = connect(LATE_PORT);
       let onLate = 0;
       await eventually(

@@ -9,7 +9,7 @@ import {
   RedisLockModule,
   type ActiveLock,
 } from '../../lib';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { compileLockSpec } from '../../lib/internal';
 import { sleep, testPrefix } from '../support/engine';
 import { lockOptions } from './nest-support';
 

@@ -2,7 +2,7 @@ import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { CurrentLock, DistributedLock, LockOptionsError, RedisLockModule, type ActiveLock } from '../../lib';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { compileLockSpec } from '../../lib/internal';
 import { sleep, testPrefix } from '../support/engine';
 import { gate, lockOptions } from './nest-support';
 

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { trace } from '@opentelemetry/api';
 import type { DataPoint } from '@opentelemetry/sdk-metrics';
 import { DistributedLock, LockOptionsError, RedisLockModule, TELEMETRY_SCOPE } from '../../lib';
-import { compileLockSpec } from '../../lib/nest/lock-spec';
+import { compileLockSpec } from '../../lib/internal';
 import { testPrefix } from '../support/engine';
 import { testSdk } from '../support/telemetry';
 import { lockOptions } from './nest-support';

@@ -1,14 +1,15 @@
 import { Observable, type Subscription } from 'rxjs';
-import { runInLockScope } from '../engine/owner-scope';
-import { runInvocation, runWithActiveLock, type HandlerInvocation } from './active-lock';
-import { recordHoldTime } from './hold-times';
-import { lifecycleOf } from './lock-lifecycle';
+import { runInLockScope } from '../../engine/owner-scope';
+import type { RedisLockRuntime } from '../module/redis-lock-runtime';
+import { messages } from '../redis-lock.messages';
+import { runWithActiveLock } from '../service/current-lock';
+import type { HeldLock } from '../service/held-lock';
+import { runInvocation, type HandlerInvocation } from './handler-invocation';
 import type { LockSpec } from './lock-spec';
-import type { HeldLockTarget, LockService } from './lock.service';
-import { messages } from './redis-lock.messages';
 
 export interface LockedObservableOptions<T> {
-  locks: LockService;
+  /** The application the call belongs to. */
+  runtime: RedisLockRuntime;
   spec: LockSpec;
   /** The lock name(s) for this call (may throw LockKeyError: nothing is locked then). */
   name: () => string | readonly string[] | Promise<string | readonly string[]>;
@@ -30,16 +31,17 @@ export interface LockedObservableOptions<T> {
  * values and errors pass through unchanged.
  */
 export function lockedObservable<T>(options: LockedObservableOptions<T>): Observable<T> {
-  const { locks, spec, invocation } = options;
+  const { runtime, spec, invocation } = options;
+  const { locks, lifecycle, holdTimes } = runtime;
   return new Observable<T>((subscriber) => {
     const waiting = new AbortController();
-    let handle: HeldLockTarget | undefined;
+    let handle: HeldLock | undefined;
     let work: Subscription | undefined;
     let released: Promise<void> | undefined;
     let acquiredAt = 0;
     // Shutdown waits for this call until its lock is released (or it never got one).
     let finish!: () => void;
-    lifecycleOf(locks)?.track(new Promise<void>((resolve) => (finish = resolve)));
+    lifecycle.track(new Promise<void>((resolve) => (finish = resolve)));
 
     const release = (): Promise<void> => {
       const held = handle;
@@ -47,7 +49,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
       return (released ??= (async () => {
         // Unsubscribing does not stop a handler's Promise: keep the lock until its work is done.
         await invocation?.settled;
-        recordHoldTime(spec, Date.now() - acquiredAt);
+        holdTimes.record(spec, Date.now() - acquiredAt);
         await held.release().catch((error: Error) => {
           locks.client.logger.warn(messages.releaseFailed(held.lock.name, error.message));
         });

@@ -1,4 +1,4 @@
-import { LockOptionsError } from '../engine/errors';
+import { LockOptionsError } from '../../engine/errors';
 
 /**
  * A lock key could not be built for this call: a value its template refers to is missing, empty or

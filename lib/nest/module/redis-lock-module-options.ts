@@ -1,13 +1,13 @@
-import type { RedisLockClientOptions } from '../connection/create-lock-client';
-import { connectionProblems, isRedisDeployment } from '../connection/create-deployment';
-import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../engine/durations';
-import { keyPrefixProblem } from '../engine/keys';
-import { replicaSyncProblems } from '../engine/replica-sync';
-import { telemetryProblems } from '../engine/telemetry';
-import type { ConnectionOptions } from '../connection/connection-options';
-import type { RedisDeployment } from '../connection/redis-deployment';
-import type { RedLockOptions } from '../engine/red-lock';
-import { messages } from './redis-lock.messages';
+import type { RedisLockClientOptions } from '../../connection/create-lock-client';
+import { connectionProblems, isRedisDeployment } from '../../connection/create-deployment';
+import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../../engine/durations';
+import { keyPrefixProblem } from '../../engine/keys';
+import { replicaSyncProblems } from '../../engine/replica-sync';
+import { telemetryProblems } from '../../engine/telemetry';
+import type { ConnectionOptions } from '../../connection/connection-options';
+import type { RedisDeployment } from '../../connection/redis-deployment';
+import type { RedLockOptions } from '../../engine/red-lock';
+import { messages } from '../redis-lock.messages';
 
 /**
  * Options of `RedisLockModule.forRoot()` (and what the `forRootAsync()` factory returns): the lock

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { LockModuleClosedError } from './lock-module-closed-error';
-import { messages } from './redis-lock.messages';
+import { LockModuleClosedError } from '../errors/lock-module-closed-error';
+import { messages } from '../redis-lock.messages';
 
 /**
  * What runs under this application's locks (decorated calls, `LockService.withLock`), so that
@@ -42,15 +42,4 @@ export class LockLifecycle {
     }
     return this.running.size;
   }
-}
-
-const lifecycles = new WeakMap<object, LockLifecycle>();
-
-/** Links a LockService to its application's lifecycle (without a public member for it). */
-export function linkLifecycle(service: object, lifecycle: LockLifecycle): void {
-  lifecycles.set(service, lifecycle);
-}
-
-export function lifecycleOf(service: object): LockLifecycle | undefined {
-  return lifecycles.get(service);
 }

@@ -1,6 +1,6 @@
-import { MAX_NAME_BYTES } from '../engine/keys';
-import { LockKeyError } from './lock-key-error';
-import { messages } from './redis-lock.messages';
+import { MAX_NAME_BYTES } from '../../engine/keys';
+import { LockKeyError } from '../errors/lock-key-error';
+import { messages } from '../redis-lock.messages';
 
 /**
  * Where a placeholder reads from: the HTTP request (`params`, `query`, `body`, `headers`, `user`), an

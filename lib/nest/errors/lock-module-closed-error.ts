@@ -1,4 +1,4 @@
-import { LockError } from '../engine/errors';
+import { LockError } from '../../engine/errors';
 
 /**
  * The application is shutting down: its RedisLockModule takes no new lock (a wait in progress is

@@ -1,19 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockOptionsError } from '../engine/errors';
-import type { FairLock, FairLockOptions } from '../engine/fair-lock';
-import type { LockInspection } from '../engine/inspection';
-import type { LockBase } from '../engine/lock-base';
-import { LockClient } from '../engine/lock-client';
-import type { LockHandle, ReleaseOutcome } from '../engine/lock-handle';
-import { MultiLock } from '../engine/multi-lock';
-import type { AcquireOptions } from '../engine/options';
-import type { ReadWriteLock } from '../engine/read-write-lock';
-import { RedLock, type RedLockOptions } from '../engine/red-lock';
-import type { ReentrantLock } from '../engine/reentrant-lock';
-import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../engine/simple-lock';
-import { activeLock, currentLock, runWithActiveLock, type ActiveLock } from './active-lock';
-import { LockLifecycle, linkLifecycle } from './lock-lifecycle';
-import { RedLockMasters } from './lock-client.provider';
+import { LockOptionsError } from '../../engine/errors';
+import type { FairLock, FairLockOptions } from '../../engine/fair-lock';
+import type { LockInspection } from '../../engine/inspection';
+import type { LockBase } from '../../engine/lock-base';
+import { LockClient } from '../../engine/lock-client';
+import type { LockHandle, ReleaseOutcome } from '../../engine/lock-handle';
+import { MultiLock } from '../../engine/multi-lock';
+import type { AcquireOptions } from '../../engine/options';
+import type { ReadWriteLock } from '../../engine/read-write-lock';
+import { RedLock, type RedLockOptions } from '../../engine/red-lock';
+import type { ReentrantLock } from '../../engine/reentrant-lock';
+import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../../engine/simple-lock';
+import type { ActiveLock } from './active-lock';
+import { currentLock, runWithActiveLock } from './current-lock';
+import { activeLockOf, type HeldLock } from './held-lock';
+import { LockLifecycle } from '../module/lock-lifecycle';
+import { RedLockMasters } from '../module/lock-client.provider';
 import {
   LOCK_KINDS,
   SINGLE_LOCK_KINDS,
@@ -22,10 +24,10 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-options';
-import { runInLockScope } from '../engine/owner-scope';
-import { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
-import { messages } from './redis-lock.messages';
-import type { RedisLockModuleOptions } from './redis-lock-module-options';
+import { runInLockScope } from '../../engine/owner-scope';
+import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
+import { messages } from '../redis-lock.messages';
+import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
 
 /**
  * Distributed locks for any provider: every lock kind of the engine, with the module's default
@@ -57,9 +59,7 @@ export class LockService {
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
     @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
-  ) {
-    linkLifecycle(this, lifecycle);
-  }
+  ) {}
 
   /**
    * Acquires `name`, waiting up to `waitTime` (default: the module's, else until free); throws
@@ -133,24 +133,24 @@ export class LockService {
    * scope: what `withLock` and `@DistributedLock` run on.
    * @internal
    */
-  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
+  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
     const names = lockNames(name);
     const kind = this.kindOf(options);
     if (options.permits !== undefined) return this.holdPermit(names, options);
     const target = this.targetOf(names, kind, options);
     const handle = await target.lock(this.acquireOptions(target.name, options));
-    return { lock: activeLock(names, options.mode ?? kind, handle), release: () => handle.release() };
+    return { lock: activeLockOf(names, options.mode ?? kind, handle), release: () => handle.release() };
   }
 
   /** One permit of the semaphore `names[0]` whose limit is `options.permits`. */
-  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<HeldLockTarget> {
+  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
     if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant') {
       throw new LockOptionsError(messages.permitsOnePlainName(), names.join('+'));
     }
     const { waitTime, leaseTime, signal } = this.acquireOptions(names[0], options);
     const semaphore = this.client.getSemaphore(names[0], { permits: options.permits! });
     const handle = await semaphore.acquire({ waitTime, leaseTime, signal });
-    return { lock: activeLock(names, 'semaphore', handle), release: () => handle.release() };
+    return { lock: activeLockOf(names, 'semaphore', handle), release: () => handle.release() };
   }
 
   /**
@@ -348,12 +348,6 @@ export class LockService {
       leaseTime: lease === 'watchdog' ? undefined : lease,
     };
   }
-}
-
-/** A lock `LockService.hold` acquired: its ActiveLock, and how to release it. */
-export interface HeldLockTarget {
-  readonly lock: ActiveLock;
-  release(): Promise<ReleaseOutcome>;
 }
 
 /** The names to lock: one, or several without repeats (a name given twice is locked once). */

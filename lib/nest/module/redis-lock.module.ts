@@ -1,14 +1,15 @@
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { LockClient } from '../engine/lock-client';
-import { DistributedLockExplorer } from './distributed-lock.explorer';
+import { LockClient } from '../../engine/lock-client';
+import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './lock-lifecycle';
-import { LockService } from './lock.service';
-import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
+import { RedisLockRuntime } from './redis-lock-runtime';
+import { LockService } from '../service/lock.service';
+import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { ConfigurableModuleClass } from './redis-lock.module-definition';
 import type { RedisLockModuleOptions } from './redis-lock-module-options';
-import { messages } from './redis-lock.messages';
+import { messages } from '../redis-lock.messages';
 
 /**
  * Distributed locks on Redis for a Nest application: provides `LockService` (and the engine's
@@ -33,8 +34,9 @@ import { messages } from './redis-lock.messages';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [...lockClientProviders, LockService, LockLifecycle, DistributedLockExplorer],
-  exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS],
+  providers: [...lockClientProviders, LockService, LockLifecycle, RedisLockRuntime, DistributedLockExplorer],
+  // RedisLockRuntime: for the interceptor, which Nest builds in the module of each decorated controller.
+  exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime],
 })
 export class RedisLockModule extends ConfigurableModuleClass implements OnApplicationShutdown {
   constructor(

@@ -1,19 +1,19 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { LockOptionsError } from '../engine/errors';
-import { LockClient } from '../engine/lock-client';
+import { LockOptionsError } from '../../engine/errors';
+import { LockClient } from '../../engine/lock-client';
 import { lockSpecOf } from './lock-spec';
-import { LockService } from './lock.service';
+import { RedisLockRuntime } from '../module/redis-lock-runtime';
 import { methodBindings } from './method-bindings';
-import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { messages } from './redis-lock.messages';
+import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
+import { messages } from '../redis-lock.messages';
 
 /**
  * At bootstrap, finds every `@DistributedLock()` on the application's controllers and providers
  * (as @nestjs/schedule finds its jobs), validates it (a bad key template or time fails `app.init()`
  * naming the class and method) and binds the instances of providers with decorated methods to this
- * application's LockService. Unbinds them on shutdown.
+ * application's runtime. Unbinds them on shutdown.
  */
 @Injectable()
 export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutdown {
@@ -25,7 +25,7 @@ export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutd
   constructor(
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
-    @Inject(LockService) private readonly locks: LockService,
+    @Inject(RedisLockRuntime) private readonly runtime: RedisLockRuntime,
     @Inject(LockClient) private readonly client: LockClient,
   ) {
     methodBindings.addPending(this);
@@ -43,8 +43,8 @@ export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutd
 
   onApplicationShutdown(): void {
     methodBindings.removePending(this);
-    for (const instance of this.boundInstances.splice(0)) methodBindings.unbindInstance(instance, this.locks);
-    for (const classRef of this.boundClasses.splice(0)) methodBindings.unbindClass(classRef, this.locks);
+    for (const instance of this.boundInstances.splice(0)) methodBindings.unbindInstance(instance, this.runtime);
+    for (const classRef of this.boundClasses.splice(0)) methodBindings.unbindClass(classRef, this.runtime);
   }
 
   /** Runs once; a validation failure is thrown now and again from onModuleInit. */
@@ -86,10 +86,10 @@ export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutd
     }
     if (!hasLockedMethods) return;
     if (wrapper.isDependencyTreeStatic()) {
-      methodBindings.bindInstance(instance, this.locks);
+      methodBindings.bindInstance(instance, this.runtime);
       this.boundInstances.push(instance);
     } else {
-      methodBindings.bindClass(classRef, this.locks);
+      methodBindings.bindClass(classRef, this.runtime);
       this.boundClasses.push(classRef);
     }
   }

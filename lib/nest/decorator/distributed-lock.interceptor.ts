@@ -10,29 +10,23 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../engine/errors';
-import type { HandlerInvocation } from './active-lock';
-import { typicalHoldTime } from './hold-times';
+import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../../engine/errors';
+import { RedisLockRuntime } from '../module/redis-lock-runtime';
+import type { HandlerInvocation } from './handler-invocation';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
-import { LockKeyError } from './lock-key-error';
-import { LockModuleClosedError } from './lock-module-closed-error';
+import { LockKeyError } from '../errors/lock-key-error';
+import { LockModuleClosedError } from '../errors/lock-module-closed-error';
 import { lockedObservable } from './locked-observable';
 import { lockSpecOf, type LockSpec } from './lock-spec';
-import { LockService } from './lock.service';
-import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
-import type { RedisLockModuleOptions } from './redis-lock-module-options';
-import { messages } from './redis-lock.messages';
+import { LockService } from '../service/lock.service';
+import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
+import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
+import { messages } from '../redis-lock.messages';
 
 /** Nginx's "client closed request": what a request that left while waiting gets (nobody reads it). */
 const CLIENT_CLOSED_REQUEST = 499;
 
 class ClientGone extends Error {}
-
-/**
- * Calls already being locked. A handler decorated on its class and on itself gets the interceptor
- * twice (one ExecutionContext per call, shared by its interceptors): only the first one locks.
- */
-const locking = new WeakSet<ExecutionContext>();
 
 /**
  * Runs a handler decorated with `@DistributedLock()` (on the method or its class) holding its lock,
@@ -55,7 +49,11 @@ const locking = new WeakSet<ExecutionContext>();
  */
 @Injectable()
 export class DistributedLockInterceptor implements NestInterceptor {
+  // Injected as a property, so that a subclass's constructor keeps the (locks, options) signature.
+  @Inject(RedisLockRuntime) private readonly runtime!: RedisLockRuntime;
+
   constructor(
+    /** This application's LockService, for subclasses. */
     @Inject(LockService) protected readonly locks: LockService,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) protected readonly options: RedisLockModuleOptions,
   ) {}
@@ -63,11 +61,12 @@ export class DistributedLockInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const handler = context.getHandler();
     const spec = lockSpecOf(context.getClass(), handler);
-    if (!spec || locking.has(context)) return next.handle();
-    locking.add(context);
+    const intercepted = this.runtime.interceptedCalls;
+    if (!spec || intercepted.has(context)) return next.handle();
+    intercepted.add(context);
     const invocation: HandlerInvocation = { handler, claimed: false };
     return lockedObservable({
-      locks: this.locks,
+      runtime: this.runtime,
       spec,
       invocation,
       name: () => this.lockNames(context, spec),
@@ -129,7 +128,8 @@ export class DistributedLockInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return error;
     if (error instanceof LockKeyError) return new BadRequestException(error.message, { cause: error });
     if (error instanceof LockAcquireTimeoutError) {
-      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(retryAfterSeconds(error, spec)));
+      const typical = spec ? this.runtime.holdTimes.typicalOf(spec) : undefined;
+      setHeader(context.switchToHttp().getResponse(), 'Retry-After', String(retryAfterSeconds(error, typical)));
       const status = this.options.conflictStatus ?? DEFAULT_CONFLICT_STATUS;
       const body = { statusCode: status, message: messages.httpConflict(), error: STATUS_CODES[status] ?? 'Error' };
       return new HttpException(body, status, { cause: error });
@@ -166,8 +166,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
  * holds in this process), but never longer than the holder's remaining lease; 1 until a hold was seen.
  * A watchdog lease (30 s, renewed) says nothing about when the holder finishes, so it is only a cap.
  */
-function retryAfterSeconds(error: LockAcquireTimeoutError, spec?: LockSpec): number {
-  const typical = spec ? typicalHoldTime(spec) : undefined;
+function retryAfterSeconds(error: LockAcquireTimeoutError, typical: number | undefined): number {
   const ms = Math.min(typical ?? 1_000, error.retryAfterMs ?? Infinity);
   return Math.max(1, Math.ceil(ms / 1_000));
 }

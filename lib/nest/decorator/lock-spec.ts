@@ -1,11 +1,11 @@
 import { PATH_METADATA } from '@nestjs/common/constants';
-import { LockOptionsError } from '../engine/errors';
+import { LockOptionsError } from '../../engine/errors';
 import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-options';
 import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
-import { LOCK_KINDS, type LockKind } from './lock-options';
-import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { durationProblem, MAX_LEASE_MS, show } from '../engine/durations';
-import { messages } from './redis-lock.messages';
+import { LOCK_KINDS, type LockKind } from '../service/lock-options';
+import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
+import { durationProblem, MAX_LEASE_MS, show } from '../../engine/durations';
+import { messages } from '../redis-lock.messages';
 
 /** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */
 export type HandlerType = 'http' | 'rpc' | 'ws';
@@ -65,9 +65,13 @@ export function handlerTypeOf(method: object): HandlerType | undefined {
   return undefined;
 }
 
-/** Specs of methods with their own decorator, and of handlers locked by their class's decorator (per class). */
-const ownSpecs = new WeakMap<object, LockSpec | null>();
-const classSpecs = new WeakMap<object, WeakMap<object, LockSpec | null>>();
+/**
+ * Compiled specs are cached next to the options they are compiled from, as Reflect metadata: on the
+ * method for its own decorator, on the class (one entry per handler) for a class decorator. Like those
+ * options they are the same for every application in the process.
+ */
+const OWN_SPEC = Symbol('redis-lock:own-spec');
+const HANDLER_SPECS = Symbol('redis-lock:handler-specs');
 
 /**
  * The compiled lock of `method` of class `classRef`: its own `@DistributedLock()`, else the class's
@@ -75,19 +79,19 @@ const classSpecs = new WeakMap<object, WeakMap<object, LockSpec | null>>();
  * method when the options are invalid. Cached.
  */
 export function lockSpecOf(classRef: object, method: object, methodName: string = nameOf(method)): LockSpec | null {
-  const cached = ownSpecs.get(method);
+  const cached = Reflect.getOwnMetadata(OWN_SPEC, method) as LockSpec | undefined;
   if (cached !== undefined) return cached;
   const owner = `${nameOf(classRef)}.${methodName}`;
   const handlerType = handlerTypeOf(method);
   const own = Reflect.getOwnMetadata(DISTRIBUTED_LOCK_METADATA, method) as unknown;
   if (own !== undefined) {
     const spec = compileLockSpec(own, owner, handlerType);
-    ownSpecs.set(method, spec);
+    Reflect.defineMetadata(OWN_SPEC, spec, method);
     return spec;
   }
   if (!handlerType) return null;
-  let perClass = classSpecs.get(classRef);
-  if (!perClass) classSpecs.set(classRef, (perClass = new WeakMap()));
+  let perClass = Reflect.getOwnMetadata(HANDLER_SPECS, classRef) as WeakMap<object, LockSpec | null> | undefined;
+  if (!perClass) Reflect.defineMetadata(HANDLER_SPECS, (perClass = new WeakMap()), classRef);
   let spec = perClass.get(method);
   if (spec === undefined) {
     const options = Reflect.getMetadata(DISTRIBUTED_LOCK_METADATA, classRef) as unknown;

@@ -1,74 +1,24 @@
-import { applyDecorators, SetMetadata, UseInterceptors, type ExecutionContext } from '@nestjs/common';
 import { isObservable, from, throwError } from 'rxjs';
-import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../engine/errors';
-import { claimInvocation, recordResult } from './active-lock';
-import type { DistributedLockOptions } from './distributed-lock-options';
-import { DistributedLockInterceptor } from './distributed-lock.interceptor';
+import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
+import type { RedisLockRuntime } from '../module/redis-lock-runtime';
+import { messages } from '../redis-lock.messages';
+import { claimInvocation, recordResult } from './handler-invocation';
 import { keyFunctionNames, renderKeyTemplate } from './key-template';
 import { lockedObservable } from './locked-observable';
 import { handlerTypeOf, lockSpecOf, type LockSpec } from './lock-spec';
-import type { LockService } from './lock.service';
 import { methodBindings } from './method-bindings';
-import { DISTRIBUTED_LOCK_METADATA } from './redis-lock.constants';
-import { messages } from './redis-lock.messages';
 
-/**
- * Runs the decorated method holding a distributed lock.
- *
- * - On a **route or message handler** (or a controller / gateway class, for all its handlers) the
- *   lock is taken by `DistributedLockInterceptor`, which this decorator applies: the key template
- *   reads the request (`'article:{params.id}'`) or the message (`'{data.id}'`), and each request
- *   runs in its own lock scope.
- * - On **any other method of a provider** (a `@Cron` job, a queue consumer, a service method) the
- *   method itself is wrapped: the key reads its arguments (`'{0}'`, `'{args.0.id}'`) and the call
- *   joins the caller's lock scope, so nested calls re-enter. `this`, the arguments, the result and
- *   thrown errors are the method's own; the result is awaited under the lock, so the method returns a
- *   Promise (a method declared to return an Observable returns one that locks while subscribed).
- *
- * Inside, `@CurrentLock()` / `LockService.current()` give the lock's `signal` and `fencingToken`.
- * Invalid options fail `app.init()` with a message naming the class and method.
- * @example
- * @Put(':id')
- * @DistributedLock({ key: 'article:{params.id}', waitTime: 2_000 })
- * update(@Param('id') id: string, @Body() dto: UpdateArticleDto, @CurrentLock() lock: ActiveLock) {
- *   return this.articles.update(id, dto, lock.fencingToken);
- * }
- *
- * @Cron('0 * * * *')
- * @DistributedLock({ key: 'hourly-rollup', waitTime: 0 })
- * async rollup() { … } // runs on one instance at a time
- */
-export function DistributedLock<A extends unknown[] = [ExecutionContext]>(
-  options: DistributedLockOptions<A>,
-): ClassDecorator & MethodDecorator {
-  return applyDecorators(
-    wrapForLocking,
-    SetMetadata(DISTRIBUTED_LOCK_METADATA, options),
-    UseInterceptors(DistributedLockInterceptor),
-  );
-}
+// What @DistributedLock() puts in place of the methods it decorates.
 
 const WRAPPED = Symbol('redis-lock:wrapped');
 
-type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
-
-function wrapForLocking(target: object, propertyKey?: string | symbol, descriptor?: PropertyDescriptor): void {
-  if (propertyKey === undefined || descriptor === undefined) {
-    wrapClassHandlers(target as { prototype: Record<string, unknown>; name: string });
-    return;
-  }
-  const owner = `${typeof target === 'function' ? target.name : target.constructor.name}.${String(propertyKey)}`;
-  if (typeof target === 'function' || typeof descriptor.value !== 'function') {
-    throw new LockOptionsError(messages.notAMethod(owner));
-  }
-  descriptor.value = lockingMethod(target, String(propertyKey), descriptor.value as AnyMethod);
-}
+export type AnyMethod = (this: unknown, ...args: unknown[]) => unknown;
 
 /**
  * The wrapper of a decorated method. Called by Nest as a handler (the interceptor holds the lock
  * already): passes through. Otherwise, for a method that is not a handler: locks, then calls it.
  */
-function lockingMethod(prototype: object, methodName: string, original: AnyMethod): AnyMethod {
+export function lockingMethod(prototype: object, methodName: string, original: AnyMethod): AnyMethod {
   const returnsObservable = isObservableType(Reflect.getMetadata('design:returntype', prototype, methodName));
   const wrapper = function (this: unknown, ...args: unknown[]): unknown {
     const invocation = claimInvocation(wrapper);
@@ -83,10 +33,10 @@ function lockingMethod(prototype: object, methodName: string, original: AnyMetho
     if (!spec || spec.handlerType) return original.apply(this, args);
     const call = () => original.apply(this, args);
     if (returnsObservable) {
-      const locks = lockServiceFor(this, spec);
-      if (locks instanceof Error) return throwError(() => locks);
+      const runtime = runtimeFor(this, spec);
+      if (runtime instanceof Error) return throwError(() => runtime);
       return lockedObservable({
-        locks,
+        runtime,
         spec,
         name: () => methodLockName(spec, args),
         run: () => {
@@ -109,8 +59,9 @@ function lockingMethod(prototype: object, methodName: string, original: AnyMetho
 }
 
 async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: () => unknown): Promise<unknown> {
-  const locks = lockServiceFor(self, spec);
-  if (locks instanceof Error) throw locks;
+  const runtime = runtimeFor(self, spec);
+  if (runtime instanceof Error) throw runtime;
+  const { locks } = runtime;
   const names = await methodLockName(spec, args);
   let ran = false;
   try {
@@ -131,11 +82,12 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
   }
 }
 
-function lockServiceFor(self: unknown, spec: LockSpec): LockService | LockError {
+/** The application whose instance `self` is. */
+function runtimeFor(self: unknown, spec: LockSpec): RedisLockRuntime | LockError {
   if (self === null || (typeof self !== 'object' && typeof self !== 'function')) {
     return new LockError(messages.missingThis(spec.owner));
   }
-  return methodBindings.lockServiceOf(self) ?? new LockError(messages.unboundMethod(spec.owner));
+  return methodBindings.runtimeOf(self) ?? new LockError(messages.unboundMethod(spec.owner));
 }
 
 async function methodLockName(spec: LockSpec, args: unknown[]): Promise<string[]> {
@@ -147,7 +99,7 @@ async function methodLockName(spec: LockSpec, args: unknown[]): Promise<string[]
  * A class decorator locks the class's handlers through the interceptor. Their methods get a
  * pass-through wrapper too, only so that the interceptor learns when a handler's Promise settles.
  */
-function wrapClassHandlers(classRef: { prototype: Record<string, unknown>; name: string }): void {
+export function passThroughHandlers(classRef: { prototype: Record<string, unknown>; name: string }): void {
   const prototype = classRef.prototype;
   for (const name of Object.getOwnPropertyNames(prototype)) {
     if (name === 'constructor') continue;

@@ -1,12 +1,12 @@
 import type { Provider } from '@nestjs/common';
-import { createLockClient, type LockClientSettings } from '../connection/create-lock-client';
-import { connectRedLockMasters } from '../connection/red-lock-masters';
-import { LockOptionsError } from '../engine/errors';
-import { LockClient } from '../engine/lock-client';
+import { createLockClient, type LockClientSettings } from '../../connection/create-lock-client';
+import { connectRedLockMasters } from '../../connection/red-lock-masters';
+import { LockOptionsError } from '../../engine/errors';
+import { LockClient } from '../../engine/lock-client';
 import { nestLockLogger } from './nest-lock-logger';
-import { REDIS_LOCK_MODULE_OPTIONS } from './redis-lock.constants';
+import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { moduleOptionsProblems, type RedisLockModuleOptions } from './redis-lock-module-options';
-import { messages } from './redis-lock.messages';
+import { messages } from '../redis-lock.messages';
 
 /** The module's RedLock masters, one LockClient each (none unless `redLock` is configured); closed with the module. */
 export class RedLockMasters {

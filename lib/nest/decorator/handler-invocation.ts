@@ -1,0 +1,36 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * One call of a decorated handler by Nest, made by the interceptor. The method's wrapper claims it
+ * (so it does not lock a second time) and records a returned Promise, so that a teardown (client
+ * gone) releases the lock only once that work has settled.
+ */
+export interface HandlerInvocation {
+  readonly handler: object;
+  claimed: boolean;
+  settled?: Promise<void>;
+}
+
+// Process-wide by nature: it carries one call from the interceptor to the method's wrapper along the
+// async call chain (the wrapper lives on the class, shared by every application).
+const invocations = new AsyncLocalStorage<HandlerInvocation>();
+
+export function runInvocation<T>(invocation: HandlerInvocation, fn: () => T): T {
+  return invocations.run(invocation, fn);
+}
+
+/** The interceptor's pending call of `handler`, if this is it; claims it. */
+export function claimInvocation(handler: object): HandlerInvocation | undefined {
+  const invocation = invocations.getStore();
+  if (!invocation || invocation.handler !== handler || invocation.claimed) return undefined;
+  invocation.claimed = true;
+  return invocation;
+}
+
+export function recordResult<T>(invocation: HandlerInvocation, result: T): T {
+  // Only real promises: calling then() on a lazy thenable would run it a second time.
+  if (result instanceof Promise) invocation.settled = result.then(noop, noop);
+  return result;
+}
+
+function noop(): void {}

@@ -1,0 +1,26 @@
+import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
+import { HoldTimes } from '../decorator/hold-times';
+import { LockService } from '../service/lock.service';
+import { LockLifecycle } from './lock-lifecycle';
+
+/**
+ * What one application's RedisLockModule keeps while it runs, for the interceptor, the explorer and
+ * the wrappers of decorated methods: its LockService, the lifecycle of locked work, how long its
+ * handlers hold their locks, and the calls being intercepted. One per application, so two
+ * applications in one process share nothing.
+ */
+@Injectable()
+export class RedisLockRuntime {
+  /** Typical hold time per decorated handler: `Retry-After` of a refused request. */
+  readonly holdTimes = new HoldTimes();
+  /**
+   * Calls already being locked. A handler decorated on its class and on itself gets the interceptor
+   * twice (one ExecutionContext per call, shared by its interceptors): only the first one locks.
+   */
+  readonly interceptedCalls = new WeakSet<ExecutionContext>();
+
+  constructor(
+    @Inject(LockService) readonly locks: LockService,
+    @Inject(LockLifecycle) readonly lifecycle: LockLifecycle,
+  ) {}
+}
