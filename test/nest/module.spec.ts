@@ -160,6 +160,7 @@ describe('RedisLockModule', () => {
         waitTime: -5,
         leaseTime: 0,
         watchdogTimeout: Number.NaN,
+        turnTime: '10' as never,
         conflictStatus: 200,
       }),
     ]);
@@ -171,6 +172,7 @@ describe('RedisLockModule', () => {
       'waitTime',
       'leaseTime',
       'watchdogTimeout',
+      'turnTime',
       'conflictStatus',
     ]) {
       expect(error.message).toContain(option);

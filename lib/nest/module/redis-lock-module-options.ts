@@ -1,4 +1,5 @@
 import type { RedisLockClientOptions } from '../../connection/create-lock-client';
+import { MAX_TURN_MS } from '../../engine/process-turns';
 import { connectionProblems, isRedisDeployment } from '../../connection/create-deployment';
 import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../../engine/durations';
 import { keyPrefixProblem } from '../../engine/keys';
@@ -60,6 +61,7 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   if (prefix) problems.push(prefix);
   duration(problems, 'watchdogTimeout', options.watchdogTimeout, { positive: true });
   duration(problems, 'operationTimeout', options.operationTimeout, { positive: true });
+  duration(problems, 'turnTime', options.turnTime, { max: MAX_TURN_MS });
   duration(problems, 'waitTime', options.waitTime, { infinite: true, max: MAX_LEASE_MS });
   duration(problems, 'leaseTime', options.leaseTime, { positive: true, max: MAX_LEASE_MS });
   duration(problems, 'shutdownTimeout', options.shutdownTimeout);
