@@ -57,11 +57,12 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
 
 /** What each contender runs with, for the report. */
 export const CONTENDER_CONFIG: Record<ContenderId, string> = {
-  reentrant: '`getLock(name).lock()`: watchdog lease 30 s, pub/sub wait (one wake-up per process)',
+  reentrant:
+    '`getLock(name).lock()`: watchdog lease 30 s, pub/sub wait, processes take 10 ms turns (`turnTime` default)',
   'reentrant-no-otel':
     'the same with `telemetry: false`: no OpenTelemetry instrumentation at all, the baseline of its cost with no SDK registered',
   fair: '`getFairLock(name).lock()`: watchdog lease 30 s, FIFO queue, direct hand-off to the queue head',
-  simple: '`getSimpleLock(name).lock()`: defaults (lease 3 s, no watchdog), pub/sub wait',
+  simple: '`getSimpleLock(name).lock()`: defaults (lease 3 s, no watchdog), pub/sub wait, 10 ms turns',
   redlock:
     '`@sesamecare-oss/redlock` 1.4.0 over one client, all defaults (retryCount 10, retryDelay 200 ms, retryJitter 100 ms); lock duration 30 s',
   'redlock-10ms':

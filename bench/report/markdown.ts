@@ -548,31 +548,39 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
           `CPU 1 (with whatever else runs on the machine: load average ${n(r.machine.loadStart)}–${n(r.machine.loadEnd)} on 2 CPUs during this run). ` +
           `Ours need ${ours.map((id) => n(h.rows[id]!.clientCpuPerAcqMs, 2)).join(' / ')} ms of client CPU per acquisition ` +
           `(the bench's processes alone keep CPU 1 ${ours.map((id) => pct(util(id, 'client'))).join(' / ')} busy) against ` +
-          `${peers.map((id) => n(h.rows[id]!.clientCpuPerAcqMs, 2)).join(' / ')} ms for ${peers.map(label).join(' / ')}, and every ` +
-          'hand-off of ours has to wake another process and wait for the scheduler to run it. Two reasons:',
+          `${peers.map((id) => n(h.rows[id]!.clientCpuPerAcqMs, 2)).join(' / ')} ms for ${peers.map(label).join(' / ')}.`,
         '',
-        '- *The polling locks rarely hand over.* The process that just released re-takes the lock at once while the others ' +
-          `sleep out their retry interval: only ${peers.map((id) => pct(h.rows[id]!.crossProcessShare)).join(' / ')} of their grants went to another ` +
-          `process, against ${ours.map((id) => pct(h.rows[id]!.crossProcessShare)).join(' / ')} for ours. So their "hand-off" p50 ` +
-          `(${peers.map((id) => n(h.rows[id]!.handoffP50)).join(' / ')} ms) is mostly a process re-taking its own lock, their wait p99 mostly zero-wait ` +
-          `re-acquisitions, and their polls rare (${peers.map((id) => n(h.rows[id]!.commandsPerAcq)).join(' / ')} commands per acquisition); ` +
-          `the price is paid by the processes that wait: max wait ${peers.map((id) => int(h.rows[id]!.waitMax)).join(' / ')} ms. ` +
-          'Every hand-off of ours wakes another process on the shared CPU (the message, then its retry and the reply), each ' +
-          `a trip through the scheduler's run queue: our hand-off p50 is ${ours.map((id) => n(h.rows[id]!.handoffP50)).join(' / ')} ms here` +
-          (two
-            ? ` against ${ours.map((id) => n(two.rows[id]?.handoffP50)).join(' / ')} ms with 2 processes (1 waiter, below).`
-            : '.'),
-        '- *Each wait costs three commands.* The reentrant and simple locks wake one waiting process per release (the one ' +
-          "that has waited longest; lua/include/wake-one-process.lua): the release, the woken waiter's attempt, and the " +
-          'attempt of the process that just released, which may barge in first (the woken process then keeps its place): ' +
+        '- *Turns instead of a hand-off per release.* The polling locks rarely hand over: the process that just ' +
+          'released re-takes the lock at once while the others sleep out their retry interval: only ' +
+          `${peers.map((id) => pct(h.rows[id]!.crossProcessShare)).join(' / ')} of their grants went to another process, ` +
+          `and the price is paid by the processes that wait: max wait ${peers.map((id) => int(h.rows[id]!.waitMax)).join(' / ')} ms. ` +
+          'Our reentrant and simple locks get the same locality by design and bound it: processes take turns of ' +
+          '`turnTime` (10 ms; lib/engine/process-turns.ts). Inside its turn a release wakes nobody and the process re-takes ' +
+          'the lock in one round trip (or hands it to one of its own waiters); when the turn is over the release wakes the ' +
+          'process that has waited longest and reserves the free lock for it (lua/include/hand-over.lua). ' +
+          `${ours
+            .filter((id) => id !== 'fair')
+            .map((id) => `${label(id)}: ${pct(h.rows[id]!.crossProcessShare)} of grants moved to another process`)
+            .join('; ')}` +
+          `, max wait ${ours
+            .filter((id) => id !== 'fair')
+            .map((id) => int(h.rows[id]!.waitMax))
+            .join(' / ')} ms, Jain ${ours
+            .filter((id) => id !== 'fair')
+            .map((id) => n(h.rows[id]!.jain, 3))
+            .join(' / ')}. ` +
+          '(Until 2026-11-23 every release woke the longest-waiting process, 59 % of grants moved, ' +
+          'and the report of that day measured 1,108/s at 3.00 commands per acquisition.) Every move still wakes a ' +
+          "process through the scheduler's run queue: the fair lock, which must move at every grant, shows what that costs " +
+          `(hand-off p50 ${n(h.rows.fair?.handoffP50)} ms` +
+          (two ? `, against ${n(two.rows.fair?.handoffP50)} ms with 2 processes` : '') +
+          ').',
+        '- *Commands.* Inside a turn an acquisition costs the lock script and the release, ' +
           `${ours
             .filter((id) => id !== 'fair')
             .map((id) => n(h.rows[id]!.commandsPerAcq))
-            .join(
-              ' / ',
-            )} commands per acquisition, however many processes wait. (Redisson's design, which these locks ` +
-          'followed until 2026-11-23, wakes every waiting process and all but one retry in vain: 9.2 commands per ' +
-          "acquisition and about 0.3 × the best polling peer's throughput at 8 processes in the report of 2026-11-22.) " +
+            .join(' / ')} commands per acquisition with the turn changes counted (the passer's refused attempt, the ` +
+          "woken process's attempt). " +
           `The fair lock wakes exactly one waiter: ${n(h.rows.fair?.commandsPerAcq)} commands per acquisition (the release that hands ` +
           "over, the new holder's acceptance, and the releasing process queuing up again). The acceptance replaces the short " +
           '(1 s) acceptance lease with the full one, and the new holder waits for its reply before its code runs (one round ' +
@@ -585,8 +593,7 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
               `it gets the lock: ${churn.map((c) => n(c)).join(' / ')} SUBSCRIBE + UNSUBSCRIBE per acquisition; with many waiters per ` +
               `process the channel stays subscribed and the fair lock needs ${n(level(100)?.rows.fair?.commandsPerAcq)} commands at 100 waiters.`
             : `Subscriptions cost nothing here (${churn.map((c) => n(c)).join(' / ')} SUBSCRIBE + UNSUBSCRIBE per acquisition): a ` +
-              'channel stays subscribed for a while after its last local waiter leaves. The polling peers need fewer commands ' +
-              'only because their lock rarely changes hands (previous point).'),
+              'channel stays subscribed for a while after its last local waiter leaves.'),
         '',
         'Once waiters outnumber processes, polling turns around: at 100 waiters the polling peers need ' +
           `${peers.map((id) => n(level(100)?.rows[id]?.commandsPerAcq)).join(' / ')} commands per acquisition and at 1000 waiters ` +
@@ -630,8 +637,8 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
         `**Hot key: fairness.** ${missed('Hot key: Jain')
           .map((t) => `${label(t.lock)}: ${t.measured} (bound ${t.bound})`)
           .join('; ')}. ` +
-          'The reentrant and simple locks are not fair by design: every woken process races, and the releasing process, already ' +
-          'running, often wins. Use the fair lock when order matters.',
+          'The reentrant and simple locks are not fair by design: a process keeps the lock for its turn, and a newcomer may ' +
+          'take it between two acquisitions of that turn. Use the fair lock when order matters.',
         '',
       );
     }
