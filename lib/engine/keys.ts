@@ -89,13 +89,21 @@ export interface SemaphoreKeys {
   readonly limit: string;
   /** Fencing-token counter: one token per acquisition. */
   readonly fence: string;
-  /** Permits came free: every waiting process listens here. */
+  /** Permits came free: a waiting process listens on `<channel>:<client id>`. */
   readonly channel: string;
+  /** Sorted set of waiting client id -> time it registered (one is woken when permits come free). */
+  readonly waiting: string;
 }
 
 export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
   const holds = `${prefix}:{${encodeName(name)}}:permits`;
-  return { holds, limit: `${holds}:limit`, fence: `${holds}:fence`, channel: `${holds}:free` };
+  return {
+    holds,
+    limit: `${holds}:limit`,
+    fence: `${holds}:fence`,
+    channel: `${holds}:free`,
+    waiting: `${holds}:waiting`,
+  };
 }
 
 /**

@@ -6,7 +6,15 @@ import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
 import { assertLockName, semaphoreKeys, type SemaphoreKeys } from './keys';
-import { LockBase, type Grant, type RawRelease, type WaitBehaviour, type WaitingAttempt } from './lock-base';
+import {
+  LockBase,
+  QUIET_RECHECK_MS,
+  type Grant,
+  type RawRelease,
+  type WaitBehaviour,
+  type WaitingAttempt,
+  waitingFlag,
+} from './lock-base';
 import type { LockKindName } from './lock-events';
 import type { LockContext, LockHandle } from './lock-handle';
 import { runScript } from './scripts';
@@ -135,7 +143,7 @@ export class Semaphore {
       runScript<number>(
         this.engine.redis,
         'semaphore-set-permits',
-        [this.keys.holds, this.keys.limit, this.keys.channel],
+        [this.keys.holds, this.keys.limit, this.keys.channel, this.keys.waiting],
         [permits, this.engine.publishCommand],
       ),
       'setPermits',
@@ -174,8 +182,9 @@ const RELEASE_RESULTS: Record<number, RawRelease> = { 1: 'released', [-1]: 'not-
  * One acquisition of `permits` permits, seen as a lock so that it shares LockBase's acquire loop,
  * handles, watchdog renewals, and releases retried through an outage. Each acquisition is a hold of
  * its own (like a simple lock's token): the member '<permits>:<owner>:<uuid>' of the holds set.
- * Waiting differs from the locks': a release wakes every waiting process (see semaphore-release-2.lua),
- * since the permits freed may serve several waiters, of any process.
+ * Waiting is the reentrant lock's: a refused waiter registers its process, and permits coming free
+ * wake the process that waited longest (see semaphore-release-3.lua); a waiter granted with permits
+ * left over wakes the next one.
  */
 class PermitLock extends LockBase {
   override readonly kind: LockKindName = 'semaphore';
@@ -190,14 +199,14 @@ class PermitLock extends LockBase {
     private readonly limit: number,
     defaultLeaseTime: number | undefined,
   ) {
-    // Only `lock` (the holds, under which the registry and the watchdog know each hold), `fence` and
-    // `channel` are used: the waiting registry and the fair queue are overridden away below.
-    const { holds, fence, channel } = semaphore;
+    // `lock` is the holds, under which the registry and the watchdog know each hold; the hand-over
+    // and the fair queue are not used.
+    const { holds, fence, channel, waiting } = semaphore;
     super(engine, name, () => ({
       lock: holds,
       fence,
       channel,
-      waiting: holds,
+      waiting,
       next: holds,
       queue: holds,
       deadlines: holds,
@@ -209,12 +218,40 @@ class PermitLock extends LockBase {
     return `${this.permits}:${owner}:${randomUUID()}`;
   }
 
-  /** Every waiting process listens on the semaphore's channel; no registry, no quiet re-check. */
+  /** Each waiting process listens on a channel of its own; a wake-up nobody here wants is passed on. */
   protected override waitBehaviour(): WaitBehaviour {
-    return {};
+    return (this.permitWaiting ??= {
+      channel: this.permitChannel,
+      onUnheard: () => void this.passOn(),
+      quietRecheckMs: QUIET_RECHECK_MS,
+    });
   }
 
-  protected override async abandonWait(): Promise<void> {}
+  private permitWaiting?: WaitBehaviour;
+
+  private get permitChannel(): string {
+    return `${this.semaphore.channel}:${this.engine.clientId}`;
+  }
+
+  /** The last waiter of this process gave up: leave the registry, passing on a wake-up on its way. */
+  protected override async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
+    if (waited && this.engine.waiters.memberCount(this.permitChannel) === 0) void this.passOn();
+  }
+
+  /** Leaves the waiting registry and, if permits are free, wakes the next process (best effort). */
+  private passOn(): Promise<void> {
+    const { holds, limit, channel, waiting } = this.semaphore;
+    const { redis, clientId, publishCommand, operationTimeout } = this.engine;
+    return bounded(
+      runScript(redis, 'semaphore-pass', [holds, limit, channel, waiting], [clientId, this.limit, publishCommand]),
+      operationTimeout,
+      { key: this.name, name: 'pass wake-up' },
+    ).then(
+      () => undefined,
+      // Unreachable: the next release skips us once we unsubscribed, and waiters re-check meanwhile.
+      () => undefined,
+    );
+  }
 
   protected async attempt(
     owner: string,
@@ -223,12 +260,14 @@ class PermitLock extends LockBase {
     holder = this.holderFor(owner),
     waiting?: WaitingAttempt,
   ): Promise<Attempt<Grant>> {
-    const { holds, limit, fence, channel } = this.semaphore;
+    const { holds, limit, fence, channel, waiting: waitingKey } = this.semaphore;
+    const { clientId, publishCommand } = this.engine;
+    const chained = waiting?.refusedBefore ? '1' : '0';
     const [status, value] = await runScript<[number, number, number]>(
       this.engine.redis,
       'semaphore-acquire',
-      [holds, limit, fence, channel],
-      [holder, this.permits, leaseMs, this.limit, this.engine.publishCommand, waiting?.refusedBefore ? '1' : '0'],
+      [holds, limit, fence, channel, waitingKey],
+      [holder, this.permits, leaseMs, this.limit, publishCommand, chained, clientId, waitingFlag(waiting)],
     );
     if (status === 2) return { acquired: false, ttl: value };
     return { acquired: true, value: { fencingToken: value, reentered: false, holder } };
@@ -238,7 +277,7 @@ class PermitLock extends LockBase {
     const result = await runScript<number>(
       this.engine.redis,
       'semaphore-release',
-      [this.semaphore.holds, this.semaphore.channel],
+      [this.semaphore.holds, this.semaphore.channel, this.semaphore.waiting],
       [holder, this.engine.publishCommand],
     );
     return RELEASE_RESULTS[result];

@@ -10,24 +10,34 @@ describe('semaphore lua scripts', () => {
   let n = 0;
   const keys = () => semaphoreKeys(prefix, `s${++n}`);
   type Keys = ReturnType<typeof keys>;
-  const acquire = (k: Keys, member: string, permits: number, lease = 5_000, limit = 3, chained = '0') =>
+  /** `client` set: a caller that waits if refused (else a single attempt of client 'solo'). */
+  const acquire = (
+    k: Keys,
+    member: string,
+    permits: number,
+    lease = 5_000,
+    limit = 3,
+    chained = '0',
+    client?: string,
+  ) =>
     runScript<[number, number, number]>(
       redis,
       'semaphore-acquire',
-      [k.holds, k.limit, k.fence, k.channel],
-      [member, permits, lease, limit, 'publish', chained],
+      [k.holds, k.limit, k.fence, k.channel, k.waiting],
+      [member, permits, lease, limit, 'publish', chained, client ?? 'solo', client === undefined ? 'once' : '0'],
     );
   const release = (k: Keys, member: string) =>
-    runScript<number>(redis, 'semaphore-release', [k.holds, k.channel], [member, 'publish']);
+    runScript<number>(redis, 'semaphore-release', [k.holds, k.channel, k.waiting], [member, 'publish']);
   const state = (k: Keys, limit = 3) =>
     runScript<[number, number]>(redis, 'semaphore-state', [k.holds, k.limit], [limit]);
 
-  /** Subscribes to the semaphore's channel; returns how many messages arrived since. */
-  async function messages(k: Keys) {
+  /** Registers waiting process `client` and subscribes to its channel; returns how many messages arrived since. */
+  async function messages(k: Keys, client = 'p1') {
     const sub = redis.duplicate();
     let count = 0;
     sub.on('message', () => count++);
-    await sub.subscribe(k.channel);
+    await sub.subscribe(`${k.channel}:${client}`);
+    await redis.zadd(k.waiting, Date.now() * 1000, client);
     return {
       count: async () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -40,7 +50,7 @@ describe('semaphore lua scripts', () => {
   beforeAll(() => (redis = connect()));
   afterAll(() => redis.quit());
 
-  it('semaphore-acquire-4: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end', async () => {
+  it('semaphore-acquire-5: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end', async () => {
     const k = keys();
     expect(await acquire(k, '2:a', 2, 60_000)).toEqual([0, 1, 1]);
     const [status, ms, available] = await acquire(k, '2:b', 2, 5_000);
@@ -54,7 +64,7 @@ describe('semaphore lua scripts', () => {
     await expect(acquire(k, '1:e', 1, 0)).rejects.toThrow(/BADARG/);
   });
 
-  it('semaphore-acquire-4: reclaims holds whose lease ended (server time) and wakes waiters for what is left over', async () => {
+  it('semaphore-acquire-5: reclaims holds whose lease ended (server time) and wakes waiters for what is left over', async () => {
     const k = keys();
     await acquire(k, '1:long', 1, 60_000); // keeps the set alive: only the short hold's lease ends
     await acquire(k, '2:a', 2, 100);
@@ -77,7 +87,7 @@ describe('semaphore lua scripts', () => {
     }
   });
 
-  it('semaphore-release-2: releases once and wakes waiters; a repeat or an expired hold reads as not held', async () => {
+  it('semaphore-release-3: releases once and wakes a waiting process; a repeat or an expired hold reads as not held', async () => {
     const k = keys();
     await acquire(k, '1:a', 1);
     const heard = await messages(k);
@@ -93,22 +103,53 @@ describe('semaphore lua scripts', () => {
     }
   });
 
-  it('semaphore-set-permits-3: the stored limit wins over the configured one; growing wakes waiters', async () => {
+  it('semaphore-set-permits-4: the stored limit wins over the configured one; growing wakes waiters', async () => {
     const k = keys();
     await acquire(k, '3:a', 3);
     const heard = await messages(k);
     try {
-      expect(await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel], [2, 'publish'])).toBe(-1);
+      expect(
+        await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel, k.waiting], [2, 'publish']),
+      ).toBe(-1);
       expect(await heard.count()).toBe(0);
       expect(await redis.pttl(k.limit)).toBe(-1); // stored without expiry
       expect((await acquire(k, '1:b', 1, 5_000, 10))[0]).toBe(2); // the configured 10 does not apply
-      expect(await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel], [5, 'publish'])).toBe(2);
+      expect(
+        await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel, k.waiting], [5, 'publish']),
+      ).toBe(2);
       expect(await heard.count()).toBe(1);
       await expect(
-        runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel], [0, 'publish']),
+        runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel, k.waiting], [0, 'publish']),
       ).rejects.toThrow(/BADARG/);
     } finally {
       await heard.close();
+    }
+  });
+
+  it('semaphore-acquire-5 / semaphore-pass-4: refused waiters register their process; a release wakes only the longest waiting one', async () => {
+    const k = keys();
+    await acquire(k, '3:a', 3);
+    const [p1, p2] = [await messages(k, 'p1'), await messages(k, 'p2')];
+    await redis.del(k.waiting);
+    try {
+      expect((await acquire(k, '1:x', 1, 5_000, 3, '0', 'p1'))[0]).toBe(2);
+      expect((await acquire(k, '1:y', 1, 5_000, 3, '0', 'p2'))[0]).toBe(2);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
+      expect(await release(k, '3:a')).toBe(1);
+      expect([await p1.count(), await p2.count()]).toEqual([1, 0]); // one process, not every one
+      // p1's waiter is gone: passing on wakes p2 while permits are free
+      const pass = (client: string) =>
+        runScript<number>(redis, 'semaphore-pass', [k.holds, k.limit, k.channel, k.waiting], [client, 3, 'publish']);
+      expect(await pass('p1')).toBe(1);
+      expect([await p1.count(), await p2.count()]).toEqual([1, 1]);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+      // granted: p2 leaves the registry
+      expect((await acquire(k, '1:y', 1, 5_000, 3, '1', 'p2'))[0]).toBe(0);
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      await expect(pass('')).rejects.toThrow(/BADARG/);
+    } finally {
+      await p1.close();
+      await p2.close();
     }
   });
 

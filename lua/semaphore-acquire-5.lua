@@ -2,24 +2,31 @@
 -- KEYS[1]  holds              <prefix>:{<name>}:permits        see include/semaphore-holds.lua
 -- KEYS[2]  run-time limit     <prefix>:{<name>}:permits:limit  set by setPermits; never expires
 -- KEYS[3]  fencing counter    <prefix>:{<name>}:permits:fence  never expires, so tokens only grow
--- KEYS[4]  channel            <prefix>:{<name>}:permits:free   every waiting process listens on it
+-- KEYS[4]  channel prefix     <prefix>:{<name>}:permits:free   a waiting process listens on <KEYS[4]>:<its client id>
+-- KEYS[5]  waiting processes  <prefix>:{<name>}:permits:waiting client id -> time it registered (µs): one is
+--                             woken when permits come free (see wake-one-process.lua)
 -- ARGV[1]  hold member        '<permits>:<hold id>', the hold id unique to this acquisition
 -- ARGV[2]  permits            whole number in 1..2147483647, equal to the member's prefix
 -- ARGV[3]  lease in ms        whole number in 1..31536000000
 -- ARGV[4]  configured limit   whole number in 1..2147483647, used when KEYS[2] is not set
 -- ARGV[5]  publish command    'publish' or 'spublish'
 -- ARGV[6]  '1' when the caller was woken by a message: permits left over after its grant wake the
---          waiting processes again (it used the wake-up that was meant for them too)
+--          next waiting process (the wake-up it used may have been meant for them too)
+-- ARGV[7]  client id of the caller's process
+-- ARGV[8]  waiting flag       (see lock-4.lua): a refused caller that waits registers its process
 -- Returns  {0, token, available}  granted; token = new fencing token, available = permits still free
 --          {2, ms, available}     refused; ms until the earliest lease ends (-1: no hold to wait for,
 --                                 the limit itself is too low), available = permits free now
 --          error BADARG before any write when an argument is unusable
--- Expired holds are reclaimed first; if that freed permits nobody takes here, waiters are woken.
+-- Expired holds are reclaimed first; if that freed permits nobody takes here, a waiter is woken.
 --!include server-time.lua
 --!include semaphore-holds.lua
-local holdsKey, limitKey, fenceKey, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+--!include waiting-registration.lua
+--!include wake-one-process.lua
+local holdsKey, limitKey, fenceKey, channel, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local member, permits, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local configured, publish, chained = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
+local client, flag = ARGV[7], ARGV[8]
 if not wholeNumber(permits, 1, 2147483647) then
   return redis.error_reply('BADARG permits must be a whole number in 1..2147483647, got ' .. tostring(ARGV[2]))
 end
@@ -35,6 +42,8 @@ end
 if publish ~= 'publish' and publish ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
 end
+local problem = checkWaitingArgs(client, flag)
+if problem then return redis.error_reply(problem) end
 
 local now = nowMs()
 local freed = reclaimExpired(holdsKey, now)
@@ -47,9 +56,11 @@ if permits <= available then
   redis.call('zadd', holdsKey, now + lease, member)
   if redis.call('pttl', holdsKey) < lease then redis.call('pexpire', holdsKey, lease) end
   available = available - permits
-  if available > 0 and (chained or freed > 0) then redis.call(publish, channel, 'free') end
+  grantedWaiting(waitingKey, client, flag)
+  if available > 0 and (chained or freed > 0) then wakeOneProcess(waitingKey, channel, publish, 'free') end
   return {0, redis.call('incr', fenceKey), available}
 end
-if available > 0 and freed > 0 then redis.call(publish, channel, 'free') end
+registerWaiting(waitingKey, client, flag)
+if available > 0 and freed > 0 then wakeOneProcess(waitingKey, channel, publish, 'free') end
 local earliest = redis.call('zrange', holdsKey, 0, 0, 'withscores')[2]
 return {2, earliest and math.max(1, tonumber(earliest) - now) or -1, math.max(available, 0)}
