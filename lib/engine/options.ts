@@ -1,7 +1,7 @@
-import { checkDuration, MAX_LEASE_MS, show } from './durations';
+import { checkDuration, LEASE_RULE, show, WAIT_RULE } from './validation';
 import { LockOptionsError } from './errors';
 
-/** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see durations.ts). */
+/** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see validation.ts). */
 export interface AcquireOptions {
   /**
    * How long the lock lives unless renewed, at most 365 days. Omitted: the watchdog keeps renewing a
@@ -41,8 +41,8 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
   if (options === null || typeof options !== 'object') {
     throw new LockOptionsError(`Lock options must be an object, got ${show(options)}.`, key);
   }
-  const leaseTime = checkDuration(key, 'leaseTime', options.leaseTime, { positive: true, max: MAX_LEASE_MS });
-  const waitTime = checkDuration(key, 'waitTime', options.waitTime, { max: MAX_LEASE_MS });
+  const leaseTime = checkDuration(key, 'leaseTime', options.leaseTime, LEASE_RULE);
+  const waitTime = checkDuration(key, 'waitTime', options.waitTime, WAIT_RULE);
   const { owner, signal } = options;
   if (owner !== undefined && (typeof owner !== 'string' || owner.length === 0 || owner.includes('\0'))) {
     throw new LockOptionsError(`owner must be a non-empty string without NUL characters, got ${show(owner)}.`, key, {
@@ -70,5 +70,3 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
 export function assertAcquireOptions(key: string, options: AcquireOptions): void {
   checkAcquireOptions(key, options);
 }
-
-export { checkDuration as assertDuration } from './durations';
