@@ -5,7 +5,13 @@
  */
 import * as fs from 'node:fs';
 import Redis, { ReplyError } from 'ioredis';
-import { DEPLOY_TYPES, lockOptionsFromEnv, type ConnectionOptions, type DeployType } from '../../lib';
+import {
+  DEPLOY_TYPES,
+  LOCK_ENV_VARIABLES,
+  lockOptionsFromEnv,
+  type ConnectionOptions,
+  type DeployType,
+} from '../../lib';
 import {
   DEV_BASE_PORTS,
   readTopology,
@@ -35,18 +41,15 @@ const ADDRESS_VARIABLES: Record<DeployType, string[]> = {
   cluster: ['REDIS_NODES'],
 };
 
-/** Connection variables dropped when the demo points the apps at a Redis it started (no auth, no TLS). */
-const CONNECTION_VARIABLES = [
-  'REDIS_URL',
-  'REDIS_REPLICAS',
-  'REDIS_SENTINELS',
-  'REDIS_SENTINEL_MASTER',
-  'REDIS_SENTINEL_PASSWORD',
-  'REDIS_NODES',
-  'REDIS_USERNAME',
-  'REDIS_PASSWORD',
-  'REDIS_TLS',
+/** Kept when the demo points the apps at a Redis it started; every other lock variable (addresses, auth, TLS) is dropped. */
+const KEPT_VARIABLES: readonly string[] = [
+  'REDIS_DEPLOY_TYPE',
+  'REDIS_DB',
+  'REDIS_COMMAND_TIMEOUT',
+  'REDIS_LOCK_PREFIX',
+  'REDIS_LOCK_WATCHDOG_TIMEOUT',
 ];
+const CONNECTION_VARIABLES = LOCK_ENV_VARIABLES.filter((name) => !KEPT_VARIABLES.includes(name));
 
 export type Env = Record<string, string | undefined>;
 
