@@ -1,4 +1,4 @@
-import { checkDuration, LEASE_RULE, show, WAIT_RULE } from './validation';
+import { checkDuration, labelProblem, LEASE_RULE, show, WAIT_RULE } from './validation';
 import { LockOptionsError } from './errors';
 
 /** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see validation.ts). */
@@ -24,9 +24,6 @@ export interface AcquireOptions {
    */
   label?: string;
 }
-
-/** Longest `label`: a template, not data. */
-const MAX_LABEL_LENGTH = 200;
 
 /** AcquireOptions as the engine uses them: checked, times in whole milliseconds. */
 export interface CheckedAcquireOptions extends AcquireOptions {
@@ -57,12 +54,8 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
     });
   }
   const { label } = options;
-  if (label !== undefined && (typeof label !== 'string' || label.length === 0 || label.length > MAX_LABEL_LENGTH)) {
-    throw new LockOptionsError(`label must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${show(label)}.`, key, {
-      option: 'label',
-      value: label,
-    });
-  }
+  const problem = labelProblem(label);
+  if (problem) throw new LockOptionsError(`${problem}.`, key, { option: 'label', value: label });
   return { ...options, leaseTime, waitTime, checked: true };
 }
 

@@ -111,6 +111,18 @@ function keyPrefixMessage(field: string, prefix: unknown): string {
   return `${field} must be a non-empty string without "{" or "}", got ${show(prefix)}`;
 }
 
+// ---- Labels -------------------------------------------------------------------------------------
+
+/** Longest `label` (an acquisition's name in events and metrics): a template, not data. */
+export const MAX_LABEL_LENGTH = 200;
+
+/** What is wrong with `label`, or undefined when it is acceptable or omitted. */
+export function labelProblem(label: unknown): string | undefined {
+  if (label === undefined) return undefined;
+  if (typeof label === 'string' && label.length > 0 && label.length <= MAX_LABEL_LENGTH) return undefined;
+  return `label must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${show(label)}`;
+}
+
 // ---- Messages -----------------------------------------------------------------------------------
 
 /** A value as messages quote it: strings in quotes, everything else as written in code. */
