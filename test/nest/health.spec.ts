@@ -5,7 +5,14 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { LockService, RedisLockModule } from '../../lib';
 import { RedisLockHealthIndicator } from '../../lib/health';
-import { restartNode, startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import {
+  portShift,
+  restartNode,
+  startTopology,
+  stopNode,
+  stopTopology,
+  type RunningTopology,
+} from '../../scripts/redis-topology';
 import { eventually } from '../support/engine';
 import { listen } from './nest-support';
 
@@ -13,7 +20,9 @@ import { listen } from './nest-support';
  * The terminus health indicator (`nestjs-redis-lock/health`) against a real Redis that goes down and
  * comes back: private single server on 7226, since it is stopped here.
  */
-const PORT = 7226;
+const BASE_PORT = 7226;
+/** Where it listens: the base port moved by REDIS_TOPOLOGY_PORT_SHIFT, as startTopology moves it. */
+const PORT = BASE_PORT + portShift();
 
 @Controller('health')
 class HealthController {
@@ -34,7 +43,7 @@ describe('RedisLockHealthIndicator (@nestjs/terminus)', () => {
   let app: INestApplication;
 
   beforeAll(async () => {
-    topology = await startTopology('single', { basePort: PORT, name: 'health' });
+    topology = await startTopology('single', { basePort: BASE_PORT, name: 'health' });
     @Module({
       imports: [
         TerminusModule.forRoot({ logger: false }),

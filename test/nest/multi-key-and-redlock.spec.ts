@@ -14,7 +14,7 @@ import {
   type RedisLockModuleOptions,
 } from '../../lib';
 import { compileLockSpec } from '../../lib/nest/lock-spec';
-import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { connect, eventually, sleep, testPrefix } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { connectionsNamed, lockKey, lockOptions } from './nest-support';
@@ -195,7 +195,7 @@ describe('RedLock masters at start-up', () => {
 
   it('starts with a majority reachable; a master that comes up later takes part from then on', async () => {
     const [m1, m2] = masterConnections(`redlock-min-${prefix.slice(-6)}`);
-    const app = await start(lockOptions(prefix, { redLock: { masters: [m1, m2, dead(LATE_PORT)] } }));
+    const app = await start(lockOptions(prefix, { redLock: { masters: [m1, m2, dead(LATE_PORT + portShift())] } }));
     const ledger = app.get(Ledger);
     let late: RunningTopology | undefined;
     let probe: Redis | undefined;
@@ -204,7 +204,7 @@ describe('RedLock masters at start-up', () => {
         expect(lock?.fencingTokens.filter((t) => t !== null)).toHaveLength(2);
       });
       late = await startTopology('single', { basePort: LATE_PORT, name: 'redlock-late' });
-      probe = connect(LATE_PORT);
+      probe = connect(LATE_PORT + portShift());
       let onLate = 0;
       await eventually(
         async () => {
