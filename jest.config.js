@@ -7,6 +7,11 @@ module.exports = {
   testMatch: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/', '<rootDir>/test/compat/'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  // The package's own name, as the sample app imports it: the sources (tsconfig.json "paths").
+  moduleNameMapper: {
+    '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
+    '^nestjs-redis-lock/health$': '<rootDir>/lib/health/index.ts',
+  },
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   maxWorkers: 2,

@@ -9,18 +9,16 @@
  * ioredis client built the way their docs show for sentinel, `new Redis({ sentinels, name })`, all
  * other options at their defaults.
  */
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import type { LockClient } from '../lib';
 import { createContender, type Contender, type ContenderId } from './lib/contenders';
 import { createLockClient } from './lib/subject';
+import { epochNow, silentLogger, sleep, type HostPort } from '../scripts/tooling';
 
-const now = (): number => performance.timeOrigin + performance.now();
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const env = process.env;
 const id = env.CONTENDER as ContenderId;
-const sentinels = JSON.parse(env.SENTINELS!) as { host: string; port: number }[];
+const sentinels = JSON.parse(env.SENTINELS!) as HostPort[];
 const masterName = env.MASTER_NAME!;
 const key = env.LOCK_KEY!;
 
@@ -28,7 +26,7 @@ async function ours(kind: 'reentrant' | 'fair'): Promise<Contender & { locks: Lo
   const locks = await createLockClient({
     connection: { type: 'sentinel', sentinels, masterName },
     keyPrefix: 'bench',
-    logger: { warn: () => undefined, error: () => undefined },
+    logger: silentLogger,
   });
   return {
     id: kind,
@@ -68,7 +66,7 @@ async function main(): Promise<void> {
     errors[name] = (errors[name] ?? 0) + 1;
   };
   while (!stop.signal.aborted) {
-    const requested = now();
+    const requested = epochNow();
     let release;
     try {
       release = await contender.acquire(key, stop.signal);
@@ -78,12 +76,12 @@ async function main(): Promise<void> {
       await sleep(50);
       continue;
     }
-    const start = now();
+    const start = epochNow();
     if ((await counter.incr(insideKey)) > 1) crowded++;
     const value = Number(await counter.get(env.COUNTER_KEY!));
     await counter.set(env.COUNTER_KEY!, String(value + 1));
     await counter.decr(insideKey);
-    sections.push([requested, start, now(), 0]);
+    sections.push([requested, start, epochNow(), 0]);
     await release().catch(count);
   }
   await contender.close().catch(() => undefined);

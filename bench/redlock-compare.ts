@@ -18,6 +18,7 @@ import Redis from 'ioredis';
 import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
 import { LockClient, RedLock } from '../lib';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
+import { silentLogger, sleep } from '../scripts/tooling';
 
 type Subject = 'ours' | 'redlock';
 
@@ -33,7 +34,6 @@ interface WorkerResult {
 const BASE_PORT = 7380;
 const LEASE_MS = 30_000;
 const env = process.env;
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** What a user writes: ioredis clients at their defaults. */
 const clientsFor = (ports: number[]): Redis[] => ports.map((port) => new Redis({ host: '127.0.0.1', port }));
@@ -54,7 +54,7 @@ async function worker(): Promise<void> {
   let once: () => Promise<void>;
   let close: () => Promise<void>;
   if (subject === 'ours') {
-    const locks = redis.map((r) => new LockClient({ redis: r, keyPrefix: 'bench-rl', logger: silent }));
+    const locks = redis.map((r) => new LockClient({ redis: r, keyPrefix: 'bench-rl', logger: silentLogger }));
     const redLock = new RedLock(locks, env.LOCK_NAME!);
     once = () => redLock.withLock(section);
     close = async () => void (await Promise.all(locks.map((l) => l.close())));
@@ -108,8 +108,6 @@ async function worker(): Promise<void> {
   };
   console.log(JSON.stringify(result));
 }
-
-const silent = { warn: () => undefined, error: () => undefined };
 
 /** A worker process: `ready` once connected, `start(at)` to begin at that time, `result` when done. */
 function startWorker(workerEnv: Record<string, string>) {

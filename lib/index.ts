@@ -67,6 +67,7 @@ export {
 } from './connection/create-lock-client';
 export { connectRedLockMasters } from './connection/red-lock-masters';
 export { lockOptionsFromEnv } from './connection/env';
+export { parseHostPorts } from './connection/addresses';
 export type * from './connection/connection-options';
 export type { RedisDeployment } from './connection/redis-deployment';
 

@@ -50,10 +50,8 @@ import {
   terminateProcessesSync,
 } from './topology/processes';
 import {
-  Address,
   answersPing,
   clusterNodeReady,
-  label,
   masterHasOnlineReplicas,
   parseClusterNodes,
   Probe,
@@ -62,19 +60,15 @@ import {
   waitUntil,
   withClient,
 } from './topology/probes';
+import { formatHostPort, type HostPort } from './tooling';
 
 export type TopologyKind = 'single' | 'replica' | 'sentinel' | 'cluster' | 'multi';
 export const TOPOLOGY_KINDS: readonly TopologyKind[] = ['single', 'replica', 'sentinel', 'cluster', 'multi'];
 
-export interface NodeAddress {
-  host: string;
-  port: number;
-}
-
 export type NodeRole = 'master' | 'replica' | 'sentinel';
 
 export interface TopologyNode {
-  address: NodeAddress;
+  address: HostPort;
   /** The role it was started with; a sentinel failover can change it later. */
   role: NodeRole;
   pid: number;
@@ -92,11 +86,11 @@ export interface RunningTopology {
   /** $REDIS_TOPOLOGY_RUN_ID when it was started: ties a test's private topology to its jest run. */
   runId?: string;
   /** single: 1; replica & sentinel: the (initial) master; cluster: 3 masters; multi: 5 independent masters */
-  masters: NodeAddress[];
+  masters: HostPort[];
   /** replica & sentinel: 3; cluster: 3; else [] */
-  replicas: NodeAddress[];
+  replicas: HostPort[];
   /** sentinel only: 3 */
-  sentinels: NodeAddress[];
+  sentinels: HostPort[];
   /** sentinel only: 'mymaster' */
   sentinelMasterName?: string;
   nodes: TopologyNode[];
@@ -288,7 +282,7 @@ export async function restartNode(t: RunningTopology, port: number): Promise<voi
   await terminateProcesses([processOf(node)]);
   node.pid = await startDaemon(daemonArgs(node.role, node.dir), nodeFiles(node.dir));
   persist(t);
-  await waitUntil(`${t.name}: restarted ${node.role} ${label(node.address)}`, answersPing(node.address), {
+  await waitUntil(`${t.name}: restarted ${node.role} ${formatHostPort(node.address)}`, answersPing(node.address), {
     logFile: nodeFiles(node.dir).logFile,
   });
 }
@@ -372,7 +366,7 @@ const STARTERS: Record<TopologyKind, (ctx: StartContext, layout: Layout) => Prom
     ctx.signal?.throwIfAborted();
     const create = await run(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map(label), '--cluster-replicas', '1', '--cluster-yes'],
+      ['--cluster', 'create', ...nodes.map(formatHostPort), '--cluster-replicas', '1', '--cluster-yes'],
       { timeoutMs: 60_000, signal: ctx.signal },
     );
     if (create.code !== 0) {
@@ -386,7 +380,7 @@ const STARTERS: Record<TopologyKind, (ctx: StartContext, layout: Layout) => Prom
       const line = view.find((l) => l.port === node.address.port);
       node.role = line?.flags.includes('slave') ? 'replica' : 'master';
     }
-    const byPort = (a: NodeAddress, b: NodeAddress): number => a.port - b.port;
+    const byPort = (a: HostPort, b: HostPort): number => a.port - b.port;
     ctx.t.masters = ctx.t.nodes
       .filter((n) => n.role === 'master')
       .map((n) => n.address)
@@ -411,7 +405,7 @@ async function startReplicated(ctx: StartContext, layout: Layout): Promise<void>
 }
 
 /** Write the node's config, start it daemonized and record its pid right away (crash-safe cleanup). */
-async function launchNode(ctx: StartContext, port: number, role: NodeRole, extra: string[] = []): Promise<NodeAddress> {
+async function launchNode(ctx: StartContext, port: number, role: NodeRole, extra: string[] = []): Promise<HostPort> {
   ctx.signal?.throwIfAborted();
   const dir = path.join(ctx.t.stateDir, String(port));
   const files = nodeFiles(dir);
@@ -434,19 +428,19 @@ async function launchNode(ctx: StartContext, port: number, role: NodeRole, extra
   const address = { host: HOST, port };
   ctx.t.nodes.push({ address, role, pid, dir });
   persist(ctx.t);
-  ctx.log(`${ctx.t.name}: started ${role} ${label(address)} pid ${pid}`);
+  ctx.log(`${ctx.t.name}: started ${role} ${formatHostPort(address)} pid ${pid}`);
   return address;
 }
 
 async function waitAll(
   ctx: StartContext,
-  addresses: Address[],
+  addresses: HostPort[],
   what: string,
-  probeFor: (address: Address) => Probe,
+  probeFor: (address: HostPort) => Probe,
 ): Promise<void> {
   await allSettledOrThrow(
     addresses.map((a) =>
-      waitUntil(`${ctx.t.name}: ${what} ${label(a)}`, probeFor(a), {
+      waitUntil(`${ctx.t.name}: ${what} ${formatHostPort(a)}`, probeFor(a), {
         logFile: nodeFiles(path.join(ctx.t.stateDir, String(a.port))).logFile,
         signal: ctx.signal,
       }),

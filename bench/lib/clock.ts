@@ -6,5 +6,3 @@
 export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

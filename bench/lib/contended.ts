@@ -1,5 +1,6 @@
 import { lockKeys } from './subject';
-import { nowMs, sleep } from './clock';
+import { sleep } from '../../scripts/tooling';
+import { nowMs } from './clock';
 import type { BenchContext } from './context';
 import { CLIENT_COMMANDS, type ContenderId } from './contenders';
 import { counterKey, type SharedSection } from './protocol';

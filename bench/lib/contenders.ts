@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
 import { Mutex, Semaphore, TimeoutError } from 'redis-semaphore';
 import { LockClient, RedisPubSub } from './subject';
-import { sleep } from './clock';
+import { sleep } from '../../scripts/tooling';
 
 /**
  * Every lock under test behind one small interface. Each contender waits until it gets the lock:

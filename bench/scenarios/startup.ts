@@ -15,7 +15,8 @@
 import Redis from 'ioredis';
 import type { ReentrantLock } from '../../lib';
 import { LockClient, lockKeys, RedisPubSub } from '../lib/subject';
-import { nowMs, sleep } from '../lib/clock';
+import { silentLogger, sleep } from '../../scripts/tooling';
+import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
 import { median } from '../lib/stats';
 
@@ -43,7 +44,6 @@ const BURST = 4;
 const HOLD_MS = 2;
 /** Short lease so a lost wake-up costs ~0.5 s per waiter here instead of the default 30 s. */
 const LEASE_MS = 500;
-const quiet = { warn: () => undefined, error: () => undefined };
 
 async function burst(lock: ReentrantLock): Promise<number> {
   const started = nowMs();
@@ -76,7 +76,7 @@ export async function runStartup(ctx: BenchContext): Promise<StartupResult> {
   const subscribers: number[] = [];
   try {
     for (let i = 0; i < (ctx.config.quick ? 15 : 30); i++) {
-      const locks = new LockClient({ redis, keyPrefix: 'bench', watchdogTimeout: LEASE_MS, logger: quiet });
+      const locks = new LockClient({ redis, keyPrefix: 'bench', watchdogTimeout: LEASE_MS, logger: silentLogger });
       natural.push(await burst(locks.getLock(`${ctx.tag}:startup:n${i}`)));
       await locks.close();
     }
@@ -88,7 +88,7 @@ export async function runStartup(ctx: BenchContext): Promise<StartupResult> {
         redis,
         keyPrefix: 'bench',
         watchdogTimeout: LEASE_MS,
-        logger: quiet,
+        logger: silentLogger,
         pubsub: new RedisPubSub(connection, false, true),
       });
       const name = `${ctx.tag}:startup:f${i}`;

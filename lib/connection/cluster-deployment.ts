@@ -1,8 +1,6 @@
 import { Cluster } from 'ioredis';
-import { RedisPubSub } from '../engine/pubsub';
-import type { ClusterConnectionOptions, HostPort } from './connection-options';
-import { connectAll, quitAll } from './lifecycle';
-import type { RedisDeployment } from './redis-deployment';
+import { BaseDeployment } from './base-deployment';
+import type { ClusterConnectionOptions } from './connection-options';
 import { lockConnectionOptions, reconnectDelay, SUBSCRIBER_OVERRIDES } from './redis-options';
 
 /**
@@ -10,13 +8,8 @@ import { lockConnectionOptions, reconnectDelay, SUBSCRIBER_OVERRIDES } from './r
  * notifications use sharded pub/sub (SPUBLISH / SSUBSCRIBE, Redis 7), which stays on that slot's
  * shard instead of being broadcast to every node.
  */
-export class ClusterDeployment implements RedisDeployment {
+export class ClusterDeployment extends BaseDeployment<Cluster> {
   readonly type = 'cluster' as const;
-  readonly client: Cluster;
-  readonly pubsub: RedisPubSub;
-  readonly publishCommand = 'spublish' as const;
-  readonly replicas: readonly HostPort[] = [];
-  private readonly subscriber: Cluster;
 
   constructor(options: ClusterConnectionOptions) {
     const { lazyConnect, enableOfflineQueue, ...redisOptions } = lockConnectionOptions(options);
@@ -38,20 +31,13 @@ export class ClusterDeployment implements RedisDeployment {
       // Sharded subscriptions go to the node serving each channel's slot, and follow it on resharding.
       shardedSubscribers: true,
     };
-    this.client = new Cluster(options.nodes, clusterOptions);
-    this.subscriber = new Cluster(options.nodes, {
-      ...clusterOptions,
-      ...SUBSCRIBER_OVERRIDES,
-      redisOptions: { ...redisOptions, ...SUBSCRIBER_OVERRIDES },
+    super({
+      client: new Cluster(options.nodes, clusterOptions),
+      subscriber: new Cluster(options.nodes, {
+        ...clusterOptions,
+        ...SUBSCRIBER_OVERRIDES,
+        redisOptions: { ...redisOptions, ...SUBSCRIBER_OVERRIDES },
+      }),
     });
-    this.pubsub = new RedisPubSub(this.subscriber, true, false);
-  }
-
-  ready(): Promise<void> {
-    return connectAll([this.client, this.subscriber]);
-  }
-
-  close(): Promise<void> {
-    return quitAll([this.client, this.subscriber]);
   }
 }

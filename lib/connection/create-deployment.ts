@@ -1,7 +1,8 @@
-import { durationProblem } from '../engine/durations';
 import { ConnectionConfigError } from '../engine/errors';
+import { durationProblem, TIMEOUT_RULE } from '../engine/validation';
+import { isHostPort, isPort } from './addresses';
 import { ClusterDeployment } from './cluster-deployment';
-import type { ConnectionOptions, HostPort } from './connection-options';
+import type { ConnectionOptions } from './connection-options';
 import { DEPLOY_TYPES } from './connection-options';
 import { ExistingClientDeployment } from './existing-client-deployment';
 import { MasterSlaveDeployment } from './master-slave-deployment';
@@ -80,17 +81,8 @@ export function connectionProblems(options: ConnectionOptions | undefined): stri
     problems.push('db must be a non-negative integer');
   }
   if ('commandTimeout' in options) {
-    const problem = durationProblem('commandTimeout', options.commandTimeout, { positive: true });
+    const problem = durationProblem('commandTimeout', options.commandTimeout, TIMEOUT_RULE);
     if (problem) problems.push(problem);
   }
   return problems;
-}
-
-function isPort(port: unknown): boolean {
-  return Number.isInteger(port) && (port as number) > 0 && (port as number) < 65536;
-}
-
-function isHostPort(a: unknown): a is HostPort {
-  const v = a as HostPort | undefined;
-  return !!v && typeof v.host === 'string' && v.host.length > 0 && isPort(v.port);
 }

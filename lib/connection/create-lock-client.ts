@@ -1,7 +1,7 @@
 import { bounded } from '../engine/bounded';
-import { checkDuration, MAX_TIMEOUT_MS } from '../engine/durations';
 import { LockError, RedisUnavailableError } from '../engine/errors';
 import { DEFAULT_OPERATION_TIMEOUT, LockClient, type LockClientOptions } from '../engine/lock-client';
+import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/validation';
 import type { ConnectionOptions } from './connection-options';
 import { createDeployment, isRedisDeployment } from './create-deployment';
 import { describeConnection } from './describe-connection';
@@ -23,18 +23,10 @@ export interface RedisLockClientOptions extends LockClientSettings {
  */
 export async function createLockClient(options: RedisLockClientOptions): Promise<LockClient> {
   const { connection, ...settings } = options;
-  const deployment = isRedisDeployment(connection) ? connection : createDeployment(connection);
+  const deployment = deploymentFor(connection);
   try {
-    // A server that accepts the connection but never answers must not hang the caller's start-up.
-    const timeout = connectTimeout(settings.operationTimeout);
-    await bounded(deployment.ready(), timeout, { name: 'connect' });
-    return new LockClient({
-      ...settings,
-      redis: deployment.client,
-      pubsub: deployment.pubsub,
-      publishCommand: deployment.publishCommand,
-      onClose: () => deployment.close(),
-    });
+    await connectWithin(deployment, connectTimeout(settings.operationTimeout));
+    return lockClientOver(deployment, settings);
   } catch (error) {
     await deployment.close().catch(() => undefined);
     // A configuration problem (e.g. master-slave's ROLE check) says so itself; anything else means
@@ -45,9 +37,30 @@ export async function createLockClient(options: RedisLockClientOptions): Promise
   }
 }
 
+/** The deployment given, or a new one for the options. */
+export function deploymentFor(connection: ConnectionOptions | RedisDeployment): RedisDeployment {
+  return isRedisDeployment(connection) ? connection : createDeployment(connection);
+}
+
+/** Connects and verifies `deployment`: a server that accepts the connection but never answers must not hang start-up. */
+export function connectWithin(deployment: RedisDeployment, timeout: number): Promise<void> {
+  return bounded(deployment.ready(), timeout, { name: 'connect' });
+}
+
+/** A LockClient on the deployment's connections; closing it closes them. */
+export function lockClientOver(deployment: RedisDeployment, settings: LockClientSettings): LockClient {
+  return new LockClient({
+    ...settings,
+    redis: deployment.client,
+    pubsub: deployment.pubsub,
+    publishCommand: deployment.publishCommand,
+    onClose: () => deployment.close(),
+  });
+}
+
 /** How long connecting (and verifying) a deployment may take: three operation timeouts (default 9 s). */
 export function connectTimeout(operationTimeout: number | undefined): number {
-  const operation = checkDuration('', 'operationTimeout', operationTimeout, { positive: true });
+  const operation = checkDuration('', 'operationTimeout', operationTimeout, TIMEOUT_RULE);
   return Math.min(MAX_TIMEOUT_MS, 3 * (operation ?? DEFAULT_OPERATION_TIMEOUT));
 }
 

@@ -1,16 +1,15 @@
-import type { ConnectionOptions, HostPort } from './connection-options';
+import { DEFAULT_REDIS_PORT, formatHostPort as address, redisUrlAddress } from './addresses';
+import type { ConnectionOptions } from './connection-options';
 import { isRedisDeployment } from './create-deployment';
 import type { RedisDeployment } from './redis-deployment';
 
 /** Where we tried to connect, without credentials. */
 export function describeConnection(connection: ConnectionOptions | RedisDeployment): string {
   if (isRedisDeployment(connection)) return `the ${connection.type} deployment given`;
-  const address = ({ host, port }: HostPort) => `${host}:${port}`;
   switch (connection.type) {
     case 'single': {
-      if (connection.url === undefined) return `${connection.host ?? '127.0.0.1'}:${connection.port ?? 6379}`;
-      const url = new URL(connection.url);
-      return `${url.hostname}:${url.port || 6379}`;
+      if (connection.url !== undefined) return address(redisUrlAddress(connection.url));
+      return address({ host: connection.host ?? '127.0.0.1', port: connection.port ?? DEFAULT_REDIS_PORT });
     }
     case 'master-slave':
       return `master ${address(connection.master)}`;

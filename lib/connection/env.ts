@@ -1,6 +1,6 @@
 import { ConnectionConfigError } from '../engine/errors';
-import { keyPrefixProblem } from '../engine/keys';
-import { MAX_TIMEOUT_MS } from '../engine/durations';
+import { keyPrefixProblem, MAX_TIMEOUT_MS } from '../engine/validation';
+import { readHostPorts, redisUrlAddress, redisUrlProblem } from './addresses';
 import type { CommonConnectionOptions, ConnectionOptions, DeployType, HostPort } from './connection-options';
 import { DEPLOY_TYPES } from './connection-options';
 import type { RedisLockClientOptions } from './create-lock-client';
@@ -113,7 +113,7 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     }
   }
   const keyPrefix = value('REDIS_LOCK_PREFIX');
-  const prefixProblem = keyPrefix === undefined ? undefined : keyPrefixProblem('REDIS_LOCK_PREFIX', keyPrefix);
+  const prefixProblem = keyPrefixProblem('REDIS_LOCK_PREFIX', keyPrefix);
   if (prefixProblem) problems.push(prefixProblem);
   const watchdogTimeout = integer(
     problems,
@@ -155,46 +155,15 @@ function boolean(problems: string[], name: string, raw: string | undefined): boo
 /** `host:port,host:port` -> addresses; malformed entries are reported by position. */
 function addresses(problems: string[], name: string, raw: string | undefined, min: number): HostPort[] {
   if (raw === undefined) return [];
-  const entries = raw
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e.length > 0);
-  const parsed: HostPort[] = [];
-  entries.forEach((entry, i) => {
-    const address = hostPort(entry);
-    if (address) parsed.push(address);
-    else problems.push(`${name} entry ${i + 1} ("${entry}") is not host:port with a port in 1-65535`);
-  });
-  if (entries.length < min)
-    problems.push(`${name} needs at least ${min} host:port address(es), e.g. 10.0.0.1:26379,10.0.0.2:26379`);
-  return parsed;
-}
-
-function hostPort(entry: string): HostPort | undefined {
-  const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(entry);
-  if (!match) return undefined;
-  const port = Number(match[2]);
-  return port > 0 && port < 65536 ? { host: match[1], port } : undefined;
+  const read = readHostPorts(name, raw, min);
+  problems.push(...read.problems);
+  return read.addresses;
 }
 
 /** Validates a redis[s]:// URL without ever putting its password into a message. */
 function parseUrl(problems: string[], name: string, raw: string | undefined): HostPort | undefined {
   if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    problems.push(`${name} is not a valid URL (expected redis://host:port)`);
-    return undefined;
-  }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-    problems.push(`${name} must start with redis:// or rediss://; got "${url.protocol}//…"`);
-    return undefined;
-  }
-  const port = url.port === '' ? 6379 : Number(url.port);
-  if (!url.hostname) {
-    problems.push(`${name} has no host`);
-    return undefined;
-  }
-  return { host: url.hostname.replace(/^\[|\]$/g, ''), port };
+  const problem = redisUrlProblem(name, raw);
+  if (problem) problems.push(problem);
+  return problem ? undefined : redisUrlAddress(raw);
 }

@@ -1,29 +1,17 @@
 import type { Cluster, Redis } from 'ioredis';
 import { subscriberFor } from '../engine/lock-client';
-import { RedisPubSub } from '../engine/pubsub';
-import type { ExistingClientOptions, HostPort } from './connection-options';
-import { quitAll } from './lifecycle';
-import type { RedisDeployment } from './redis-deployment';
+import { BaseDeployment } from './base-deployment';
+import type { ExistingClientOptions } from './connection-options';
 
 /** A client the user made. We never close it; a subscriber we duplicated from it is ours. */
-export class ExistingClientDeployment implements RedisDeployment {
+export class ExistingClientDeployment extends BaseDeployment<Redis | Cluster> {
   readonly type = 'client' as const;
-  readonly client: Redis | Cluster;
-  readonly pubsub: RedisPubSub;
-  readonly publishCommand: 'publish' | 'spublish';
-  readonly replicas: readonly HostPort[] = [];
-  private readonly ownedSubscriber?: Redis | Cluster;
 
   constructor(options: ExistingClientOptions) {
-    this.client = options.client;
-    this.publishCommand = options.client.isCluster ? 'spublish' : 'publish';
-    if (!options.subscriber) this.ownedSubscriber = subscriberFor(options.client);
-    this.pubsub = new RedisPubSub(options.subscriber ?? this.ownedSubscriber!, options.client.isCluster, false);
+    const subscriber = options.subscriber ?? subscriberFor(options.client);
+    super({ client: options.client, subscriber, owned: options.subscriber ? [] : [subscriber] });
   }
 
-  async ready(): Promise<void> {}
-
-  close(): Promise<void> {
-    return this.ownedSubscriber ? quitAll([this.ownedSubscriber]) : Promise.resolve();
-  }
+  /** The user connects their own client, and our duplicate of it connects as it is made. */
+  override async ready(): Promise<void> {}
 }

@@ -4,6 +4,7 @@ export { createDeployment, connectionProblems, isRedisDeployment } from './creat
 export { createLockClient, type RedisLockClientOptions, type LockClientSettings } from './create-lock-client';
 export { connectRedLockMasters } from './red-lock-masters';
 export { lockOptionsFromEnv, LOCK_ENV_VARIABLES } from './env';
+export { parseHostPorts } from './addresses';
 export { SingleDeployment } from './single-deployment';
 export { MasterSlaveDeployment } from './master-slave-deployment';
 export { SentinelDeployment } from './sentinel-deployment';

@@ -1,9 +1,13 @@
-import { bounded } from '../engine/bounded';
 import { RedisUnavailableError } from '../engine/errors';
-import { LockClient } from '../engine/lock-client';
+import type { LockClient } from '../engine/lock-client';
 import type { ConnectionOptions } from './connection-options';
-import { connectTimeout, type LockClientSettings } from './create-lock-client';
-import { createDeployment, isRedisDeployment } from './create-deployment';
+import {
+  connectTimeout,
+  connectWithin,
+  deploymentFor,
+  lockClientOver,
+  type LockClientSettings,
+} from './create-lock-client';
 import { describeConnection } from './describe-connection';
 import type { RedisDeployment } from './redis-deployment';
 
@@ -20,9 +24,9 @@ export async function connectRedLockMasters(
   masters: readonly (ConnectionOptions | RedisDeployment)[],
   settings: LockClientSettings = {},
 ): Promise<LockClient[]> {
-  const deployments = masters.map((m) => (isRedisDeployment(m) ? m : createDeployment(m)));
+  const deployments = masters.map(deploymentFor);
   const timeout = connectTimeout(settings.operationTimeout);
-  const outcomes = await Promise.allSettled(deployments.map((d) => bounded(d.ready(), timeout, { name: 'connect' })));
+  const outcomes = await Promise.allSettled(deployments.map((d) => connectWithin(d, timeout)));
   const unreachable = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [describeConnection(masters[i])] : []));
   const quorum = Math.floor(masters.length / 2) + 1;
   if (masters.length - unreachable.length < quorum) {
@@ -32,18 +36,8 @@ export async function connectRedLockMasters(
     );
     throw new RedisUnavailableError(undefined, 'connect', timeout, cause, unreachable.join(', '));
   }
-  const clients = deployments.map(
-    (deployment) =>
-      new LockClient({
-        ...settings,
-        // Independent masters have no replicas to wait for.
-        replicaSync: false,
-        redis: deployment.client,
-        pubsub: deployment.pubsub,
-        publishCommand: deployment.publishCommand,
-        onClose: () => deployment.close(),
-      }),
-  );
+  // Independent masters have no replicas to wait for.
+  const clients = deployments.map((deployment) => lockClientOver(deployment, { ...settings, replicaSync: false }));
   if (unreachable.length > 0) {
     clients[0].logger.warn(`RedLock masters not reachable yet (they join once they answer): ${unreachable.join(', ')}`);
   }

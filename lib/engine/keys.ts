@@ -1,7 +1,6 @@
-import { LockOptionsError } from './errors';
-
-/** Longest lock name accepted, in bytes: longer names are almost always a bug (a body used as a key). */
-export const MAX_NAME_BYTES = 1024;
+// The rules for names and the prefix live with every other input rule; keys.ts re-exports them for
+// the modules that import them from here (lock-base, lock-client, the public index, lib/nest).
+export { assertKeyPrefix, assertLockName, keyPrefixProblem, MAX_NAME_BYTES } from './validation';
 
 /**
  * The Redis keys and channel of one lock. They all carry the same hash tag `{<name>}`, so every
@@ -25,31 +24,6 @@ export interface LockKeys {
   readonly queue: string;
   /** Fair lock: sorted set of waiter id -> deadline (Redis server time, ms). */
   readonly deadlines: string;
-}
-
-/** Throws LockOptionsError unless `name` is a usable lock name. */
-export function assertLockName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new LockOptionsError(`Lock name must be a non-empty string, got ${describe(name)}.`, String(name));
-  }
-  if (Buffer.byteLength(name) > MAX_NAME_BYTES) {
-    throw new LockOptionsError(
-      `Lock name is ${Buffer.byteLength(name)} bytes; the limit is ${MAX_NAME_BYTES}. Use a shorter, stable identifier.`,
-      name.slice(0, 64) + '…',
-    );
-  }
-}
-
-/** What is wrong with `prefix` as the namespace of every key (it must not disturb the hash tag), or undefined. */
-export function keyPrefixProblem(field: string, prefix: unknown): string | undefined {
-  if (typeof prefix === 'string' && prefix.length > 0 && !/[{}]/.test(prefix)) return undefined;
-  return `${field} must be a non-empty string without "{" or "}", got ${describe(prefix)}`;
-}
-
-/** Throws LockOptionsError unless `prefix` can namespace keys without disturbing the hash tag. */
-export function assertKeyPrefix(prefix: unknown): asserts prefix is string {
-  const problem = keyPrefixProblem('keyPrefix', prefix);
-  if (problem) throw new LockOptionsError(`${problem}.`, undefined, { option: 'keyPrefix', value: prefix });
 }
 
 /**
@@ -138,8 +112,4 @@ export function readWriteKeys(prefix: string, name: string): ReadWriteKeys {
     readChannel: `${base}:unlock:read`,
     writeChannel: `${base}:unlock:write`,
   };
-}
-
-function describe(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }

@@ -1,7 +1,7 @@
-import { checkDuration, MAX_LEASE_MS, show } from './durations';
+import { checkDuration, labelProblem, LEASE_RULE, show, WAIT_RULE } from './validation';
 import { LockOptionsError } from './errors';
 
-/** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see durations.ts). */
+/** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see validation.ts). */
 export interface AcquireOptions {
   /**
    * How long the lock lives unless renewed, at most 365 days. Omitted: the watchdog keeps renewing a
@@ -25,9 +25,6 @@ export interface AcquireOptions {
   label?: string;
 }
 
-/** Longest `label`: a template, not data. */
-const MAX_LABEL_LENGTH = 200;
-
 /** AcquireOptions as the engine uses them: checked, times in whole milliseconds. */
 export interface CheckedAcquireOptions extends AcquireOptions {
   readonly checked: true;
@@ -41,8 +38,8 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
   if (options === null || typeof options !== 'object') {
     throw new LockOptionsError(`Lock options must be an object, got ${show(options)}.`, key);
   }
-  const leaseTime = checkDuration(key, 'leaseTime', options.leaseTime, { positive: true, max: MAX_LEASE_MS });
-  const waitTime = checkDuration(key, 'waitTime', options.waitTime, { max: MAX_LEASE_MS });
+  const leaseTime = checkDuration(key, 'leaseTime', options.leaseTime, LEASE_RULE);
+  const waitTime = checkDuration(key, 'waitTime', options.waitTime, WAIT_RULE);
   const { owner, signal } = options;
   if (owner !== undefined && (typeof owner !== 'string' || owner.length === 0 || owner.includes('\0'))) {
     throw new LockOptionsError(`owner must be a non-empty string without NUL characters, got ${show(owner)}.`, key, {
@@ -57,12 +54,8 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
     });
   }
   const { label } = options;
-  if (label !== undefined && (typeof label !== 'string' || label.length === 0 || label.length > MAX_LABEL_LENGTH)) {
-    throw new LockOptionsError(`label must be a string of 1-${MAX_LABEL_LENGTH} characters, got ${show(label)}.`, key, {
-      option: 'label',
-      value: label,
-    });
-  }
+  const problem = labelProblem(label);
+  if (problem) throw new LockOptionsError(`${problem}.`, key, { option: 'label', value: label });
   return { ...options, leaseTime, waitTime, checked: true };
 }
 
@@ -70,5 +63,3 @@ export function checkAcquireOptions(key: string, options: AcquireOptions): Check
 export function assertAcquireOptions(key: string, options: AcquireOptions): void {
   checkAcquireOptions(key, options);
 }
-
-export { checkDuration as assertDuration } from './durations';

@@ -12,7 +12,7 @@ import {
   type WaitingAttempt,
 } from './lock-base';
 import type { LockKindName } from './lock-events';
-import { checkDuration } from './durations';
+import { checkDuration, TIMEOUT_RULE } from './validation';
 import { runScript } from './scripts';
 
 const RELEASE_RESULTS: Record<number, RawRelease> = {
@@ -203,7 +203,7 @@ export class WriteLock extends ReadWriteSide {
   constructor(engine: EngineContext, name: string, options: ReadWriteLockOptions = {}) {
     super(engine, name, 'write');
     this.writerIntentTimeout =
-      checkDuration(name, 'writerIntentTimeout', options.writerIntentTimeout, { positive: true }) ??
+      checkDuration(name, 'writerIntentTimeout', options.writerIntentTimeout, TIMEOUT_RULE) ??
       READ_WRITE_LOCK_DEFAULTS.writerIntentTimeout;
   }
 

@@ -8,13 +8,13 @@ import {
   LockQuorumError,
   RedisUnavailableError,
 } from './errors';
-import { assertLockName } from './keys';
 import type { LockClient } from './lock-client';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import { GroupLock, type GroupLockHandle } from './group-lock';
 import { setLongTimeout, MAX_TIMER_MS, type LongTimer } from './long-timer';
 import { masterHealth, PROBE_INTERVAL_MS } from './master-health';
-import { assertAcquireOptions, assertDuration, type AcquireOptions } from './options';
+import { assertAcquireOptions, type AcquireOptions } from './options';
+import { assertLockName, checkDuration, TIMEOUT_RULE } from './validation';
 import type { SimpleLock } from './simple-lock';
 import type { WaitTicket } from './waiters';
 
@@ -201,7 +201,7 @@ export class RedLock extends GroupLock<RedLockHandle> {
     if (!Array.isArray(clients) || clients.length === 0)
       throw new LockOptionsError('RedLock needs at least one LockClient.', name);
     assertLockName(name);
-    assertDuration(name, 'instanceTimeout', options.instanceTimeout, { positive: true });
+    checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
     if (options.driftFactor !== undefined && !(options.driftFactor >= 0 && options.driftFactor < 1)) {
       throw new LockOptionsError(`driftFactor must be in [0, 1), got ${String(options.driftFactor)}.`, name);
     }

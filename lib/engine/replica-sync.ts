@@ -1,10 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import { bounded } from './bounded';
 import { clusterSlot } from './cluster-slot';
-import { durationProblem, show } from './durations';
-import { ReplicaSyncError } from './errors';
+import { LockOptionsError, ReplicaSyncError } from './errors';
 import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
+import { durationProblem, show, TIMEOUT_RULE, wholeMilliseconds } from './validation';
 
 /**
  * After Redisson's synced-replicas check: once a lock is written, WAIT until `replicas` replicas
@@ -32,9 +32,12 @@ export type ReplicaSyncSetting = ReplicaSyncOptions | 'auto' | false;
 /** How long 'auto' waits for a replica's acknowledgement (Redisson's slavesSyncTimeout). */
 export const AUTO_SYNC_TIMEOUT_MS = 1_000;
 
-/** Everything wrong with `sync` as replica-sync options, each naming the field (one rule for the engine and Nest). */
+/**
+ * Everything wrong with `sync` as replica-sync options, each naming the field; none when it is
+ * omitted (the client then uses 'auto'). The one rule for the engine (checkReplicaSync) and Nest.
+ */
 export function replicaSyncProblems(sync: unknown): string[] {
-  if (sync === 'auto' || sync === false) return [];
+  if (sync === undefined || sync === 'auto' || sync === false) return [];
   if (sync === null || typeof sync !== 'object') {
     return [`replicaSync must be 'auto', false or an object such as { replicas: 1, timeout: 100 }, got ${show(sync)}`];
   }
@@ -45,7 +48,7 @@ export function replicaSyncProblems(sync: unknown): string[] {
   }
   if (timeout === undefined) problems.push('replicaSync.timeout is required (ms)');
   else {
-    const problem = durationProblem('replicaSync.timeout', timeout, { positive: true });
+    const problem = durationProblem('replicaSync.timeout', timeout, TIMEOUT_RULE);
     if (problem) problems.push(problem);
   }
   if (onFailure !== undefined && onFailure !== 'release' && onFailure !== 'warn') {
@@ -54,13 +57,30 @@ export function replicaSyncProblems(sync: unknown): string[] {
   return problems;
 }
 
+/**
+ * The client's setting: omitted means 'auto'; an object's timeout in whole milliseconds.
+ * @throws LockOptionsError listing every problem, before any connection is made
+ */
+export function checkReplicaSync(sync: unknown): ReplicaSyncSetting {
+  if (sync === undefined) return 'auto';
+  const problems = replicaSyncProblems(sync);
+  if (problems.length > 0) {
+    throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'replicaSync', value: sync });
+  }
+  const setting = sync as ReplicaSyncSetting;
+  return typeof setting === 'object' ? { ...setting, timeout: wholeMilliseconds(setting.timeout) } : setting;
+}
+
 /** Runs WAIT on `node` (the connection that wrote) and returns how many replicas acknowledged. */
 export async function waitForReplicas(node: Redis, replicas: number, timeout: number): Promise<number> {
   return (await node.call('WAIT', replicas, timeout)) as number;
 }
 
-/** The connection a lock's scripts ran on: WAIT counts that connection's own writes. */
-export function nodeForKey(client: RedisClient, key: string): Redis {
+/**
+ * The connection a lock's scripts ran on: WAIT counts that connection's own writes. undefined for
+ * a Cluster between slot maps, which knows no master for the key.
+ */
+export function nodeForKey(client: RedisClient, key: string): Redis | undefined {
   return client.isCluster ? masterForKey(client as Cluster, key) : (client as Redis);
 }
 
@@ -133,11 +153,9 @@ export class ReplicaCounts {
   }
 }
 
-function masterForKey(cluster: Cluster, key: string): Redis {
+function masterForKey(cluster: Cluster, key: string): Redis | undefined {
   const [masterKey] = cluster.slots[clusterSlot(key)] ?? [];
-  const node = cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === masterKey);
-  if (!node) throw new Error(`No cluster master known for key "${key}" (slot ${clusterSlot(key)}).`);
-  return node;
+  return cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === masterKey);
 }
 
 /** Warnings of 'auto' are logged at most this often per client. */
@@ -180,12 +198,7 @@ export class ReplicaSync {
     release: () => Promise<unknown>,
   ): Promise<void> {
     // A Cluster between slot maps has no node for the key: count it as no acknowledgement (release, throw).
-    let node: Redis | undefined;
-    try {
-      node = nodeForKey(this.redis, key);
-    } catch {
-      node = undefined;
-    }
+    const node = nodeForKey(this.redis, key);
     const acknowledged = node ? await this.wait(node, setting.replicas, setting.timeout) : 0;
     if (acknowledged >= setting.replicas) return;
     const error = new ReplicaSyncError(name, acknowledged, setting.replicas, setting.timeout);
@@ -201,13 +214,8 @@ export class ReplicaSync {
 
   /** undefined (at once, no promise: the hot path) when the master is known to have no replica. */
   private auto(name: string, key: string): Promise<void> | undefined {
-    let node: Redis;
-    try {
-      node = nodeForKey(this.redis, key);
-    } catch {
-      return undefined; // a Cluster between slot maps: nothing to wait on
-    }
-    if (this.counts.knownNow(node) === 0) return undefined;
+    const node = nodeForKey(this.redis, key);
+    if (!node || this.counts.knownNow(node) === 0) return undefined; // no node: a Cluster between slot maps
     return this.autoWait(name, node);
   }
 

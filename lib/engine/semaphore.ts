@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import { bounded } from './bounded';
-import { checkDuration, MAX_LEASE_MS, show } from './durations';
+import { assertLockName, checkDuration, LEASE_RULE, show } from './validation';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
-import { assertLockName, semaphoreKeys, type SemaphoreKeys } from './keys';
+import { semaphoreKeys, type SemaphoreKeys } from './keys';
 import {
   LockBase,
   QUIET_RECHECK_MS,
@@ -70,7 +70,7 @@ export class Semaphore {
     }
     this.permits = checkPermits(name, 'permits', options.permits, MAX_PERMITS);
     const leaseTime = options.leaseTime ?? 'watchdog';
-    const lease = { positive: true, watchdog: true, max: MAX_LEASE_MS };
+    const lease = { ...LEASE_RULE, watchdog: true };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
     this.keys = semaphoreKeys(engine.keyPrefix, name);
   }

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { lockOptionsFromEnv, RedisLockModule } from '../../lib';
+import { lockOptionsFromEnv, RedisLockModule } from 'nestjs-redis-lock';
 import { HealthController } from './health.controller';
 import { PageViewModule } from './page-view/page-view.module';
 import { ReportModule } from './report/report.module';

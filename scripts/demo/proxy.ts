@@ -8,11 +8,10 @@
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream';
+import type { HostPort } from '../tooling';
 
-export interface Upstream {
-  host: string;
-  port: number;
-}
+/** An app instance behind the proxy. */
+export type Upstream = HostPort;
 
 export interface RunningProxy {
   port: number;

@@ -5,7 +5,8 @@
  */
 import * as fs from 'node:fs';
 import Redis, { ReplyError } from 'ioredis';
-import { lockOptionsFromEnv } from '../../lib';
+import { lockOptionsFromEnv, type ConnectionOptions, type DeployType } from '../../lib';
+import { DEPLOY_TYPES, LOCK_ENV_VARIABLES } from '../../lib/internal';
 import {
   DEV_BASE_PORTS,
   readTopology,
@@ -16,10 +17,8 @@ import {
   terminateTopologySync,
   TopologyKind,
 } from '../redis-topology';
+import { formatHostPort, parseHostPorts, redisUrlAddress, type HostPort } from '../tooling';
 import { Cleanup } from './cleanup';
-
-export type DeployType = 'single' | 'master-slave' | 'sentinel' | 'cluster';
-export const DEPLOY_TYPES: readonly DeployType[] = ['single', 'master-slave', 'sentinel', 'cluster'];
 
 /** Which harness topology stands in for each deployment. */
 export const TOPOLOGY_FOR: Record<DeployType, TopologyKind> = {
@@ -37,23 +36,15 @@ const ADDRESS_VARIABLES: Record<DeployType, string[]> = {
   cluster: ['REDIS_NODES'],
 };
 
-/** Connection variables dropped when the demo points the apps at a Redis it started (no auth, no TLS). */
-const CONNECTION_VARIABLES = [
-  'REDIS_URL',
-  'REDIS_REPLICAS',
-  'REDIS_SENTINELS',
-  'REDIS_SENTINEL_MASTER',
-  'REDIS_SENTINEL_PASSWORD',
-  'REDIS_NODES',
-  'REDIS_USERNAME',
-  'REDIS_PASSWORD',
-  'REDIS_TLS',
+/** Kept when the demo points the apps at a Redis it started; every other lock variable (addresses, auth, TLS) is dropped. */
+const KEPT_VARIABLES: readonly string[] = [
+  'REDIS_DEPLOY_TYPE',
+  'REDIS_DB',
+  'REDIS_COMMAND_TIMEOUT',
+  'REDIS_LOCK_PREFIX',
+  'REDIS_LOCK_WATCHDOG_TIMEOUT',
 ];
-
-export interface HostPort {
-  host: string;
-  port: number;
-}
+const CONNECTION_VARIABLES = LOCK_ENV_VARIABLES.filter((name) => !KEPT_VARIABLES.includes(name));
 
 export type Env = Record<string, string | undefined>;
 
@@ -87,8 +78,6 @@ export interface PrepareOptions {
   basePorts?: Record<TopologyKind, number>;
 }
 
-export const label = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
-
 export function deployTypeOf(env: Env): DeployType {
   const raw = env.REDIS_DEPLOY_TYPE?.trim() || 'single';
   if (!(DEPLOY_TYPES as readonly string[]).includes(raw)) {
@@ -114,13 +103,13 @@ async function resolveMain(deployType: DeployType, env: Env, opts: PrepareOption
   const what = `${deployType} Redis`;
   if (configured.length > 0) {
     // The library's own parser: the demo checks exactly the addresses the apps will use.
-    const connection = lockOptionsFromEnv(env).connection as ParsedConnection;
+    const connection = lockOptionsFromEnv(env).connection as ConnectionOptions;
     const addresses = connectionAddresses(connection);
-    const tls = Boolean(connection.tls) || /^rediss:/i.test(env.REDIS_URL ?? '');
+    const tls = ('tls' in connection && Boolean(connection.tls)) || /^rediss:/i.test(env.REDIS_URL ?? '');
     const down = await unreachable(addresses, tls);
     if (down.length === 0) {
-      opts.log(`redis: using the configured ${what} at ${addresses.map(label).join(', ')}`);
-      return { origin: 'configured', addresses: addresses.map(label) };
+      opts.log(`redis: using the configured ${what} at ${addresses.map(formatHostPort).join(', ')}`);
+      return { origin: 'configured', addresses: addresses.map(formatHostPort) };
     }
     opts.log(`redis: the configured ${what} does not answer (${down.join('; ')})`);
   } else {
@@ -139,16 +128,16 @@ async function resolveRedLock(env: Env, opts: PrepareOptions): Promise<RedisSour
     const addresses = parseHostPorts('REDLOCK_NODES', raw);
     const down = await unreachable(addresses, false);
     if (down.length === 0) {
-      opts.log(`redlock: using the configured masters REDLOCK_NODES=${addresses.map(label).join(',')}`);
-      return { origin: 'configured', addresses: addresses.map(label) };
+      opts.log(`redlock: using the configured masters REDLOCK_NODES=${addresses.map(formatHostPort).join(',')}`);
+      return { origin: 'configured', addresses: addresses.map(formatHostPort) };
     }
     opts.log(`redlock: the configured REDLOCK_NODES do not all answer (${down.join('; ')})`);
   } else {
     opts.log('redlock: REDLOCK_NODES unset (v4 needs 5 independent masters)');
   }
   const { topology, origin } = await obtainTopology('redlock', 'multi', "RedLock's 5 independent masters", opts);
-  env.REDLOCK_NODES = topology.masters.map(label).join(',');
-  return { origin, addresses: topology.masters.map(label), topology: topology.name };
+  env.REDLOCK_NODES = topology.masters.map(formatHostPort).join(',');
+  return { origin, addresses: topology.masters.map(formatHostPort), topology: topology.name };
 }
 
 /**
@@ -228,20 +217,21 @@ async function runningTopology(kind: TopologyKind, basePort: number): Promise<Ru
 }
 
 function logNodes(tag: string, t: RunningTopology, log: (line: string) => void): void {
-  for (const node of t.nodes) log(`${tag}:   ${node.role.padEnd(8)} ${label(node.address).padEnd(16)} pid ${node.pid}`);
+  for (const node of t.nodes)
+    log(`${tag}:   ${node.role.padEnd(8)} ${formatHostPort(node.address).padEnd(16)} pid ${node.pid}`);
   if (t.sentinelMasterName) log(`${tag}:   sentinel master name: ${t.sentinelMasterName}`);
 }
 
 /** The lock-env variables (lib/connection/env.ts) that point the apps at a harness topology. */
 export function envForTopology(deployType: DeployType, t: RunningTopology): Env {
-  const list = (addresses: HostPort[]): string => addresses.map(label).join(',');
+  const list = (addresses: HostPort[]): string => addresses.map(formatHostPort).join(',');
   switch (deployType) {
     case 'single':
-      return { REDIS_DEPLOY_TYPE: deployType, REDIS_URL: `redis://${label(t.masters[0])}` };
+      return { REDIS_DEPLOY_TYPE: deployType, REDIS_URL: `redis://${formatHostPort(t.masters[0])}` };
     case 'master-slave':
       return {
         REDIS_DEPLOY_TYPE: deployType,
-        REDIS_URL: `redis://${label(t.masters[0])}`,
+        REDIS_URL: `redis://${formatHostPort(t.masters[0])}`,
         REDIS_REPLICAS: list(t.replicas),
       };
     case 'sentinel':
@@ -256,61 +246,29 @@ export function envForTopology(deployType: DeployType, t: RunningTopology): Env 
 }
 
 function topologyAddresses(t: RunningTopology): string[] {
-  return t.nodes.map((n) => `${label(n.address)} (${n.role})`);
+  return t.nodes.map((n) => `${formatHostPort(n.address)} (${n.role})`);
 }
 
-/** The connection options lockOptionsFromEnv builds, read structurally (the type also admits a ready deployment). */
-interface ParsedConnection {
-  type?: string;
-  url?: string;
-  host?: string;
-  port?: number;
-  master?: HostPort;
-  replicas?: HostPort[];
-  sentinels?: HostPort[];
-  nodes?: HostPort[];
-  tls?: unknown;
-}
-
-function connectionAddresses(c: ParsedConnection): HostPort[] {
+/** The servers a connection from lockOptionsFromEnv names. */
+function connectionAddresses(c: ConnectionOptions): HostPort[] {
   switch (c.type) {
-    case 'single': {
-      if (c.url) {
-        const url = new URL(c.url);
-        return [{ host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? 6379 : Number(url.port) }];
-      }
-      return [{ host: c.host ?? '127.0.0.1', port: c.port ?? 6379 }];
-    }
+    case 'single':
+      return [c.url ? redisUrlAddress(c.url) : { host: c.host ?? '127.0.0.1', port: c.port ?? 6379 }];
     case 'master-slave':
-      return [...(c.master ? [c.master] : []), ...(c.replicas ?? [])];
+      return [c.master, ...c.replicas];
     case 'sentinel':
-      return c.sentinels ?? [];
+      return c.sentinels;
     case 'cluster':
-      return c.nodes ?? [];
+      return c.nodes;
     default:
       return [];
   }
 }
 
-export function parseHostPorts(name: string, raw: string): HostPort[] {
-  return raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '')
-    .map((entry) => {
-      const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(entry);
-      const port = Number(match?.[2]);
-      if (!match || !(port > 0 && port < 65_536)) {
-        throw new Error(`${name}: ${JSON.stringify(entry)} is not host:port`);
-      }
-      return { host: match[1], port };
-    });
-}
-
 /** The addresses that do not answer PING, each with the reason ("127.0.0.1:6379: ECONNREFUSED"). */
 export async function unreachable(addresses: HostPort[], tls: boolean): Promise<string[]> {
   const results = await Promise.all(addresses.map((a) => ping(a, tls)));
-  return results.flatMap((reason, i) => (reason === undefined ? [] : [`${label(addresses[i])}: ${reason}`]));
+  return results.flatMap((reason, i) => (reason === undefined ? [] : [`${formatHostPort(addresses[i])}: ${reason}`]));
 }
 
 /**

@@ -3,19 +3,13 @@
  * never leaves sockets (or reconnect timers) keeping the caller's event loop alive.
  */
 import Redis from 'ioredis';
-import { logTail, sleep } from './processes';
-
-export interface Address {
-  host: string;
-  port: number;
-}
+import { formatHostPort, sleep, type HostPort } from '../tooling';
+import { logTail } from './processes';
 
 /** A probe result: `undefined` when ready, otherwise what is not ready yet (for the timeout error). */
 export type Probe = () => Promise<string | undefined>;
 
-export const label = (a: Address): string => `${a.host}:${a.port}`;
-
-export async function withClient<T>(address: Address, fn: (client: Redis) => Promise<T>): Promise<T> {
+export async function withClient<T>(address: HostPort, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({
     host: address.host,
     port: address.port,
@@ -88,12 +82,12 @@ function instances(reply: unknown): Record<string, string>[] {
 const unhealthy = (flags: string): boolean => /s_down|o_down|disconnected/.test(flags);
 
 export const answersPing =
-  (address: Address): Probe =>
+  (address: HostPort): Probe =>
   () =>
     withClient(address, async (c) => ((await c.ping()) === 'PONG' ? undefined : 'PING did not answer PONG'));
 
 export const replicaLinked =
-  (address: Address): Probe =>
+  (address: HostPort): Probe =>
   () =>
     withClient(address, async (c) => {
       const info = parseInfo(await c.info('replication'));
@@ -102,7 +96,7 @@ export const replicaLinked =
     });
 
 export const masterHasOnlineReplicas =
-  (address: Address, expected: number): Probe =>
+  (address: HostPort, expected: number): Probe =>
   () =>
     withClient(address, async (c) => {
       const info = parseInfo(await c.info('replication'));
@@ -112,12 +106,12 @@ export const masterHasOnlineReplicas =
 
 /** The sentinel knows the master, all its replicas (linked) and every other sentinel. */
 export const sentinelReady =
-  (sentinel: Address, masterName: string, master: Address, replicas: number, otherSentinels: number): Probe =>
+  (sentinel: HostPort, masterName: string, master: HostPort, replicas: number, otherSentinels: number): Probe =>
   () =>
     withClient(sentinel, async (c) => {
       const addr = (await c.call('SENTINEL', 'get-master-addr-by-name', masterName)) as string[] | null;
       if (!addr || addr[0] !== master.host || Number(addr[1]) !== master.port) {
-        return `get-master-addr-by-name ${masterName} = ${JSON.stringify(addr)}, expected ${label(master)}`;
+        return `get-master-addr-by-name ${masterName} = ${JSON.stringify(addr)}, expected ${formatHostPort(master)}`;
       }
       const known = instances(await c.call('SENTINEL', 'replicas', masterName));
       const linked = known.filter((r) => !unhealthy(r.flags ?? '') && r['master-link-status'] === 'ok');
@@ -154,7 +148,7 @@ export function parseClusterNodes(text: string): ClusterNodeLine[] {
  * behind `redis-cli --cluster create`), and if it is a replica itself, its replication link is up.
  */
 export const clusterNodeReady =
-  (address: Address, masters: number, replicasPerMaster: number): Probe =>
+  (address: HostPort, masters: number, replicasPerMaster: number): Probe =>
   () =>
     withClient(address, async (c) => {
       const info = parseInfo(String(await c.call('CLUSTER', 'INFO')));

@@ -6,6 +6,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { sleep } from '../tooling';
 
 export const REDIS_NOT_FOUND =
   'redis-server not found: run "npm run setup" (installs the Debian packages redis-server and redis-tools) or install Redis >= 7 yourself';
@@ -233,8 +234,4 @@ export function logTail(file: string, lines = 20): string {
   } catch {
     return `\n(no log at ${file})`;
   }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -15,6 +15,7 @@ import { startProxy, type RunningProxy } from '../../scripts/demo/proxy';
 import { buildRow, formatTable, percentile, verdict } from '../../scripts/demo/report';
 import { isPidAlive } from '../../scripts/redis-topology';
 import { sharedTopology } from '../support/topologies';
+import { formatHostPort, type HostPort } from '../../scripts/tooling';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const REQUESTS = 120;
@@ -55,8 +56,7 @@ interface DemoRun {
   appPids: number[];
 }
 
-const list = (addresses: { host: string; port: number }[]): string =>
-  addresses.map((a) => `${a.host}:${a.port}`).join(',');
+const list = (addresses: HostPort[]): string => addresses.map(formatHostPort).join(',');
 
 /** The lock-env variables (lib/connection/env.ts) pointing at the shared topology of a deployment. */
 function redisEnv(deployment: Deployment): Record<string, string> {

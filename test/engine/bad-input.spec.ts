@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { LockClient, LockOptionsError, MultiLock, RedLock, type AcquireOptions, type LockHandle } from '../../lib';
-import { MAX_LEASE_MS } from '../../lib/engine/durations';
+import { MAX_LEASE_MS } from '../../lib/engine/validation';
 import { lockKeys } from '../../lib/engine/keys';
 import { runScript } from '../../lib/engine/scripts';
 import {

@@ -5,10 +5,10 @@
  * lives on the shared single server, which no fault test touches, so a failover cannot lose its
  * writes and every lost update is an overlap of two holders.
  */
-import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import { randomUUID } from 'node:crypto';
-import { restartNode, signalNode, type NodeAddress, type RunningTopology } from '../../scripts/redis-topology';
+import { restartNode, signalNode, type RunningTopology } from '../../scripts/redis-topology';
+import { epochNow, sleep, type HostPort } from '../../scripts/tooling';
 import { parseClusterNodes, parseInfo, withClient } from '../../scripts/topology/probes';
 import type { FaultRacerResult } from '../workers/fault-racer';
 import { lockKeys, type LockKeys } from '../../lib/engine/keys';
@@ -18,10 +18,8 @@ import { startWorker, type Worker } from '../support/workers';
 
 export type { FaultRacerResult };
 
-/** The clock the racers record with: high-resolution epoch ms, comparable across local processes. */
-export const epochNow = (): number => performance.timeOrigin + performance.now();
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+// The clock the racers record with, and the tools' sleep.
+export { epochNow, sleep } from '../../scripts/tooling';
 
 export const RACERS = 8;
 
@@ -226,7 +224,7 @@ export async function counterReaches(redis: Redis, key: string, atLeast: number,
 // Sentinel
 
 /** The master the first sentinel names now. */
-export async function sentinelMaster(t: RunningTopology): Promise<NodeAddress> {
+export async function sentinelMaster(t: RunningTopology): Promise<HostPort> {
   const [host, port] = (await withClient(t.sentinels[0], (c) =>
     c.call('SENTINEL', 'get-master-addr-by-name', t.sentinelMasterName!),
   )) as [string, string];
@@ -442,7 +440,7 @@ export async function clusterShard(
   t: RunningTopology,
   key: string,
   /** The node asked (default: the first master; after a kill, a live one). */
-  via: NodeAddress = t.masters[0],
+  via: HostPort = t.masters[0],
 ): Promise<{ master: { port: number; id: string }; replica: { port: number; id: string } }> {
   return withClient(via, async (c) => {
     const slot = Number(await c.call('CLUSTER', 'KEYSLOT', key));
@@ -464,7 +462,7 @@ export async function clusterShard(
 /** Polls `survivor` until it sees node `replicaId` as a master owning slots; resolves with that moment (epochNow). */
 export async function clusterPromoted(
   t: RunningTopology,
-  survivor: NodeAddress,
+  survivor: HostPort,
   replicaId: string,
   timeoutMs = 30_000,
 ): Promise<number> {

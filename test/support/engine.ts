@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import { LockClient, type LockClientOptions } from '../../lib';
 import { sharedTopology } from './topologies';
+import { sleep } from '../../scripts/tooling';
 
 /** A fresh key prefix per test file keeps tests on the shared servers apart. */
 export function testPrefix(): string {
@@ -51,7 +52,7 @@ export const quietLogger = {
   },
 };
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleep };
 
 /** Polls `check` until it returns true or `timeoutMs` passes (generous bounds: shared machines are noisy). */
 export async function eventually(

@@ -1,3 +1,5 @@
+import { sleep } from '../../scripts/tooling';
+
 /** Poll until `check` returns a value other than undefined, or fail after `timeoutMs` naming `what`. */
 export async function waitFor<T>(
   what: string,
@@ -17,6 +19,6 @@ export async function waitFor<T>(
       const detail = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
       throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${detail}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await sleep(intervalMs);
   }
 }

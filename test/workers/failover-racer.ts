@@ -1,10 +1,8 @@
 // Races on one lock through a failover: every critical section records its [start, end] in
 // high-resolution epoch time (comparable across processes), so the test can count double grants.
 // Errors while Redis fails over are counted and retried, never fatal.
-import { performance } from 'node:perf_hooks';
 import { sleep, workerClient, workerLock } from './worker-client';
-
-const now = () => performance.timeOrigin + performance.now();
+import { epochNow } from '../../scripts/tooling';
 
 async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
@@ -16,10 +14,10 @@ async function main(): Promise<void> {
     try {
       await lock.withLock(
         async () => {
-          const start = now();
+          const start = epochNow();
           const value = Number(await redis.get(process.env.COUNTER_KEY!));
           await redis.set(process.env.COUNTER_KEY!, String(value + 1));
-          intervals.push([start, now()]);
+          intervals.push([start, epochNow()]);
         },
         { waitTime: 5_000 },
       );

@@ -16,13 +16,12 @@
 //                test SIGSTOPs the process meanwhile), then try the fenced write and exit
 // stdin: "hold" makes the next acquisition print "holding <n>" and keep the lock until "release"
 // (then sleep AFTER_HOLD_MS before racing again); "stop" ends the run.
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import { LockLostError, type LockHandle } from '../../lib';
 import { sleep, workerClient, workerLock } from './worker-client';
+import { epochNow } from '../../scripts/tooling';
 
-const now = (): number => performance.timeOrigin + performance.now();
 const env = process.env;
 const numberEnv = (name: string, fallback: number): number => (env[name] ? Number(env[name]) : fallback);
 
@@ -101,7 +100,7 @@ async function main(): Promise<void> {
 
   for (const event of ['close', 'reconnecting', 'ready', 'error', '+node', '-node']) {
     locks.redis.on(event, (arg: unknown) =>
-      result.connection.push([now(), arg instanceof Error ? `${event} ${arg.message}` : event]),
+      result.connection.push([epochNow(), arg instanceof Error ? `${event} ${arg.message}` : event]),
     );
   }
   const stop = new AbortController();
@@ -116,9 +115,9 @@ async function main(): Promise<void> {
 
   if (env.SIDE_LOCK) {
     const side = await locks.getLock(`${env.LOCK_NAME}:side:${process.pid}`).lock();
-    const record: NonNullable<FaultRacerResult['side']> = (result.side = { acquiredAt: now() });
+    const record: NonNullable<FaultRacerResult['side']> = (result.side = { acquiredAt: epochNow() });
     side.signal.addEventListener('abort', () => {
-      record.lostAt = now();
+      record.lostAt = epochNow();
       const reason: unknown = side.signal.reason;
       record.reason = reason instanceof LockLostError ? reason.reason : errorName(reason);
     });
@@ -128,10 +127,10 @@ async function main(): Promise<void> {
 
   if (env.PAUSED_HOLDER) {
     const handle = await lock.lock({ leaseTime, waitTime });
-    const acquiredAt = now();
+    const acquiredAt = epochNow();
     console.log('holding');
     await sleep(numberEnv('HOLD_MS', 1_000)); // SIGSTOPped in here, past the lease
-    const resumedAt = now();
+    const resumedAt = epochNow();
     const abortedBeforeWrite = handle.signal.aborted;
     const accepted = await fencedWrite(handle.fencingToken);
     const reason: unknown = handle.signal.reason;
@@ -147,24 +146,24 @@ async function main(): Promise<void> {
     };
   } else {
     while (!stop.signal.aborted) {
-      const requested = now();
+      const requested = epochNow();
       let handle: LockHandle;
       try {
         handle = await lock.lock({ leaseTime, waitTime, signal: stop.signal });
-        if (now() - requested > 500) result.slowCalls.push([requested, now(), 'acquired']);
+        if (epochNow() - requested > 500) result.slowCalls.push([requested, epochNow(), 'acquired']);
       } catch (error) {
         if (stop.signal.aborted) break;
         const cause = (error as { cause?: Error }).cause;
         result.slowCalls.push([
           requested,
-          now(),
+          epochNow(),
           `${errorName(error)}: ${(error as Error).message} ${cause ? `(${cause.message})` : ''}`,
         ]);
         bump(result.errors, errorName(error));
         await sleep(50);
         continue;
       }
-      const start = now();
+      const start = epochNow();
       if ((await counter.incr(insideKey)) > 1) result.crowded++;
       const value = Number(await counter.get(env.COUNTER_KEY!));
       if (workMs > 0) await sleep(workMs);
@@ -176,7 +175,7 @@ async function main(): Promise<void> {
       await counter.set(env.COUNTER_KEY!, String(value + 1));
       if (env.FENCE_KEY) await fencedWrite(handle.fencingToken);
       await counter.decr(insideKey);
-      const end = now();
+      const end = epochNow();
       result.sections.push([requested, start, end, handle.fencingToken]);
       if (handle.signal.aborted) {
         const reason: unknown = handle.signal.reason;

@@ -4,10 +4,10 @@
 // GET / SET of COUNTER_KEY on a never-faulted Redis (COUNTER_PORT), so overlapping holders lose
 // updates. Records [requested, start, end] of every section in high-resolution epoch ms (comparable
 // across the processes of one machine). Prints "ready" once connected, its result as JSON at the end.
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import { LockClient, RedLock } from '../../lib';
+import { epochNow, silentLogger } from '../../scripts/tooling';
 
 export interface RedLockRacerResult {
   /** One per critical section: [requested, start, end]. */
@@ -16,13 +16,11 @@ export interface RedLockRacerResult {
   errors: Record<string, number>;
 }
 
-const now = (): number => performance.timeOrigin + performance.now();
 const env = process.env;
 
 async function main(): Promise<void> {
   const masters = env.REDLOCK_PORTS!.split(',').map((port) => new Redis({ host: '127.0.0.1', port: Number(port) }));
-  const silent = { warn: () => undefined, error: () => undefined };
-  const clients = masters.map((redis) => new LockClient({ redis, keyPrefix: env.KEY_PREFIX, logger: silent }));
+  const clients = masters.map((redis) => new LockClient({ redis, keyPrefix: env.KEY_PREFIX, logger: silentLogger }));
   const redLock = new RedLock(clients, env.LOCK_NAME!);
   const counter = new Redis({ host: '127.0.0.1', port: Number(env.COUNTER_PORT) });
   const counterKey = env.COUNTER_KEY!;
@@ -34,15 +32,15 @@ async function main(): Promise<void> {
 
   const result: RedLockRacerResult = { sections: [], errors: {} };
   while (!stopped) {
-    const requested = now();
+    const requested = epochNow();
     try {
       await redLock.withLock(
         async () => {
-          const start = now();
+          const start = epochNow();
           const value = Number(await counter.get(counterKey));
           await new Promise((resolve) => setTimeout(resolve, 1)); // widen the race window
           await counter.set(counterKey, String(value + 1));
-          result.sections.push([requested, start, now()]);
+          result.sections.push([requested, start, epochNow()]);
         },
         { waitTime: 10_000 },
       );

@@ -7,6 +7,7 @@ import {
   type RedisClient,
   type ReplicaSyncSetting,
 } from '../../lib';
+import { silentLogger } from '../../scripts/tooling';
 
 /**
  * Builds the worker's lock client from its environment (set by the spawning test): CONNECTION (JSON
@@ -85,15 +86,13 @@ export function fairOptions() {
   };
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+export { sleep } from '../../scripts/tooling';
 
 /** RedLock over the independent masters listed in REDLOCK_PORTS (comma-separated). */
 export function workerRedLock(name: string): { redLock: RedLock; close(): Promise<void> } {
   const clients = process.env.REDLOCK_PORTS!.split(',').map((port) => {
     const redis = new Redis({ host: '127.0.0.1', port: Number(port), maxRetriesPerRequest: 1 });
-    return new LockClient({ redis, keyPrefix: process.env.KEY_PREFIX, operationTimeout: 500, logger: silent });
+    return new LockClient({ redis, keyPrefix: process.env.KEY_PREFIX, operationTimeout: 500, logger: silentLogger });
   });
   return {
     redLock: new RedLock(clients, name),
@@ -103,6 +102,3 @@ export function workerRedLock(name: string): { redLock: RedLock; close(): Promis
     },
   };
 }
-
-/** Lost masters are expected in RedLock tests: keep their warnings out of the output. */
-const silent = { warn: () => undefined, error: () => undefined };

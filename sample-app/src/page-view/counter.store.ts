@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockService } from '../../../lib';
+import { LockService } from 'nestjs-redis-lock';
 
 export const COUNTER_KEY = 'pview';
 

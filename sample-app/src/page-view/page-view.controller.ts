@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Inject } from '@nestjs/common';
-import { DistributedLock } from '../../../lib';
+import { DistributedLock } from 'nestjs-redis-lock';
 import { COUNTER_KEY } from './counter.store';
 import { PageViewService } from './page-view.service';
 

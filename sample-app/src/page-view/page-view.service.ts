@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockService } from '../../../lib';
+import { LockService } from 'nestjs-redis-lock';
 import { CounterStore, COUNTER_KEY } from './counter.store';
 import { InProcessMutex } from './in-process-mutex';
 import { RedLockProvider } from './red-lock.provider';

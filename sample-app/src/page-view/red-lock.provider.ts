@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { createLockClient, LockService, lockOptionsFromEnv, type LockClient, type RedLock } from '../../../lib';
+import { createLockClient, LockService, parseHostPorts, type LockClient, type RedLock } from 'nestjs-redis-lock';
 
 /**
  * v4's RedLock over five independent masters, listed in REDLOCK_NODES (host:port,…). The counter
@@ -26,12 +26,11 @@ export class RedLockProvider implements OnApplicationShutdown {
   }
 
   private async create(): Promise<{ redLock: RedLock; clients: LockClient[] }> {
-    const nodes = (process.env.REDLOCK_NODES ?? '').split(',').filter(Boolean);
-    if (nodes.length === 0)
-      throw new Error('REDLOCK_NODES is not set: list the independent masters for /v4 (host:port,…).');
+    // Throws ConnectionConfigError when it is unset or names something that is not host:port.
+    const masters = parseHostPorts('REDLOCK_NODES', process.env.REDLOCK_NODES ?? '');
     const clients = await Promise.all(
-      nodes.map((node) =>
-        createLockClient({ ...lockOptionsFromEnv({ REDIS_URL: `redis://${node}` }), keyPrefix: 'pview-redlock' }),
+      masters.map(({ host, port }) =>
+        createLockClient({ connection: { type: 'single', host, port }, keyPrefix: 'pview-redlock' }),
       ),
     );
     return { redLock: this.locks.redLock('pview', clients), clients };

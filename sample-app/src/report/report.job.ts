@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Cron } from '@nestjs/schedule';
-import { LockAcquireTimeoutError } from '../../../lib';
+import { LockAcquireTimeoutError } from 'nestjs-redis-lock';
 import { ReportService } from './report.service';
 
 /**

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { DistributedLock, LockService } from '../../../lib';
+import { DistributedLock, LockService } from 'nestjs-redis-lock';
 import { CounterStore } from '../page-view/counter.store';
 
 export const REPORT_KEY = 'pview:report';
