@@ -19,11 +19,11 @@ export {
   readWriteKeys,
   semaphoreKeys,
   encodeName,
-  MAX_NAME_BYTES,
   type LockKeys,
   type ReadWriteKeys,
   type SemaphoreKeys,
 } from './engine/keys';
+export { MAX_NAME_BYTES } from './engine/validation';
 export { RedisPubSub } from './engine/pubsub';
 export type { PublishCommand } from './engine/redis-client';
 

@@ -2,7 +2,7 @@ import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
 import type { Grant, RawRelease, WaitBehaviour } from './lock-base';
-import { checkDuration } from './durations';
+import { checkDuration, TIMEOUT_RULE } from './validation';
 import { ReentrantLock } from './reentrant-lock';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { runScript } from './scripts';
@@ -50,10 +50,10 @@ export class FairLock extends ReentrantLock {
   constructor(engine: EngineContext, name: string, options: FairLockOptions = {}) {
     super(engine, name);
     this.staleWaiterTimeout =
-      checkDuration(name, 'staleWaiterTimeout', options.staleWaiterTimeout, { positive: true }) ??
+      checkDuration(name, 'staleWaiterTimeout', options.staleWaiterTimeout, TIMEOUT_RULE) ??
       FAIR_LOCK_DEFAULTS.staleWaiterTimeout;
     this.acceptanceLease =
-      checkDuration(name, 'acceptanceLease', options.acceptanceLease, { positive: true }) ??
+      checkDuration(name, 'acceptanceLease', options.acceptanceLease, TIMEOUT_RULE) ??
       FAIR_LOCK_DEFAULTS.acceptanceLease;
   }
 

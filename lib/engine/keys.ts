@@ -1,7 +1,3 @@
-// The rules for names and the prefix live with every other input rule; keys.ts re-exports them for
-// the modules that import them from here (lock-base, lock-client, the public index, lib/nest).
-export { assertKeyPrefix, assertLockName, keyPrefixProblem, MAX_NAME_BYTES } from './validation';
-
 /**
  * The Redis keys and channel of one lock. They all carry the same hash tag `{<name>}`, so every
  * script touching them runs on one Cluster slot, and SPUBLISH on the channel stays on that slot.

@@ -4,10 +4,10 @@ import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, RedisUnavailableError } from './errors';
 import type { HeldLock, RenewalKind } from './held-lock';
-import { assertLockName, lockKeys, type LockKeys } from './keys';
+import { lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
-import { checkDuration, MAX_LEASE_MS } from './durations';
+import { assertLockName, checkDuration, LEASE_RULE } from './validation';
 import { currentScope, runInLockScope } from './owner-scope';
 import { runScript } from './scripts';
 import { retryWhileUnreachable } from './retry-while-unreachable';
@@ -554,7 +554,7 @@ export abstract class LockBase {
 
   /** Extends the lease of a hold recorded by this client (LockHandleOps). */
   async extend(held: HeldLock, leaseTime?: number): Promise<void> {
-    leaseTime = checkDuration(this.name, 'leaseTime', leaseTime, { positive: true, max: MAX_LEASE_MS });
+    leaseTime = checkDuration(this.name, 'leaseTime', leaseTime, LEASE_RULE);
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
     const sentAt = Date.now();

@@ -5,10 +5,10 @@ import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
 import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
 import type { HeldLock } from './held-lock';
-import { assertKeyPrefix, assertLockName, lockKeys } from './keys';
+import { lockKeys } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
-import { checkDuration, wholeMilliseconds } from './durations';
+import { assertKeyPrefix, assertLockName, checkDuration, TIMEOUT_RULE } from './validation';
 import { RedisPubSub, type PubSub } from './pubsub';
 import { RecentReleases } from './recent-releases';
 import type { PublishCommand, RedisClient } from './redis-client';
@@ -20,7 +20,7 @@ import { FairLock, type FairLockOptions } from './fair-lock';
 import { Semaphore, type SemaphoreOptions } from './semaphore';
 import { ReadWriteLock, type ReadWriteLockOptions } from './read-write-lock';
 import { LockWaiters } from './waiters';
-import { ReplicaSync, replicaSyncProblems, type ReplicaSyncSetting } from './replica-sync';
+import { checkReplicaSync, ReplicaSync, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
 import type { LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
@@ -109,12 +109,12 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.redis = options.redis;
     this.clientId = options.clientId ?? randomUUID();
     this.keyPrefix = keyPrefix;
-    this.watchdogTimeout = checkDuration('', 'watchdogTimeout', options.watchdogTimeout, { positive: true }) ?? 30_000;
+    this.watchdogTimeout = checkDuration('', 'watchdogTimeout', options.watchdogTimeout, TIMEOUT_RULE) ?? 30_000;
     this.operationTimeout =
-      checkDuration('', 'operationTimeout', options.operationTimeout, { positive: true }) ?? DEFAULT_OPERATION_TIMEOUT;
+      checkDuration('', 'operationTimeout', options.operationTimeout, TIMEOUT_RULE) ?? DEFAULT_OPERATION_TIMEOUT;
     this.logger = options.logger ?? consoleLogger;
     this.turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
-    const replicaSync = validReplicaSync(options.replicaSync); // before any connection is made
+    const replicaSync = checkReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
@@ -271,12 +271,4 @@ function assertTelemetryOptions(telemetry: unknown): void {
   if (problems.length > 0) {
     throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'telemetry', value: telemetry });
   }
-}
-
-function validReplicaSync(sync: ReplicaSyncSetting | undefined): ReplicaSyncSetting {
-  if (sync === undefined) return 'auto';
-  const problems = replicaSyncProblems(sync);
-  if (problems.length > 0)
-    throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'replicaSync', value: sync });
-  return typeof sync === 'object' ? { ...sync, timeout: wholeMilliseconds(sync.timeout) } : sync;
 }

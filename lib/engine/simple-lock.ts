@@ -6,7 +6,7 @@ import type { HeldLock, RenewalKind } from './held-lock';
 import { LockBase, otherKindAsNull, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
-import { checkDuration, MAX_LEASE_MS } from './durations';
+import { checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
 import { runInLockScope } from './owner-scope';
 import type { HandOver } from './process-turns';
 import { runScript } from './scripts';
@@ -46,10 +46,10 @@ export class SimpleLock extends LockBase {
   constructor(engine: EngineContext, name: string, options: SimpleLockOptions = {}) {
     super(engine, name);
     const leaseTime = options.leaseTime === undefined ? SIMPLE_LOCK_DEFAULTS.leaseTime : options.leaseTime;
-    const lease = { positive: true, watchdog: true, max: MAX_LEASE_MS };
+    const lease = { ...LEASE_RULE, watchdog: true };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
     this.defaultWaitTime =
-      checkDuration(name, 'waitTime', options.waitTime, { max: MAX_LEASE_MS }) ?? SIMPLE_LOCK_DEFAULTS.waitTime;
+      checkDuration(name, 'waitTime', options.waitTime, WAIT_RULE) ?? SIMPLE_LOCK_DEFAULTS.waitTime;
   }
 
   /**

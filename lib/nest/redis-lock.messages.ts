@@ -33,7 +33,6 @@ export const messages = {
   badPermits: (got: string) => `permits must be a whole number >= 1, got ${got}`,
   redLockOneName: (count: number) => `kind 'redlock' locks one name, got ${count}`,
   badLockNames: () => 'the lock name must be a string or a non-empty array of strings',
-  badLabel: (got: string) => `label must be a string of 1-200 characters, got ${got}`,
   onBusyOnHandler: (type: string) =>
     `onBusy: 'skip' is for methods that are not handlers (scheduled jobs, consumers); this ${type} handler answers a busy lock itself (409 over HTTP)`,
   skippedBusy: (owner: string, name: string) => `${owner} skipped: lock "${name}" is held elsewhere (onBusy: 'skip')`,

@@ -4,7 +4,7 @@ import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-
 import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
 import { LOCK_KINDS, type LockKind } from '../service/lock-options';
 import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
-import { durationProblem, MAX_LEASE_MS, show } from '../../engine/durations';
+import { durationProblem, labelProblem, LEASE_RULE, show, WAIT_RULE } from '../../engine/validation';
 import { messages } from '../redis-lock.messages';
 
 /** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */
@@ -159,10 +159,10 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   if (o.newScope !== undefined && typeof o.newScope !== 'boolean') {
     problems.push(messages.notBoolean('newScope', show(o.newScope)));
   }
-  const wait = durationProblem('waitTime', o.waitTime, { infinite: true, max: MAX_LEASE_MS });
+  const wait = durationProblem('waitTime', o.waitTime, { ...WAIT_RULE, infinite: true });
   if (wait) problems.push(wait);
   if (o.leaseTime !== 'watchdog') {
-    const lease = durationProblem('leaseTime', o.leaseTime, { positive: true, watchdog: true, max: MAX_LEASE_MS });
+    const lease = durationProblem('leaseTime', o.leaseTime, { ...LEASE_RULE, watchdog: true });
     if (lease) problems.push(lease);
   }
   if (o.onBusy !== undefined && o.onBusy !== 'throw' && o.onBusy !== 'skip') {
@@ -170,9 +170,8 @@ export function compileLockSpec(options: unknown, owner: string, handlerType?: H
   } else if (o.onBusy === 'skip' && handlerType) {
     problems.push(messages.onBusyOnHandler(handlerType));
   }
-  if (o.label !== undefined && (typeof o.label !== 'string' || o.label.length === 0 || o.label.length > 200)) {
-    problems.push(messages.badLabel(show(o.label)));
-  }
+  const label = labelProblem(o.label);
+  if (label) problems.push(label);
   if (problems.length > 0 || key === undefined) throw fail();
   return {
     owner,

@@ -1,8 +1,15 @@
 import type { RedisLockClientOptions } from '../../connection/create-lock-client';
 import { MAX_TURN_MS } from '../../engine/process-turns';
 import { connectionProblems, isRedisDeployment } from '../../connection/create-deployment';
-import { durationProblem, MAX_LEASE_MS, show, type DurationRule } from '../../engine/durations';
-import { keyPrefixProblem } from '../../engine/keys';
+import {
+  durationProblem,
+  keyPrefixProblem,
+  LEASE_RULE,
+  show,
+  TIMEOUT_RULE,
+  WAIT_RULE,
+  type DurationRule,
+} from '../../engine/validation';
 import { replicaSyncProblems } from '../../engine/replica-sync';
 import { telemetryProblems } from '../../engine/telemetry';
 import type { ConnectionOptions } from '../../connection/connection-options';
@@ -57,13 +64,13 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   if (!isRedisDeployment(options.connection)) {
     problems.push(...connectionProblems(options.connection).map(messages.connectionProblem));
   }
-  const prefix = options.keyPrefix === undefined ? undefined : keyPrefixProblem('keyPrefix', options.keyPrefix);
+  const prefix = keyPrefixProblem('keyPrefix', options.keyPrefix);
   if (prefix) problems.push(prefix);
-  duration(problems, 'watchdogTimeout', options.watchdogTimeout, { positive: true });
-  duration(problems, 'operationTimeout', options.operationTimeout, { positive: true });
+  duration(problems, 'watchdogTimeout', options.watchdogTimeout, TIMEOUT_RULE);
+  duration(problems, 'operationTimeout', options.operationTimeout, TIMEOUT_RULE);
   duration(problems, 'turnTime', options.turnTime, { max: MAX_TURN_MS });
-  duration(problems, 'waitTime', options.waitTime, { infinite: true, max: MAX_LEASE_MS });
-  duration(problems, 'leaseTime', options.leaseTime, { positive: true, max: MAX_LEASE_MS });
+  duration(problems, 'waitTime', options.waitTime, { ...WAIT_RULE, infinite: true });
+  duration(problems, 'leaseTime', options.leaseTime, LEASE_RULE);
   duration(problems, 'shutdownTimeout', options.shutdownTimeout);
   const status = options.conflictStatus;
   if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 599)) {
@@ -76,7 +83,7 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   if (options.clientId !== undefined && (typeof options.clientId !== 'string' || options.clientId.length === 0)) {
     problems.push(messages.badClientId(show(options.clientId)));
   }
-  if (options.replicaSync !== undefined) problems.push(...replicaSyncProblems(options.replicaSync));
+  problems.push(...replicaSyncProblems(options.replicaSync));
   problems.push(...telemetryProblems(options.telemetry));
   if (options.redLock !== undefined) problems.push(...redLockProblems(options.redLock));
   return problems;
@@ -94,7 +101,7 @@ function redLockProblems(redLock: RedLockModuleOptions): string[] {
   const problems = redLock.masters.flatMap((master, i) =>
     isRedisDeployment(master) ? [] : connectionProblems(master).map((p) => messages.redLockMasterProblem(i, p)),
   );
-  duration(problems, 'redLock.instanceTimeout', redLock.instanceTimeout, { positive: true });
+  duration(problems, 'redLock.instanceTimeout', redLock.instanceTimeout, TIMEOUT_RULE);
   const drift = redLock.driftFactor;
   if (drift !== undefined && !(typeof drift === 'number' && drift >= 0 && drift < 1)) {
     problems.push(messages.badDriftFactor(show(drift)));
