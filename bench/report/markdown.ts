@@ -504,8 +504,10 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
         `${ours.map((id) => n(u.rows[id]!.redisUs, 1)).join(' / ')} µs in our scripts against ${n(raw?.redisUs, 1)} µs for the floor's SET + compare-and-delete ` +
         '(each script call has a fixed cost, and ours also keep the fencing counter and publish the release); the client spends ' +
         `${ours.map((id) => int(u.rows[id]!.clientCpuUs)).join(' / ')} µs of CPU against ${int(raw?.clientCpuUs)} µs for the floor (syscalls included): ` +
-        'the engine records every hold (a HeldLock with its AbortController, a timeout timer per Redis operation, the registry entry, ' +
-        'the watchdog timer armed on the first hold and cleared on the last release) and goes through ioredis `defineCommand`. ' +
+        'the engine records every hold (a HeldLock, the registry entry, the watchdog and turn bookkeeping, a bound on each Redis ' +
+        'operation, a handle) and goes through ioredis `defineCommand`; a profile of the loop shows most of the rest in the ' +
+        'socket writes and the garbage collection of that bookkeeping (the same two scripts called directly cost about two ' +
+        'thirds of the CPU in a side-by-side run on this machine). ' +
         `The acquire's excess over one PING is ${ours.map((id) => us(u.rows[id]!.acquireP50 - rtt)).join(' / ')} µs; over a network round trip of ` +
         `0.5 ms the same excess would read ${ours.map((id) => n(1 + (u.rows[id]!.acquireP50 - rtt) / 0.5)).join(' / ')} RTT (arithmetic, not measured).`,
       '',
@@ -645,11 +647,23 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
   }
 
   const missed1ms = missed('Hot key, 1 ms:');
-  if (missed1ms.length > 0 && r.hotKey1ms) {
+  const h1 = r.hotKey1ms;
+  if (missed1ms.length > 0 && h1) {
+    const ours1 = (['reentrant', 'simple'] as const).filter((id) => h1.rows[id]);
+    const polling1 = (['redlock', 'redlock-10ms', 'semaphore', 'raw'] as const).filter((id) => h1.rows[id]);
     out.push(
       `**Hot key, 1 ms critical section.** ${missed1ms
         .map((t) => `${label(t.lock)}, ${t.target.slice('Hot key, 1 ms: '.length)}: ${t.measured} (bound ${t.bound})`)
-        .join('; ')}.`,
+        .join('; ')}. ` +
+        'With a 1 ms section a 10 ms turn holds only a few acquisitions, so the lock moves between processes ' +
+        `more often (${ours1.map((id) => pct(h1.rows[id]!.crossProcessShare)).join(' / ')} of grants, against ` +
+        `${polling1.map((id) => pct(h1.rows[id]!.crossProcessShare)).join(' / ')} for the polling locks), and each move ` +
+        `costs a wake-up of the next process (hand-off p50 of the moves ${ours1
+          .map((id) => n(h1.rows[id]!.crossHandoffP50))
+          .join(
+            ' / ',
+          )} ms). A longer \`turnTime\` would raise the throughput and the longest wait together: the last ` +
+        'process in line waits about 7 turns.',
       '',
     );
   }
