@@ -1,3 +1,4 @@
+import { lockKeys } from '../../lib/internal';
 import { runScript } from '../../lib/engine/scripts';
 import { connect, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
@@ -7,16 +8,7 @@ describe('lua scripts', () => {
   let redis: Redis;
   const prefix = testPrefix();
   let n = 0;
-  const keys = () => {
-    const base = `${prefix}:{s${++n}}`;
-    return {
-      lock: base,
-      fence: `${base}:fence`,
-      channel: `${base}:unlock`,
-      waiting: `${base}:waiting`,
-      next: `${base}:next`,
-    };
-  };
+  const keys = () => lockKeys(prefix, `s${++n}`);
   type Keys = ReturnType<typeof keys>;
   /** A reentrant attempt; `client` set = a caller that waits if refused (else a single attempt of client 'solo'). */
   const lock = (k: Keys, owner: string, lease = 5000, client?: string, flag = '0') =>
