@@ -1,6 +1,7 @@
 -- Fair lock: the waiter the lock was handed to (told so by the hand-off message) takes it over,
--- replacing the short acceptance lease with its own. Sent as it enters its critical section, not
--- waited for first: the connection keeps order, so it lands before any re-entry or release.
+-- replacing the short acceptance lease with its own. The waiter waits for this reply before its
+-- critical section runs: after a failover the message may come from a master whose hand-off the
+-- promoted replica never received, and only this script, run on the current master, can tell.
 -- Safe to send again after an unknown outcome: a hold already accepted counts as accepted.
 -- KEYS[1]  lock hash
 -- ARGV[1]  lease in ms (whole number in 1..31536000000)

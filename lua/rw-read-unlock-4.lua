@@ -23,13 +23,8 @@ if bad then return bad end
 local now = nowMs()
 pruneReaders(readers, counts, now)
 local count = tonumber(redis.call('hget', counts, owner))
-if not count then
-  if redis.call('zcard', readers) == 0 then return -1 end
-  return -2
-end
-if expected and count == expected - 1 then
-  return 0 -- a repeat of a release that already landed
-end
+local shortcut = releaseShortcut(count, function() return redis.call('zcard', readers) > 0 end, expected)
+if shortcut then return shortcut end
 if count > 1 then
   redis.call('hincrby', counts, owner, -1)
   local expiry = math.max(tonumber(redis.call('zscore', readers, owner)), now + lease)

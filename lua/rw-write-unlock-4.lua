@@ -21,13 +21,8 @@ local owner, publish = ARGV[1], ARGV[3]
 local lease, expected, bad = releaseArguments(owner, ARGV[2], publish, ARGV[4])
 if bad then return bad end
 local count = tonumber(redis.call('hget', writeKey, owner))
-if not count then
-  if redis.call('exists', writeKey) == 0 then return -1 end
-  return -2
-end
-if expected and count == expected - 1 then
-  return 0 -- a repeat of a release that already landed
-end
+local shortcut = releaseShortcut(count, function() return redis.call('exists', writeKey) == 1 end, expected)
+if shortcut then return shortcut end
 if count > 1 then
   redis.call('hincrby', writeKey, owner, -1)
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end

@@ -21,6 +21,7 @@
 -- Expired holds are reclaimed first; if that freed permits nobody takes here, a waiter is woken.
 --!include server-time.lua
 --!include semaphore-holds.lua
+--!include publish-command.lua
 --!include waiting-registration.lua
 --!include wake-one-process.lua
 local holdsKey, limitKey, fenceKey, channel, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -39,15 +40,13 @@ end
 if not wholeNumber(configured, 1, 2147483647) then
   return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[4]))
 end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 
 local now = nowMs()
-local freed = reclaimExpired(holdsKey, now)
-local available = currentLimit(limitKey, configured) - permitsInUse(holdsKey, now)
+local available, freed = freePermits(holdsKey, currentLimit(limitKey, configured), now)
 if redis.call('zscore', holdsKey, member) then
   -- The same acquisition sent again: it holds its permits already.
   return {0, tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}

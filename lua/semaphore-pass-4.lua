@@ -12,6 +12,7 @@
 --          error BADARG (nothing changed) for unusable arguments
 --!include server-time.lua
 --!include semaphore-holds.lua
+--!include publish-command.lua
 --!include wake-one-process.lua
 local holdsKey, limitKey, channel, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local client, configured, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -19,11 +20,8 @@ if not client or client == '' then return redis.error_reply('BADARG client id is
 if not wholeNumber(configured, 1, 2147483647) then
   return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[2]))
 end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
 redis.call('zrem', waitingKey, client)
-local now = nowMs()
-reclaimExpired(holdsKey, now)
-if currentLimit(limitKey, configured) - permitsInUse(holdsKey, now) <= 0 then return 0 end
+if freePermits(holdsKey, currentLimit(limitKey, configured), nowMs()) <= 0 then return 0 end
 return wakeOneProcess(waitingKey, channel, publish, 'free') and 1 or 0

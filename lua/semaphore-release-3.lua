@@ -10,14 +10,14 @@
 --          error BADARG (nothing changed) for unusable arguments
 --!include server-time.lua
 --!include semaphore-holds.lua
+--!include publish-command.lua
 --!include wake-one-process.lua
 local holdsKey, channel, waitingKey, member, publish = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2]
 if not member or permitsOf(member) < 1 then
   return redis.error_reply('BADARG hold member must be "<permits>:<hold id>", got ' .. tostring(member))
 end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
 local freed = reclaimExpired(holdsKey, nowMs())
 local released = redis.call('zrem', holdsKey, member)
 if released == 1 or freed > 0 then wakeOneProcess(waitingKey, channel, publish, 'free') end

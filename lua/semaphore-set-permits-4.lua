@@ -12,17 +12,15 @@
 --          error BADARG (nothing changed) for unusable arguments
 --!include server-time.lua
 --!include semaphore-holds.lua
+--!include publish-command.lua
 --!include wake-one-process.lua
 local holdsKey, limitKey, channel, limit, publish = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), ARGV[2]
 if not wholeNumber(limit, 1, 2147483647) then
   return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[1]))
 end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
 redis.call('set', limitKey, limit)
-local now = nowMs()
-reclaimExpired(holdsKey, now)
-local available = limit - permitsInUse(holdsKey, now)
+local available = freePermits(holdsKey, limit, nowMs())
 if available > 0 then wakeOneProcess(KEYS[4], channel, publish, 'free') end
 return available

@@ -31,13 +31,8 @@ end
 -- pcall: a string here is a simple lock's hold (another owner), not an error
 local count = redis.pcall('hget', KEYS[1], owner)
 count = type(count) == 'string' and tonumber(count) or nil
-if not count then
-  if redis.call('exists', KEYS[1]) == 0 then return -1 end
-  return -2
-end
-if expected and count > 0 and count == expected - 1 then
-  return 0 -- a repeat of a release that already landed
-end
+local shortcut = releaseShortcut(count, function() return redis.call('exists', KEYS[1]) == 1 end, expected)
+if shortcut then return shortcut end
 if count > 1 then
   redis.call('hincrby', KEYS[1], owner, -1)
   if redis.call('pttl', KEYS[1]) < lease then

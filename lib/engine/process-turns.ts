@@ -1,7 +1,8 @@
 /**
  * How long a process keeps a contended reentrant or simple lock to itself before passing it on.
  * Long enough for many acquisitions of a hot key (an acquisition is a few round trips), short enough
- * that eight processes taking turns wait well under a tenth of a second for theirs.
+ * that with eight processes taking turns the last in line waits about a tenth of a second (the
+ * bench's hot key: max wait 125 ms, against 0.4-2.8 s for the polling locks).
  */
 export const TURN_MS = 10;
 

@@ -1,3 +1,4 @@
+--!include publish-command.lua
 -- The arguments every hold-count release takes (reentrant lock, both sides of a read-write lock).
 -- Returns lease (ms) and expected hold count (nil: unknown), or nil and the BADARG reply to return
 -- before any write.
@@ -7,13 +8,22 @@ local function releaseArguments(owner, lease, publish, expected)
   if not ms or ms < 1 or ms > 31536000000 or ms % 1 ~= 0 then
     return nil, nil, redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(lease))
   end
-  if publish ~= 'publish' and publish ~= 'spublish' then
-    return nil, nil, redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-  end
+  local badPublish = publishCommandProblem(publish)
+  if badPublish then return nil, nil, badPublish end
   if expected == nil or expected == '' then return ms, nil end
   local holds = tonumber(expected)
   if not holds or holds < 1 or holds % 1 ~= 0 then
     return nil, nil, redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(expected))
   end
   return ms, holds
+end
+
+-- The reply that ends a release before any write, or nil to go on. `count`: the releasing owner's hold
+-- count (nil: it holds none); `locked()`: whether anyone holds the lock at all; `expected`: the holds
+-- the client counted before this release (nil: unknown). With the count it expects, a repeat of a
+-- release that already landed (sent again after an unknown outcome) changes nothing.
+local function releaseShortcut(count, locked, expected)
+  if not count then return locked() and -2 or -1 end
+  if expected and count > 0 and count == expected - 1 then return 0 end
+  return nil
 end

@@ -26,6 +26,13 @@ local function permitsInUse(holdsKey, now)
   return used
 end
 
+-- Reclaims the holds whose lease ended; returns the permits free under `limit` (negative while more
+-- are held than a shrunk limit allows) and how many the reclaim gave back.
+local function freePermits(holdsKey, limit, now)
+  local freed = reclaimExpired(holdsKey, now)
+  return limit - permitsInUse(holdsKey, now), freed
+end
+
 -- The limit set at run time (setPermits) if any, else the one the caller was configured with.
 local function currentLimit(limitKey, configured)
   return tonumber(redis.call('get', limitKey)) or configured
