@@ -171,19 +171,21 @@ export abstract class LockBase {
 
   private processWaiting?: WaitBehaviour;
 
+  /** The script that takes this process out of the waiting registry and wakes the next one if it can. */
+  protected passScript(): Promise<unknown> {
+    const { redis, clientId, publishCommand } = this.engine;
+    const keys = [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next];
+    return runScript(redis, 'pass-wake', keys, [clientId, publishCommand, 'released']);
+  }
+
   private get processChannel(): string {
     return `${this.keys.channel}:${this.engine.clientId}`;
   }
 
   /** Leaves the waiting registry and, if the lock is free, wakes the next process (best effort). */
   private passWakeUp(): Promise<void> {
-    const { redis, clientId, publishCommand } = this.engine;
     this.engine.turns.end(this.keys.lock);
-    const keys = [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next];
-    return this.bounded(
-      runScript(redis, 'pass-wake', keys, [clientId, publishCommand, 'released']),
-      'pass wake-up',
-    ).then(
+    return this.bounded(this.passScript(), 'pass wake-up').then(
       () => undefined,
       // Unreachable: the next release skips us once we unsubscribed, and waiters re-check meanwhile.
       () => undefined,

@@ -6,15 +6,7 @@ import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from './keys';
-import {
-  LockBase,
-  QUIET_RECHECK_MS,
-  type Grant,
-  type RawRelease,
-  type WaitBehaviour,
-  type WaitingAttempt,
-  waitingFlag,
-} from './lock-base';
+import { LockBase, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
 import type { LockKindName } from './lock-events';
 import type { LockContext, LockHandle } from './lock-handle';
 import { runScript } from './scripts';
@@ -218,39 +210,11 @@ class PermitLock extends LockBase {
     return `${this.permits}:${owner}:${randomUUID()}`;
   }
 
-  /** Each waiting process listens on a channel of its own; a wake-up nobody here wants is passed on. */
-  protected override waitBehaviour(): WaitBehaviour {
-    return (this.permitWaiting ??= {
-      channel: this.permitChannel,
-      onUnheard: () => void this.passOn(),
-      quietRecheckMs: QUIET_RECHECK_MS,
-    });
-  }
-
-  private permitWaiting?: WaitBehaviour;
-
-  private get permitChannel(): string {
-    return `${this.semaphore.channel}:${this.engine.clientId}`;
-  }
-
-  /** The last waiter of this process gave up: leave the registry, passing on a wake-up on its way. */
-  protected override async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
-    if (waited && this.engine.waiters.memberCount(this.permitChannel) === 0) void this.passOn();
-  }
-
-  /** Leaves the waiting registry and, if permits are free, wakes the next process (best effort). */
-  private passOn(): Promise<void> {
+  /** Waiting is LockBase's (a channel per process, the same registry rules); passing on asks for free permits. */
+  protected override passScript(): Promise<unknown> {
     const { holds, limit, channel, waiting } = this.semaphore;
-    const { redis, clientId, publishCommand, operationTimeout } = this.engine;
-    return bounded(
-      runScript(redis, 'semaphore-pass', [holds, limit, channel, waiting], [clientId, this.limit, publishCommand]),
-      operationTimeout,
-      { key: this.name, name: 'pass wake-up' },
-    ).then(
-      () => undefined,
-      // Unreachable: the next release skips us once we unsubscribed, and waiters re-check meanwhile.
-      () => undefined,
-    );
+    const { redis, clientId, publishCommand } = this.engine;
+    return runScript(redis, 'semaphore-pass', [holds, limit, channel, waiting], [clientId, this.limit, publishCommand]);
   }
 
   protected async attempt(
