@@ -10,78 +10,54 @@
 -- ARGV[3]  stale-waiter timeout in ms (waiters refresh their deadline more often than this)
 -- ARGV[4]  acceptance lease in ms (a lock handed to a waiter lives this long until accepted)
 -- ARGV[5]  publish command      'publish' or 'spublish'
--- Returns  {0, token}  acquired (or accepted a hand-off); token = its fencing token
---          {1, token}  re-entered
---          {2, pttl}   queued (or still queued): wait for a message or pttl
+-- Returns  {'granted', token}    acquired (or accepted a hand-off); token = its fencing token
+--          {'reentered', token}  re-entered
+--          {'refused', pttl}     queued (or still queued): wait for a message or pttl
 --          error BADARG before any write when an argument is unusable (nothing is changed)
-local lockKey, queueKey, deadlineKey, fenceKey, channelPrefix = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local lease, owner = tonumber(ARGV[1]), ARGV[2]
-local staleAfter, acceptanceLease, publish = tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
-local function wholeMs(value, max) return value and value >= 1 and value <= max and value % 1 == 0 end
-if not wholeMs(lease, 31536000000) then
-  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
-end
+--!include fair-queue.lua
+local lease, owner, staleAfter = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5])
+if bad then return bad end
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-if not wholeMs(staleAfter, 2147483647) then
+if not staleAfter or staleAfter < 1 or staleAfter > 2147483647 or staleAfter % 1 ~= 0 then
   return redis.error_reply('BADARG stale-waiter timeout must be whole ms in 1..2147483647, got ' .. tostring(ARGV[3]))
 end
-if not wholeMs(acceptanceLease, 2147483647) then
-  return redis.error_reply('BADARG acceptance lease must be whole ms in 1..2147483647, got ' .. tostring(ARGV[4]))
-end
-if publish ~= 'publish' and publish ~= 'spublish' then
-  return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
-end
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-
--- Waiters that stopped refreshing their deadline are dead: drop them from the head of the queue.
-while true do
-  local head = redis.call('lindex', queueKey, 0)
-  if not head then break end
-  local deadline = tonumber(redis.call('zscore', deadlineKey, head))
-  if deadline and deadline > now then break end
-  redis.call('lpop', queueKey)
-  redis.call('zrem', deadlineKey, head)
-end
+local fair = {
+  lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), now = nowMs(),
+}
+dropDeadHeads(fair)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
-local held = redis.pcall('hget', lockKey, owner)
+local held = redis.pcall('hget', fair.lock, owner)
 if type(held) ~= 'string' then held = nil end
 if held == '0' then
-  redis.call('hset', lockKey, owner, 1)
-  redis.call('pexpire', lockKey, lease)
-  return {0, tonumber(redis.call('get', fenceKey))}
+  redis.call('hset', fair.lock, owner, 1)
+  redis.call('pexpire', fair.lock, lease)
+  return {'granted', tonumber(redis.call('get', fair.fence))}
 end
 if held then
-  redis.call('hincrby', lockKey, owner, 1)
-  if redis.call('pttl', lockKey) < lease then redis.call('pexpire', lockKey, lease) end
-  return {1, tonumber(redis.call('get', fenceKey))}
+  redis.call('hincrby', fair.lock, owner, 1)
+  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  return {'reentered', tonumber(redis.call('get', fair.fence))}
 end
 
-while redis.call('exists', lockKey) == 0 do
-  local head = redis.call('lindex', queueKey, 0)
+while redis.call('exists', fair.lock) == 0 do
+  local head = redis.call('lindex', fair.queue, 0)
   if (not head) or head == owner then
-    if head then
-      redis.call('lpop', queueKey)
-      redis.call('zrem', deadlineKey, owner)
-    end
-    redis.call('hset', lockKey, owner, 1)
-    redis.call('pexpire', lockKey, lease)
-    return {0, redis.call('incr', fenceKey)}
+    if head then dequeueHead(fair, head) end
+    redis.call('hset', fair.lock, owner, 1)
+    redis.call('pexpire', fair.lock, lease)
+    return {'granted', redis.call('incr', fair.fence)}
   end
-  -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it over,
-  -- unless nobody listens for it (its process died or is reconnecting): then drop it and look again.
-  redis.call('lpop', queueKey)
-  redis.call('zrem', deadlineKey, head)
-  local token = redis.call('incr', fenceKey)
-  if redis.call(publish, channelPrefix .. ':' .. string.match(head, '^[^:]*'), head .. '|' .. token) > 0 then
-    redis.call('hset', lockKey, head, 0)
-    redis.call('pexpire', lockKey, acceptanceLease)
-  end
+  -- Free, but a live waiter is ahead of us (its holder expired without a release): offer it the
+  -- lock, or, if nobody listens for it, drop it and look again.
+  dequeueHead(fair, head)
+  offerTo(fair, head)
 end
 
-if not redis.call('zscore', deadlineKey, owner) then
-  redis.call('rpush', queueKey, owner)
+if not redis.call('zscore', fair.deadlines, owner) then
+  redis.call('rpush', fair.queue, owner)
 end
-redis.call('zadd', deadlineKey, now + staleAfter, owner)
-return {2, redis.call('pttl', lockKey)}
+redis.call('zadd', fair.deadlines, fair.now + staleAfter, owner)
+return {'refused', redis.call('pttl', fair.lock)}

@@ -7,9 +7,9 @@
 -- KEYS[5]  waiting          zset client id -> time it registered (µs) (reentrant and simple locks)
 -- Returns  {type, pttl, holders (flat owner, count pairs), fence or false, queue (flat id, ms left
 --          pairs), waiting client ids}; type is 'hash', 'string' or 'none'
+--!include server-time.lua
 local lockKey, fenceKey, queueKey, deadlineKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local time = redis.call('time')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = nowMs()
 local kind = redis.call('type', lockKey)['ok']
 local holders = {}
 if kind == 'hash' then

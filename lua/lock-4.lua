@@ -9,10 +9,10 @@
 -- ARGV[4]  waiting flag         '1' the caller waits if refused and its client has other waiters for
 --                               this lock; '0' it waits, no other; '-' it waits, no other, and was never
 --                               refused (its client is not registered); 'once' a single attempt (never registered)
--- Returns  {0, token}   acquired; token = new fencing token (INCR of KEYS[2])
---          {1, token}   re-entered; hold count + 1; token = the current holder's token
---          {2, pttl}    held by another owner, or free but handed over to another process;
---                       pttl = how long that lasts at most, in ms
+-- Returns  {'granted', token}     acquired; token = new fencing token (INCR of KEYS[2])
+--          {'reentered', token}   hold count + 1; token = the current holder's token
+--          {'refused', pttl}      held by another owner, or free but handed over to another process;
+--                                 pttl = how long that lasts at most, in ms
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include waiting-registration.lua
 --!include hand-over.lua
@@ -29,13 +29,13 @@ if redis.call('exists', KEYS[1]) == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
   if reservedTtl then
     registerWaiting(KEYS[3], client, flag)
-    return {2, reservedTtl}
+    return {'refused', reservedTtl}
   end
   if mine then redis.call('del', KEYS[4]) end
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
-  return {0, redis.call('incr', KEYS[2])}
+  return {'granted', redis.call('incr', KEYS[2])}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then
@@ -45,7 +45,7 @@ if redis.pcall('hexists', KEYS[1], owner) == 1 then
     redis.call('pexpire', KEYS[1], lease)
   end
   grantedWaiting(KEYS[3], client, flag)
-  return {1, tonumber(redis.call('get', KEYS[2]) or '0')}
+  return {'reentered', tonumber(redis.call('get', KEYS[2]) or '0')}
 end
 registerWaiting(KEYS[3], client, flag)
-return {2, redis.call('pttl', KEYS[1])}
+return {'refused', redis.call('pttl', KEYS[1])}

@@ -8,10 +8,10 @@
 -- ARGV[2]  owner id
 -- Granted when nobody else holds the write side and, for an owner holding nothing yet, no writer
 -- waits; a re-entry of a current reader and a read by the writer itself (downgrade) never wait.
--- Returns  {0, token}   acquired; token = the last write grant's fencing token (0 if none yet)
---          {1, token}   re-entered; the hold's expiry is never shortened
---          {2, ms}      refused: the write holder's remaining lease, or until the earliest writer
---                       intent lapses unless refreshed (a release or a writer giving up wakes earlier)
+-- Returns  {'granted', token}    acquired; token = the last write grant's fencing token (0 if none yet)
+--          {'reentered', token}  re-entered; the hold's expiry is never shortened
+--          {'refused', ms}       the write holder's remaining lease, or until the earliest writer
+--                                intent lapses unless refreshed (a release or a writer giving up wakes earlier)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include server-time.lua
 --!include rw-readers.lua
@@ -27,7 +27,7 @@ local token = tonumber(redis.call('get', fence) or '0')
 
 local writerHolds = redis.call('hexists', writeKey, owner) == 1
 if not writerHolds and redis.call('exists', writeKey) == 1 then
-  return {2, redis.call('pttl', writeKey)}
+  return {'refused', redis.call('pttl', writeKey)}
 end
 pruneReaders(readers, counts, now)
 if redis.call('hexists', counts, owner) == 1 then
@@ -35,13 +35,13 @@ if redis.call('hexists', counts, owner) == 1 then
   local expiry = math.max(tonumber(redis.call('zscore', readers, owner)), now + lease)
   redis.call('zadd', readers, expiry, owner)
   touchReaders(readers, counts, now)
-  return {1, token}
+  return {'reentered', token}
 end
 if not writerHolds then
   local deadline = liveIntent(writers, now)
-  if deadline then return {2, deadline - now} end
+  if deadline then return {'refused', deadline - now} end
 end
 redis.call('hset', counts, owner, 1)
 redis.call('zadd', readers, now + lease, owner)
 touchReaders(readers, counts, now)
-return {0, token}
+return {'granted', token}

@@ -8,10 +8,10 @@
 -- ARGV[2]  lease in ms, re-applied while holds remain (the expiry is never shortened)
 -- ARGV[3]  publish command      'publish' or 'spublish'
 -- ARGV[4]  expected hold count before this release, as the client counts it ('' = unknown)
--- Returns  1   released (last hold of this owner); when no read or write hold is left, writers are woken
---          0   one hold released, others remain (or this release had already landed)
---         -1   no live read hold at all (this one expired, or was never taken)
---         -2   read-locked by others only; nothing changed
+-- Returns  'released'     last hold of this owner; when no read or write hold is left, writers are woken
+--          'decremented'  one hold released, others remain (or this release had already landed)
+--          'not-locked'   no live read hold at all (this one expired, or was never taken)
+--          'not-owner'    read-locked by others only; nothing changed
 --          error BADARG before any write when an argument is unusable
 --!include server-time.lua
 --!include rw-readers.lua
@@ -30,7 +30,7 @@ if count > 1 then
   local expiry = math.max(tonumber(redis.call('zscore', readers, owner)), now + lease)
   redis.call('zadd', readers, expiry, owner)
   touchReaders(readers, counts, now)
-  return 0
+  return 'decremented'
 end
 redis.call('hdel', counts, owner)
 redis.call('zrem', readers, owner)
@@ -38,4 +38,4 @@ touchReaders(readers, counts, now)
 if redis.call('zcard', readers) == 0 and redis.call('exists', writeKey) == 0 then
   redis.call(publish, writeChannel, 'released')
 end
-return 1
+return 'released'

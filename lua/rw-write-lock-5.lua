@@ -11,12 +11,12 @@
 --          '0' = a single attempt, which registers no intent
 -- Granted when nobody holds the write side and no read hold is live. The writer may hold read holds
 -- of its own taken after its write hold (downgrade): they do not stop its re-entry.
--- Returns  {0, token}   acquired; token = new fencing token (INCR of KEYS[5])
---          {1, token}   re-entered; token = the holder's token
---          {2, ms}      refused: the write holder's remaining lease, or until the earliest read hold
---                       runs out (a release wakes earlier)
---          {3, 0}       refused for good: this owner holds a read hold and no write hold (a reader
---                       cannot upgrade: two upgrading readers would wait for each other forever)
+-- Returns  {'granted', token}    acquired; token = new fencing token (INCR of KEYS[5])
+--          {'reentered', token}  re-entered; token = the holder's token
+--          {'refused', ms}       the write holder's remaining lease, or until the earliest read hold
+--                                runs out (a release wakes earlier)
+--          {'holds-read', 0}     refused for good: this owner holds a read hold and no write hold (a
+--                                reader cannot upgrade: two upgrading readers would wait for each other)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include server-time.lua
 --!include rw-readers.lua
@@ -35,10 +35,10 @@ local now = nowMs()
 if redis.call('hexists', writeKey, owner) == 1 then
   redis.call('hincrby', writeKey, owner, 1)
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
-  return {1, tonumber(redis.call('get', fence) or '0')}
+  return {'reentered', tonumber(redis.call('get', fence) or '0')}
 end
 pruneReaders(readers, counts, now)
-if redis.call('hexists', counts, owner) == 1 then return {3, 0} end
+if redis.call('hexists', counts, owner) == 1 then return {'holds-read', 0} end
 
 local wait = nil
 if redis.call('exists', writeKey) == 1 then
@@ -51,9 +51,9 @@ if wait then
     redis.call('zadd', writers, now + intentMs, owner)
     touchWriters(writers, now)
   end
-  return {2, wait}
+  return {'refused', wait}
 end
 redis.call('hset', writeKey, owner, 1)
 redis.call('pexpire', writeKey, lease)
 if redis.call('zrem', writers, owner) == 1 then touchWriters(writers, now) end
-return {0, redis.call('incr', fence)}
+return {'granted', redis.call('incr', fence)}

@@ -8,10 +8,10 @@
 -- ARGV[2]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
 -- ARGV[3]  publish command      'publish' or 'spublish'
 -- ARGV[4]  expected hold count before this release, as the client counts it ('' = unknown)
--- Returns  1   released (last hold)
---          0   one hold released, others remain (or this release had already landed)
---         -1   not write-locked (expired or never taken)
---         -2   write-locked by another owner; nothing changed
+-- Returns  'released'     last hold
+--          'decremented'  one hold released, others remain (or this release had already landed)
+--          'not-locked'   not write-locked (expired or never taken)
+--          'not-owner'    write-locked by another owner; nothing changed
 --          error BADARG before any write when an argument is unusable
 --!include server-time.lua
 --!include rw-readers.lua
@@ -26,9 +26,9 @@ if shortcut then return shortcut end
 if count > 1 then
   redis.call('hincrby', writeKey, owner, -1)
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
-  return 0
+  return 'decremented'
 end
 redis.call('del', writeKey)
 redis.call(publish, readChannel, 'released')
 if liveReaders(readers, nowMs()) == 0 then redis.call(publish, writeChannel, 'released') end
-return 1
+return 'released'

@@ -14,9 +14,9 @@
 --          next waiting process (the wake-up it used may have been meant for them too)
 -- ARGV[7]  client id of the caller's process
 -- ARGV[8]  waiting flag       (see lock-4.lua): a refused caller that waits registers its process
--- Returns  {0, token, available}  granted; token = new fencing token, available = permits still free
---          {2, ms, available}     refused; ms until the earliest lease ends (-1: no hold to wait for,
---                                 the limit itself is too low), available = permits free now
+-- Returns  {'granted', token, available}  token = new fencing token, available = permits still free
+--          {'refused', ms, available}     ms until the earliest lease ends (-1: no hold to wait for,
+--                                         the limit itself is too low), available = permits free now
 --          error BADARG before any write when an argument is unusable
 -- Expired holds are reclaimed first; if that freed permits nobody takes here, a waiter is woken.
 --!include server-time.lua
@@ -37,11 +37,8 @@ end
 if not wholeNumber(lease, 1, 31536000000) then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
 end
-if not wholeNumber(configured, 1, 2147483647) then
-  return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[4]))
-end
-local badPublish = publishCommandProblem(publish)
-if badPublish then return badPublish end
+local badLimit = limitAndPublishProblem(ARGV[4], publish)
+if badLimit then return badLimit end
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 
@@ -49,7 +46,7 @@ local now = nowMs()
 local available, freed = freePermits(holdsKey, currentLimit(limitKey, configured), now)
 if redis.call('zscore', holdsKey, member) then
   -- The same acquisition sent again: it holds its permits already.
-  return {0, tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
+  return {'granted', tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
 end
 if permits <= available then
   redis.call('zadd', holdsKey, now + lease, member)
@@ -57,9 +54,9 @@ if permits <= available then
   available = available - permits
   grantedWaiting(waitingKey, client, flag)
   if available > 0 and (chained or freed > 0) then wakeOneProcess(waitingKey, channel, publish, 'free') end
-  return {0, redis.call('incr', fenceKey), available}
+  return {'granted', redis.call('incr', fenceKey), available}
 end
 registerWaiting(waitingKey, client, flag)
 if available > 0 and freed > 0 then wakeOneProcess(waitingKey, channel, publish, 'free') end
 local earliest = redis.call('zrange', holdsKey, 0, 0, 'withscores')[2]
-return {2, earliest and math.max(1, tonumber(earliest) - now) or -1, math.max(available, 0)}
+return {'refused', earliest and math.max(1, tonumber(earliest) - now) or -1, math.max(available, 0)}

@@ -17,11 +17,8 @@
 local holdsKey, limitKey, channel, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local client, configured, publish = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 if not client or client == '' then return redis.error_reply('BADARG client id is empty') end
-if not wholeNumber(configured, 1, 2147483647) then
-  return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[2]))
-end
-local badPublish = publishCommandProblem(publish)
-if badPublish then return badPublish end
+local badLimit = limitAndPublishProblem(ARGV[2], publish)
+if badLimit then return badLimit end
 redis.call('zrem', waitingKey, client)
 if freePermits(holdsKey, currentLimit(limitKey, configured), nowMs()) <= 0 then return 0 end
 return wakeOneProcess(waitingKey, channel, publish, 'free') and 1 or 0

@@ -6,7 +6,7 @@
 -- KEYS[3]  waiting processes  (see semaphore-acquire-5.lua)
 -- ARGV[1]  hold member        '<permits>:<hold id>'
 -- ARGV[2]  publish command    'publish' or 'spublish'
--- Returns  1 released, -1 not held (its lease had ended, or it was released before);
+-- Returns  'released', or 'not-locked' when not held (its lease had ended, or it was released before);
 --          error BADARG (nothing changed) for unusable arguments
 --!include server-time.lua
 --!include semaphore-holds.lua
@@ -21,4 +21,4 @@ if badPublish then return badPublish end
 local freed = reclaimExpired(holdsKey, nowMs())
 local released = redis.call('zrem', holdsKey, member)
 if released == 1 or freed > 0 then wakeOneProcess(waitingKey, channel, publish, 'free') end
-return released == 1 and 1 or -1
+return released == 1 and 'released' or 'not-locked'

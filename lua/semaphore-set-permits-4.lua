@@ -15,11 +15,8 @@
 --!include publish-command.lua
 --!include wake-one-process.lua
 local holdsKey, limitKey, channel, limit, publish = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), ARGV[2]
-if not wholeNumber(limit, 1, 2147483647) then
-  return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(ARGV[1]))
-end
-local badPublish = publishCommandProblem(publish)
-if badPublish then return badPublish end
+local badLimit = limitAndPublishProblem(ARGV[1], publish)
+if badLimit then return badLimit end
 redis.call('set', limitKey, limit)
 local available = freePermits(holdsKey, limit, nowMs())
 if available > 0 then wakeOneProcess(KEYS[4], channel, publish, 'free') end

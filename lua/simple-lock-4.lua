@@ -7,9 +7,9 @@
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  client id of the caller's process
 -- ARGV[4]  waiting flag         (see lock-4.lua)
--- Returns  {0, fencingToken}   acquired
---          {2, pttl}           held (by anyone, this owner included: it does not nest), or free but
---                              handed over to another process; pttl = how long that lasts at most
+-- Returns  {'granted', fencingToken}  acquired
+--          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
+--                                     but handed over to another process; pttl = how long that lasts at most
 --          error BADARG before any write when an argument is unusable
 --!include waiting-registration.lua
 --!include hand-over.lua
@@ -25,9 +25,9 @@ local reservedTtl, mine = reservation(KEYS[4], client)
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   if mine then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
-  return {0, redis.call('incr', KEYS[2])}
+  return {'granted', redis.call('incr', KEYS[2])}
 end
 registerWaiting(KEYS[3], client, flag)
 local ttl = redis.call('pttl', KEYS[1])
 if ttl == -2 and reservedTtl then ttl = reservedTtl end
-return {2, ttl}
+return {'refused', ttl}

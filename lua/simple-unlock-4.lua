@@ -9,8 +9,8 @@
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  message
 -- ARGV[4]  'pass' or 'keep'     (see unlock-4.lua)
--- Returns  1 released (handed over if anyone waits), 2 released with 'keep' while other processes
---          wait (nobody woken), 0 held under another token (nothing changed), -1 not locked (expired);
+-- Returns  'released' (handed over if anyone waits), 'kept' (with 'keep' while other processes wait:
+--          nobody woken), 'not-owner' (held under another token: nothing changed), 'not-locked' (expired);
 --          error BADARG (nothing changed) for unusable arguments
 --!include hand-over.lua
 if not ARGV[1] or ARGV[1] == '' then return redis.error_reply('BADARG token is empty') end
@@ -23,15 +23,15 @@ end
 -- pcall: a hash here is another lock kind's hold, not ours
 local value = redis.pcall('get', KEYS[1])
 if not value then
-  return -1
+  return 'not-locked'
 end
 if type(value) ~= 'string' or value ~= ARGV[1] then
-  return 0
+  return 'not-owner'
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[2], KEYS[2], ARGV[3] or '')
 if ARGV[4] == 'keep' then
-  return redis.call('zcard', KEYS[3]) > 0 and 2 or 1
+  return redis.call('zcard', KEYS[3]) > 0 and 'kept' or 'released'
 end
 handOver(KEYS[3], KEYS[2], KEYS[4], ARGV[2], ARGV[3] or '')
-return 1
+return 'released'

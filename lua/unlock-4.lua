@@ -13,11 +13,11 @@
 -- ARGV[5]  expected hold count before this release, as the client counts it ('' = unknown)
 -- ARGV[6]  'pass' to hand the lock over to the longest-waiting process; 'keep' while the releasing
 --          process's turn lasts: nobody is woken, the process re-acquires or passes it on itself
--- Returns  1   released (last hold): key deleted; handed over to a waiting process if any
---          2   released (last hold) with 'keep' while other processes wait: nobody woken
---          0   one hold released, others remain (or this release had already landed)
---         -1   not locked at all (expired or never taken)
---         -2   locked by another owner; nothing changed
+-- Returns  'released'     last hold: key deleted; handed over to a waiting process if any
+--          'kept'         last hold, with 'keep' while other processes wait: nobody woken
+--          'decremented'  one hold released, others remain (or this release had already landed)
+--          'not-locked'   not locked at all (expired or never taken)
+--          'not-owner'    locked by another owner; nothing changed
 --          error BADARG before any write when an argument is unusable
 --!include hand-over.lua
 --!include release-arguments.lua
@@ -38,11 +38,11 @@ if count > 1 then
   if redis.call('pttl', KEYS[1]) < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
-  return 0
+  return 'decremented'
 end
 redis.call('del', KEYS[1])
 if handOverMode == 'keep' then
-  return redis.call('zcard', KEYS[3]) > 0 and 2 or 1
+  return redis.call('zcard', KEYS[3]) > 0 and 'kept' or 'released'
 end
 handOver(KEYS[3], KEYS[2], KEYS[4], publish, ARGV[4] or '')
-return 1
+return 'released'

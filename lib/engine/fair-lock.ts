@@ -1,18 +1,11 @@
 import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
-import type { Grant, RawRelease, WaitBehaviour } from './lock-base';
+import { HashLock } from './hash-lock';
+import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from './lock-base';
 import { checkDuration, TIMEOUT_RULE } from './validation';
-import { ReentrantLock } from './reentrant-lock';
 import { retryWhileUnreachable } from './retry-while-unreachable';
-import { runScript } from './scripts';
-
-const RELEASE_RESULTS: Record<number, RawRelease> = {
-  1: 'released',
-  0: 'decremented',
-  [-1]: 'not-locked',
-  [-2]: 'not-owner',
-};
+import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
 
 export interface FairLockOptions {
   /**
@@ -40,10 +33,10 @@ export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 
  * @example
  * await locks.getFairLock('ticket-counter').withLock(() => serveNext());
  */
-export class FairLock extends ReentrantLock {
-  override readonly kind: LockKindName = 'fair';
-  /** Strict FIFO: every release hands the lock to the queue head, whichever process it is in. */
-  protected override readonly takesTurns: boolean = false;
+export class FairLock extends HashLock {
+  readonly kind: LockKindName = 'fair';
+  // Strict FIFO: every release hands the lock to the queue head, whichever process it is in, so
+  // processes take no turns (LockBase's takesTurns stays false).
   private readonly staleWaiterTimeout: number;
   private readonly acceptanceLease: number;
 
@@ -74,42 +67,49 @@ export class FairLock extends ReentrantLock {
     };
   }
 
-  protected override async attempt(owner: string, leaseMs: number, payload?: string): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, payload }: AttemptRequest): Promise<Attempt<Grant>> {
     // The release handed us the lock and said so. Accept it before the caller runs: after a failover
     // the message may come from a master whose hand-off the promoted replica never received, and a
     // holder that started on the message alone would overlap the one the new master grants.
     if (payload !== undefined && /^\d+$/.test(payload)) {
       // Idempotent, so sent again through a failover for as long as the hand-off can still be ours.
       const { redis, operationTimeout } = this.engine;
-      const accepted = await retryWhileUnreachable(
-        () => runScript<number>(redis, 'fair-accept', [this.keys.lock], [leaseMs, owner]),
-        { redis, operationTimeout, until: Date.now() + this.acceptanceLease, key: this.name, name: 'accept hand-off' },
-      );
+      const accepted = await retryWhileUnreachable(() => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner }), {
+        redis,
+        operationTimeout,
+        until: Date.now() + this.acceptanceLease,
+        key: this.name,
+        name: 'accept hand-off',
+      });
       // Not ours (stale or forged): keep waiting, trying again at once.
-      if (accepted !== 1) return { acquired: false, ttl: 0 };
+      if (!accepted) return { acquired: false, ttl: 0 };
       return { acquired: true, value: { fencingToken: Number(payload), reentered: false } };
     }
-    const [status, value] = await runScript<[number, number]>(
-      this.engine.redis,
-      'fair-lock',
-      [this.keys.lock, this.keys.queue, this.keys.deadlines, this.keys.fence, this.keys.channel],
-      [leaseMs, owner, this.staleWaiterTimeout, this.acceptanceLease, this.engine.publishCommand],
-    );
-    if (status === 2) return { acquired: false, ttl: value };
-    return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
+    const { staleWaiterTimeout, acceptanceLease } = this;
+    const publish = this.engine.publishCommand;
+    const [status, value] = await FAIR_LOCK.run(this.engine.redis, this.keys, {
+      leaseMs,
+      owner,
+      staleWaiterTimeout,
+      acceptanceLease,
+      publish,
+    });
+    return attemptOutcome(status, value);
   }
 
-  protected override releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
+  protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
     return this.runUnlock(owner, leaseMs, false, expectedHolds);
   }
 
   private runUnlock(owner: string, leaseMs: number, force: boolean, expectedHolds?: number): Promise<RawRelease> {
-    return runScript<number>(
-      this.engine.redis,
-      'fair-unlock',
-      [this.keys.lock, this.keys.queue, this.keys.deadlines, this.keys.fence, this.keys.channel],
-      [owner, leaseMs, this.acceptanceLease, this.engine.publishCommand, force ? '1' : '0', expectedHolds ?? ''],
-    ).then((result) => RELEASE_RESULTS[result]);
+    return FAIR_UNLOCK.run(this.engine.redis, this.keys, {
+      owner,
+      leaseMs,
+      acceptanceLease: this.acceptanceLease,
+      publish: this.engine.publishCommand,
+      force: force ? '1' : '0',
+      expectedHolds: expectedHolds ?? '',
+    });
   }
 
   /** Leaves the queue; if the lock was handed to us meanwhile, passes it on to the next waiter. */
@@ -119,11 +119,11 @@ export class FairLock extends ReentrantLock {
     // the lock by the next release, and cost everyone behind it an acceptance lease.
     const retry = { redis, operationTimeout, until: Date.now() + this.staleWaiterTimeout, key: this.name };
     const leave = (async () => {
-      const handedToUs = await retryWhileUnreachable(
-        () => runScript<number>(redis, 'fair-abandon', [this.keys.lock, this.keys.queue, this.keys.deadlines], [owner]),
-        { ...retry, name: 'abandon wait' },
-      );
-      if (handedToUs === 1) {
+      const handedToUs = await retryWhileUnreachable(() => FAIR_ABANDON.run(redis, this.keys, { owner }), {
+        ...retry,
+        name: 'abandon wait',
+      });
+      if (handedToUs) {
         await retryWhileUnreachable(() => this.releaseOnce(owner, this.acceptanceLease), { ...retry, name: 'pass on' });
       }
     })();

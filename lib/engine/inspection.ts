@@ -1,6 +1,6 @@
 import type { LockKeys } from './keys';
 import type { RedisClient } from './redis-client';
-import { runScript } from './scripts';
+import { INSPECT } from './scripts/catalog';
 
 /** One owner's holds on a lock. */
 export interface LockHolder {
@@ -40,16 +40,9 @@ export interface LockInspection {
   waitingClients: string[];
 }
 
-type Raw = [string, number, string[], string | false | null, (string | number)[], string[]];
-
 /** Reads the lock under `keys` (see LockInspection). */
 export async function inspectLock(redis: RedisClient, name: string, keys: LockKeys): Promise<LockInspection> {
-  const [type, pttl, flatHolders, fence, flatQueue, waitingClients] = await runScript<Raw>(
-    redis,
-    'inspect',
-    [keys.lock, keys.fence, keys.queue, keys.deadlines, keys.waiting],
-    [],
-  );
+  const [type, pttl, flatHolders, fence, flatQueue, waitingClients] = await INSPECT.run(redis, keys, {});
   const holders: LockHolder[] = [];
   for (let i = 0; i < flatHolders.length; i += 2) {
     holders.push({ owner: flatHolders[i], holdCount: Number(flatHolders[i + 1]) });

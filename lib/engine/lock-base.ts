@@ -9,7 +9,8 @@ import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle
 import { checkAcquireOptions, type AcquireOptions } from './options';
 import { assertLockName, checkDuration, LEASE_RULE } from './validation';
 import { currentScope, runInLockScope } from './owner-scope';
-import { runScript } from './scripts';
+import { FORCE_UNLOCK, PASS_WAKE, RENEW_MANY, type WaitingFlag } from './scripts/catalog';
+import type { AttemptStatus, ReleaseReply } from './scripts/replies';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
@@ -39,6 +40,18 @@ export type WaitBehaviour = Partial<
   >
 >;
 
+/** One acquisition attempt, as a kind's script takes it. */
+export interface AttemptRequest {
+  owner: string;
+  leaseMs: number;
+  /** The id a grant is recorded and released under: the owner, or a token per acquisition (see holderFor). */
+  holder: string;
+  /** What the message that woke the waiter carried for it (see LockWaiters). */
+  payload?: string;
+  /** Set when the caller waits if refused. */
+  waiting?: WaitingAttempt;
+}
+
 /** An attempt made by a caller that waits if refused. */
 export interface WaitingAttempt {
   /** Other waiters of this process wait for the same lock. */
@@ -47,18 +60,21 @@ export interface WaitingAttempt {
   refusedBefore: boolean;
 }
 
+/** An attempt script's reply as the acquire loop takes it. */
+export function attemptOutcome(status: AttemptStatus, value: number, holder?: string): Attempt<Grant> {
+  if (status === 'refused') return { acquired: false, ttl: value };
+  return { acquired: true, value: { fencingToken: value, reentered: status === 'reentered', holder } };
+}
+
 /** The waiting flag of lock-4.lua / simple-lock-4.lua for an attempt. */
-export function waitingFlag(waiting: WaitingAttempt | undefined): '0' | '1' | '-' | 'once' {
+export function waitingFlag(waiting: WaitingAttempt | undefined): WaitingFlag {
   if (!waiting) return 'once';
   if (waiting.othersWaiting) return '1';
   return waiting.refusedBefore ? '0' : '-';
 }
 
-/**
- * What Redis did with one release; `kept`: released in this process's turn while other processes
- * wait, nobody woken (see ProcessTurns).
- */
-export type RawRelease = 'released' | 'kept' | 'decremented' | 'not-locked' | 'not-owner';
+/** What Redis did with one release (see REPLY_MEANINGS). */
+export type RawRelease = ReleaseReply;
 
 export interface WithLockOptions extends AcquireOptions {
   /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
@@ -84,17 +100,8 @@ export abstract class LockBase {
     this.keys = keysOf(engine.keyPrefix, name);
   }
 
-  /**
-   * One acquisition attempt for `owner`, with `leaseMs`; `payload` is what the message that woke the
-   * waiter carried for it (see LockWaiters); `waiting` is set when the caller waits if refused.
-   */
-  protected abstract attempt(
-    owner: string,
-    leaseMs: number,
-    payload?: string,
-    holder?: string,
-    waiting?: WaitingAttempt,
-  ): Promise<Attempt<Grant>>;
+  /** One acquisition attempt (see AttemptRequest). */
+  protected abstract attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
   /**
    * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
    * with it, sending the same release again after an unknown outcome is harmless. `handOver`: see
@@ -174,8 +181,7 @@ export abstract class LockBase {
   /** The script that takes this process out of the waiting registry and wakes the next one if it can. */
   protected passScript(): Promise<unknown> {
     const { redis, clientId, publishCommand } = this.engine;
-    const keys = [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next];
-    return runScript(redis, 'pass-wake', keys, [clientId, publishCommand, 'released']);
+    return PASS_WAKE.run(redis, this.keys, { clientId, publish: publishCommand, message: 'released' });
   }
 
   private get processChannel(): string {
@@ -271,16 +277,18 @@ export abstract class LockBase {
 
   /** Deletes the lock whoever holds it and wakes the waiters. True when it was locked. */
   async forceUnlock(): Promise<boolean> {
-    const deleted = await this.bounded(
-      runScript<number>(
-        this.engine.redis,
-        'force-unlock',
-        [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next],
-        [this.engine.publishCommand, 'force'],
-      ),
+    const { redis, publishCommand } = this.engine;
+    return this.bounded(
+      FORCE_UNLOCK.run(redis, this.keys, { publish: publishCommand, message: 'force' }),
       'forceUnlock',
     );
-    return deleted === 1;
+  }
+
+  /** How many holds `owner` (none: 0) has in the hash `key`, as Redis counts them. */
+  protected async holdCount(key: string, owner: string | undefined): Promise<number> {
+    if (owner === undefined) return 0;
+    const count = await this.bounded(this.engine.redis.hget(key, owner), 'getHoldCount');
+    return count === null ? 0 : Number(count);
   }
 
   /** This client's record of `owner`'s hold on this lock. */
@@ -344,7 +352,7 @@ export abstract class LockBase {
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            result = await this.bounded(this.attempt(owner, leaseMs, payload, holder, waiting), 'lock');
+            result = await this.bounded(this.attempt({ owner, leaseMs, holder, payload, waiting }), 'lock');
           } catch (error) {
             if (error instanceof RedisUnavailableError) {
               unknown = { holder, known: registry.get(this.keys.lock, holder)?.holdCount ?? 0, sentAt };
@@ -561,7 +569,7 @@ export abstract class LockBase {
     const leaseMs = leaseTime ?? held.leaseMs;
     const sentAt = Date.now();
     const [renewed] = await this.bounded(
-      runScript<number[]>(this.engine.redis, 'renew-many', [...held.renewalKeys], [held.renewal, leaseMs, held.owner]),
+      RENEW_MANY.run(this.engine.redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]),
       'extend',
     );
     if (renewed !== 1) {

@@ -13,7 +13,7 @@ import { RedisPubSub, type PubSub } from './pubsub';
 import { RecentReleases } from './recent-releases';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
-import { registerScripts } from './scripts';
+import { registerScripts } from './scripts/loader';
 import { bounded } from './bounded';
 import { SimpleLock, type SimpleLockOptions } from './simple-lock';
 import { FairLock, type FairLockOptions } from './fair-lock';

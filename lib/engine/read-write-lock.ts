@@ -4,23 +4,25 @@ import { LockUpgradeError } from './errors';
 import type { RenewalKind } from './held-lock';
 import { lockKeys, readWriteKeys, type LockKeys, type ReadWriteKeys } from './keys';
 import {
+  attemptOutcome,
   LockBase,
   otherKindAsNull,
   type Grant,
   type RawRelease,
   type WaitBehaviour,
-  type WaitingAttempt,
+  type AttemptRequest,
 } from './lock-base';
 import type { LockKindName } from './lock-events';
 import { checkDuration, TIMEOUT_RULE } from './validation';
-import { runScript } from './scripts';
-
-const RELEASE_RESULTS: Record<number, RawRelease> = {
-  1: 'released',
-  0: 'decremented',
-  [-1]: 'not-locked',
-  [-2]: 'not-owner',
-};
+import {
+  READ_LOCK,
+  READ_PTTL,
+  READ_UNLOCK,
+  READ_WRITE_FORCE_UNLOCK,
+  WRITE_ABANDON,
+  WRITE_LOCK,
+  WRITE_UNLOCK,
+} from './scripts/catalog';
 
 export interface ReadWriteLockOptions {
   /**
@@ -91,31 +93,14 @@ abstract class ReadWriteSide extends LockBase {
     this.rw = readWriteKeys(engine.keyPrefix, name);
   }
 
-  /** The keys both acquisition scripts take, in their order. */
-  protected get attemptKeys(): string[] {
-    const { write, readers, readCounts, writers, fence } = this.rw;
-    return [write, readers, readCounts, writers, fence];
-  }
-
   protected forceSide(side: 'read' | 'write'): Promise<boolean> {
-    const { write, readers, readCounts, readChannel, writeChannel } = this.rw;
-    return this.bounded(
-      runScript<number>(
-        this.engine.redis,
-        'rw-force-unlock',
-        [write, readers, readCounts, readChannel, writeChannel],
-        [side, this.engine.publishCommand],
-      ),
-      'forceUnlock',
-    ).then((deleted) => deleted === 1);
+    const { redis, publishCommand } = this.engine;
+    return this.bounded(READ_WRITE_FORCE_UNLOCK.run(redis, this.rw, { side, publish: publishCommand }), 'forceUnlock');
   }
 
   /** How many holds of this side the current scope's owner (or `owner`) has; 0 when none. */
-  async getHoldCount(owner = this.scopeOwner()): Promise<number> {
-    if (owner === undefined) return 0;
-    const key = this.kind === 'read' ? this.rw.readCounts : this.rw.write;
-    const count = await this.bounded(this.engine.redis.hget(key, owner), 'getHoldCount');
-    return count === null ? 0 : Number(count);
+  getHoldCount(owner = this.scopeOwner()): Promise<number> {
+    return this.holdCount(this.kind === 'read' ? this.rw.readCounts : this.rw.write, owner);
   }
 }
 
@@ -135,24 +120,14 @@ export class ReadLock extends ReadWriteSide {
     return [this.rw.readers, this.rw.readCounts];
   }
 
-  protected async attempt(owner: string, leaseMs: number): Promise<Attempt<Grant>> {
-    const [status, value] = await runScript<[number, number]>(this.engine.redis, 'rw-read-lock', this.attemptKeys, [
-      leaseMs,
-      owner,
-    ]);
-    if (status === 2) return { acquired: false, ttl: value };
-    return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
+  protected async attempt({ owner, leaseMs }: AttemptRequest): Promise<Attempt<Grant>> {
+    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner });
+    return attemptOutcome(status, value);
   }
 
-  protected async releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
-    const { write, readers, readCounts, writeChannel } = this.rw;
-    const result = await runScript<number>(
-      this.engine.redis,
-      'rw-read-unlock',
-      [write, readers, readCounts, writeChannel],
-      [owner, leaseMs, this.engine.publishCommand, expectedHolds ?? ''],
-    );
-    return RELEASE_RESULTS[result];
+  protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
+    const publish = this.engine.publishCommand;
+    return READ_UNLOCK.run(this.engine.redis, this.rw, { owner, leaseMs, publish, expectedHolds: expectedHolds ?? '' });
   }
 
   /** A release that may let readers in lets them all in: every waiting reader of a process wakes. */
@@ -179,10 +154,7 @@ export class ReadLock extends ReadWriteSide {
 
   /** What is left of the longest live read hold, in ms; -2 when none is live. */
   override remainTimeToLive(): Promise<number> {
-    return this.bounded(
-      runScript<number>(this.engine.redis, 'rw-read-pttl', [this.rw.readers], []),
-      'remainTimeToLive',
-    );
+    return this.bounded(READ_PTTL.run(this.engine.redis, this.rw, {}), 'remainTimeToLive');
   }
 
   /** Deletes every read hold, whoever holds them, and wakes the waiting writers. True when read-locked. */
@@ -207,33 +179,21 @@ export class WriteLock extends ReadWriteSide {
       READ_WRITE_LOCK_DEFAULTS.writerIntentTimeout;
   }
 
-  protected async attempt(
-    owner: string,
-    leaseMs: number,
-    _payload?: string,
-    _holder?: string,
-    waiting?: WaitingAttempt,
-  ): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
     const intent = waiting ? this.writerIntentTimeout : 0;
-    const [status, value] = await runScript<[number, number]>(this.engine.redis, 'rw-write-lock', this.attemptKeys, [
-      leaseMs,
-      owner,
-      intent,
-    ]);
-    if (status === 3) throw new LockUpgradeError(this.name, owner);
-    if (status === 2) return { acquired: false, ttl: value };
-    return { acquired: true, value: { fencingToken: value, reentered: status === 1 } };
+    const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, intentMs: intent });
+    if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
+    return attemptOutcome(status, value);
   }
 
-  protected async releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
-    const { write, readers, readChannel, writeChannel } = this.rw;
-    const result = await runScript<number>(
-      this.engine.redis,
-      'rw-write-unlock',
-      [write, readers, readChannel, writeChannel],
-      [owner, leaseMs, this.engine.publishCommand, expectedHolds ?? ''],
-    );
-    return RELEASE_RESULTS[result];
+  protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
+    const publish = this.engine.publishCommand;
+    return WRITE_UNLOCK.run(this.engine.redis, this.rw, {
+      owner,
+      leaseMs,
+      publish,
+      expectedHolds: expectedHolds ?? '',
+    });
   }
 
   /** One waiter per process retries on a release; every waiter retries every third of the intent timeout, refreshing its intent. */
@@ -244,16 +204,8 @@ export class WriteLock extends ReadWriteSide {
   /** Withdraws the intent, waking the readers it held back (best effort: unwithdrawn, it lapses by itself). */
   protected override async abandonWait(owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
     if (!waited) return;
-    const { write, writers, readChannel } = this.rw;
-    await this.bounded(
-      runScript<number>(
-        this.engine.redis,
-        'rw-write-abandon',
-        [write, writers, readChannel],
-        [owner, this.engine.publishCommand],
-      ),
-      'abandon wait',
-    ).catch(() => undefined);
+    const abandon = WRITE_ABANDON.run(this.engine.redis, this.rw, { owner, publish: this.engine.publishCommand });
+    await this.bounded(abandon, 'abandon wait').catch(() => undefined);
   }
 
   /** Deletes the write hold whoever holds it and wakes the waiters. True when write-locked. */

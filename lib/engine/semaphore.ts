@@ -6,10 +6,16 @@ import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from './keys';
-import { LockBase, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
+import { attemptOutcome, LockBase, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
 import type { LockKindName } from './lock-events';
 import type { LockContext, LockHandle } from './lock-handle';
-import { runScript } from './scripts';
+import {
+  SEMAPHORE_ACQUIRE,
+  SEMAPHORE_PASS,
+  SEMAPHORE_RELEASE,
+  SEMAPHORE_SET_PERMITS,
+  SEMAPHORE_STATE,
+} from './scripts/catalog';
 
 /** Largest limit (and number of permits in one acquisition) the scripts accept. */
 export const MAX_PERMITS = 2_147_483_647;
@@ -112,12 +118,7 @@ export class Semaphore {
   /** Permits free right now (0 while more than the limit are held after it shrank). */
   async availablePermits(): Promise<number> {
     const [limit, used] = await this.bounded(
-      runScript<[number, number]>(
-        this.engine.redis,
-        'semaphore-state',
-        [this.keys.holds, this.keys.limit],
-        [this.permits],
-      ),
+      SEMAPHORE_STATE.run(this.engine.redis, this.keys, { configuredLimit: this.permits }),
       'availablePermits',
     );
     return Math.max(0, limit - used);
@@ -132,12 +133,7 @@ export class Semaphore {
   async setPermits(permits: number): Promise<void> {
     permits = checkPermits(this.name, 'permits', permits, MAX_PERMITS);
     await this.bounded(
-      runScript<number>(
-        this.engine.redis,
-        'semaphore-set-permits',
-        [this.keys.holds, this.keys.limit, this.keys.channel, this.keys.waiting],
-        [permits, this.engine.publishCommand],
-      ),
+      SEMAPHORE_SET_PERMITS.run(this.engine.redis, this.keys, { permits, publish: this.engine.publishCommand }),
       'setPermits',
     );
   }
@@ -167,8 +163,6 @@ function checkPermits(name: string, option: string, value: unknown, max: number)
     value,
   });
 }
-
-const RELEASE_RESULTS: Record<number, RawRelease> = { 1: 'released', [-1]: 'not-locked' };
 
 /**
  * One acquisition of `permits` permits, seen as a lock so that it shares LockBase's acquire loop,
@@ -212,39 +206,34 @@ class PermitLock extends LockBase {
 
   /** Waiting is LockBase's (a channel per process, the same registry rules); passing on asks for free permits. */
   protected override passScript(): Promise<unknown> {
-    const { holds, limit, channel, waiting } = this.semaphore;
     const { redis, clientId, publishCommand } = this.engine;
-    return runScript(redis, 'semaphore-pass', [holds, limit, channel, waiting], [clientId, this.limit, publishCommand]);
+    return SEMAPHORE_PASS.run(redis, this.semaphore, {
+      clientId,
+      configuredLimit: this.limit,
+      publish: publishCommand,
+    });
   }
 
-  protected async attempt(
-    owner: string,
-    leaseMs: number,
-    _payload?: string,
-    holder = this.holderFor(owner),
-    waiting?: WaitingAttempt,
-  ): Promise<Attempt<Grant>> {
-    const { holds, limit, fence, channel, waiting: waitingKey } = this.semaphore;
-    const { clientId, publishCommand } = this.engine;
-    const chained = waiting?.refusedBefore ? '1' : '0';
-    const [status, value] = await runScript<[number, number, number]>(
-      this.engine.redis,
-      'semaphore-acquire',
-      [holds, limit, fence, channel, waitingKey],
-      [holder, this.permits, leaseMs, this.limit, publishCommand, chained, clientId, waitingFlag(waiting)],
-    );
-    if (status === 2) return { acquired: false, ttl: value };
-    return { acquired: true, value: { fencingToken: value, reentered: false, holder } };
+  protected async attempt({ holder, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+    const { redis, clientId, publishCommand } = this.engine;
+    const [status, value] = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
+      member: holder,
+      permits: this.permits,
+      leaseMs,
+      configuredLimit: this.limit,
+      publish: publishCommand,
+      chained: waiting?.refusedBefore ? '1' : '0',
+      clientId,
+      waiting: waitingFlag(waiting),
+    });
+    return attemptOutcome(status, value, holder);
   }
 
-  protected async releaseOnce(holder: string): Promise<RawRelease> {
-    const result = await runScript<number>(
-      this.engine.redis,
-      'semaphore-release',
-      [this.semaphore.holds, this.semaphore.channel, this.semaphore.waiting],
-      [holder, this.engine.publishCommand],
-    );
-    return RELEASE_RESULTS[result];
+  protected releaseOnce(holder: string): Promise<RawRelease> {
+    return SEMAPHORE_RELEASE.run(this.engine.redis, this.semaphore, {
+      member: holder,
+      publish: this.engine.publishCommand,
+    });
   }
 
   /** The unanswered attempt's member is in the holds: it was granted. */

@@ -3,15 +3,21 @@ import type { LockKindName } from './lock-events';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { HeldLock, RenewalKind } from './held-lock';
-import { LockBase, otherKindAsNull, type Grant, type RawRelease, type WaitingAttempt, waitingFlag } from './lock-base';
+import {
+  attemptOutcome,
+  LockBase,
+  otherKindAsNull,
+  type Grant,
+  type RawRelease,
+  type AttemptRequest,
+  waitingFlag,
+} from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
 import { runInLockScope } from './owner-scope';
 import type { HandOver } from './process-turns';
-import { runScript } from './scripts';
-
-const RELEASE_RESULTS: Record<number, RawRelease> = { 1: 'released', 2: 'kept', 0: 'not-owner', [-1]: 'not-locked' };
+import { SIMPLE_LOCK, SIMPLE_UNLOCK } from './scripts/catalog';
 
 /** The seed's defaults: wait up to 3 s, hold for 3 s. */
 export const SIMPLE_LOCK_DEFAULTS = { waitTime: 3_000, leaseTime: 3_000 } as const;
@@ -81,36 +87,20 @@ export class SimpleLock extends LockBase {
     return `${owner}:${randomUUID()}`;
   }
 
-  protected async attempt(
-    owner: string,
-    leaseMs: number,
-    _payload?: string,
-    token = this.holderFor(owner),
-    waiting?: WaitingAttempt,
-  ): Promise<Attempt<Grant>> {
-    const [status, value] = await runScript<[number, number]>(
-      this.engine.redis,
-      'simple-lock',
-      [this.keys.lock, this.keys.fence, this.keys.waiting, this.keys.next],
-      [token, leaseMs, this.engine.clientId, waitingFlag(waiting)],
-    );
-    if (status === 2) return { acquired: false, ttl: value };
-    return { acquired: true, value: { fencingToken: value, reentered: false, holder: token } };
+  protected async attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+    const { redis, clientId } = this.engine;
+    const reply = await SIMPLE_LOCK.run(redis, this.keys, { token, leaseMs, clientId, waiting: waitingFlag(waiting) });
+    return attemptOutcome(reply[0], reply[1], token);
   }
 
-  protected async releaseOnce(
+  protected releaseOnce(
     token: string,
     _leaseMs?: number,
     _expectedHolds?: number,
     handOver: HandOver = 'pass',
   ): Promise<RawRelease> {
-    const result = await runScript<number>(
-      this.engine.redis,
-      'simple-unlock',
-      [this.keys.lock, this.keys.channel, this.keys.waiting, this.keys.next],
-      [token, this.engine.publishCommand, 'released', handOver],
-    );
-    return RELEASE_RESULTS[result];
+    const { redis, publishCommand } = this.engine;
+    return SIMPLE_UNLOCK.run(redis, this.keys, { token, publish: publishCommand, message: 'released', handOver });
   }
 
   protected readonly renewal: RenewalKind = 'string';

@@ -5,7 +5,8 @@ import type { HeldLock } from './held-lock';
 import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
 import { clusterSlot } from './cluster-slot';
-import { queueScript, registerScripts, runScript } from './scripts';
+import { RENEW_MANY } from './scripts/catalog';
+import { registerScripts } from './scripts/loader';
 
 /**
  * One ticker per client renews every watched lock, every `watchdogTimeout / 3`, in one pipeline of
@@ -118,13 +119,11 @@ export class Watchdog {
     let replies: (number[] | Error)[];
     if (this.client.isCluster) {
       replies = await Promise.all(
-        calls.map((call) =>
-          runScript<number[]>(this.client, 'renew-many', ...argumentsOf(call)).catch((error: Error) => error),
-        ),
+        calls.map((call) => RENEW_MANY.run(this.client, ...argumentsOf(call)).catch((error: Error) => error)),
       );
     } else {
       const pipeline: ChainableCommander = this.client.pipeline();
-      for (const call of calls) queueScript(pipeline, 'renew-many', ...argumentsOf(call));
+      for (const call of calls) RENEW_MANY.queue(pipeline, ...argumentsOf(call));
       const results = (await pipeline.exec()) ?? [];
       replies = calls.map((_, c) => results[c]?.[0] ?? (results[c]?.[1] as number[]) ?? new Error('no reply'));
     }

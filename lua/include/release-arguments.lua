@@ -23,7 +23,7 @@ end
 -- the client counted before this release (nil: unknown). With the count it expects, a repeat of a
 -- release that already landed (sent again after an unknown outcome) changes nothing.
 local function releaseShortcut(count, locked, expected)
-  if not count then return locked() and -2 or -1 end
-  if expected and count > 0 and count == expected - 1 then return 0 end
+  if not count then return locked() and 'not-owner' or 'not-locked' end
+  if expected and count > 0 and count == expected - 1 then return 'decremented' end
   return nil
 end

@@ -1,3 +1,4 @@
+--!include publish-command.lua
 -- The holds of one semaphore: a sorted set, member '<permits>:<hold id>' (the number of permits the
 -- hold has, then an id unique to the acquisition), score = the Redis server time (ms) its lease ends.
 -- Every script reads the time from Redis (server-time.lua, included before this file), never from a
@@ -40,4 +41,13 @@ end
 
 local function wholeNumber(value, min, max)
   return value and value >= min and value <= max and value % 1 == 0
+end
+
+-- The BADARG reply for a limit (`raw`, as given) that is not a whole number in 1..2147483647, or for
+-- a publish command the script cannot use; nil when both are usable.
+local function limitAndPublishProblem(raw, publish)
+  if not wholeNumber(tonumber(raw), 1, 2147483647) then
+    return redis.error_reply('BADARG limit must be a whole number in 1..2147483647, got ' .. tostring(raw))
+  end
+  return publishCommandProblem(publish)
 end

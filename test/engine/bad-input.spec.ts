@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { LockClient, LockOptionsError, MultiLock, RedLock, type AcquireOptions, type LockHandle } from '../../lib';
 import { MAX_LEASE_MS } from '../../lib/engine/validation';
 import { lockKeys } from '../../lib/engine/keys';
-import { runScript } from '../../lib/engine/scripts';
+import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import {
   anyDuration,
   isValidDuration,
@@ -253,17 +253,21 @@ describe('bad input', () => {
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock', [k.lock, k.fence, k.waiting, k.next], [lease, 'owner', 'client', '0']],
-        ['simple-lock', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
-        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [lease, 'o', 5000, 2000, 'publish']],
-        ['renew-many', [k.lock], ['string', lease, 'token']],
-        ['fair-accept', [k.lock], [lease, 'owner']],
-        ['renew-many', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
-        ['unlock', [k.lock, k.channel, k.waiting, k.next], ['owner', lease, 'publish', 'released', '', 'pass']],
-        ['fair-unlock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '0', '']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [lease, 'owner', 'client', '0']],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
+        ['fair-lock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [lease, 'o', 5000, 2000, 'publish']],
+        ['renew-many-n.lua', [k.lock], ['string', lease, 'token']],
+        ['fair-accept-1.lua', [k.lock], [lease, 'owner']],
+        ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
+        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', lease, 'publish', 'released', '', 'pass']],
+        [
+          'fair-unlock-5.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
+          ['o', lease, 2000, 'publish', '0', ''],
+        ],
       ];
       for (const [script, keys, args] of calls) {
-        await expect(runScript(redis, script, keys, args)).rejects.toThrow(/BADARG/);
+        await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
       expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next)).toBe(0);
     });
@@ -271,28 +275,32 @@ describe('bad input', () => {
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock', [k.lock, k.fence, k.waiting, k.next], [1000, '', 'client', '0']],
-        ['lock', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', 'yes']],
-        ['simple-lock', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
-        ['simple-lock', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
-        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 0.5, 2000, 'publish']],
-        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 'x', 'publish']],
-        ['fair-lock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 2000, 'del']],
-        ['fair-abandon', [k.lock, k.queue, k.deadlines], ['']],
-        ['renew-many', [k.lock], ['list', 1000, 'owner']],
-        ['renew-many', [k.lock], ['hash', 1000]],
-        ['force-unlock', [k.lock, k.channel, k.waiting, k.next], ['flushall', 'x']],
-        ['simple-unlock', [k.lock, k.channel, k.waiting, k.next], ['token', 'del', 'x', 'pass']],
-        ['pass-wake', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
-        ['pass-wake', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
-        ['unlock', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '1.5', 'pass']],
-        ['unlock', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'hold']],
-        ['simple-unlock', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
-        ['lock', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', '', '0']],
-        ['fair-unlock', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', 1000, 2000, 'publish', '0', 'x']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, '', 'client', '0']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', 'yes']],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
+        ['fair-lock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 0.5, 2000, 'publish']],
+        ['fair-lock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 'x', 'publish']],
+        ['fair-lock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 5000, 2000, 'del']],
+        ['fair-abandon-3.lua', [k.lock, k.queue, k.deadlines], ['']],
+        ['renew-many-n.lua', [k.lock], ['list', 1000, 'owner']],
+        ['renew-many-n.lua', [k.lock], ['hash', 1000]],
+        ['force-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['flushall', 'x']],
+        ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'del', 'x', 'pass']],
+        ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
+        ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
+        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '1.5', 'pass']],
+        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'hold']],
+        ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', '', '0']],
+        [
+          'fair-unlock-5.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
+          ['o', 1000, 2000, 'publish', '0', 'x'],
+        ],
       ];
       for (const [script, keys, args] of calls) {
-        await expect(runScript(redis, script, keys, args)).rejects.toThrow(/BADARG/);
+        await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
       expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next)).toBe(0);
     });
@@ -300,14 +308,24 @@ describe('bad input', () => {
     it('a malformed release leaves the held lock exactly as it was', async () => {
       const k = base();
       const unlockKeys = [k.lock, k.channel, k.waiting, k.next];
-      await runScript(redis, 'lock', [k.lock, k.fence, k.waiting, k.next], [60_000, 'owner', 'client', 'once']);
-      await runScript(redis, 'lock', [k.lock, k.fence, k.waiting, k.next], [60_000, 'owner', 'client', 'once']);
-      await expect(
-        runScript(redis, 'unlock', unlockKeys, ['owner', 'abc', 'publish', 'released', '', 'pass']),
-      ).rejects.toThrow(/BADARG/);
-      await expect(runScript(redis, 'unlock', unlockKeys, ['owner', 1000, 'eval', 'x', '', 'pass'])).rejects.toThrow(
-        /BADARG/,
+      await runScriptUnchecked(
+        redis,
+        'lock-4.lua',
+        [k.lock, k.fence, k.waiting, k.next],
+        [60_000, 'owner', 'client', 'once'],
       );
+      await runScriptUnchecked(
+        redis,
+        'lock-4.lua',
+        [k.lock, k.fence, k.waiting, k.next],
+        [60_000, 'owner', 'client', 'once'],
+      );
+      await expect(
+        runScriptUnchecked(redis, 'unlock-4.lua', unlockKeys, ['owner', 'abc', 'publish', 'released', '', 'pass']),
+      ).rejects.toThrow(/BADARG/);
+      await expect(
+        runScriptUnchecked(redis, 'unlock-4.lua', unlockKeys, ['owner', 1000, 'eval', 'x', '', 'pass']),
+      ).rejects.toThrow(/BADARG/);
       expect(await redis.hgetall(k.lock)).toEqual({ owner: '2' });
       expect(await redis.pttl(k.lock)).toBeGreaterThan(55_000);
     });

@@ -1,5 +1,15 @@
 import { lockKeys } from '../../lib/internal';
-import { runScript } from '../../lib/engine/scripts';
+import {
+  FORCE_UNLOCK,
+  LOCK,
+  PASS_WAKE,
+  RENEW_MANY,
+  SIMPLE_LOCK,
+  SIMPLE_UNLOCK,
+  UNLOCK,
+} from '../../lib/engine/scripts/catalog';
+import type { HandOver } from '../../lib/engine/process-turns';
+import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { connect, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
 
@@ -11,20 +21,15 @@ describe('lua scripts', () => {
   const keys = () => lockKeys(prefix, `s${++n}`);
   type Keys = ReturnType<typeof keys>;
   /** A reentrant attempt; `client` set = a caller that waits if refused (else a single attempt of client 'solo'). */
-  const lock = (k: Keys, owner: string, lease = 5000, client?: string, flag = '0') =>
-    runScript<[number, number]>(
-      redis,
-      'lock',
-      [k.lock, k.fence, k.waiting, k.next],
-      [lease, owner, client ?? 'solo', client === undefined ? 'once' : flag],
-    );
-  const unlock = (k: Keys, owner: string, handOver = 'pass') =>
-    runScript<number>(
-      redis,
-      'unlock',
-      [k.lock, k.channel, k.waiting, k.next],
-      [owner, 5000, 'publish', 'm', '', handOver],
-    );
+  const lock = (k: Keys, owner: string, lease = 5000, client?: string, flag: '0' | '1' | '-' = '0') =>
+    LOCK.run(redis, k, {
+      leaseMs: lease,
+      owner,
+      clientId: client ?? 'solo',
+      waiting: client === undefined ? 'once' : flag,
+    });
+  const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass') =>
+    UNLOCK.run(redis, k, { owner, leaseMs: 5000, publish: 'publish', message: 'm', expectedHolds: '', handOver });
 
   /** Subscribes to the channels of the given waiting clients; returns who received what. */
   async function listeners(k: Keys, clients: string[]) {
@@ -46,15 +51,15 @@ describe('lua scripts', () => {
 
   it('lock-4: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
     const k = keys();
-    expect(await lock(k, 'a')).toEqual([0, 1]);
-    expect(await lock(k, 'a')).toEqual([1, 1]);
+    expect(await lock(k, 'a')).toEqual(['granted', 1]);
+    expect(await lock(k, 'a')).toEqual(['reentered', 1]);
     expect(await redis.hget(k.lock, 'a')).toBe('2');
     const [status, pttl] = await lock(k, 'b');
-    expect(status).toBe(2);
+    expect(status).toBe('refused');
     expect(pttl).toBeGreaterThan(4000);
     expect(await redis.exists(k.waiting)).toBe(0); // a single attempt is not registered
     await redis.del(k.lock);
-    expect(await lock(k, 'b')).toEqual([0, 2]);
+    expect(await lock(k, 'b')).toEqual(['granted', 2]);
   });
 
   it('lock-4: re-entry never shortens a longer lease', async () => {
@@ -73,13 +78,13 @@ describe('lua scripts', () => {
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2', 'p1']);
     expect(await redis.pttl(k.waiting)).toBeGreaterThan(50_000);
     await redis.del(k.lock);
-    expect((await lock(k, 'p2:x', 5000, 'p2', '1'))[0]).toBe(0); // p2 still has a waiter: to the back
+    expect((await lock(k, 'p2:x', 5000, 'p2', '1'))[0]).toBe('granted'); // p2 still has a waiter: to the back
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
     await redis.del(k.lock);
-    expect((await lock(k, 'p1:x', 5000, 'p1', '0'))[0]).toBe(0); // p1's last waiter: out
+    expect((await lock(k, 'p1:x', 5000, 'p1', '0'))[0]).toBe('granted'); // p1's last waiter: out
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
     await redis.del(k.lock);
-    expect((await lock(k, 'p3:x', 5000, 'p3', '-'))[0]).toBe(0); // never refused, alone: the registry is not touched
+    expect((await lock(k, 'p3:x', 5000, 'p3', '-'))[0]).toBe('granted'); // never refused, alone: the registry is not touched
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
   });
 
@@ -87,15 +92,15 @@ describe('lua scripts', () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
     try {
-      expect(await unlock(k, 'a')).toBe(-1);
+      expect(await unlock(k, 'a')).toBe('not-locked');
       await lock(k, 'a');
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await unlock(k, 'b')).toBe(-2);
-      expect(await unlock(k, 'a')).toBe(0);
+      expect(await unlock(k, 'b')).toBe('not-owner');
+      expect(await unlock(k, 'a')).toBe('decremented');
       expect(await sub.heard()).toEqual([]);
-      expect(await unlock(k, 'a')).toBe(1);
+      expect(await unlock(k, 'a')).toBe('released');
       expect(await redis.exists(k.lock)).toBe(0);
       expect(await redis.get(k.next)).toBe('p1');
       expect(await redis.pttl(k.next)).toBeLessThanOrEqual(50);
@@ -114,7 +119,7 @@ describe('lua scripts', () => {
       await lock(k, 'c-dead:x', 5000, 'c-dead');
       await lock(k, 'b-alive:x', 5000, 'b-alive');
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c-dead', 'b-alive']); // arrival, not name, order
-      expect(await unlock(k, 'a')).toBe(1);
+      expect(await unlock(k, 'a')).toBe('released');
       expect(await sub.heard()).toEqual(['b-alive']);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['b-alive']);
     } finally {
@@ -130,28 +135,18 @@ describe('lua scripts', () => {
     shared.on('message', (_channel, message: string) => sharedHeard.push(message));
     await shared.subscribe(k.channel);
     const simple = (token: string, client?: string) =>
-      runScript<[number, number]>(
-        redis,
-        'simple-lock',
-        [k.lock, k.fence, k.waiting, k.next],
-        [token, 5000, client ?? 'solo', client === undefined ? 'once' : '0'],
-      );
+      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: client ?? 'solo', waiting: client ? '0' : 'once' });
     try {
-      expect((await simple('t1'))[0]).toBe(0);
-      expect((await simple('t2', 'p1'))[0]).toBe(2);
-      expect((await simple('t3', 'p2'))[0]).toBe(2);
+      expect((await simple('t1'))[0]).toBe('granted');
+      expect((await simple('t2', 'p1'))[0]).toBe('refused');
+      expect((await simple('t3', 'p2'))[0]).toBe('refused');
       const release = (token: string) =>
-        runScript<number>(
-          redis,
-          'simple-unlock',
-          [k.lock, k.channel, k.waiting, k.next],
-          [token, 'publish', 'm', 'pass'],
-        );
-      expect(await release('t2')).toBe(0);
-      expect(await release('t1')).toBe(1);
+        SIMPLE_UNLOCK.run(redis, k, { token, publish: 'publish', message: 'm', handOver: 'pass' });
+      expect(await release('t2')).toBe('not-owner');
+      expect(await release('t1')).toBe('released');
       expect(await sub.heard()).toEqual(['p1']);
       expect(sharedHeard).toEqual(['m']);
-      expect((await simple('t2', 'p1'))[0]).toBe(0);
+      expect((await simple('t2', 'p1'))[0]).toBe('granted');
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
     } finally {
       await sub.close();
@@ -162,19 +157,18 @@ describe('lua scripts', () => {
   it('pass-wake-4: leaves the registry, and wakes the next process only when the lock is free', async () => {
     const k = keys();
     const sub = await listeners(k, ['p2']);
-    const pass = (client: string) =>
-      runScript<number>(redis, 'pass-wake', [k.lock, k.channel, k.waiting, k.next], [client, 'publish', 'm']);
+    const pass = (client: string) => PASS_WAKE.run(redis, k, { clientId: client, publish: 'publish', message: 'm' });
     try {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await pass('p1')).toBe(0); // held: nobody to wake
+      expect(await pass('p1')).toBe(false); // held: nobody to wake
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
       expect(await sub.heard()).toEqual([]);
       await redis.del(k.lock);
       await lock(k, 'p1:x', 5000, 'p1'); // free: granted, p1 not registered
       await redis.del(k.lock);
-      expect(await pass('p1')).toBe(1);
+      expect(await pass('p1')).toBe(true);
       expect(await sub.heard()).toEqual(['p2']);
     } finally {
       await sub.close();
@@ -186,20 +180,27 @@ describe('lua scripts', () => {
     const sub = await listeners(k, ['p1']);
     try {
       await lock(k, 'a');
-      expect(await unlock(k, 'a', 'keep')).toBe(1); // nobody waits: a plain release
+      expect(await unlock(k, 'a', 'keep')).toBe('released'); // nobody waits: a plain release
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
-      expect(await unlock(k, 'a', 'keep')).toBe(2);
+      expect(await unlock(k, 'a', 'keep')).toBe('kept');
       expect(await redis.exists(k.lock)).toBe(0);
       expect(await redis.exists(k.next)).toBe(0);
       expect(await sub.heard()).toEqual([]);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
       // Free and reserved for nobody: a newcomer may barge in before the holder asks again…
-      expect((await lock(k, 'p9:n', 5000, 'p9', '-'))[0]).toBe(0);
+      expect((await lock(k, 'p9:n', 5000, 'p9', '-'))[0]).toBe('granted');
       // …and then the holder waits like anyone else: one holder at a time.
-      expect((await lock(k, 'a', 5000, 'pa', '-'))[0]).toBe(2);
+      expect((await lock(k, 'a', 5000, 'pa', '-'))[0]).toBe('refused');
       expect(await redis.hgetall(k.lock)).toEqual({ 'p9:n': '1' });
-      await expect(unlock(k, 'p9:n', 'later')).rejects.toThrow(/BADARG/);
+      await expect(
+        runScriptUnchecked(
+          redis,
+          'unlock-4.lua',
+          [k.lock, k.channel, k.waiting, k.next],
+          ['p9:n', 5000, 'publish', 'm', '', 'later'],
+        ),
+      ).rejects.toThrow(/BADARG/);
     } finally {
       await sub.close();
     }
@@ -212,22 +213,22 @@ describe('lua scripts', () => {
       await lock(k, 'p0:a', 5000, 'p0');
       await lock(k, 'p1:x', 5000, 'p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await unlock(k, 'p0:a')).toBe(1); // passed to p1
+      expect(await unlock(k, 'p0:a')).toBe('released'); // passed to p1
       expect(await redis.pttl(k.next)).toBeLessThanOrEqual(50);
       await redis.pexpire(k.next, 10_000); // a slow machine must not let it lapse in the middle of the test
       const [status, ttl] = await lock(k, 'p0:a', 5000, 'p0'); // the passer asks again at once
-      expect(status).toBe(2);
+      expect(status).toBe('refused');
       expect(ttl).toBeGreaterThan(5_000); // refused for as long as the reservation lasts, no longer
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2', 'p0']); // refused: it registered
-      expect((await lock(k, 'p2:x', 5000, 'p2', '0'))[0]).toBe(2); // nor does another waiter take it
-      expect((await lock(k, 'p1:x', 5000, 'p1', '0'))[0]).toBe(0); // p1 does, using the reservation up
+      expect((await lock(k, 'p2:x', 5000, 'p2', '0'))[0]).toBe('refused'); // nor does another waiter take it
+      expect((await lock(k, 'p1:x', 5000, 'p1', '0'))[0]).toBe('granted'); // p1 does, using the reservation up
       expect(await redis.exists(k.next)).toBe(0);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2', 'p0']);
 
-      expect(await unlock(k, 'p1:x')).toBe(1); // passed to p2, which never comes
+      expect(await unlock(k, 'p1:x')).toBe('released'); // passed to p2, which never comes
       expect(await redis.get(k.next)).toBe('p2');
       await new Promise((resolve) => setTimeout(resolve, 80));
-      expect((await lock(k, 'p0:a', 5000, 'p0', '0'))[0]).toBe(0); // the reservation lapsed by itself
+      expect((await lock(k, 'p0:a', 5000, 'p0', '0'))[0]).toBe('granted'); // the reservation lapsed by itself
     } finally {
       await sub.close();
     }
@@ -236,19 +237,18 @@ describe('lua scripts', () => {
   it('pass-wake-4: a process passing the lock gives up the hand-over reserved for it', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
-    const pass = (client: string) =>
-      runScript<number>(redis, 'pass-wake', [k.lock, k.channel, k.waiting, k.next], [client, 'publish', 'm']);
+    const pass = (client: string) => PASS_WAKE.run(redis, k, { clientId: client, publish: 'publish', message: 'm' });
     try {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await unlock(k, 'a')).toBe(1);
+      expect(await unlock(k, 'a')).toBe('released');
       expect(await redis.get(k.next)).toBe('p1');
       await redis.pexpire(k.next, 10_000); // see above
-      expect(await pass('p2')).toBe(0); // reserved for p1: p2 leaves, nothing else changes
+      expect(await pass('p2')).toBe(false); // reserved for p1: p2 leaves, nothing else changes
       expect(await redis.get(k.next)).toBe('p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await pass('p1')).toBe(1); // p1 no longer wants it: it goes to p2
+      expect(await pass('p1')).toBe(true); // p1 no longer wants it: it goes to p2
       expect(await redis.get(k.next)).toBe('p2');
       expect(await sub.heard()).toEqual(['p1', 'p2']);
     } finally {
@@ -259,9 +259,9 @@ describe('lua scripts', () => {
   it('renew-many-n: extends only for the owner', async () => {
     const k = keys();
     await lock(k, 'a', 1000);
-    expect(await runScript(redis, 'renew-many', [k.lock], ['hash', 30_000, 'b'])).toEqual([0]);
+    expect(await RENEW_MANY.run(redis, [k.lock], ['hash', 30_000, 'b'])).toEqual([0]);
     expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(1000);
-    expect(await runScript(redis, 'renew-many', [k.lock], ['hash', 30_000, 'a'])).toEqual([1]);
+    expect(await RENEW_MANY.run(redis, [k.lock], ['hash', 30_000, 'a'])).toEqual([1]);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 
@@ -271,9 +271,9 @@ describe('lua scripts', () => {
     try {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
-      const force = () => runScript(redis, 'force-unlock', [k.lock, k.channel, k.waiting, k.next], ['publish', 'f']);
-      expect(await force()).toBe(1);
-      expect(await force()).toBe(0);
+      const force = () => FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'f' });
+      expect(await force()).toBe(true);
+      expect(await force()).toBe(false);
       expect(await sub.heard()).toEqual(['p1']);
     } finally {
       await sub.close();

@@ -1,5 +1,12 @@
 import type Redis from 'ioredis';
-import { runScript } from '../../lib/engine/scripts';
+import {
+  RENEW_MANY,
+  SEMAPHORE_ACQUIRE,
+  SEMAPHORE_PASS,
+  SEMAPHORE_RELEASE,
+  SEMAPHORE_SET_PERMITS,
+  SEMAPHORE_STATE,
+} from '../../lib/engine/scripts/catalog';
 import { semaphoreKeys } from '../../lib/engine/keys';
 import { connect, testPrefix } from '../support/engine';
 
@@ -17,19 +24,22 @@ describe('semaphore lua scripts', () => {
     permits: number,
     lease = 5_000,
     limit = 3,
-    chained = '0',
+    chained: '0' | '1' = '0',
     client?: string,
   ) =>
-    runScript<[number, number, number]>(
-      redis,
-      'semaphore-acquire',
-      [k.holds, k.limit, k.fence, k.channel, k.waiting],
-      [member, permits, lease, limit, 'publish', chained, client ?? 'solo', client === undefined ? 'once' : '0'],
-    );
-  const release = (k: Keys, member: string) =>
-    runScript<number>(redis, 'semaphore-release', [k.holds, k.channel, k.waiting], [member, 'publish']);
-  const state = (k: Keys, limit = 3) =>
-    runScript<[number, number]>(redis, 'semaphore-state', [k.holds, k.limit], [limit]);
+    SEMAPHORE_ACQUIRE.run(redis, k, {
+      member,
+      permits,
+      leaseMs: lease,
+      configuredLimit: limit,
+      publish: 'publish',
+      chained,
+      clientId: client ?? 'solo',
+      waiting: client === undefined ? 'once' : '0',
+    });
+  const release = (k: Keys, member: string) => SEMAPHORE_RELEASE.run(redis, k, { member, publish: 'publish' });
+  const state = (k: Keys, limit = 3) => SEMAPHORE_STATE.run(redis, k, { configuredLimit: limit });
+  const setPermits = (k: Keys, permits: number) => SEMAPHORE_SET_PERMITS.run(redis, k, { permits, publish: 'publish' });
 
   /** Registers waiting process `client` and subscribes to its channel; returns how many messages arrived since. */
   async function messages(k: Keys, client = 'p1') {
@@ -52,12 +62,12 @@ describe('semaphore lua scripts', () => {
 
   it('semaphore-acquire-5: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end', async () => {
     const k = keys();
-    expect(await acquire(k, '2:a', 2, 60_000)).toEqual([0, 1, 1]);
+    expect(await acquire(k, '2:a', 2, 60_000)).toEqual(['granted', 1, 1]);
     const [status, ms, available] = await acquire(k, '2:b', 2, 5_000);
-    expect([status, available]).toEqual([2, 1]);
+    expect([status, available]).toEqual(['refused', 1]);
     expect(ms).toBeGreaterThan(50_000);
     expect(await redis.zcard(k.holds)).toBe(1); // refused: nothing taken
-    expect(await acquire(k, '1:c', 1)).toEqual([0, 2, 0]);
+    expect(await acquire(k, '1:c', 1)).toEqual(['granted', 2, 0]);
     expect(await state(k)).toEqual([3, 3]);
     // A permits count that disagrees with the member is refused before any write.
     await expect(acquire(k, '2:d', 1)).rejects.toThrow(/BADARG/);
@@ -72,7 +82,7 @@ describe('semaphore lua scripts', () => {
     try {
       await new Promise((resolve) => setTimeout(resolve, 250));
       expect(await state(k)).toEqual([3, 1]); // the expired hold counts for nothing, even before reclaimed
-      expect(await acquire(k, '1:b', 1)).toEqual([0, 3, 1]);
+      expect(await acquire(k, '1:b', 1)).toEqual(['granted', 3, 1]);
       expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:b', '1:long']);
       expect(await heard.count()).toBe(1);
       // A woken waiter (chained) granted with permits left over passes the wake-up on; a newcomer does not.
@@ -92,12 +102,12 @@ describe('semaphore lua scripts', () => {
     await acquire(k, '1:a', 1);
     const heard = await messages(k);
     try {
-      expect(await release(k, '1:a')).toBe(1);
-      expect(await release(k, '1:a')).toBe(-1);
+      expect(await release(k, '1:a')).toBe('released');
+      expect(await release(k, '1:a')).toBe('not-locked');
       expect(await heard.count()).toBe(1);
       await acquire(k, '1:b', 1, 50);
       await new Promise((resolve) => setTimeout(resolve, 150));
-      expect(await release(k, '1:b')).toBe(-1);
+      expect(await release(k, '1:b')).toBe('not-locked');
     } finally {
       await heard.close();
     }
@@ -108,19 +118,13 @@ describe('semaphore lua scripts', () => {
     await acquire(k, '3:a', 3);
     const heard = await messages(k);
     try {
-      expect(
-        await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel, k.waiting], [2, 'publish']),
-      ).toBe(-1);
+      expect(await setPermits(k, 2)).toBe(-1);
       expect(await heard.count()).toBe(0);
       expect(await redis.pttl(k.limit)).toBe(-1); // stored without expiry
-      expect((await acquire(k, '1:b', 1, 5_000, 10))[0]).toBe(2); // the configured 10 does not apply
-      expect(
-        await runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel, k.waiting], [5, 'publish']),
-      ).toBe(2);
+      expect((await acquire(k, '1:b', 1, 5_000, 10))[0]).toBe('refused'); // the configured 10 does not apply
+      expect(await setPermits(k, 5)).toBe(2);
       expect(await heard.count()).toBe(1);
-      await expect(
-        runScript(redis, 'semaphore-set-permits', [k.holds, k.limit, k.channel, k.waiting], [0, 'publish']),
-      ).rejects.toThrow(/BADARG/);
+      await expect(setPermits(k, 0)).rejects.toThrow(/BADARG/);
     } finally {
       await heard.close();
     }
@@ -132,19 +136,19 @@ describe('semaphore lua scripts', () => {
     const [p1, p2] = [await messages(k, 'p1'), await messages(k, 'p2')];
     await redis.del(k.waiting);
     try {
-      expect((await acquire(k, '1:x', 1, 5_000, 3, '0', 'p1'))[0]).toBe(2);
-      expect((await acquire(k, '1:y', 1, 5_000, 3, '0', 'p2'))[0]).toBe(2);
+      expect((await acquire(k, '1:x', 1, 5_000, 3, '0', 'p1'))[0]).toBe('refused');
+      expect((await acquire(k, '1:y', 1, 5_000, 3, '0', 'p2'))[0]).toBe('refused');
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
-      expect(await release(k, '3:a')).toBe(1);
+      expect(await release(k, '3:a')).toBe('released');
       expect([await p1.count(), await p2.count()]).toEqual([1, 0]); // one process, not every one
       // p1's waiter is gone: passing on wakes p2 while permits are free
       const pass = (client: string) =>
-        runScript<number>(redis, 'semaphore-pass', [k.holds, k.limit, k.channel, k.waiting], [client, 3, 'publish']);
-      expect(await pass('p1')).toBe(1);
+        SEMAPHORE_PASS.run(redis, k, { clientId: client, configuredLimit: 3, publish: 'publish' });
+      expect(await pass('p1')).toBe(true);
       expect([await p1.count(), await p2.count()]).toEqual([1, 1]);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
       // granted: p2 leaves the registry
-      expect((await acquire(k, '1:y', 1, 5_000, 3, '1', 'p2'))[0]).toBe(0);
+      expect((await acquire(k, '1:y', 1, 5_000, 3, '1', 'p2'))[0]).toBe('granted');
       expect(await redis.zcard(k.waiting)).toBe(0);
       await expect(pass('')).rejects.toThrow(/BADARG/);
     } finally {
@@ -159,9 +163,8 @@ describe('semaphore lua scripts', () => {
     await acquire(k, '1:b', 1, 50);
     await new Promise((resolve) => setTimeout(resolve, 150));
     const lock = `${prefix}:{renew-lock}`;
-    const renewed = await runScript<number[]>(
+    const renewed = await RENEW_MANY.run(
       redis,
-      'renew-many',
       [k.holds, k.holds, k.holds, lock],
       ['permit', 60_000, '1:a', 'permit', 60_000, '1:b', 'permit', 60_000, '1:zz', 'string', 60_000, 'x'],
     );
@@ -169,7 +172,7 @@ describe('semaphore lua scripts', () => {
     const [seconds] = await redis.time();
     expect(Number(await redis.zscore(k.holds, '1:a')) - Number(seconds) * 1000).toBeGreaterThan(50_000);
     expect(await redis.pttl(k.holds)).toBeGreaterThan(50_000);
-    await expect(runScript(redis, 'renew-many', [k.holds], ['permits', 1_000, '1:a'])).rejects.toThrow(
+    await expect(RENEW_MANY.run(redis, [k.holds], ['permits', 1_000, '1:a'])).rejects.toThrow(
       /BADARG kind must be hash, string, read or permit/,
     );
   });

@@ -10,7 +10,7 @@ import {
   type ConnectionOptions,
 } from '../../lib/internal';
 import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
-import { runScript } from '../../lib/engine/scripts';
+import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
 
@@ -289,7 +289,8 @@ describe('ReadWriteLock', () => {
     const hash = client.locks.getLock(`${name}-plain`);
     const plain = await hash.lock({ leaseTime: 1_000 });
     const read = await rw.readLock().lock({ leaseTime: 1_000 });
-    const renew = (keys: string[], args: (string | number)[]) => runScript(client.redis, 'renew-many', keys, args);
+    const renew = (keys: string[], args: (string | number)[]) =>
+      runScriptUnchecked(client.redis, 'renew-many-n.lua', keys, args);
     const both = [hash.keys.lock, readers, readCounts];
     expect(await renew(both, ['hash', 30_000, plain.owner, 'read', 30_000, read.owner])).toEqual([1, 1]);
     const score = Number(await client.redis.zscore(readers, read.owner));
@@ -316,20 +317,20 @@ describe('ReadWriteLock', () => {
     const { write, readers, readCounts, writers, fence, readChannel, writeChannel } = rwOf().keys;
     const lockKeys5 = [write, readers, readCounts, writers, fence];
     const calls: [string, string[], (string | number)[]][] = [
-      ['rw-read-lock', lockKeys5, ['1500.5', 'owner']],
-      ['rw-read-lock', lockKeys5, [1_000, '']],
-      ['rw-write-lock', lockKeys5, [0, 'owner', 5_000]],
-      ['rw-write-lock', lockKeys5, [1_000, 'owner', -1]],
-      ['rw-write-lock', lockKeys5, [1_000, '', 0]],
-      ['rw-read-unlock', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'publish', '1.5']],
-      ['rw-read-unlock', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'del', '']],
-      ['rw-write-unlock', [write, readers, readChannel, writeChannel], ['owner', 'abc', 'publish', '']],
-      ['rw-write-unlock', [write, readers, readChannel, writeChannel], ['', 1_000, 'publish', '']],
-      ['rw-write-abandon', [write, writers, readChannel], ['owner', 'flushall']],
-      ['rw-force-unlock', [write, readers, readCounts, readChannel, writeChannel], ['both', 'publish']],
+      ['rw-read-lock-5.lua', lockKeys5, ['1500.5', 'owner']],
+      ['rw-read-lock-5.lua', lockKeys5, [1_000, '']],
+      ['rw-write-lock-5.lua', lockKeys5, [0, 'owner', 5_000]],
+      ['rw-write-lock-5.lua', lockKeys5, [1_000, 'owner', -1]],
+      ['rw-write-lock-5.lua', lockKeys5, [1_000, '', 0]],
+      ['rw-read-unlock-4.lua', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'publish', '1.5']],
+      ['rw-read-unlock-4.lua', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'del', '']],
+      ['rw-write-unlock-4.lua', [write, readers, readChannel, writeChannel], ['owner', 'abc', 'publish', '']],
+      ['rw-write-unlock-4.lua', [write, readers, readChannel, writeChannel], ['', 1_000, 'publish', '']],
+      ['rw-write-abandon-3.lua', [write, writers, readChannel], ['owner', 'flushall']],
+      ['rw-force-unlock-5.lua', [write, readers, readCounts, readChannel, writeChannel], ['both', 'publish']],
     ];
     for (const [script, keys, args] of calls) {
-      await expect(runScript(client.redis, script, keys, args)).rejects.toThrow(/BADARG/);
+      await expect(runScriptUnchecked(client.redis, script, keys, args)).rejects.toThrow(/BADARG/);
     }
     expect(await client.redis.exists(write, readers, readCounts, writers, fence)).toBe(0);
   });

@@ -2,22 +2,25 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from './redis-client';
+import type { RedisClient } from '../redis-client';
 
 /**
- * Loads every `lua/<name>-<numberOfKeys>.lua` once per process (`-n`: a variable number of keys) and
- * registers it on each client with ioredis `defineCommand` (EVALSHA with a NOSCRIPT fallback is then
- * ioredis's job). The command name carries a hash of the script, so two versions of this library
- * sharing one client never collide.
+ * Loads every `lua/<name>-<numberOfKeys>.lua` once per process (`-n`: a variable number of keys),
+ * assembling its includes, and registers it on each client with ioredis `defineCommand` (EVALSHA with
+ * a NOSCRIPT fallback is then ioredis's job). The command name carries a hash of the script, so two
+ * versions of this library sharing one client never collide.
  */
-export type ScriptName = 'lock' | 'unlock' | 'renew-many' | 'force-unlock';
-
-interface LoadedScript {
+export interface LoadedScript {
+  /** The file, e.g. `lock-4.lua`. */
+  readonly file: string;
   readonly commandName: string;
   /** undefined: variable, passed with each call. */
   readonly numberOfKeys: number | undefined;
+  /** The script as Redis runs it, includes assembled. */
   readonly source: string;
 }
+
+export type ScriptArg = string | number;
 
 let loaded: Map<string, LoadedScript> | undefined;
 const registered = new WeakSet<object>();
@@ -30,7 +33,8 @@ function findLuaDir(): string {
   }
 }
 
-function loadScripts(): Map<string, LoadedScript> {
+/** Every script of lua/, by file name. */
+export function loadScripts(): ReadonlyMap<string, LoadedScript> {
   if (loaded) return loaded;
   const dir = findLuaDir();
   loaded = new Map();
@@ -40,7 +44,8 @@ function loadScripts(): Map<string, LoadedScript> {
     const [, name, keys] = match;
     const source = withIncludes(dir, file, readFileSync(join(dir, file), 'utf8'));
     const hash = createHash('sha1').update(source).digest('hex').slice(0, 10);
-    loaded.set(name, {
+    loaded.set(file, {
+      file,
       commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`,
       numberOfKeys: keys === 'n' ? undefined : Number(keys),
       source,
@@ -64,9 +69,10 @@ function withIncludes(dir: string, file: string, source: string, included = new 
   });
 }
 
-function script(name: string): LoadedScript {
-  const found = loadScripts().get(name);
-  if (!found) throw new Error(`Lua script "${name}" is missing from lua/.`);
+/** The loaded script of `file` (e.g. `lock-4.lua`). */
+export function loadedScript(file: string): LoadedScript {
+  const found = loadScripts().get(file);
+  if (!found) throw new Error(`Lua script "${file}" is missing from lua/.`);
   return found;
 }
 
@@ -79,36 +85,26 @@ export function registerScripts(client: RedisClient): void {
   registered.add(client);
 }
 
-type ScriptArg = string | number;
+type Command<T> = (...argv: ScriptArg[]) => Promise<T>;
 
-/** Runs a registered script on a client. */
-export function runScript<T>(
-  client: RedisClient,
-  name: ScriptName | string,
-  keys: string[],
-  args: ScriptArg[],
-): Promise<T> {
+/** Sends a registered script's defined command: `argv` is the keys (after their count for a `-n` script), then the args. */
+export function sendScript<T>(client: RedisClient, script: LoadedScript, argv: ScriptArg[]): Promise<T> {
   registerScripts(client);
-  const loaded = script(name);
-  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<T>>)[loaded.commandName];
-  return command.call(client, ...scriptArguments(name, loaded, keys, args));
+  return (client as unknown as Record<string, Command<T>>)[script.commandName].apply(client, argv);
 }
 
-/** What the defined command takes: the keys (preceded by their count for a variable-keys script), then the args. */
-function scriptArguments(name: string, { numberOfKeys }: LoadedScript, keys: string[], args: ScriptArg[]): ScriptArg[] {
-  if (numberOfKeys === undefined) return [keys.length, ...keys, ...args];
-  if (keys.length !== numberOfKeys) throw new Error(`Script "${name}" takes ${numberOfKeys} keys, got ${keys.length}.`);
-  return [...keys, ...args];
+/** Queues a registered script on a pipeline (its client must have had `registerScripts`). */
+export function queueScriptCall(pipeline: ChainableCommander, script: LoadedScript, argv: ScriptArg[]): void {
+  (pipeline as unknown as Record<string, Command<unknown>>)[script.commandName].apply(pipeline, argv);
 }
 
-/** Queues a registered script on a pipeline (the client must have had `registerScripts`). */
-export function queueScript(
-  pipeline: ChainableCommander,
-  name: ScriptName | string,
-  keys: string[],
-  args: ScriptArg[],
-): void {
-  const loaded = script(name);
-  const command = (pipeline as unknown as Record<string, (...a: ScriptArg[]) => unknown>)[loaded.commandName];
-  command.call(pipeline, ...scriptArguments(name, loaded, keys, args));
+/**
+ * Runs a script with positional, unchecked keys and arguments: for the tests that send malformed
+ * input on purpose to see the script refuse it. The library calls scripts through their typed
+ * declarations (see catalog.ts).
+ */
+export function runScriptUnchecked<T>(client: RedisClient, file: string, keys: string[], args: unknown[]): Promise<T> {
+  const script = loadedScript(file);
+  const argv = [...(script.numberOfKeys === undefined ? [keys.length] : []), ...keys, ...args] as ScriptArg[];
+  return sendScript<T>(client, script, argv);
 }

@@ -1,0 +1,20 @@
+import type { RenewalKind } from './held-lock';
+import { LockBase } from './lock-base';
+
+/**
+ * What the reentrant and fair locks share, and only that: the lock is one hash of owner -> hold
+ * count (so the two kinds exclude each other on one name), renewed as a hash, its holds countable.
+ */
+export abstract class HashLock extends LockBase {
+  protected readonly renewal: RenewalKind = 'hash';
+
+  /** Whether the current lock scope's owner holds this lock. */
+  async isHeldByCurrentScope(): Promise<boolean> {
+    return (await this.getHoldCount()) > 0;
+  }
+
+  /** How many holds the current scope's owner (or `owner`) has on this lock; 0 when none. */
+  getHoldCount(owner = this.scopeOwner()): Promise<number> {
+    return this.holdCount(this.keys.lock, owner);
+  }
+}

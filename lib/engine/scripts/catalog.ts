@@ -1,0 +1,268 @@
+import type { HandOver } from '../process-turns';
+import type { PublishCommand } from '../redis-client';
+import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo } from './lua-script';
+import type { AttemptReply, AttemptStatus, ReleaseReply, WriteAttemptReply } from './replies';
+
+/**
+ * Every Lua script of lua/, declared once: the keys it takes (named as keys.ts names them), its
+ * arguments in order with their types, and its reply (words from replies.ts). Each file's header
+ * says what the keys and arguments mean; test/engine/script-contracts.spec.ts checks each
+ * declaration against its file and runs every script.
+ */
+
+/** A caller's waiting state (see waiting-registration.lua). */
+export type WaitingFlag = '0' | '1' | '-' | 'once';
+/** A release's hold count before it, as the client counts it, or '' when unknown. */
+type ExpectedHolds = number | '';
+
+const publish = arg<PublishCommand>();
+const waiting = arg<WaitingFlag>();
+const expectedHolds = arg<ExpectedHolds>();
+
+// Reentrant lock (and the fair lock's hash).
+
+/** Takes or re-enters the lock, or registers the waiting process. */
+export const LOCK = defineScript({
+  file: 'lock-4.lua',
+  keys: ['lock', 'fence', 'waiting', 'next'],
+  args: { leaseMs: num, owner: str, clientId: str, waiting },
+  reply: asIs<AttemptReply>,
+});
+
+/** Releases one hold; the last one wakes one waiting process, or none inside a turn. */
+export const UNLOCK = defineScript({
+  file: 'unlock-4.lua',
+  keys: ['lock', 'channel', 'waiting', 'next'],
+  args: { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver: arg<HandOver>() },
+  reply: asIs<ReleaseReply>,
+});
+
+// Shared by the reentrant and simple locks: the process-waiting registry and the hand-over.
+
+/** Yes: this process left the waiting registry and, the lock being free, woke the next one. */
+export const PASS_WAKE = defineScript({
+  file: 'pass-wake-4.lua',
+  keys: ['lock', 'channel', 'waiting', 'next'],
+  args: { clientId: str, publish, message: str },
+  reply: yesNo,
+});
+
+/** Yes: it was locked (deleted, and a waiting process woken). */
+export const FORCE_UNLOCK = defineScript({
+  file: 'force-unlock-4.lua',
+  keys: ['lock', 'channel', 'waiting', 'next'],
+  args: { publish, message: str },
+  reply: yesNo,
+});
+
+// Simple lock.
+
+/** `SET NX PX` with the waiting registry and the hand-over of lock-4.lua. */
+export const SIMPLE_LOCK = defineScript({
+  file: 'simple-lock-4.lua',
+  keys: ['lock', 'fence', 'waiting', 'next'],
+  args: { token: str, leaseMs: num, clientId: str, waiting },
+  reply: asIs<AttemptReply>,
+});
+
+/** Compare-and-delete, then the hand-over of unlock-4.lua. */
+export const SIMPLE_UNLOCK = defineScript({
+  file: 'simple-unlock-4.lua',
+  keys: ['lock', 'channel', 'waiting', 'next'],
+  args: { token: str, publish, message: str, handOver: arg<HandOver>() },
+  reply: asIs<ReleaseReply>,
+});
+
+// Fair lock.
+
+/** Takes, accepts or re-enters the lock, or queues the owner (FIFO). */
+export const FAIR_LOCK = defineScript({
+  file: 'fair-lock-5.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
+  args: { leaseMs: num, owner: str, staleWaiterTimeout: num, acceptanceLease: num, publish },
+  reply: asIs<AttemptReply>,
+});
+
+/** Releases one hold; the last one hands the lock to the next live waiter. */
+export const FAIR_UNLOCK = defineScript({
+  file: 'fair-unlock-5.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
+  args: { owner: str, leaseMs: num, acceptanceLease: num, publish, force: arg<'1' | '0'>(), expectedHolds },
+  reply: asIs<Exclude<ReleaseReply, 'kept'>>,
+});
+
+/** Yes: the hand-off was ours and is now a hold with the lease. */
+export const FAIR_ACCEPT = defineScript({
+  file: 'fair-accept-1.lua',
+  keys: ['lock'],
+  args: { leaseMs: num, owner: str },
+  reply: yesNo,
+});
+
+/** Yes: the lock had been handed to this waiter (it must pass it on). */
+export const FAIR_ABANDON = defineScript({
+  file: 'fair-abandon-3.lua',
+  keys: ['lock', 'queue', 'deadlines'],
+  args: { owner: str },
+  reply: yesNo,
+});
+
+// Read-write lock: both sides' attempts see every hold and intent; both releases count holds.
+
+const SIDE_ATTEMPT_KEYS = ['write', 'readers', 'readCounts', 'writers', 'fence'] as const;
+const SIDE_RELEASE_ARGS = { owner: str, leaseMs: num, publish, expectedHolds };
+
+/** A read hold, unless a writer holds the lock or a live writer intent waits. */
+export const READ_LOCK = defineScript({
+  file: 'rw-read-lock-5.lua',
+  keys: SIDE_ATTEMPT_KEYS,
+  args: { leaseMs: num, owner: str },
+  reply: asIs<AttemptReply>,
+});
+
+/** The write hold, or an intent that holds back new readers (`intentMs` 0: no intent). */
+export const WRITE_LOCK = defineScript({
+  file: 'rw-write-lock-5.lua',
+  keys: SIDE_ATTEMPT_KEYS,
+  args: { leaseMs: num, owner: str, intentMs: num },
+  reply: asIs<WriteAttemptReply>,
+});
+
+/** Releases one read hold; the last one of all wakes the writers. */
+export const READ_UNLOCK = defineScript({
+  file: 'rw-read-unlock-4.lua',
+  keys: ['write', 'readers', 'readCounts', 'writeChannel'],
+  args: SIDE_RELEASE_ARGS,
+  reply: asIs<Exclude<ReleaseReply, 'kept'>>,
+});
+
+/** What is left of the longest live read hold (ms), -2 when none is live. */
+export const READ_PTTL = defineScript({
+  file: 'rw-read-pttl-1.lua',
+  keys: ['readers'],
+  args: {},
+  reply: asIs<number>,
+});
+
+/** Releases one write hold; the last one wakes readers and writers. */
+export const WRITE_UNLOCK = defineScript({
+  file: 'rw-write-unlock-4.lua',
+  keys: ['write', 'readers', 'readChannel', 'writeChannel'],
+  args: SIDE_RELEASE_ARGS,
+  reply: asIs<Exclude<ReleaseReply, 'kept'>>,
+});
+
+/** Yes: the withdrawn intent was the last one holding readers back (they were woken). */
+export const WRITE_ABANDON = defineScript({
+  file: 'rw-write-abandon-3.lua',
+  keys: ['write', 'writers', 'readChannel'],
+  args: { owner: str, publish },
+  reply: yesNo,
+});
+
+/** Yes: that side was held. */
+export const READ_WRITE_FORCE_UNLOCK = defineScript({
+  file: 'rw-force-unlock-5.lua',
+  keys: ['write', 'readers', 'readCounts', 'readChannel', 'writeChannel'],
+  args: { side: arg<'read' | 'write'>(), publish },
+  reply: yesNo,
+});
+
+// Semaphore.
+
+/** An attempt's reply and the permits free after it. */
+export type PermitAttemptReply = [status: Exclude<AttemptStatus, 'reentered'>, value: number, available: number];
+
+/** Takes `permits` permits for one hold, or registers the waiting process. */
+export const SEMAPHORE_ACQUIRE = defineScript({
+  file: 'semaphore-acquire-5.lua',
+  keys: ['holds', 'limit', 'fence', 'channel', 'waiting'],
+  args: {
+    member: str,
+    permits: num,
+    leaseMs: num,
+    configuredLimit: num,
+    publish,
+    chained: arg<'1' | '0'>(),
+    clientId: str,
+    waiting,
+  },
+  reply: asIs<PermitAttemptReply>,
+});
+
+/** Gives one hold's permits back and wakes the process that waited longest. */
+export const SEMAPHORE_RELEASE = defineScript({
+  file: 'semaphore-release-3.lua',
+  keys: ['holds', 'channel', 'waiting'],
+  args: { member: str, publish },
+  reply: asIs<'released' | 'not-locked'>,
+});
+
+/** Permits free under the new limit (negative: held beyond it after a shrink). */
+export const SEMAPHORE_SET_PERMITS = defineScript({
+  file: 'semaphore-set-permits-4.lua',
+  keys: ['holds', 'limit', 'channel', 'waiting'],
+  args: { permits: num, publish },
+  reply: asIs<number>,
+});
+
+/** [limit, permits held by live holds]. */
+export const SEMAPHORE_STATE = defineScript({
+  file: 'semaphore-state-2.lua',
+  keys: ['holds', 'limit'],
+  args: { configuredLimit: num },
+  reply: asIs<[limit: number, held: number]>,
+});
+
+/** Yes: another waiting process was woken. */
+export const SEMAPHORE_PASS = defineScript({
+  file: 'semaphore-pass-4.lua',
+  keys: ['holds', 'limit', 'channel', 'waiting'],
+  args: { clientId: str, configuredLimit: num, publish },
+  reply: yesNo,
+});
+
+// Any kind.
+
+/** [type, pttl, flat holders, fence, flat queue, waiting client ids]: see inspect-5.lua. */
+export type InspectReply = [string, number, string[], string | false | null, (string | number)[], string[]];
+
+export const INSPECT = defineScript({
+  file: 'inspect-5.lua',
+  keys: ['lock', 'fence', 'queue', 'deadlines', 'waiting'],
+  args: {},
+  reply: asIs<InspectReply>,
+});
+
+/**
+ * The watchdog's renewal of many holds in one call: keys and (kind, lease, owner) triples laid out
+ * per hold (see renew-many-n.lua); one reply per hold, 1 renewed, 0 no longer held.
+ */
+export const RENEW_MANY = new VariableKeysScript('renew-many-n.lua', asIs<number[]>);
+
+/** Every declared script (the contract test walks it). */
+export const ALL_SCRIPTS = [
+  LOCK,
+  UNLOCK,
+  PASS_WAKE,
+  FORCE_UNLOCK,
+  SIMPLE_LOCK,
+  SIMPLE_UNLOCK,
+  FAIR_LOCK,
+  FAIR_UNLOCK,
+  FAIR_ACCEPT,
+  FAIR_ABANDON,
+  READ_LOCK,
+  READ_UNLOCK,
+  READ_PTTL,
+  WRITE_LOCK,
+  WRITE_UNLOCK,
+  WRITE_ABANDON,
+  READ_WRITE_FORCE_UNLOCK,
+  SEMAPHORE_ACQUIRE,
+  SEMAPHORE_RELEASE,
+  SEMAPHORE_SET_PERMITS,
+  SEMAPHORE_STATE,
+  SEMAPHORE_PASS,
+  INSPECT,
+] as const;

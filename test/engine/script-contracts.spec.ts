@@ -1,0 +1,150 @@
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type Redis from 'ioredis';
+import { lockKeys, readWriteKeys, semaphoreKeys } from '../../lib/internal';
+import * as catalog from '../../lib/engine/scripts/catalog';
+import { ALL_SCRIPTS, RENEW_MANY } from '../../lib/engine/scripts/catalog';
+import type { LuaScript } from '../../lib/engine/scripts/lua-script';
+import { loadedScript } from '../../lib/engine/scripts/loader';
+import { REPLY_MEANINGS } from '../../lib/engine/scripts/replies';
+import { connect, testPrefix } from '../support/engine';
+
+const LUA_DIR = join(__dirname, '..', '..', 'lua');
+
+/** The highest n of `<what>[n]` in a source, and whether every one of 1..n appears. */
+function indexesUsed(source: string, what: 'KEYS' | 'ARGV'): { highest: number; gapless: boolean } {
+  const used = new Set([...source.matchAll(new RegExp(`${what}\\[(\\d+)\\]`, 'g'))].map((m) => Number(m[1])));
+  const highest = Math.max(0, ...used);
+  return { highest, gapless: Array.from({ length: highest }, (_, i) => i + 1).every((n) => used.has(n)) };
+}
+
+/** The status words a source returns: `return 'w'`, `return {'w', …}`, `and 'w' or 'v'`. */
+function replyWords(source: string): string[] {
+  const patterns = [/return '([a-z-]+)'/g, /return \{'([a-z-]+)'/g, /and '([a-z-]+)' or '([a-z-]+)'/g];
+  return patterns.flatMap((pattern) => [...source.matchAll(pattern)].flatMap((m) => m.slice(1)));
+}
+
+/**
+ * Each script's declaration (lib/engine/scripts/catalog.ts) against its file, and each script run
+ * once, on its own, on a real Redis: what the library sends and expects is what the file takes and
+ * replies. The behaviour of each script is tested in scripts.spec.ts, semaphore-scripts.spec.ts and
+ * the kinds' tests.
+ */
+describe('script contracts', () => {
+  const declared = ALL_SCRIPTS as readonly LuaScript<string, unknown, unknown>[];
+
+  it('every file in lua/ is declared once, and every declaration names a file there', () => {
+    const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
+    const names = [...declared.map((script) => script.file), RENEW_MANY.file];
+    expect([...names].sort()).toEqual([...files].sort());
+    const exported = Object.values(catalog).filter((value) => declared.includes(value as never));
+    expect(exported).toHaveLength(declared.length);
+  });
+
+  it.each(declared.map((script) => [script.file, script] as const))(
+    '%s takes the keys and arguments it is declared with, and its header lists them',
+    (_file, script) => {
+      const { source } = loadedScript(script.file);
+      const keys = indexesUsed(source, 'KEYS');
+      const args = indexesUsed(source, 'ARGV');
+      expect({ keys: keys.highest, args: args.highest }).toEqual({
+        keys: script.keyNames.length,
+        args: script.argNamesInOrder.length,
+      });
+      expect(keys.gapless && args.gapless).toBe(true);
+      for (let i = 1; i <= script.keyNames.length; i++) expect(source).toMatch(new RegExp(`^-- KEYS\\[${i}\\] `, 'm'));
+      for (let i = 1; i <= script.argNamesInOrder.length; i++) {
+        expect(source).toMatch(new RegExp(`^-- ARGV\\[${i}\\] `, 'm'));
+      }
+    },
+  );
+
+  it('the scripts reply with the words of the table and nothing else, and every word is used', () => {
+    const used = new Set(declared.flatMap((script) => replyWords(loadedScript(script.file).source)));
+    expect([...used].sort()).toEqual(Object.keys(REPLY_MEANINGS).sort());
+  });
+
+  describe('each script run on its own', () => {
+    let redis: Redis;
+    const prefix = testPrefix();
+    let n = 0;
+    /** Fresh keys of every kind: each script picks the ones it is declared with. */
+    const freshKeys = () => {
+      const name = `contract-${++n}`;
+      return { ...readWriteKeys(prefix, name), ...semaphoreKeys(prefix, name), ...lockKeys(prefix, name) };
+    };
+    const publish = 'publish' as const;
+
+    beforeAll(() => (redis = connect()));
+    afterAll(() => redis.quit());
+
+    /** One call on fresh keys, and what it must reply there. */
+    function call<K extends string, A, R>(script: LuaScript<K, A, R>, args: A, expected: unknown) {
+      return [script.file, () => script.run(redis, freshKeys() as Record<K, string>, args), expected] as const;
+    }
+    const grant = ['granted', 1];
+    const calls = [
+      call(catalog.LOCK, { leaseMs: 5000, owner: 'c:1', clientId: 'c', waiting: 'once' }, grant),
+      call(
+        catalog.UNLOCK,
+        { owner: 'c:1', leaseMs: 5000, publish, message: 'm', expectedHolds: '', handOver: 'pass' },
+        'not-locked',
+      ),
+      call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
+      call(catalog.FORCE_UNLOCK, { publish, message: 'm' }, false),
+      call(catalog.SIMPLE_LOCK, { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once' }, grant),
+      call(catalog.SIMPLE_UNLOCK, { token: 't', publish, message: 'm', handOver: 'pass' }, 'not-locked'),
+      call(
+        catalog.FAIR_LOCK,
+        { leaseMs: 5000, owner: 'c:1', staleWaiterTimeout: 5000, acceptanceLease: 1000, publish },
+        grant,
+      ),
+      call(
+        catalog.FAIR_UNLOCK,
+        { owner: 'c:1', leaseMs: 5000, acceptanceLease: 1000, publish, force: '0', expectedHolds: '' },
+        'not-locked',
+      ),
+      call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1' }, false),
+      call(catalog.FAIR_ABANDON, { owner: 'c:1' }, false),
+      call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1' }, ['granted', 0]),
+      call(catalog.READ_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
+      call(catalog.READ_PTTL, {}, -2),
+      call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0 }, grant),
+      call(catalog.WRITE_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
+      call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
+      call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish }, false),
+      call(
+        catalog.SEMAPHORE_ACQUIRE,
+        {
+          member: '1:c:1',
+          permits: 1,
+          leaseMs: 5000,
+          configuredLimit: 2,
+          publish,
+          chained: '0',
+          clientId: 'c',
+          waiting: 'once',
+        },
+        ['granted', 1, 1],
+      ),
+      call(catalog.SEMAPHORE_RELEASE, { member: '1:c:1', publish }, 'not-locked'),
+      call(catalog.SEMAPHORE_SET_PERMITS, { permits: 3, publish }, 3),
+      call(catalog.SEMAPHORE_STATE, { configuredLimit: 2 }, [2, 0]),
+      call(catalog.SEMAPHORE_PASS, { clientId: 'c', configuredLimit: 2, publish }, false),
+      call(catalog.INSPECT, {}, ['none', -2, [], null, [], []]),
+    ];
+
+    it('covers every declared script', () => {
+      expect(calls.map(([file]) => file)).toEqual(declared.map((script) => script.file));
+    });
+
+    it.each(calls)('%s', async (_file, run, expected) => {
+      expect(await run()).toEqual(expected);
+    });
+
+    it('renew-many-n.lua', async () => {
+      const { lock } = freshKeys();
+      expect(await RENEW_MANY.run(redis, [lock], ['hash', 5000, 'c:1'])).toEqual([0]);
+    });
+  });
+});
