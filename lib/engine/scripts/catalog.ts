@@ -110,7 +110,16 @@ export const FAIR_ABANDON = defineScript({
 // Read-write lock: both sides' attempts see every hold and intent; both releases count holds.
 
 const SIDE_ATTEMPT_KEYS = ['write', 'readers', 'readCounts', 'writers', 'fence'] as const;
-const SIDE_RELEASE_ARGS = { owner: str, leaseMs: num, publish, expectedHolds };
+
+/** Both sides' releases take the same arguments and give the same replies. */
+function sideRelease<K extends string>(file: string, keys: readonly K[]) {
+  return defineScript({
+    file,
+    keys,
+    args: { owner: str, leaseMs: num, publish, expectedHolds },
+    reply: asIs<Exclude<ReleaseReply, 'kept'>>,
+  });
+}
 
 /** A read hold, unless a writer holds the lock or a live writer intent waits. */
 export const READ_LOCK = defineScript({
@@ -129,12 +138,7 @@ export const WRITE_LOCK = defineScript({
 });
 
 /** Releases one read hold; the last one of all wakes the writers. */
-export const READ_UNLOCK = defineScript({
-  file: 'rw-read-unlock-4.lua',
-  keys: ['write', 'readers', 'readCounts', 'writeChannel'],
-  args: SIDE_RELEASE_ARGS,
-  reply: asIs<Exclude<ReleaseReply, 'kept'>>,
-});
+export const READ_UNLOCK = sideRelease('rw-read-unlock-4.lua', ['write', 'readers', 'readCounts', 'writeChannel']);
 
 /** What is left of the longest live read hold (ms), -2 when none is live. */
 export const READ_PTTL = defineScript({
@@ -145,12 +149,7 @@ export const READ_PTTL = defineScript({
 });
 
 /** Releases one write hold; the last one wakes readers and writers. */
-export const WRITE_UNLOCK = defineScript({
-  file: 'rw-write-unlock-4.lua',
-  keys: ['write', 'readers', 'readChannel', 'writeChannel'],
-  args: SIDE_RELEASE_ARGS,
-  reply: asIs<Exclude<ReleaseReply, 'kept'>>,
-});
+export const WRITE_UNLOCK = sideRelease('rw-write-unlock-4.lua', ['write', 'readers', 'readChannel', 'writeChannel']);
 
 /** Yes: the withdrawn intent was the last one holding readers back (they were woken). */
 export const WRITE_ABANDON = defineScript({
