@@ -1,0 +1,71 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderMarkdown, type BenchResults } from '../../bench/report/markdown';
+import * as proseModule from '../../bench/report/prose';
+
+// The report needs the contenders' names, not the compiled library the bench measures (dist/lib), and
+// prettier 3 cannot be loaded inside jest (it is run as a command below).
+jest.mock('../../bench/lib/subject', () => ({}));
+jest.mock('../../bench/report/format', () => ({}));
+
+const root = join(__dirname, '..', '..');
+const proseDir = join(root, 'bench', 'report', 'prose');
+const published = (): BenchResults =>
+  JSON.parse(readFileSync(join(root, 'docs', 'benchmarks.json'), 'utf8')) as BenchResults;
+
+/** The published results, changed so that the report takes the paths the published run did not. */
+function variants(): BenchResults[] {
+  const other = published();
+  other.config.quick = true;
+  const hot = other.hotKey!;
+  delete hot.warmup;
+  for (const round of hot.rows.fair!.rounds) round.executedByCommand.subscribe = 1; // subscription churn
+  other.waiters!.levels[0].rows.raw!.lostUpdates = 3;
+  other.waiters!.levels.find((l) => l.waiters === 100)!.rows.fair!.commandsPerAcq = 9;
+  other.watchdog!.roundTrips = 1_000;
+  hot.rows.reentrant!.jain = 0.5;
+  const empty = published();
+  for (const key of ['uncontended', 'parallel', 'hotKey', 'hotKey1ms', 'shared', 'waiters', 'watchdog'] as const)
+    delete empty[key];
+  delete empty.startup;
+  delete empty.failover;
+  return [published(), other, empty];
+}
+
+describe('the benchmark report (bench/report)', () => {
+  it('renders docs/benchmarks.md from docs/benchmarks.json unchanged', () => {
+    const file = join(root, 'docs', 'benchmarks.md');
+    // Formatted as bench/report/format.ts formats it, with the repository's prettier config.
+    const formatted = execFileSync(
+      process.execPath,
+      [require.resolve('prettier/bin/prettier.cjs'), '--stdin-filepath', file],
+      {
+        cwd: root,
+        input: renderMarkdown(published()),
+        encoding: 'utf8',
+      },
+    );
+    expect(formatted).toBe(readFileSync(file, 'utf8'));
+  });
+
+  it('uses every block of the prose files and fills every placeholder', () => {
+    const used = new Set<string>();
+    const fill = proseModule.prose;
+    const prose = jest.spyOn(proseModule, 'prose').mockImplementation((section, block, values) => {
+      used.add(`${section}/${block}`);
+      return fill(section, block, values);
+    });
+    try {
+      for (const results of variants()) expect(renderMarkdown(results)).not.toContain('{{');
+    } finally {
+      prose.mockRestore();
+    }
+    const blocks = readdirSync(proseDir).flatMap((file) =>
+      [...readFileSync(join(proseDir, file), 'utf8').matchAll(/^<!-- block: ([\w-]+) -->$/gm)].map(
+        (m) => `${file.replace(/\.md$/, '')}/${m[1]}`,
+      ),
+    );
+    expect(blocks.filter((block) => !used.has(block))).toEqual([]);
+  });
+});
