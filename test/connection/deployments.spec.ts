@@ -6,6 +6,9 @@ import { deploymentCases } from '../support/deployments';
 import { eventually, quietLogger, sleep } from '../support/engine';
 import { killAll, raceCounter, type Worker } from '../support/workers';
 
+/** Runs `fn` as another owner than the test's own scope (another thread, in Redisson's terms). */
+const asOtherOwner = <T>(fn: () => Promise<T>): Promise<T> => runInLockScope(fn, { newScope: true });
+
 /** The core and lock-kind behaviour, parameterised over the four deployments. */
 describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) => {
   const prefix = `d-${randomUUID().slice(0, 8)}`;
@@ -22,14 +25,14 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     const lock = locks.getLock('reentrant');
     await lock.withLock(async () => {
       await lock.withLock(async () => expect(await lock.getHoldCount()).toBe(2));
-      expect(await runInLockScope(() => lock.tryLock(), { newScope: true })).toBeNull();
+      expect(await asOtherOwner(() => lock.tryLock())).toBeNull();
     });
     expect(await lock.isLocked()).toBe(false);
   });
 
   it('wakes a waiter by pub/sub within moments of the release', async () => {
     const held = await locks.getLock('handoff').lock({ leaseTime: 60_000 });
-    const waiting = runInLockScope(() => locks.getLock('handoff').lock({ leaseTime: 5_000 }), { newScope: true });
+    const waiting = asOtherOwner(() => locks.getLock('handoff').lock({ leaseTime: 5_000 }));
     await sleep(200);
     const releasedAt = Date.now();
     await held.release();
@@ -44,15 +47,13 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     const names = Array.from({ length: 30 }, (_, i) => `watchdog-${i}`);
     for (let i = 0; names.length < 40; i++)
       if (slotOf(`same-slot-${i}`) === slotOf(names[0])) names.push(`same-slot-${i}`);
-    const held = await Promise.all(
-      names.map((lockName, i) =>
-        i % 2 ? locks.getSimpleLock(lockName, { leaseTime: 'watchdog' }).lock() : locks.getLock(lockName).lock(),
-      ),
+    const kept = names.map((lockName, i) =>
+      i % 2 ? locks.getSimpleLock(lockName, { leaseTime: 'watchdog' }) : locks.getLock(lockName),
     );
+    const held = await Promise.all(kept.map((lock) => lock.lock()));
     await sleep(3 * 600 + 200);
     for (const [i, handle] of held.entries()) {
-      const lock = i % 2 ? locks.getSimpleLock(handle.name) : locks.getLock(handle.name);
-      expect(await lock.remainTimeToLive()).toBeGreaterThan(0);
+      expect(await kept[i].remainTimeToLive()).toBeGreaterThan(0);
       expect(handle.isLost).toBe(false);
     }
     expect(await Promise.all(held.map((h) => h.release()))).toEqual(held.map(() => 'released'));
@@ -64,7 +65,7 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
     const order: number[] = [];
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 5; i++) {
-      waiters.push(runInLockScope(() => lock.withLock(async () => void order.push(i)), { newScope: true }));
+      waiters.push(asOtherOwner(() => lock.withLock(async () => void order.push(i))));
       await eventually(async () => (await locks.redis.llen(lock.keys.queue)) === i + 1);
     }
     await holder.release();
@@ -75,10 +76,10 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
 
   it('the read-write lock: readers share, a writer waits for them and is woken by their release', async () => {
     const rw = locks.getReadWriteLock('rw');
-    const reads = await Promise.all([0, 1].map(() => runInLockScope(() => rw.readLock().lock(), { newScope: true })));
-    const writer = runInLockScope(() => rw.writeLock().lock({ waitTime: 30_000 }), { newScope: true });
+    const reads = await Promise.all([0, 1].map(() => asOtherOwner(() => rw.readLock().lock())));
+    const writer = asOtherOwner(() => rw.writeLock().lock({ waitTime: 30_000 }));
     await eventually(async () => (await locks.redis.exists(rw.keys.writers)) === 1);
-    expect(await runInLockScope(() => rw.readLock().tryLock(), { newScope: true })).toBeNull(); // behind the writer
+    expect(await asOtherOwner(() => rw.readLock().tryLock())).toBeNull(); // behind the writer
     await Promise.all(reads.map((h) => h.release()));
     const write = await writer;
     expect(write.fencingToken).toBeGreaterThan(0);
@@ -118,7 +119,7 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
       for (const lockName of owners.values()) {
         const fair = locks.getFairLock(lockName);
         const holder = await fair.lock();
-        const waiter = runInLockScope(() => fair.lock({ leaseTime: 2_000 }), { newScope: true });
+        const waiter = asOtherOwner(() => fair.lock({ leaseTime: 2_000 }));
         await eventually(async () => (await cluster.llen(fair.keys.queue)) === 1);
         await holder.release();
         await (await waiter).release();
