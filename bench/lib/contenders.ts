@@ -139,14 +139,14 @@ export function createContender(id: ContenderId, redis: Redis, options: Contende
     case 'redlock-10ms':
       return new RedlockContender(id, redis, { retryDelay: 10 });
     case 'semaphore':
-      return new SemaphoreContender(redis);
+      return new RedisSemaphoreContender(id, (key) => new Mutex(redis, key));
     case 'raw':
       return new RawSetNx(redis);
     case 'permits':
     case 'read':
       return new OurLock(id, redis, options);
     case 'rs-semaphore':
-      return new RedisSemaphoreContender(redis);
+      return new RedisSemaphoreContender(id, (key) => new Semaphore(redis, key, SHARED_LIMIT));
   }
 }
 
@@ -247,42 +247,24 @@ class RedlockContender implements Contender {
   }
 }
 
-class SemaphoreContender implements Contender {
-  readonly id = 'semaphore' as const;
-  giveUps = 0;
-
-  constructor(private readonly redis: Redis) {}
-
-  async acquire(key: string, signal?: AbortSignal): Promise<Release> {
-    for (;;) {
-      const mutex = new Mutex(this.redis, key);
-      try {
-        await mutex.acquire(signal);
-        return () => mutex.release();
-      } catch (error) {
-        if (!(error instanceof TimeoutError)) throw error;
-        this.giveUps++;
-      }
-    }
-  }
-
-  async ready(): Promise<void> {}
-
-  async close(): Promise<void> {}
-}
-
+/**
+ * redis-semaphore's `Mutex` or `Semaphore` at its defaults: its own wait gives up after `acquireTimeout`,
+ * and the bench asks again, counting a give-up.
+ */
 class RedisSemaphoreContender implements Contender {
-  readonly id = 'rs-semaphore' as const;
   giveUps = 0;
 
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    readonly id: 'semaphore' | 'rs-semaphore',
+    private readonly create: (key: string) => Mutex | Semaphore,
+  ) {}
 
   async acquire(key: string, signal?: AbortSignal): Promise<Release> {
     for (;;) {
-      const semaphore = new Semaphore(this.redis, key, SHARED_LIMIT);
+      const held = this.create(key);
       try {
-        await semaphore.acquire(signal);
-        return () => semaphore.release();
+        await held.acquire(signal);
+        return () => held.release();
       } catch (error) {
         if (!(error instanceof TimeoutError)) throw error;
         this.giveUps++;
