@@ -174,42 +174,32 @@ async function main(): Promise<void> {
       log,
     };
     const results: BenchResults = { config, pinning, machine: await machineInfo(admin), workerPids: pool?.pids ?? [] };
-    if (args.only.has('uncontended')) {
-      log('uncontended latency ...');
-      results.uncontended = await runUncontended(ctx);
-    }
-    if (args.only.has('parallel')) {
-      log('parallel capacity ...');
-      results.parallel = await runParallel(ctx);
-    }
-    if (args.only.has('hot')) {
-      log(`hot key, ${config.hotProcesses} processes ...`);
-      results.hotKey = await runHotKey(ctx);
-    }
-    if (args.only.has('hot1ms')) {
-      log(`hot key, ${config.hot1msSectionMs} ms critical section, ${config.hotProcesses} processes ...`);
-      results.hotKey1ms = await runHotKey1ms(ctx);
-    }
-    if (args.only.has('shared')) {
-      log(`several holders at once (semaphore, read lock), ${config.hotProcesses} processes ...`);
-      results.shared = await runShared(ctx);
-    }
-    if (args.only.has('waiters')) {
-      log('many waiters ...');
-      results.waiters = await runManyWaiters(ctx);
-    }
-    if (args.only.has('watchdog')) {
-      log(`watchdog, ${config.watchdogLocks} held locks ...`);
-      results.watchdog = await runWatchdog(ctx);
-    }
-    if (args.only.has('startup')) {
-      log('start-up race ...');
-      results.startup = await runStartup(ctx);
-    }
-    if (args.only.has('failover')) {
-      log('failover (sentinel master killed / paused) ...');
-      results.failover = await runFailover(ctx);
-    }
+    /** Runs one scenario if it was asked for, in the order below, and keeps its result. */
+    const measure = async <K extends keyof BenchResults>(
+      scenario: Scenario,
+      what: string,
+      key: K,
+      run: (ctx: BenchContext) => Promise<BenchResults[K]>,
+    ): Promise<void> => {
+      if (!args.only.has(scenario)) return;
+      log(`${what} ...`);
+      results[key] = await run(ctx);
+    };
+    const processes = `${config.hotProcesses} processes`;
+    await measure('uncontended', 'uncontended latency', 'uncontended', runUncontended);
+    await measure('parallel', 'parallel capacity', 'parallel', runParallel);
+    await measure('hot', `hot key, ${processes}`, 'hotKey', runHotKey);
+    await measure(
+      'hot1ms',
+      `hot key, ${config.hot1msSectionMs} ms critical section, ${processes}`,
+      'hotKey1ms',
+      runHotKey1ms,
+    );
+    await measure('shared', `several holders at once (semaphore, read lock), ${processes}`, 'shared', runShared);
+    await measure('waiters', 'many waiters', 'waiters', runManyWaiters);
+    await measure('watchdog', `watchdog, ${config.watchdogLocks} held locks`, 'watchdog', runWatchdog);
+    await measure('startup', 'start-up race', 'startup', runStartup);
+    await measure('failover', 'failover (sentinel master killed / paused)', 'failover', runFailover);
     results.durationS = (Date.now() - started) / 1000;
     results.machine.loadEnd = os.loadavg()[0];
     // Only a full run at the default sizes replaces docs/benchmarks.md; anything else goes to bench/out/.
