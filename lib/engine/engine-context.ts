@@ -1,5 +1,3 @@
-import type { LockLostReason } from './errors';
-import type { HeldLock } from './held-lock';
 import type { LockRegistry } from './lock-registry';
 import type { RecentReleases } from './recent-releases';
 import type { LockLogger } from './logger';
@@ -23,7 +21,6 @@ export interface EngineContext {
   readonly turns: ProcessTurns;
   readonly logger: LockLogger;
   readonly replicaSync: ReplicaSync;
-  markLost(lock: HeldLock, reason: LockLostReason): void;
   /** See LockClientEvents. */
   readonly lockEvent: EmitLockEvent;
 }

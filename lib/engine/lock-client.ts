@@ -3,8 +3,7 @@ import { MAX_TURN_MS, ProcessTurns, TURN_MS } from './process-turns';
 import type { Cluster, Redis } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
-import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
-import type { HeldLock } from './held-lock';
+import { LockOptionsError } from './errors';
 import { lockKeys } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
@@ -125,11 +124,13 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
       this.redis,
       Math.max(1, Math.floor(this.watchdogTimeout / 3)),
       this.operationTimeout,
-      (lock, reason) => this.markLost(lock, reason),
       this.logger,
       (renewed, failed) => this.lockEvent('renewed', () => ({ renewed, failed })),
     );
-    this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
+    this.registry = new LockRegistry(this.watchdog, (error) => {
+      this.logger.warn(error.message);
+      this.emit('lockLost', error);
+    });
     registerScripts(this.redis);
     this.replicaSync = new ReplicaSync(replicaSync, this.redis, this.operationTimeout, this.logger);
     this.redis.on('ready', this.renewNow);
@@ -214,16 +215,6 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     return this.registry.size;
   }
 
-  markLost(lock: HeldLock, reason: LockLostReason): void {
-    if (lock.lost) return;
-    lock.lost = true;
-    this.registry.forget(lock);
-    const error = new LockLostError(lock.name, lock.owner, reason);
-    lock.controller.abort(error);
-    this.logger.warn(error.message);
-    this.emit('lockLost', error);
-  }
-
   /**
    * Stops the watchdog, releases what this client still holds (best effort, bounded by
    * operationTimeout; what cannot be released expires with its lease) and closes the connections
@@ -242,7 +233,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
       held.map(async (lock) => {
         try {
           // Every hold of a reentrant owner, so nothing of ours outlives the client.
-          while ((await lock.ops.release(lock)) === 'decremented');
+          while ((await lock.release()) === 'decremented');
         } catch (error) {
           this.logger.warn(`Could not release "${lock.name}" on close: ${(error as Error).message}`);
         }

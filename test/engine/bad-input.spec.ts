@@ -95,7 +95,7 @@ describe('bad input', () => {
       const handle = await lockOf(a.locks, kind, name).lock({ leaseTime: 60_000 });
       // What a too-early local timer or a slow renewal reply would do.
       const held = a.locks.registry.find(lockKeys(prefix, name).lock, () => true)!;
-      a.locks.markLost(held, 'unreachable');
+      held.markLost('unreachable');
       expect(handle.signal.aborted).toBe(true);
       expect(await handle.release()).toBe('released');
       expect(await redis.exists(lockKeys(prefix, name).lock)).toBe(0);
