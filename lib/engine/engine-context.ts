@@ -6,8 +6,12 @@ import type { LockWaiters } from './waiters';
 import type { ReplicaSync } from './replica-sync';
 import type { EmitLockEvent } from './lock-events';
 import type { ProcessTurns } from './process-turns';
+import type { Watchdog } from './watchdog';
 
-/** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
+/**
+ * What every lock kind shares from its client: one copy of identity, waiting, watchdog, held locks and
+ * settings. The client makes one and keeps it private (see engineOf).
+ */
 export interface EngineContext {
   readonly redis: RedisClient;
   readonly clientId: string;
@@ -16,6 +20,7 @@ export interface EngineContext {
   readonly operationTimeout: number;
   readonly publishCommand: PublishCommand;
   readonly waiters: LockWaiters;
+  readonly watchdog: Watchdog;
   readonly registry: LockRegistry;
   readonly recentReleases: RecentReleases;
   readonly turns: ProcessTurns;

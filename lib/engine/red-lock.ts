@@ -8,7 +8,7 @@ import {
   LockQuorumError,
   RedisUnavailableError,
 } from './errors';
-import type { LockClient } from './lock-client';
+import { engineOf, type LockClient } from './lock-client';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import { GroupLock, type GroupLockHandle } from './group-lock';
 import { setLongTimeout, MAX_TIMER_MS, type LongTimer } from './long-timer';
@@ -442,7 +442,7 @@ export class RedLock extends GroupLock<RedLockHandle> {
 
   /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
   private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
-    const seats = this.clients.map((client) => client.waiters.join(this.instanceLock(client).keys.channel));
+    const seats = this.clients.map((client) => engineOf(client).waiters.join(this.instanceLock(client).keys.channel));
     const watch = new ReleaseWatch(seats.map((s) => s.ticket));
     // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
     await Promise.allSettled(

@@ -32,7 +32,7 @@ export interface LockedObservableOptions<T> {
  */
 export function lockedObservable<T>(options: LockedObservableOptions<T>): Observable<T> {
   const { runtime, spec, invocation } = options;
-  const { locks, lifecycle, holdTimes } = runtime;
+  const { locks, lifecycle, holdTimes, logger } = runtime;
   return new Observable<T>((subscriber) => {
     const waiting = new AbortController();
     let handle: HeldLock | undefined;
@@ -51,7 +51,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         await invocation?.settled;
         holdTimes.record(spec, Date.now() - acquiredAt);
         await held.release().catch((error: Error) => {
-          locks.client.logger.warn(messages.releaseFailed(held.lock.name, error.message));
+          logger.warn(messages.releaseFailed(held.lock.name, error.message));
         });
         finish();
       })());

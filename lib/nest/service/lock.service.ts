@@ -3,7 +3,7 @@ import { LockOptionsError } from '../../engine/errors';
 import type { FairLock, FairLockOptions } from '../../engine/fair-lock';
 import type { LockInspection } from '../../engine/inspection';
 import type { LockBase } from '../../engine/lock-base';
-import { LockClient } from '../../engine/lock-client';
+import { engineOf, LockClient } from '../../engine/lock-client';
 import type { LockHandle, ReleaseOutcome } from '../../engine/lock-handle';
 import { MultiLock } from '../../engine/multi-lock';
 import type { AcquireOptions } from '../../engine/options';
@@ -119,7 +119,7 @@ export class LockService {
           } finally {
             await held.release().catch((error: Error) => {
               // The work's own outcome wins; the lease runs out by itself.
-              this.client.logger.warn(messages.releaseFailed(held.lock.name, error.message, failed));
+              engineOf(this.client).logger.warn(messages.releaseFailed(held.lock.name, error.message, failed));
             });
           }
         },
