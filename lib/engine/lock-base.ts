@@ -15,6 +15,8 @@ import { retryWhileUnreachable } from './retry-while-unreachable';
 import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
 import { sleep } from './sleep';
+import type { LockLogger } from './logger';
+import { withLock } from './with-lock';
 import type { HandOver } from './process-turns';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
@@ -226,26 +228,13 @@ export abstract class LockBase {
    * });
    */
   withLock<T>(fn: (context: LockContext) => Promise<T> | T, options: WithLockOptions = {}): Promise<T> {
-    return runInLockScope(
-      async () => {
-        const handle = await this.lock(options);
-        let failed = false;
-        try {
-          return await fn(handle);
-        } catch (error) {
-          failed = true;
-          throw error;
-        } finally {
-          await handle.release().catch((error: Error) => {
-            // The work's own outcome wins; the lease will run out by itself.
-            this.engine.logger.warn(
-              `Could not release lock "${this.name}"${failed ? ' after a failure' : ''}: ${error.message}`,
-            );
-          });
-        }
-      },
-      { newScope: options.newScope },
-    );
+    const report = { logger: this.engine.logger, nameOf: () => this.name };
+    return runInLockScope(() => withLock(() => this.lock(options), fn, report), { newScope: options.newScope });
+  }
+
+  /** @internal The client's logger: a MultiLock reports a failed release through its first lock's. */
+  get logger(): LockLogger {
+    return this.engine.logger;
   }
 
   /**
