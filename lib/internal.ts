@@ -13,6 +13,7 @@ export { GroupLock } from './engine/group-lock';
 export { MultiLockHandle } from './engine/multi-lock';
 export { RedLockHandle } from './engine/red-lock';
 export { LockHandle } from './engine/lock-handle';
+export { engineOf } from './engine/lock-client';
 export { currentScope, type OwnerScope } from './engine/owner-scope';
 export {
   lockKeys,

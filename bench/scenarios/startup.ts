@@ -14,7 +14,7 @@
  */
 import Redis from 'ioredis';
 import type { ReentrantLock } from '../../lib';
-import { LockClient, lockKeys, RedisPubSub } from '../lib/subject';
+import { engineOf, LockClient, lockKeys, RedisPubSub } from '../lib/subject';
 import { silentLogger, sleep } from '../../scripts/tooling';
 import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
@@ -94,7 +94,7 @@ export async function runStartup(ctx: BenchContext): Promise<StartupResult> {
       const name = `${ctx.tag}:startup:f${i}`;
       const channel = lockKeys('bench', name).channel;
       await connected;
-      const { ticket, subscribed } = locks.waiters.join(channel);
+      const { ticket, subscribed } = engineOf(locks).waiters.join(channel);
       await subscribed.catch(() => undefined);
       const sampled = sleep(LEASE_MS / 2).then(() => redis.pubsub('NUMSUB', channel)) as Promise<[string, number]>;
       forced.push(await burst(locks.getLock(name)));

@@ -1,11 +1,11 @@
 /**
  * Watchdog cost: hold `watchdogLocks` reentrant locks with the watchdog (no leaseTime) in one
- * client, then call `locks.watchdog.tick()` by hand and measure round trips (standalone commands
+ * client, then call `engineOf(locks).watchdog.tick()` by hand and measure round trips (standalone commands
  * plus pipelines), commands, wall time, client CPU and Redis CPU per tick.
  */
 import Redis from 'ioredis';
 import type { LockHandle } from '../../lib';
-import { LockClient } from '../lib/subject';
+import { engineOf, LockClient } from '../lib/subject';
 import { nowMs } from '../lib/clock';
 import type { BenchContext } from '../lib/context';
 import { countCommands, diff, serverCpuSeconds, snapshot } from '../lib/redis-stats';
@@ -53,10 +53,10 @@ export async function runWatchdog(ctx: BenchContext): Promise<WatchdogResult> {
       handles.push(...got);
     }
     const acquireAllMs = nowMs() - started;
-    if (locks.watchdog.size !== n)
-      throw new Error(`expected ${n} watched locks, the watchdog has ${locks.watchdog.size}`);
+    if (engineOf(locks).watchdog.size !== n)
+      throw new Error(`expected ${n} watched locks, the watchdog has ${engineOf(locks).watchdog.size}`);
 
-    await locks.watchdog.tick(); // warm-up: loads the renew script, sizes buffers
+    await engineOf(locks).watchdog.tick(); // warm-up: loads the renew script, sizes buffers
     const samples: Pick<
       WatchdogResult,
       'roundTrips' | 'pipelines' | 'commands' | 'wallMs' | 'clientCpuMs' | 'redisCpuMs'
@@ -66,7 +66,7 @@ export async function runWatchdog(ctx: BenchContext): Promise<WatchdogResult> {
       const before = snapshot(counter);
       const cpu = process.cpuUsage();
       const t0 = nowMs();
-      await locks.watchdog.tick();
+      await engineOf(locks).watchdog.tick();
       const wallMs = nowMs() - t0;
       const used = process.cpuUsage(cpu);
       const sent = diff(snapshot(counter), before);

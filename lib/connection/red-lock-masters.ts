@@ -1,5 +1,5 @@
 import { RedisUnavailableError } from '../engine/errors';
-import type { LockClient } from '../engine/lock-client';
+import { engineOf, type LockClient } from '../engine/lock-client';
 import type { ConnectionOptions } from './connection-options';
 import {
   connectTimeout,
@@ -39,7 +39,9 @@ export async function connectRedLockMasters(
   // Independent masters have no replicas to wait for.
   const clients = deployments.map((deployment) => lockClientOver(deployment, { ...settings, replicaSync: false }));
   if (unreachable.length > 0) {
-    clients[0].logger.warn(`RedLock masters not reachable yet (they join once they answer): ${unreachable.join(', ')}`);
+    engineOf(clients[0]).logger.warn(
+      `RedLock masters not reachable yet (they join once they answer): ${unreachable.join(', ')}`,
+    );
   }
   return clients;
 }

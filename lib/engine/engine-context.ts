@@ -1,5 +1,3 @@
-import type { LockLostReason } from './errors';
-import type { HeldLock } from './held-lock';
 import type { LockRegistry } from './lock-registry';
 import type { RecentReleases } from './recent-releases';
 import type { LockLogger } from './logger';
@@ -8,8 +6,12 @@ import type { LockWaiters } from './waiters';
 import type { ReplicaSync } from './replica-sync';
 import type { EmitLockEvent } from './lock-events';
 import type { ProcessTurns } from './process-turns';
+import type { Watchdog } from './watchdog';
 
-/** What every lock kind shares from its client: one copy of identity, waiting, watchdog and settings. */
+/**
+ * What every lock kind shares from its client: one copy of identity, waiting, watchdog, held locks and
+ * settings. The client makes one and keeps it private (see engineOf).
+ */
 export interface EngineContext {
   readonly redis: RedisClient;
   readonly clientId: string;
@@ -18,12 +20,12 @@ export interface EngineContext {
   readonly operationTimeout: number;
   readonly publishCommand: PublishCommand;
   readonly waiters: LockWaiters;
+  readonly watchdog: Watchdog;
   readonly registry: LockRegistry;
   readonly recentReleases: RecentReleases;
   readonly turns: ProcessTurns;
   readonly logger: LockLogger;
   readonly replicaSync: ReplicaSync;
-  markLost(lock: HeldLock, reason: LockLostReason): void;
   /** See LockClientEvents. */
   readonly lockEvent: EmitLockEvent;
 }

@@ -1,7 +1,9 @@
 import { LockAcquireTimeoutError } from './errors';
 import type { ReleaseOutcome } from './lock-handle';
+import type { LockLogger } from './logger';
 import type { AcquireOptions } from './options';
 import { runInLockScope } from './owner-scope';
+import { withLock } from './with-lock';
 
 /** What a lock spanning several locks (MultiLock) or masters (RedLock) hands to its holder. */
 export interface GroupLockContext {
@@ -20,6 +22,9 @@ export interface GroupLockHandle extends GroupLockContext {
 export abstract class GroupLock<H extends GroupLockHandle> {
   abstract get name(): string;
 
+  /** Where a failed release of the group is reported (a client's logger). */
+  protected abstract get logger(): LockLogger;
+
   /** Acquires within `options.waitTime` (undefined: as long as it takes) or resolves null. */
   protected abstract acquire(options: AcquireOptions): Promise<H | null>;
 
@@ -35,15 +40,10 @@ export abstract class GroupLock<H extends GroupLockHandle> {
     return handle;
   }
 
-  /** Runs `fn` holding the group and releases it however `fn` ends. */
+  /** Runs `fn` holding the group and releases it however `fn` ends (a failed release is logged). */
   withLock<T>(fn: (context: GroupLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
-    return runInLockScope(async () => {
-      const handle = await this.lock(options);
-      try {
-        return await fn(handle);
-      } finally {
-        await handle.release().catch(() => undefined); // each member's lease runs out by itself
-      }
-    });
+    return runInLockScope(() =>
+      withLock(() => this.lock(options), fn, { logger: this.logger, nameOf: () => this.name }),
+    );
   }
 }

@@ -1,4 +1,5 @@
 import type { LockClient } from './lock-client';
+import type { Watchdog } from './watchdog';
 
 /** What `LockClient.health()` found; `healthy` when every part is. */
 export interface LockClientHealth {
@@ -15,10 +16,14 @@ export interface LockClientHealth {
 const SUBSCRIBER_OK = new Set(['wait', 'connecting', 'connect', 'ready', 'unknown']);
 
 /** See LockClient.health(). */
-export async function checkHealth(client: LockClient, ping: () => Promise<unknown>): Promise<LockClientHealth> {
+export async function checkHealth(
+  client: LockClient,
+  renewals: Watchdog,
+  ping: () => Promise<unknown>,
+): Promise<LockClientHealth> {
   // Read before the PING's await: a renewal round that runs meanwhile must not hide a lag seen now.
-  const lagMs = client.watchdog.lagMs;
-  const watchedLocks = client.watchdog.size;
+  const lagMs = renewals.lagMs;
+  const watchedLocks = renewals.size;
   const started = Date.now();
   const redis: LockClientHealth['redis'] = { healthy: true, status: client.redis.status };
   try {

@@ -1,5 +1,6 @@
-import type { LockLostReason } from './errors';
-import type { LockHandleOps } from './lock-handle';
+import { LockLostError, type LockLostReason } from './errors';
+import type { ReleaseOutcome } from './lock-handle';
+import type { LockRegistry } from './lock-registry';
 import { setLongTimeout, type LongTimer } from './long-timer';
 
 /**
@@ -10,14 +11,52 @@ import { setLongTimeout, type LongTimer } from './long-timer';
  */
 export type RenewalKind = 'hash' | 'string' | 'read' | 'permit';
 
+/** How the lock kind that granted a hold releases and extends it (LockBase's own steps). */
+export interface HoldOps {
+  release(lock: HeldLock): Promise<ReleaseOutcome>;
+  extend(lock: HeldLock, leaseTime?: number): Promise<void>;
+}
+
+/** One grant as the kind that won it records it. */
+export interface Acquisition {
+  name: string;
+  key: string;
+  owner: string;
+  leaseMs: number;
+  watched: boolean;
+  fencingToken: number;
+  renewal: RenewalKind;
+  /** The keys a renewal touches (default: `key`). */
+  renewalKeys?: readonly string[];
+  ops: HoldOps;
+  sentAt: number;
+  /** AcquireOptions.label of the first hold. */
+  label?: string;
+  /** The script reported a re-entry (the owner already held the lock). */
+  reentered: boolean;
+}
+
 /**
- * The local record of a lock this client holds for one owner: hold count, lease, fencing token and
- * the AbortController whose signal tells the holder the lock was lost. Every handle of a reentrant
- * hold shares it.
+ * A lock this client holds for one owner, through its whole life: recorded at the grant (in
+ * `registry`), re-entered, renewed by the watchdog or extended, then released or lost. Every handle of
+ * a reentrant hold shares it. The watchdog's list is kept in step: a hold is watched as soon as it is
+ * recorded and unwatched before its final release is sent, so a renewal never outlives the lock.
  */
 export class HeldLock {
   /** Made when first asked for: most holds are released without anyone reading their signal. */
   private abortController?: AbortController;
+  readonly name: string;
+  readonly key: string;
+  readonly owner: string;
+  leaseMs: number;
+  /** Renewed by the watchdog (no explicit leaseTime). */
+  watched: boolean;
+  readonly fencingToken: number;
+  readonly renewal: RenewalKind;
+  /** The keys a renewal touches, in renew-many-n.lua's order for `renewal`. */
+  readonly renewalKeys: readonly string[];
+  /** The lock kind that releases and extends it. */
+  private readonly ops: HoldOps;
   holdCount = 1;
   lost = false;
   /** Redis reported the last hold released; later releases of it are no-ops. */
@@ -25,29 +64,29 @@ export class HeldLock {
   /** Conservative local estimate of when Redis lets the lease run out (ms since epoch). */
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
-  expiryTimer?: LongTimer;
+  private expiryTimer?: LongTimer;
   /** AcquireOptions.label of the first hold, for events and metrics. */
-  label?: string;
+  readonly label?: string;
   /** When this client learnt of the grant (ms since epoch). */
   readonly grantedAt = Date.now();
 
+  /** Recorded by `registry` (see LockRegistry.record), which keeps it until it is released or lost. */
   constructor(
-    readonly name: string,
-    readonly key: string,
-    readonly owner: string,
-    public leaseMs: number,
-    /** Renewed by the watchdog (no explicit leaseTime). */
-    public watched: boolean,
-    readonly fencingToken: number,
-    readonly renewal: RenewalKind,
-    /** The lock kind that releases and extends it. */
-    readonly ops: LockHandleOps,
-    /** When the acquiring command was sent: the lease cannot have started earlier. */
-    sentAt: number,
-    /** The keys a renewal touches, in renew-many-n.lua's order for `renewal`. */
-    readonly renewalKeys: readonly string[] = [key],
+    private readonly registry: LockRegistry,
+    a: Acquisition,
   ) {
-    this.expiresAt = sentAt + leaseMs;
+    this.name = a.name;
+    this.key = a.key;
+    this.owner = a.owner;
+    this.leaseMs = a.leaseMs;
+    this.watched = a.watched;
+    this.fencingToken = a.fencingToken;
+    this.renewal = a.renewal;
+    this.renewalKeys = a.renewalKeys ?? [a.key];
+    this.ops = a.ops;
+    this.label = a.label;
+    // When the acquiring command was sent: the lease cannot have started earlier.
+    this.expiresAt = a.sentAt + a.leaseMs;
   }
 
   get controller(): AbortController {
@@ -58,17 +97,106 @@ export class HeldLock {
     return heldLockId(this.key, this.owner);
   }
 
+  /** The owner took it again (`a`): one more hold, renewed by the watchdog if `a` asked for it. */
+  reenter(a: Acquisition): void {
+    this.holdCount++;
+    if (a.watched && !this.watched) {
+      this.watched = true;
+      this.leaseMs = a.leaseMs;
+      this.disarmExpiry();
+    }
+    if (this.watched) this.registry.watchdog.watch(this); // also after a release that failed
+  }
+
+  /** Releases one hold (see LockBase's release). */
+  release(): Promise<ReleaseOutcome> {
+    return this.ops.release(this);
+  }
+
+  /** Renews the lease now, or sets it to `leaseTime` ms (see LockBase's extend). */
+  extend(leaseTime?: number): Promise<void> {
+    return this.ops.extend(this, leaseTime);
+  }
+
+  /** Once recorded: the watchdog renews a watched hold; an explicit lease's end is reported when it comes. */
+  keepAlive(): void {
+    if (this.watched) this.registry.watchdog.watch(this);
+    else this.armExpiry();
+  }
+
   /** Explicit leases only: arm (or re-arm) the timer that reports the lease running out. */
-  armExpiry(onExpired: (lock: HeldLock, reason: LockLostReason) => void): void {
+  armExpiry(): void {
     this.disarmExpiry();
     if (this.watched) return;
     // Chunked past setTimeout's limit: a 30-day lease must not be reported lost 1 ms in.
-    this.expiryTimer = setLongTimeout(() => onExpired(this, 'lease-expired'), this.expiresAt - Date.now());
+    this.expiryTimer = setLongTimeout(() => this.markLost('lease-expired'), this.expiresAt - Date.now());
   }
 
-  disarmExpiry(): void {
+  private disarmExpiry(): void {
     this.expiryTimer?.clear();
     this.expiryTimer = undefined;
+  }
+
+  /**
+   * Before sending a release: counts the hold as released at once (so concurrent releases of one
+   * owner each expect the right count) and stops renewals when it is the last one.
+   */
+  beginRelease(): { expectedHolds: number; final: boolean } {
+    const expectedHolds = Math.max(1, this.holdCount);
+    this.holdCount = expectedHolds - 1;
+    const final = this.holdCount === 0;
+    if (final) this.registry.watchdog.unwatch(this);
+    return { expectedHolds, final };
+  }
+
+  /** The release failed for a reason other than an unreachable Redis: the hold is still ours. */
+  releaseFailed(final: boolean): void {
+    this.holdCount++;
+    if (final) this.stillHeld();
+  }
+
+  /**
+   * Redis says holds remain although we sent what we took for the last release: keep renewing.
+   * (A release that failed to reach Redis does NOT resume renewals: whoever gave up on the lock must
+   * not keep it alive forever; it runs out with its lease unless a retried release gets there first.)
+   */
+  private stillHeld(): void {
+    if (this.watched && !this.lost && this.registry.isCurrent(this)) this.registry.watchdog.watch(this);
+  }
+
+  /** Redis reports the last hold released. */
+  markReleased(): void {
+    this.released = true;
+    this.forget();
+  }
+
+  /** Redis reports holds remain. */
+  markDecremented(wasFinal: boolean): void {
+    if (!wasFinal) return;
+    // A re-entry that was in flight when the last release was sent holds it now: keep renewing. With
+    // none, Redis counted an acquisition whose reply never came: stop renewing, so it runs out.
+    if (this.holdCount > 0) this.stillHeld();
+    else this.forget();
+  }
+
+  /**
+   * The lock is no longer ours (it ran out, or someone else holds it): aborts the holder's signal with
+   * a LockLostError, which the client logs and emits as 'lockLost'. Reported once.
+   */
+  markLost(reason: LockLostReason): void {
+    if (this.lost) return;
+    this.lost = true;
+    this.forget();
+    const error = new LockLostError(this.name, this.owner, reason);
+    this.controller.abort(error);
+    this.registry.reportLoss(error);
+  }
+
+  /** Nothing of ours is left to renew or release: drops the record. */
+  forget(): void {
+    this.registry.watchdog.unwatch(this);
+    this.disarmExpiry();
+    this.registry.remove(this);
   }
 }
 

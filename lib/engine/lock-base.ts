@@ -3,7 +3,7 @@ import { acquireLoop, type AcquireLoopOptions, type Attempt } from './acquire-lo
 import { bounded } from './bounded';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, RedisUnavailableError } from './errors';
-import type { HeldLock, RenewalKind } from './held-lock';
+import type { Acquisition, HeldLock, HoldOps, RenewalKind } from './held-lock';
 import { lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
@@ -14,8 +14,9 @@ import type { AttemptStatus, ReleaseReply } from './scripts/replies';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
-import type { Acquisition } from './lock-registry';
 import { sleep } from './sleep';
+import type { LockLogger } from './logger';
+import { withLock } from './with-lock';
 import type { HandOver } from './process-turns';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
@@ -227,26 +228,13 @@ export abstract class LockBase {
    * });
    */
   withLock<T>(fn: (context: LockContext) => Promise<T> | T, options: WithLockOptions = {}): Promise<T> {
-    return runInLockScope(
-      async () => {
-        const handle = await this.lock(options);
-        let failed = false;
-        try {
-          return await fn(handle);
-        } catch (error) {
-          failed = true;
-          throw error;
-        } finally {
-          await handle.release().catch((error: Error) => {
-            // The work's own outcome wins; the lease will run out by itself.
-            this.engine.logger.warn(
-              `Could not release lock "${this.name}"${failed ? ' after a failure' : ''}: ${error.message}`,
-            );
-          });
-        }
-      },
-      { newScope: options.newScope },
-    );
+    const report = { logger: this.engine.logger, nameOf: () => this.name };
+    return runInLockScope(() => withLock(() => this.lock(options), fn, report), { newScope: options.newScope });
+  }
+
+  /** @internal The client's logger: a MultiLock reports a failed release through its first lock's. */
+  get logger(): LockLogger {
+    return this.engine.logger;
   }
 
   /**
@@ -425,10 +413,16 @@ export abstract class LockBase {
       reentered: grant.reentered,
       renewal: this.renewal,
       renewalKeys: this.renewalKeys,
-      ops: this,
+      ops: (this.holdOps ??= {
+        release: (lock) => this.release(lock),
+        extend: (lock, leaseTime) => this.extend(lock, leaseTime),
+      }),
     });
-    return new LockHandle(held, this);
+    return new LockHandle(held);
   }
+
+  /** How a hold of this lock is released and extended (made on the first grant). */
+  private holdOps?: HoldOps;
 
   /**
    * The caller gave up (an error) after an attempt whose reply never came: if Redis granted it, nobody
@@ -454,11 +448,11 @@ export abstract class LockBase {
   }
 
   /**
-   * Releases one hold recorded by this client (LockHandleOps). If Redis cannot be reached, resolves
+   * Releases one hold recorded by this client (`held.release()`). If Redis cannot be reached, resolves
    * 'pending' after one operationTimeout and keeps sending the release (it is idempotent) until it
    * lands or the lease has certainly ended, so a failover never leaves the lock behind for a lease.
    */
-  async release(held: HeldLock): Promise<ReleaseOutcome> {
+  private async release(held: HeldLock): Promise<ReleaseOutcome> {
     if (held.released) return 'released';
     const outcome = await this.releaseHold(held);
     this.engine.lockEvent('released', () => ({
@@ -473,7 +467,7 @@ export abstract class LockBase {
   }
 
   private async releaseHold(held: HeldLock): Promise<ReleaseOutcome> {
-    const { expectedHolds, final } = this.engine.registry.beginRelease(held);
+    const { expectedHolds, final } = held.beginRelease();
     // A repeat is sent late: the turn is surely over by then.
     const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver);
     const handOver = this.takesTurns && final ? this.engine.turns.handOverFor(held.key) : 'pass';
@@ -482,7 +476,7 @@ export abstract class LockBase {
       raw = await this.bounded(send(handOver), 'unlock');
     } catch (error) {
       if (!(error instanceof RedisUnavailableError) || this.engine.redis.status === 'end') {
-        this.engine.registry.releaseFailed(held, final);
+        held.releaseFailed(final);
         throw error;
       }
       this.engine.registry.inFlightFor(
@@ -496,30 +490,29 @@ export abstract class LockBase {
   }
 
   private settleRelease(held: HeldLock, raw: RawRelease, final: boolean, repeated: boolean): ReleaseOutcome {
-    const { registry } = this.engine;
     if (raw === 'released' || raw === 'kept') {
-      registry.released(held);
+      held.markReleased();
       this.noteReleased(held);
       if (raw === 'kept') this.keepTurn();
       else if (this.takesTurns) this.engine.turns.end(held.key);
       return 'released';
     }
     if (raw === 'decremented') {
-      registry.decremented(held, final);
+      held.markDecremented(final);
       return 'decremented';
     }
     if (repeated && final) {
       // Gone: our earlier send landed before its reply was lost, or the lease ran out; either way no
       // hold of ours is left.
-      registry.released(held);
+      held.markReleased();
       return Date.now() < held.expiresAt ? 'released' : 'expired';
     }
     if (held.lost) {
-      registry.forget(held); // already reported
+      held.forget(); // already reported
       return 'expired';
     }
     // It ran out before we released it: the work ran unprotected for a while; say so loudly.
-    this.engine.markLost(held, raw === 'not-owner' ? 'not-owner' : 'lease-expired');
+    held.markLost(raw === 'not-owner' ? 'not-owner' : 'lease-expired');
     return 'expired';
   }
 
@@ -548,7 +541,7 @@ export abstract class LockBase {
 
   /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */
   private async retryRelease(held: HeldLock, send: () => Promise<RawRelease>, final: boolean): Promise<void> {
-    const { logger, operationTimeout, redis, registry } = this.engine;
+    const { logger, operationTimeout, redis } = this.engine;
     logger.warn(`Could not reach Redis to release lock "${this.name}"; retrying until it lands or the lease ends.`);
     try {
       await sleep(25);
@@ -557,13 +550,13 @@ export abstract class LockBase {
       const raw = await retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
       this.settleRelease(held, raw, final, true);
     } catch (error) {
-      registry.forget(held); // the lease is over (or Redis refused): nothing of ours is left to release
+      held.forget(); // the lease is over (or Redis refused): nothing of ours is left to release
       logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);
     }
   }
 
-  /** Extends the lease of a hold recorded by this client (LockHandleOps). */
-  async extend(held: HeldLock, leaseTime?: number): Promise<void> {
+  /** Extends the lease of a hold recorded by this client (`held.extend()`). */
+  private async extend(held: HeldLock, leaseTime?: number): Promise<void> {
     leaseTime = checkDuration(this.name, 'leaseTime', leaseTime, LEASE_RULE);
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
@@ -573,13 +566,13 @@ export abstract class LockBase {
       'extend',
     );
     if (renewed !== 1) {
-      this.engine.markLost(held, 'not-owner');
+      held.markLost('not-owner');
       throw new LockLostError(this.name, held.owner, 'not-owner');
     }
     held.expiresAt = sentAt + leaseMs;
     if (!held.watched) {
       held.leaseMs = leaseMs;
-      held.armExpiry((lock, reason) => this.engine.markLost(lock, reason));
+      held.armExpiry();
     }
   }
 }

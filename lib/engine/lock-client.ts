@@ -3,8 +3,7 @@ import { MAX_TURN_MS, ProcessTurns, TURN_MS } from './process-turns';
 import type { Cluster, Redis } from 'ioredis';
 import { EventEmitter } from 'node:events';
 import type { EngineContext } from './engine-context';
-import { LockLostError, LockOptionsError, type LockLostReason } from './errors';
-import type { HeldLock } from './held-lock';
+import { LockOptionsError } from './errors';
 import { lockKeys } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
@@ -22,7 +21,7 @@ import { ReadWriteLock, type ReadWriteLockOptions } from './read-write-lock';
 import { LockWaiters } from './waiters';
 import { checkReplicaSync, ReplicaSync, type ReplicaSyncSetting } from './replica-sync';
 import { Watchdog } from './watchdog';
-import type { LockClientEvents } from './lock-events';
+import type { EmitLockEvent, LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
 import { instrumentLockClient, telemetryProblems, type LockTelemetryOptions } from './telemetry';
 import { checkHealth, type LockClientHealth } from './health';
@@ -72,6 +71,9 @@ export interface LockClientOptions {
 /** Longest any single Redis operation may take before RedisUnavailableError, unless configured. */
 export const DEFAULT_OPERATION_TIMEOUT = 3_000;
 
+/** Each client's engine (see engineOf). */
+const engines = new WeakMap<LockClient, EngineContext>();
+
 /**
  * One lock engine over one Redis deployment: owner identity, the shared subscriber, the watchdog and
  * the record of held locks. Create one per process (the Nest module does) and get locks from it.
@@ -80,20 +82,15 @@ export const DEFAULT_OPERATION_TIMEOUT = 3_000;
  * await locks.getLock('nightly-export').withLock(() => exportAll());
  * await locks.close();
  */
-export class LockClient extends EventEmitter<LockClientEvents> implements EngineContext {
+export class LockClient extends EventEmitter<LockClientEvents> {
   readonly clientId: string;
   readonly keyPrefix: string;
   readonly watchdogTimeout: number;
   readonly operationTimeout: number;
   readonly publishCommand: PublishCommand;
   readonly redis: RedisClient;
-  readonly waiters: LockWaiters;
-  readonly registry: LockRegistry;
-  readonly recentReleases: RecentReleases;
-  readonly turns: ProcessTurns;
-  readonly watchdog: Watchdog;
-  readonly logger: LockLogger;
-  readonly replicaSync: ReplicaSync;
+  /** What this client's locks share (see EngineContext): handed to each lock, never to the user. */
+  private readonly engine: EngineContext;
   private readonly pubsub: PubSub;
   private readonly onClose?: () => Promise<void>;
   private closed = false;
@@ -106,56 +103,74 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     }
     const keyPrefix = options.keyPrefix ?? 'lock';
     assertKeyPrefix(keyPrefix);
-    this.redis = options.redis;
+    const redis = (this.redis = options.redis);
     this.clientId = options.clientId ?? randomUUID();
     this.keyPrefix = keyPrefix;
     this.watchdogTimeout = checkDuration('', 'watchdogTimeout', options.watchdogTimeout, TIMEOUT_RULE) ?? 30_000;
-    this.operationTimeout =
-      checkDuration('', 'operationTimeout', options.operationTimeout, TIMEOUT_RULE) ?? DEFAULT_OPERATION_TIMEOUT;
-    this.logger = options.logger ?? consoleLogger;
-    this.turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
+    const operationTimeout = (this.operationTimeout =
+      checkDuration('', 'operationTimeout', options.operationTimeout, TIMEOUT_RULE) ?? DEFAULT_OPERATION_TIMEOUT);
+    const logger = options.logger ?? consoleLogger;
+    const turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
     const replicaSync = checkReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;
-    const sharded = options.publishCommand ? options.publishCommand === 'spublish' : this.redis.isCluster;
+    const sharded = options.publishCommand ? options.publishCommand === 'spublish' : redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
-    this.pubsub = options.pubsub ?? new RedisPubSub(subscriberFor(this.redis), sharded, true);
-    this.waiters = new LockWaiters(this.pubsub);
-    this.watchdog = new Watchdog(
-      this.redis,
+    this.pubsub = options.pubsub ?? new RedisPubSub(subscriberFor(redis), sharded, true);
+    const watchdog = new Watchdog(
+      redis,
       Math.max(1, Math.floor(this.watchdogTimeout / 3)),
-      this.operationTimeout,
-      (lock, reason) => this.markLost(lock, reason),
-      this.logger,
+      operationTimeout,
+      logger,
       (renewed, failed) => this.lockEvent('renewed', () => ({ renewed, failed })),
     );
-    this.registry = new LockRegistry(this.watchdog, (lock, reason) => this.markLost(lock, reason));
-    registerScripts(this.redis);
-    this.replicaSync = new ReplicaSync(replicaSync, this.redis, this.operationTimeout, this.logger);
-    this.redis.on('ready', this.renewNow);
-    if (options.telemetry !== false) this.stopTelemetry = instrumentLockClient(this, options.telemetry);
-    this.recentReleases = new RecentReleases(this.redis, this.registry, this.operationTimeout);
+    const registry = new LockRegistry(watchdog, (error) => {
+      logger.warn(error.message);
+      this.emit('lockLost', error);
+    });
+    registerScripts(redis);
+    this.engine = {
+      redis,
+      clientId: this.clientId,
+      keyPrefix,
+      watchdogTimeout: this.watchdogTimeout,
+      operationTimeout,
+      publishCommand: this.publishCommand,
+      waiters: new LockWaiters(this.pubsub),
+      watchdog,
+      registry,
+      recentReleases: new RecentReleases(redis, registry, operationTimeout),
+      turns,
+      logger,
+      replicaSync: new ReplicaSync(replicaSync, redis, operationTimeout, logger),
+      lockEvent: this.lockEvent,
+    };
+    engines.set(this, this.engine);
+    redis.on('ready', this.renewNow);
+    if (options.telemetry !== false) {
+      this.stopTelemetry = instrumentLockClient(this, this.engine.waiters, options.telemetry);
+    }
   }
 
   /** Back from a disconnect or a failover: renewals that failed meanwhile are retried at once. */
   private readonly renewNow = (): void => {
-    this.replicaSync.forget();
-    void this.watchdog.tick();
+    this.engine.replicaSync.forget();
+    void this.engine.watchdog.tick();
   };
 
   /** A reentrant lock (Redisson RLock) named `name`. Cheap: holds no state of its own. */
   getLock(name: string): ReentrantLock {
-    return new ReentrantLock(this, name);
+    return new ReentrantLock(this.engine, name);
   }
 
   /** A fair (FIFO) lock named `name`, sharing the reentrant lock's hash: the two exclude each other. */
   getFairLock(name: string, options?: FairLockOptions): FairLock {
-    return new FairLock(this, name, options);
+    return new FairLock(this.engine, name, options);
   }
 
   /** A simple `SET NX PX` lock named `name`: not re-entrant, 3 s wait and lease by default. */
   getSimpleLock(name: string, options?: SimpleLockOptions): SimpleLock {
-    return new SimpleLock(this, name, options);
+    return new SimpleLock(this.engine, name, options);
   }
 
   /**
@@ -165,7 +180,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
    * const payments = locks.getSemaphore('payment-provider', { permits: 5 });
    */
   getSemaphore(name: string, options: SemaphoreOptions): Semaphore {
-    return new Semaphore(this, name, options);
+    return new Semaphore(this.engine, name, options);
   }
 
   /**
@@ -173,11 +188,11 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
    * exclusive; a waiting writer holds back new readers. Its keys are apart from `getLock(name)`'s.
    */
   getReadWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
-    return new ReadWriteLock(this, name, options);
+    return new ReadWriteLock(this.engine, name, options);
   }
 
   /** Emits a lock event if anyone listens (see LockClientEvents); the payload is built only then. */
-  readonly lockEvent: EngineContext['lockEvent'] = (event, make) => {
+  private readonly lockEvent: EmitLockEvent = (event, make) => {
     if (this.listenerCount(event) > 0) (this.emit as (e: string, payload: unknown) => boolean)(event, make());
   };
 
@@ -201,7 +216,8 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
    * Never throws; the Nest health indicator (`nestjs-redis-lock/health`) reports it.
    */
   health(): Promise<LockClientHealth> {
-    return checkHealth(this, () => bounded(this.redis.ping(), this.operationTimeout, { name: 'health check' }));
+    const ping = () => bounded(this.redis.ping(), this.operationTimeout, { name: 'health check' });
+    return checkHealth(this, this.engine.watchdog, ping);
   }
 
   /** The subscriber connection's state (see health()). */
@@ -211,17 +227,7 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
 
   /** Locks currently held through this client (one entry per lock and owner). */
   get heldLockCount(): number {
-    return this.registry.size;
-  }
-
-  markLost(lock: HeldLock, reason: LockLostReason): void {
-    if (lock.lost) return;
-    lock.lost = true;
-    this.registry.forget(lock);
-    const error = new LockLostError(lock.name, lock.owner, reason);
-    lock.controller.abort(error);
-    this.logger.warn(error.message);
-    this.emit('lockLost', error);
+    return this.engine.registry.size;
   }
 
   /**
@@ -234,25 +240,34 @@ export class LockClient extends EventEmitter<LockClientEvents> implements Engine
     this.closed = true;
     this.redis.off('ready', this.renewNow);
     this.stopTelemetry?.();
-    this.recentReleases.close();
-    this.watchdog.close();
-    this.waiters.close();
-    const held = this.registry.all();
+    const { recentReleases, watchdog, waiters, registry, logger, turns } = this.engine;
+    recentReleases.close();
+    watchdog.close();
+    waiters.close();
+    const held = registry.all();
     await Promise.all(
       held.map(async (lock) => {
         try {
           // Every hold of a reentrant owner, so nothing of ours outlives the client.
-          while ((await lock.ops.release(lock)) === 'decremented');
+          while ((await lock.release()) === 'decremented');
         } catch (error) {
-          this.logger.warn(`Could not release "${lock.name}" on close: ${(error as Error).message}`);
+          logger.warn(`Could not release "${lock.name}" on close: ${(error as Error).message}`);
         }
       }),
     );
     // A lock released in this process's turn is passed on now, not after the connections are gone.
-    await this.turns.flush();
+    await turns.flush();
     await this.pubsub.close();
     await this.onClose?.();
   }
+}
+
+/**
+ * What `client`'s locks share (waiters, watchdog, held locks, logger, …): for the package's own layers
+ * (telemetry, RedLock, the Nest glue) and the tests, never part of the public API.
+ */
+export function engineOf(client: LockClient): EngineContext {
+  return engines.get(client)!;
 }
 
 /**

@@ -20,11 +20,6 @@ export interface LockContext {
   extend(leaseTime?: number): Promise<void>;
 }
 
-export interface LockHandleOps {
-  release(lock: HeldLock): Promise<ReleaseOutcome>;
-  extend(lock: HeldLock, leaseTime?: number): Promise<void>;
-}
-
 /**
  * One acquisition. Reentrant acquisitions by the same owner share the lock's record (token, signal);
  * each handle releases exactly one hold, once: releasing twice returns the first outcome.
@@ -32,10 +27,7 @@ export interface LockHandleOps {
 export class LockHandle implements LockContext, AsyncDisposable {
   private releasing?: Promise<ReleaseOutcome>;
 
-  constructor(
-    private readonly held: HeldLock,
-    private readonly ops: LockHandleOps,
-  ) {}
+  constructor(private readonly held: HeldLock) {}
 
   get name(): string {
     return this.held.name;
@@ -65,7 +57,7 @@ export class LockHandle implements LockContext, AsyncDisposable {
 
   release(): Promise<ReleaseOutcome> {
     if (!this.releasing) {
-      this.releasing = this.ops.release(this.held);
+      this.releasing = this.held.release();
       // A release that failed (Redis unreachable) may be retried.
       this.releasing.catch(() => (this.releasing = undefined));
     }
@@ -73,7 +65,7 @@ export class LockHandle implements LockContext, AsyncDisposable {
   }
 
   extend(leaseTime?: number): Promise<void> {
-    return this.ops.extend(this.held, leaseTime);
+    return this.held.extend(leaseTime);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -1,30 +1,10 @@
-import type { LockLostReason } from './errors';
-import { HeldLock, heldLockId, type RenewalKind } from './held-lock';
-import type { LockHandleOps } from './lock-handle';
+import type { LockLostError } from './errors';
+import { HeldLock, heldLockId, type Acquisition } from './held-lock';
 import type { Watchdog } from './watchdog';
 
-export interface Acquisition {
-  name: string;
-  key: string;
-  owner: string;
-  leaseMs: number;
-  watched: boolean;
-  fencingToken: number;
-  renewal: RenewalKind;
-  /** The keys a renewal touches (default: `key`). */
-  renewalKeys?: readonly string[];
-  ops: LockHandleOps;
-  sentAt: number;
-  /** AcquireOptions.label of the first hold. */
-  label?: string;
-  /** The script reported a re-entry (the owner already held the lock). */
-  reentered: boolean;
-}
-
 /**
- * The locks this client holds, one record per (lock key, owner). It keeps the watchdog's list in
- * step: a lock is watched as soon as it is recorded and unwatched before its final release is sent,
- * so a renewal never outlives the lock.
+ * The locks this client holds, one record per (lock key, owner) (see HeldLock for the life of one),
+ * and the releases of them still being sent through an outage.
  */
 export class LockRegistry {
   private readonly locks = new Map<string, HeldLock>();
@@ -32,8 +12,10 @@ export class LockRegistry {
   private readonly inFlight = new Map<string, Promise<unknown>>();
 
   constructor(
-    private readonly watchdog: Watchdog,
-    private readonly onLost: (lock: HeldLock, reason: LockLostReason) => void,
+    /** Renews the watched holds. */
+    readonly watchdog: Watchdog,
+    /** Logs a lost hold and emits it as 'lockLost' (the client's). */
+    readonly reportLoss: (error: LockLostError) => void,
   ) {}
 
   /**
@@ -72,84 +54,27 @@ export class LockRegistry {
     return [...this.locks.values()];
   }
 
+  /** A grant: one more hold of the owner's record, or a new record. */
   record(a: Acquisition): HeldLock {
-    const existing = this.locks.get(heldLockId(a.key, a.owner));
+    const existing = this.get(a.key, a.owner);
     if (existing && a.reentered) {
-      existing.holdCount++;
-      if (a.watched && !existing.watched) {
-        existing.watched = true;
-        existing.leaseMs = a.leaseMs;
-        existing.disarmExpiry();
-      }
-      if (existing.watched) this.watchdog.watch(existing); // also after a release that failed
+      existing.reenter(a);
       return existing;
     }
     // A fresh grant while we still had a record means the old hold expired unnoticed.
-    if (existing) this.onLost(existing, 'lease-expired');
-    const lock = new HeldLock(
-      a.name,
-      a.key,
-      a.owner,
-      a.leaseMs,
-      a.watched,
-      a.fencingToken,
-      a.renewal,
-      a.ops,
-      a.sentAt,
-      a.renewalKeys,
-    );
-    lock.label = a.label;
+    if (existing) existing.markLost('lease-expired');
+    const lock = new HeldLock(this, a);
     this.locks.set(lock.id, lock);
-    if (lock.watched) this.watchdog.watch(lock);
-    else lock.armExpiry(this.onLost);
+    lock.keepAlive();
     return lock;
   }
 
-  /**
-   * Before sending a release: counts the hold as released at once (so concurrent releases of one
-   * owner each expect the right count) and stops renewals when it is the last one.
-   */
-  beginRelease(lock: HeldLock): { expectedHolds: number; final: boolean } {
-    const expectedHolds = Math.max(1, lock.holdCount);
-    lock.holdCount = expectedHolds - 1;
-    const final = lock.holdCount === 0;
-    if (final) this.watchdog.unwatch(lock);
-    return { expectedHolds, final };
+  /** Whether `lock` is still the record of its key and owner (a newer grant replaces it). */
+  isCurrent(lock: HeldLock): boolean {
+    return this.locks.get(lock.id) === lock;
   }
 
-  /** The release failed for a reason other than an unreachable Redis: the hold is still ours. */
-  releaseFailed(lock: HeldLock, final: boolean): void {
-    lock.holdCount++;
-    if (final) this.stillHeld(lock);
-  }
-
-  /**
-   * Redis says holds remain although we sent what we took for the last release: keep renewing.
-   * (A release that failed to reach Redis does NOT resume renewals: whoever gave up on the lock must
-   * not keep it alive forever; it runs out with its lease unless a retried release gets there first.)
-   */
-  stillHeld(lock: HeldLock): void {
-    if (lock.watched && !lock.lost && this.locks.get(lock.id) === lock) this.watchdog.watch(lock);
-  }
-
-  /** Redis reports the last hold released. */
-  released(lock: HeldLock): void {
-    lock.released = true;
-    this.forget(lock);
-  }
-
-  /** Redis reports holds remain. */
-  decremented(lock: HeldLock, wasFinal: boolean): void {
-    if (!wasFinal) return;
-    // A re-entry that was in flight when the last release was sent holds it now: keep renewing. With
-    // none, Redis counted an acquisition whose reply never came: stop renewing, so it runs out.
-    if (lock.holdCount > 0) this.stillHeld(lock);
-    else this.forget(lock);
-  }
-
-  forget(lock: HeldLock): void {
-    this.watchdog.unwatch(lock);
-    lock.disarmExpiry();
-    if (this.locks.get(lock.id) === lock) this.locks.delete(lock.id);
+  remove(lock: HeldLock): void {
+    if (this.isCurrent(lock)) this.locks.delete(lock.id);
   }
 }

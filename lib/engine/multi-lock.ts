@@ -2,6 +2,7 @@ import { LockOptionsError } from './errors';
 import { GroupLock, type GroupLockContext, type GroupLockHandle } from './group-lock';
 import type { LockBase } from './lock-base';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
+import type { LockLogger } from './logger';
 import { checkAcquireOptions, type AcquireOptions } from './options';
 
 /** What the work inside a MultiLock or RedLock can use. */
@@ -56,6 +57,11 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
 
   get name(): string {
     return this.locks.map((l) => l.name).join('+');
+  }
+
+  /** The first lock's client's. */
+  protected get logger(): LockLogger {
+    return this.locks[0].logger;
   }
 
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {

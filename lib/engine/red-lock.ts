@@ -8,10 +8,11 @@ import {
   LockQuorumError,
   RedisUnavailableError,
 } from './errors';
-import type { LockClient } from './lock-client';
+import { engineOf, type LockClient } from './lock-client';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import { GroupLock, type GroupLockHandle } from './group-lock';
 import { setLongTimeout, MAX_TIMER_MS, type LongTimer } from './long-timer';
+import type { LockLogger } from './logger';
 import { masterHealth, PROBE_INTERVAL_MS } from './master-health';
 import { assertAcquireOptions, type AcquireOptions } from './options';
 import { assertLockName, checkDuration, TIMEOUT_RULE } from './validation';
@@ -208,6 +209,11 @@ export class RedLock extends GroupLock<RedLockHandle> {
     this.quorum = Math.floor(clients.length / 2) + 1;
     this.instanceTimeout = options.instanceTimeout;
     this.driftFactor = options.driftFactor ?? 0.01;
+  }
+
+  /** The first master's client's. */
+  protected get logger(): LockLogger {
+    return engineOf(this.clients[0]).logger;
   }
 
   /** @internal */
@@ -442,7 +448,7 @@ export class RedLock extends GroupLock<RedLockHandle> {
 
   /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
   private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
-    const seats = this.clients.map((client) => client.waiters.join(this.instanceLock(client).keys.channel));
+    const seats = this.clients.map((client) => engineOf(client).waiters.join(this.instanceLock(client).keys.channel));
     const watch = new ReleaseWatch(seats.map((s) => s.ticket));
     // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
     await Promise.allSettled(

@@ -13,6 +13,7 @@ import {
 import { heldLockId } from './held-lock';
 import type { LockClient } from './lock-client';
 import type { LockKindName } from './lock-events';
+import type { LockWaiters } from './waiters';
 
 /** The instrumentation scope every metric and span of this library is reported under. */
 export const TELEMETRY_SCOPE = 'nestjs-redis-lock';
@@ -52,7 +53,11 @@ export function telemetryProblems(telemetry: unknown): string[] {
  * Spans: `lock acquire` (from the call to its outcome, a child of the caller's span) and `lock held`
  * (from the grant to the last release).
  */
-export function instrumentLockClient(client: LockClient, options: LockTelemetryOptions = {}): () => void {
+export function instrumentLockClient(
+  client: LockClient,
+  waiters: LockWaiters,
+  options: LockTelemetryOptions = {},
+): () => void {
   const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(TELEMETRY_SCOPE);
   const tracerProvider = options.tracerProvider ?? trace.getTracerProvider();
   // Nothing registered (the API's no-op meter and tracer): listen to nothing, so the lock path does
@@ -86,14 +91,13 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   const held = meter.createObservableGauge('lock.held', {
     description: 'Locks this client holds (one per lock and owner).',
   });
-  const waiters = meter.createObservableGauge('lock.waiters', {
+  const waitingGauge = meter.createObservableGauge('lock.waiters', {
     description: 'Acquisitions of this client waiting for a lock.',
   });
   const observeHeld = (result: ObservableResult): void => result.observe(client.heldLockCount, clientAttributes);
-  const observeWaiters = (result: ObservableResult): void =>
-    result.observe(client.waiters.waitingCount, clientAttributes);
+  const observeWaiters = (result: ObservableResult): void => result.observe(waiters.waitingCount, clientAttributes);
   held.addCallback(observeHeld);
-  waiters.addCallback(observeWaiters);
+  waitingGauge.addCallback(observeWaiters);
 
   const heldSpans = new Map<string, Span>();
 
@@ -146,7 +150,7 @@ export function instrumentLockClient(client: LockClient, options: LockTelemetryO
   // On close: a closed client must not be observed (and kept alive) by the meter for ever.
   return () => {
     held.removeCallback(observeHeld);
-    waiters.removeCallback(observeWaiters);
+    waitingGauge.removeCallback(observeWaiters);
     for (const span of heldSpans.values()) span.end();
     heldSpans.clear();
   };

@@ -1,6 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
 import { bounded } from './bounded';
-import type { LockLostReason } from './errors';
 import type { HeldLock } from './held-lock';
 import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
@@ -24,7 +23,6 @@ export class Watchdog {
     private readonly client: RedisClient,
     private readonly intervalMs: number,
     private readonly operationTimeout: number,
-    private readonly onLost: (lock: HeldLock, reason: LockLostReason) => void,
     private readonly logger: LockLogger,
     /** After each tick: how many renewals Redis confirmed and how many failed (lost or unreachable). */
     private readonly onTick: (renewed: number, failed: number) => void = () => undefined,
@@ -96,9 +94,9 @@ export class Watchdog {
     if (result === 1) {
       lock.expiresAt = sentAt + lock.leaseMs;
     } else if (result === 0) {
-      this.onLost(lock, 'not-owner');
+      lock.markLost('not-owner');
     } else if (Date.now() >= lock.expiresAt) {
-      this.onLost(lock, 'unreachable');
+      lock.markLost('unreachable');
     }
   }
 

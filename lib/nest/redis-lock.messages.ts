@@ -99,6 +99,4 @@ export const messages = {
   httpConflict: () => 'The resource is locked by another request. Retry later.',
   httpUnavailable: () => 'The lock service is unavailable. Retry later.',
   httpClientGone: () => 'The client closed the request while it waited for a lock.',
-  releaseFailed: (name: string, reason: string, afterFailure = false) =>
-    `Could not release lock "${name}"${afterFailure ? ' after a failure' : ''}: ${reason}. It expires with its lease.`,
 };

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { LockClient, LockOptionsError, MultiLock, RedLock, type AcquireOptions, type LockHandle } from '../../lib';
+import { engineOf } from '../../lib/internal';
 import { MAX_LEASE_MS } from '../../lib/engine/validation';
 import { lockKeys } from '../../lib/engine/keys';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
@@ -94,8 +95,8 @@ describe('bad input', () => {
       const name = `false-loss-${kind}`;
       const handle = await lockOf(a.locks, kind, name).lock({ leaseTime: 60_000 });
       // What a too-early local timer or a slow renewal reply would do.
-      const held = a.locks.registry.find(lockKeys(prefix, name).lock, () => true)!;
-      a.locks.markLost(held, 'unreachable');
+      const held = engineOf(a.locks).registry.find(lockKeys(prefix, name).lock, () => true)!;
+      held.markLost('unreachable');
       expect(handle.signal.aborted).toBe(true);
       expect(await handle.release()).toBe('released');
       expect(await redis.exists(lockKeys(prefix, name).lock)).toBe(0);

@@ -6,6 +6,7 @@ import {
   runInLockScope,
   type LockClient,
 } from '../../lib';
+import { engineOf } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('ReentrantLock on a single Redis', () => {
@@ -150,7 +151,7 @@ describe('ReentrantLock on a single Redis', () => {
     await expect(lock.lock({ waitTime: 100 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     await expect(lock.withLock(() => 1, { waitTime: 100 })).rejects.toBeInstanceOf(LockAcquireTimeoutError);
     await handle.release();
-    await eventually(() => locks.waiters.channelCount === 0, 5_000); // unsubscribed a little after no one waits
+    await eventually(() => engineOf(locks).waiters.channelCount === 0, 5_000); // unsubscribed a little after no one waits
   });
 
   it('withLock releases when the work throws, and the error comes out unchanged', async () => {
@@ -197,7 +198,7 @@ describe('ReentrantLock on a single Redis', () => {
     );
     expect(await client.redis.get(counter)).toBe('200');
     expect(await lock.isLocked()).toBe(false);
-    await eventually(() => locks.waiters.channelCount === 0, 5_000);
+    await eventually(() => engineOf(locks).waiters.channelCount === 0, 5_000);
   });
 
   describe('bad input gets LockOptionsError before any Redis call', () => {

@@ -1,4 +1,4 @@
-import { RedisPubSub, runInLockScope } from '../../lib/internal';
+import { engineOf, RedisPubSub, runInLockScope } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('waiting on pub/sub', () => {
@@ -57,7 +57,7 @@ describe('waiting on pub/sub', () => {
     expect(order).toHaveLength(10);
     // Ten hand-offs; a thundering herd would cost 10 + 9 + … + 1 = 55 attempts.
     expect(wakeAttempts).toBeLessThanOrEqual(13);
-    await eventually(() => waiter.locks.waiters.channelCount === 0, 5_000); // unsubscribed after the linger
+    await eventually(() => engineOf(waiter.locks).waiters.channelCount === 0, 5_000); // unsubscribed after the linger
     await eventually(async () => (await numsub(waiter, processChannel(waiter, lock))) === 0, 5_000);
   });
 

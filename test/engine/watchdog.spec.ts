@@ -1,4 +1,5 @@
 import { LockClient, LockLostError } from '../../lib';
+import { engineOf } from '../../lib/internal';
 import { connect, eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('watchdog', () => {
@@ -22,7 +23,7 @@ describe('watchdog', () => {
       }
       expect(handle.isLost).toBe(false);
       expect(await handle.release()).toBe('released');
-      expect(client.locks.watchdog.size).toBe(0);
+      expect(engineOf(client.locks).watchdog.size).toBe(0);
 
       // No renewal traffic after the last unlock: nothing is sent for two renewal periods.
       const sent = jest.spyOn(client.redis, 'sendCommand');
@@ -45,7 +46,7 @@ describe('watchdog', () => {
     expect(calls).toBeLessThanOrEqual(10); // 50 locks, yet about one pipeline per tick
     for (const h of handles) expect(await client.redis.pttl(`${prefix}:{${h.name}}`)).toBeGreaterThan(0);
     await Promise.all(handles.map((h) => h.release()));
-    expect(client.locks.watchdog.size).toBe(0);
+    expect(engineOf(client.locks).watchdog.size).toBe(0);
   });
 
   it('batches renewals: 1200 locks of two kinds in one pipeline of 3 calls; a key taken over by another kind is lost alone', async () => {
@@ -62,7 +63,7 @@ describe('watchdog', () => {
     await batch.redis.del(stolen.keys.lock);
     await batch.redis.hset(stolen.keys.lock, 'someone-else', 1); // now a hash: the string renewal must not fail the others
     const pipelines = jest.spyOn(batch.redis, 'pipeline');
-    await batch.locks.watchdog.tick();
+    await engineOf(batch.locks).watchdog.tick();
     const queued = pipelines.mock.results.map((result) => (result.value as { length: number }).length);
     pipelines.mockRestore();
     expect(queued).toEqual([3]); // one pipeline: 500 + 500 + 200 locks
@@ -93,7 +94,7 @@ describe('watchdog', () => {
   it('an explicit leaseTime means no watchdog: the lock simply expires', async () => {
     const lock = client.locks.getLock('explicit');
     const handle = await lock.lock({ leaseTime: 400 });
-    expect(client.locks.watchdog.size).toBe(0);
+    expect(engineOf(client.locks).watchdog.size).toBe(0);
     await eventually(async () => !(await lock.isLocked()), 3_000);
     expect(await handle.release()).toBe('expired');
   });
@@ -123,7 +124,7 @@ describe('watchdog', () => {
     let send = failOnce();
     expect(await handle.release()).toBe('pending');
     send.mockRestore();
-    expect(client.locks.watchdog.size).toBe(0); // nobody keeps a lock alive that its holder gave up
+    expect(engineOf(client.locks).watchdog.size).toBe(0); // nobody keeps a lock alive that its holder gave up
     await eventually(async () => !(await watched.isLocked()), 5_000);
 
     // With a minute-long lease only the retried release can have removed it.
@@ -156,9 +157,9 @@ describe('watchdog', () => {
     await lock.lock();
     await explicit.lock({ owner: 'explicit-owner' });
     await explicit.lock({ owner: 'explicit-owner' }); // re-entered: both holds go
-    expect(locks.watchdog.size).toBe(2);
+    expect(engineOf(locks).watchdog.size).toBe(2);
     await locks.close();
-    expect(locks.watchdog.size).toBe(0);
+    expect(engineOf(locks).watchdog.size).toBe(0);
     expect(await client.redis.exists(lock.keys.lock, explicit.keys.lock)).toBe(0);
     await redis.quit();
   });

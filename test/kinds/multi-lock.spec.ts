@@ -1,4 +1,4 @@
-import { MultiLock, runInLockScope } from '../../lib';
+import { MultiLock, runInLockScope, type LockLogger } from '../../lib';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('MultiLock', () => {
@@ -53,5 +53,43 @@ describe('MultiLock', () => {
     await sleep(600);
     expect(handle.signal.aborted).toBe(true);
     expect(await handle.release()).toBe('expired');
+  });
+
+  it('withLock logs a failed release, naming the group, and returns or throws what the work did', async () => {
+    const warnings: string[] = [];
+    const logger: LockLogger = { warn: (message) => warnings.push(message), error: () => undefined };
+    // Its own connection: closed inside the work, so the release after it cannot reach Redis.
+    const closing = () => lockClient({ keyPrefix: prefix, logger });
+    const clients = [closing(), closing()];
+    try {
+      const [first, second] = clients;
+      const group = (n: string) => new MultiLock([first.locks.getLock(`${n}1`), first.locks.getLock(`${n}2`)]);
+
+      const result = await group('rf').withLock(
+        async () => {
+          await first.redis.quit();
+          return 'the work';
+        },
+        { leaseTime: 2_000 },
+      );
+      expect(result).toBe('the work');
+      expect(warnings).toEqual([expect.stringMatching(/^Could not release lock "rf1\+rf2": /)]);
+
+      const failure = new Error('the work failed');
+      const secondGroup = new MultiLock([second.locks.getLock('rg1'), second.locks.getLock('rg2')]);
+      await expect(
+        secondGroup.withLock(
+          async () => {
+            await second.redis.quit();
+            throw failure;
+          },
+          { leaseTime: 2_000 },
+        ),
+      ).rejects.toBe(failure);
+      expect(warnings[1]).toMatch(/^Could not release lock "rg1\+rg2" after a failure: /);
+      expect(warnings).toHaveLength(2);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+    }
   });
 });

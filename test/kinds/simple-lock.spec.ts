@@ -1,4 +1,4 @@
-import { LockNotHeldError, runInLockScope, SIMPLE_LOCK_DEFAULTS } from '../../lib/internal';
+import { engineOf, LockNotHeldError, runInLockScope, SIMPLE_LOCK_DEFAULTS } from '../../lib/internal';
 import { lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { killAll, raceCounter, type Worker } from '../support/workers';
 
@@ -28,7 +28,7 @@ describe('SimpleLock', () => {
     const pttl = await client.redis.pttl(lock.keys.lock);
     expect(pttl).toBeGreaterThan(2_000);
     expect(pttl).toBeLessThanOrEqual(3_000);
-    expect(client.locks.watchdog.size).toBe(0);
+    expect(engineOf(client.locks).watchdog.size).toBe(0);
     expect(await first.release()).toBe('released');
     const second = await lock.lock();
     const secondToken = await client.redis.get(lock.keys.lock);

@@ -3,7 +3,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService, RedisLockModule } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { LockLifecycle } from '../../lib/internal';
+import { engineOf, LockLifecycle } from '../../lib/internal';
 import { lockOptions } from './nest-support';
 
 const prefix = testPrefix();
@@ -49,7 +49,7 @@ describe('many waiters in one process', () => {
         { waitTime: 120_000 },
       ),
     );
-    await eventually(() => locks.client.waiters.channelCount > 0, 10_000);
+    await eventually(() => engineOf(locks.client).waiters.channelCount > 0, 10_000);
     await sleep(1_000); // every caller has tried once and parked
     // Every caller waits on the module's shutdown signal (through its own): one listener on it at most.
     expect(getEventListeners(app.get(LockLifecycle).signal, 'abort').length).toBeLessThanOrEqual(1);

@@ -14,6 +14,7 @@ import {
   type RedisLockOptionsFactory,
   runInLockScope,
 } from '../../lib';
+import { engineOf } from '../../lib/internal';
 import { connect, singlePort, testPrefix } from '../support/engine';
 import { connectionsNamed, lockKey, lockOptions, singleConnection } from './nest-support';
 
@@ -230,11 +231,11 @@ describe('RedisLockModule', () => {
     await locks.lock('held-at-close'); // watchdog lease, never released by the test
     await locks.lock('held-with-lease', { leaseTime: 60_000 });
     expect(await connectionsNamed(redis, connectionName)).toBe(2); // commands + subscriber
-    expect(locks.client.watchdog.size).toBe(1);
+    expect(engineOf(locks.client).watchdog.size).toBe(1);
     await app.close();
     expect(await redis.exists(lockKey(prefix, 'held-at-close'))).toBe(0);
     expect(await redis.exists(lockKey(prefix, 'held-with-lease'))).toBe(0);
-    expect(locks.client.watchdog.size).toBe(0);
+    expect(engineOf(locks.client).watchdog.size).toBe(0);
     expect(await connectionsNamed(redis, connectionName)).toBe(0);
   });
 
@@ -287,7 +288,7 @@ describe('LockService', () => {
     const ttl = await locks.remainTimeToLive('defaults');
     expect(ttl).toBeGreaterThan(1_000);
     expect(ttl).toBeLessThanOrEqual(2_000); // module leaseTime
-    expect(locks.client.watchdog.size).toBe(0);
+    expect(engineOf(locks.client).watchdog.size).toBe(0);
 
     const other = await Promise.resolve().then(() =>
       locks.withLock('defaults', () => 'never', { newScope: true }).catch((e: Error) => e),
@@ -296,7 +297,7 @@ describe('LockService', () => {
     await handle.release();
 
     const watched = await locks.lock('watched', { leaseTime: 'watchdog', waitTime: Infinity });
-    expect(locks.client.watchdog.size).toBe(1);
+    expect(engineOf(locks.client).watchdog.size).toBe(1);
     await watched.release();
   });
 

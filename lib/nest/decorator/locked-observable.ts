@@ -1,7 +1,7 @@
 import { Observable, type Subscription } from 'rxjs';
 import { runInLockScope } from '../../engine/owner-scope';
 import type { RedisLockRuntime } from '../module/redis-lock-runtime';
-import { messages } from '../redis-lock.messages';
+import { warnReleaseFailed } from '../../engine/with-lock';
 import { runWithActiveLock } from '../service/current-lock';
 import type { HeldLock } from '../service/held-lock';
 import { runInvocation, type HandlerInvocation } from './handler-invocation';
@@ -32,7 +32,7 @@ export interface LockedObservableOptions<T> {
  */
 export function lockedObservable<T>(options: LockedObservableOptions<T>): Observable<T> {
   const { runtime, spec, invocation } = options;
-  const { locks, lifecycle, holdTimes } = runtime;
+  const { locks, lifecycle, holdTimes, logger } = runtime;
   return new Observable<T>((subscriber) => {
     const waiting = new AbortController();
     let handle: HeldLock | undefined;
@@ -50,9 +50,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         // Unsubscribing does not stop a handler's Promise: keep the lock until its work is done.
         await invocation?.settled;
         holdTimes.record(spec, Date.now() - acquiredAt);
-        await held.release().catch((error: Error) => {
-          locks.client.logger.warn(messages.releaseFailed(held.lock.name, error.message));
-        });
+        await held.release().catch((error: Error) => warnReleaseFailed(logger, held.lock.name, error));
         finish();
       })());
     };

@@ -61,7 +61,7 @@ export function lockingMethod(prototype: object, methodName: string, original: A
 async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: () => unknown): Promise<unknown> {
   const runtime = runtimeFor(self, spec);
   if (runtime instanceof Error) throw runtime;
-  const { locks } = runtime;
+  const { locks, logger } = runtime;
   const names = await methodLockName(spec, args);
   let ran = false;
   try {
@@ -77,7 +77,7 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
   } catch (error) {
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
     if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || ran) throw error;
-    locks.client.logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
+    logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
     return undefined;
   }
 }

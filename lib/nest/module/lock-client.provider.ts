@@ -38,11 +38,12 @@ async function connect(options: RedisLockModuleOptions): Promise<ModuleConnectio
     ...settings
   } = options;
   // An unreachable Redis fails the application's start-up with a RedisUnavailableError naming the address.
-  const client = await createLockClient({ ...settings, logger: logger ?? nestLockLogger() });
+  const clientLogger = logger ?? nestLockLogger();
+  const client = await createLockClient({ ...settings, logger: clientLogger });
   if (!redLock) return { client, masters: new RedLockMasters([]) };
   // instanceTimeout and driftFactor apply per lock (LockService.redLock), not per connection.
   const { connection: _connection, replicaSync: _sync, clientId: _id, ...shared } = settings;
-  const masterSettings: LockClientSettings = { ...shared, logger: client.logger };
+  const masterSettings: LockClientSettings = { ...shared, logger: clientLogger };
   try {
     return { client, masters: new RedLockMasters(await connectRedLockMasters(redLock.masters, masterSettings)) };
   } catch (error) {

@@ -1,4 +1,6 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
+import { engineOf } from '../../engine/lock-client';
+import type { LockLogger } from '../../engine/logger';
 import { HoldTimes } from '../decorator/hold-times';
 import { LockService } from '../service/lock.service';
 import { LockLifecycle } from './lock-lifecycle';
@@ -23,4 +25,9 @@ export class RedisLockRuntime {
     @Inject(LockService) readonly locks: LockService,
     @Inject(LockLifecycle) readonly lifecycle: LockLifecycle,
   ) {}
+
+  /** The engine's logger, for what the wrappers of decorated methods report. */
+  get logger(): LockLogger {
+    return engineOf(this.locks.client).logger;
+  }
 }

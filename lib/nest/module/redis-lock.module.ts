@@ -1,6 +1,6 @@
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { LockClient } from '../../engine/lock-client';
+import { engineOf, LockClient } from '../../engine/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './lock-lifecycle';
@@ -56,7 +56,7 @@ export class RedisLockModule extends ConfigurableModuleClass implements OnApplic
   async onApplicationShutdown(): Promise<void> {
     const timeout = this.options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT;
     const stillRunning = await this.lifecycle.drain(timeout);
-    if (stillRunning > 0) this.client.logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
+    if (stillRunning > 0) engineOf(this.client).logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
     await Promise.all([this.client, ...this.redLockMasters.clients].map((client) => client.close()));
   }
 }

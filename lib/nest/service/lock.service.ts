@@ -3,7 +3,7 @@ import { LockOptionsError } from '../../engine/errors';
 import type { FairLock, FairLockOptions } from '../../engine/fair-lock';
 import type { LockInspection } from '../../engine/inspection';
 import type { LockBase } from '../../engine/lock-base';
-import { LockClient } from '../../engine/lock-client';
+import { engineOf, LockClient } from '../../engine/lock-client';
 import type { LockHandle, ReleaseOutcome } from '../../engine/lock-handle';
 import { MultiLock } from '../../engine/multi-lock';
 import type { AcquireOptions } from '../../engine/options';
@@ -25,6 +25,7 @@ import {
   type WithLockCallOptions,
 } from './lock-options';
 import { runInLockScope } from '../../engine/owner-scope';
+import { withLock } from '../../engine/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
 import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
@@ -108,21 +109,12 @@ export class LockService {
     const { newScope, ...rest } = options;
     return this.lifecycle.track(
       runInLockScope(
-        async () => {
-          const held = await this.hold(name, rest);
-          let failed = false;
-          try {
-            return await runWithActiveLock(held.lock, () => fn(held.lock));
-          } catch (error) {
-            failed = true;
-            throw error;
-          } finally {
-            await held.release().catch((error: Error) => {
-              // The work's own outcome wins; the lease runs out by itself.
-              this.client.logger.warn(messages.releaseFailed(held.lock.name, error.message, failed));
-            });
-          }
-        },
+        () =>
+          withLock(
+            () => this.hold(name, rest),
+            (held) => runWithActiveLock(held.lock, () => fn(held.lock)),
+            { logger: engineOf(this.client).logger, nameOf: (held) => held.lock.name },
+          ),
         { newScope },
       ),
     );
