@@ -5,6 +5,7 @@ import { assertLockName, checkDuration, LEASE_RULE, show } from './validation';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
+import { withLock } from './with-lock';
 import { semaphoreKeys, type SemaphoreKeys } from './keys';
 import { attemptOutcome, LockBase, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
 import type { LockKindName } from './lock-events';
@@ -103,16 +104,8 @@ export class Semaphore {
    * Runs `fn` holding the permits and releases them however `fn` ends. Without `waitTime` it waits
    * until they are free; with one it throws LockAcquireTimeoutError when that runs out.
    */
-  async withPermits<T>(fn: (context: LockContext) => Promise<T> | T, options: PermitAcquireOptions = {}): Promise<T> {
-    const handle = await this.acquire(options);
-    try {
-      return await fn(handle);
-    } finally {
-      await handle.release().catch((error: Error) => {
-        // The work's own outcome wins; the lease will run out by itself.
-        this.engine.logger.warn(`Could not release permits of semaphore "${this.name}": ${error.message}`);
-      });
-    }
+  withPermits<T>(fn: (context: LockContext) => Promise<T> | T, options: PermitAcquireOptions = {}): Promise<T> {
+    return withLock(() => this.acquire(options), fn, { logger: this.engine.logger, nameOf: () => this.name });
   }
 
   /** Permits free right now (0 while more than the limit are held after it shrank). */

@@ -16,6 +16,7 @@ import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
 import { runInLockScope } from './owner-scope';
+import { withLock } from './with-lock';
 import type { HandOver } from './process-turns';
 import { SIMPLE_LOCK, SIMPLE_UNLOCK } from './scripts/catalog';
 
@@ -67,18 +68,17 @@ export class SimpleLock extends LockBase {
       const waitTime = options.waitTime === undefined ? this.defaultWaitTime : options.waitTime;
       const handle = await this.tryLock({ ...options, waitTime });
       if (!handle) return fn({ isSuccess: false });
-      try {
-        return await fn({
-          isSuccess: true,
-          signal: handle.signal,
-          fencingToken: handle.fencingToken,
-          extend: (leaseTime) => handle.extend(leaseTime),
-        });
-      } finally {
-        await handle
-          .release()
-          .catch((error: Error) => this.engine.logger.warn(`Could not release "${this.name}": ${error.message}`));
-      }
+      const context: SimpleLockContext = {
+        isSuccess: true,
+        signal: handle.signal,
+        fencingToken: handle.fencingToken,
+        extend: (leaseTime) => handle.extend(leaseTime),
+      };
+      return withLock(
+        async () => handle,
+        () => fn(context),
+        { logger: this.engine.logger, nameOf: () => this.name },
+      );
     });
   }
 
