@@ -1,6 +1,7 @@
 import type { HandOver } from '../process-turns';
 import type { PublishCommand } from '../redis-client';
-import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo } from './lua-script';
+import type { ScriptArg } from './loader';
+import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo, type Arg } from './lua-script';
 import type { AttemptReply, AttemptStatus, ReleaseReply, WriteAttemptReply } from './replies';
 
 /**
@@ -19,30 +20,51 @@ const publish = arg<PublishCommand>();
 const waiting = arg<WaitingFlag>();
 const expectedHolds = arg<ExpectedHolds>();
 
-// Reentrant lock (and the fair lock's hash).
+// The reentrant and simple locks: the lock with its process-waiting registry and hand-over.
 
-/** Takes or re-enters the lock, or registers the waiting process. */
-export const LOCK = defineScript({
-  file: 'lock-4.lua',
-  keys: ['lock', 'fence', 'waiting', 'next'],
-  args: { leaseMs: num, owner: str, clientId: str, waiting },
-  reply: asIs<AttemptReply>,
-});
+type ArgSpec = Record<string, Arg<ScriptArg>>;
+const RELEASE_KEYS = ['lock', 'channel', 'waiting', 'next'] as const;
+const handOver = arg<HandOver>();
 
-/** Releases one hold; the last one wakes one waiting process, or none inside a turn. */
-export const UNLOCK = defineScript({
-  file: 'unlock-4.lua',
-  keys: ['lock', 'channel', 'waiting', 'next'],
-  args: { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver: arg<HandOver>() },
-  reply: asIs<ReleaseReply>,
-});
+/**
+ * The two scripts of a lock whose waiting processes take turns: the attempt (the lock, its fencing
+ * counter, the waiting registry, the hand-over) and the release (the lock, the unlock channel, the
+ * registry, the hand-over). The reentrant and simple locks differ only in their arguments.
+ */
+function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
+  lock: [file: string, args: L],
+  unlock: [file: string, args: U],
+) {
+  return {
+    attempt: defineScript({
+      file: lock[0],
+      keys: ['lock', 'fence', 'waiting', 'next'],
+      args: lock[1],
+      reply: asIs<AttemptReply>,
+    }),
+    release: defineScript({ file: unlock[0], keys: RELEASE_KEYS, args: unlock[1], reply: asIs<ReleaseReply> }),
+  };
+}
 
-// Shared by the reentrant and simple locks: the process-waiting registry and the hand-over.
+/**
+ * LOCK takes or re-enters the lock, or registers the waiting process; UNLOCK releases one hold, the
+ * last one waking one waiting process (or none inside a turn).
+ */
+export const { attempt: LOCK, release: UNLOCK } = turnTakingScripts(
+  ['lock-4.lua', { leaseMs: num, owner: str, clientId: str, waiting }],
+  ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver }],
+);
+
+/** `SET NX PX` and compare-and-delete, with the waiting registry and hand-over of LOCK and UNLOCK. */
+export const { attempt: SIMPLE_LOCK, release: SIMPLE_UNLOCK } = turnTakingScripts(
+  ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting }],
+  ['simple-unlock-4.lua', { token: str, publish, message: str, handOver }],
+);
 
 /** Yes: this process left the waiting registry and, the lock being free, woke the next one. */
 export const PASS_WAKE = defineScript({
   file: 'pass-wake-4.lua',
-  keys: ['lock', 'channel', 'waiting', 'next'],
+  keys: RELEASE_KEYS,
   args: { clientId: str, publish, message: str },
   reply: yesNo,
 });
@@ -50,27 +72,9 @@ export const PASS_WAKE = defineScript({
 /** Yes: it was locked (deleted, and a waiting process woken). */
 export const FORCE_UNLOCK = defineScript({
   file: 'force-unlock-4.lua',
-  keys: ['lock', 'channel', 'waiting', 'next'],
+  keys: RELEASE_KEYS,
   args: { publish, message: str },
   reply: yesNo,
-});
-
-// Simple lock.
-
-/** `SET NX PX` with the waiting registry and the hand-over of lock-4.lua. */
-export const SIMPLE_LOCK = defineScript({
-  file: 'simple-lock-4.lua',
-  keys: ['lock', 'fence', 'waiting', 'next'],
-  args: { token: str, leaseMs: num, clientId: str, waiting },
-  reply: asIs<AttemptReply>,
-});
-
-/** Compare-and-delete, then the hand-over of unlock-4.lua. */
-export const SIMPLE_UNLOCK = defineScript({
-  file: 'simple-unlock-4.lua',
-  keys: ['lock', 'channel', 'waiting', 'next'],
-  args: { token: str, publish, message: str, handOver: arg<HandOver>() },
-  reply: asIs<ReleaseReply>,
 });
 
 // Fair lock.
