@@ -16,6 +16,7 @@
 --          'not-locked', 'not-owner' (locked by another owner: nothing changed);
 --          error BADARG before any write when an argument is unusable
 --!include fair-queue.lua
+--!include release-arguments.lua
 local owner, force = ARGV[1], ARGV[5] == '1'
 if not force and (not owner or owner == '') then return redis.error_reply('BADARG owner id is empty') end
 local bad = fairArgumentProblem(ARGV[2], ARGV[3]) or publishCommandProblem(ARGV[4])
@@ -41,8 +42,9 @@ end
 if not force then
   local count = redis.pcall('hget', fair.lock, owner)
   count = type(count) == 'string' and tonumber(count) or nil
-  if not count then return 'not-owner' end
-  if expected and count > 0 and count == expected - 1 then return 'decremented' end
+  -- The lock exists (checked above): no hold of this owner means another owner's.
+  local shortcut = releaseShortcut(count, function() return true end, expected)
+  if shortcut then return shortcut end
   if count > 1 then
     redis.call('hincrby', fair.lock, owner, -1)
     if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end

@@ -85,6 +85,7 @@ export class HeldLock {
     this.renewalKeys = a.renewalKeys ?? [a.key];
     this.ops = a.ops;
     this.label = a.label;
+    this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
     this.expiresAt = a.sentAt + a.leaseMs;
   }
@@ -93,9 +94,8 @@ export class HeldLock {
     return (this.abortController ??= new AbortController());
   }
 
-  get id(): string {
-    return heldLockId(this.key, this.owner);
-  }
+  /** The registry's key for this hold (made once: the registry looks it up at every grant and release). */
+  readonly id: string;
 
   /** The owner took it again (`a`): one more hold, renewed by the watchdog if `a` asked for it. */
   reenter(a: Acquisition): void {

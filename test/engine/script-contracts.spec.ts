@@ -4,7 +4,7 @@ import type Redis from 'ioredis';
 import { lockKeys, readWriteKeys, semaphoreKeys } from '../../lib/internal';
 import * as catalog from '../../lib/engine/scripts/catalog';
 import { ALL_SCRIPTS, RENEW_MANY } from '../../lib/engine/scripts/catalog';
-import type { LuaScript } from '../../lib/engine/scripts/lua-script';
+import { LuaScript } from '../../lib/engine/scripts/lua-script';
 import { loadedScript } from '../../lib/engine/scripts/loader';
 import { REPLY_MEANINGS } from '../../lib/engine/scripts/replies';
 import { connect, testPrefix } from '../support/engine';
@@ -37,8 +37,9 @@ describe('script contracts', () => {
     const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
     const names = [...declared.map((script) => script.file), RENEW_MANY.file];
     expect([...names].sort()).toEqual([...files].sort());
-    const exported = Object.values(catalog).filter((value) => declared.includes(value as never));
-    expect(exported).toHaveLength(declared.length);
+    // Every declaration the catalog exports is one the contract covers.
+    const exported = Object.values(catalog).filter((value) => value instanceof LuaScript);
+    expect(exported.filter((script) => !declared.includes(script as never))).toEqual([]);
   });
 
   it.each(declared.map((script) => [script.file, script] as const))(
