@@ -17,6 +17,7 @@ import type { LockKindName } from './lock-events';
 import { sleep } from './sleep';
 import type { LockLogger } from './logger';
 import { withLock } from './with-lock';
+import type { ReleaseReplayer } from './recent-releases';
 import type { HandOver } from './process-turns';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
@@ -86,7 +87,7 @@ export interface WithLockOptions extends AcquireOptions {
  * The behaviour every lock kind shares: owner resolution, waiting, handles, release bookkeeping,
  * lost-lock reporting. A kind supplies its scripts through the four abstract members.
  */
-export abstract class LockBase {
+export abstract class LockBase implements ReleaseReplayer {
   readonly keys: LockKeys;
   /** Which kind this is, as lock events name it. */
   abstract readonly kind: LockKindName;
@@ -531,12 +532,14 @@ export abstract class LockBase {
     );
   }
 
-  /** Kept for a second, to be sent again if a failover may have lost it (see RecentReleases). */
+  /** Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases). */
   private noteReleased(held: HeldLock): void {
-    this.engine.recentReleases.note(held.key, held.owner, held.leaseMs, async () => {
-      // Every hold this owner still has there was released by us: take them all (a few at most).
-      for (let i = 0; i < 10 && (await this.releaseOnce(held.owner, held.leaseMs)) === 'decremented'; i++);
-    });
+    this.engine.recentReleases.note(this, held.key, held.owner, held.leaseMs);
+  }
+
+  /** @internal Sends a release again after a failover (see RecentReleases): every hold `holder` still has here was released by us. */
+  async replayRelease(holder: string, leaseMs: number): Promise<void> {
+    for (let i = 0; i < 10 && (await this.releaseOnce(holder, leaseMs)) === 'decremented'; i++);
   }
 
   /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */

@@ -11,14 +11,9 @@ export const REPLAY_WINDOW_MS = 5_000;
 /** At most this many are kept (the newest): a replay is a no-op for all but the last few per lock. */
 const MAX_KEPT = 5_000;
 
-interface RecentRelease {
-  at: number;
-  key: string;
-  holder: string;
-  /** Sends the release again (idempotent: it only ever removes this holder's own hold). */
-  replay: () => Promise<unknown>;
-  /** How long the hold could still live, bounding the retries. */
-  leaseMs: number;
+/** The lock that made a release, which can send it again (idempotent: it only removes that holder's own holds). */
+export interface ReleaseReplayer {
+  replayRelease(holder: string, leaseMs: number): Promise<unknown>;
 }
 
 /**
@@ -27,9 +22,20 @@ interface RecentRelease {
  * for the rest of its lease. So the releases of the last few seconds are kept, and when the connection
  * drops they are sent again once it is back (to the new master). A holder that took the lock again
  * meanwhile is left alone.
+ *
+ * A hot key releases thousands of times a second, so the record is a ring of plain fields: no object
+ * per release, and nothing of the released hold kept alive but its holder id (which a record that
+ * held the hold itself would carry into the old generation, for the collector to sweep later).
  */
 export class RecentReleases {
-  private entries: RecentRelease[] = [];
+  private readonly at = new Float64Array(MAX_KEPT);
+  private readonly leaseMs = new Float64Array(MAX_KEPT);
+  private readonly keys: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
+  private readonly holders: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
+  private readonly locks: (ReleaseReplayer | undefined)[] = new Array(MAX_KEPT).fill(undefined);
+  /** Slot the next release is written to; the oldest kept one when the ring is full. */
+  private next = 0;
+  private size = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -41,37 +47,57 @@ export class RecentReleases {
     redis.on('-node', this.replay);
   }
 
-  note(key: string, holder: string, leaseMs: number, replay: () => Promise<unknown>): void {
-    const now = Date.now();
-    while (
-      this.entries.length > 0 &&
-      (this.entries[0].at < now - REPLAY_WINDOW_MS || this.entries.length >= MAX_KEPT)
-    ) {
-      this.entries.shift();
-    }
-    this.entries.push({ at: now, key, holder, leaseMs, replay });
+  /** `lock` released `holder`'s hold on `key` (its lease `leaseMs`). */
+  note(lock: ReleaseReplayer, key: string, holder: string, leaseMs: number): void {
+    const slot = this.next;
+    this.at[slot] = Date.now();
+    this.leaseMs[slot] = leaseMs;
+    this.keys[slot] = key;
+    this.holders[slot] = holder;
+    this.locks[slot] = lock;
+    this.next = (slot + 1) % MAX_KEPT;
+    if (this.size < MAX_KEPT) this.size++;
   }
 
   close(): void {
     this.redis.off('close', this.replay);
     this.redis.off('-node', this.replay);
-    this.entries = [];
+    this.clear();
+  }
+
+  private clear(): void {
+    this.keys.fill(undefined);
+    this.holders.fill(undefined);
+    this.locks.fill(undefined);
+    this.size = 0;
   }
 
   private readonly replay = (): void => {
     const since = Date.now() - REPLAY_WINDOW_MS;
     // The newest release per holder and lock is enough: older ones of the same hold are no-ops.
-    const recent = new Map<string, RecentRelease>();
-    for (const e of this.entries) if (e.at >= since) recent.set(`${e.key}\u0000${e.holder}`, e);
-    this.entries = [];
+    const recent = new Map<string, { key: string; holder: string; leaseMs: number; lock: ReleaseReplayer }>();
+    for (let i = 0; i < this.size; i++) {
+      const slot = (this.next - this.size + i + MAX_KEPT) % MAX_KEPT; // oldest first
+      const key = this.keys[slot];
+      const holder = this.holders[slot];
+      const lock = this.locks[slot];
+      if (this.at[slot] < since || key === undefined || holder === undefined || !lock) continue;
+      recent.set(`${key}\u0000${holder}`, { key, holder, leaseMs: this.leaseMs[slot], lock });
+    }
+    this.clear();
     const { redis, operationTimeout, registry } = this;
-    for (const entry of recent.values()) {
-      if (registry.get(entry.key, entry.holder)) continue; // holds it again: that hold is not ours to touch
-      const until = Date.now() + entry.leaseMs + operationTimeout;
-      const sent = retryWhileUnreachable(entry.replay, { redis, operationTimeout, until, name: 'replay release' });
+    for (const { key, holder, leaseMs, lock } of recent.values()) {
+      if (registry.get(key, holder)) continue; // holds it again: that hold is not ours to touch
+      const until = Date.now() + leaseMs + operationTimeout;
+      const sent = retryWhileUnreachable(() => lock.replayRelease(holder, leaseMs), {
+        redis,
+        operationTimeout,
+        until,
+        name: 'replay release',
+      });
       registry.inFlightFor(
-        entry.key,
-        entry.holder,
+        key,
+        holder,
         sent.catch(() => undefined),
       );
     }

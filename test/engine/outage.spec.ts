@@ -17,6 +17,7 @@ import {
   type RunningTopology,
 } from '../../scripts/redis-topology';
 import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { engineOf } from '../../lib/internal';
 
 /** Stops and restarts Redis, so it runs on a private server (port 7220), never the shared one. */
 describe('Redis outage', () => {
@@ -148,6 +149,33 @@ describe('Redis outage', () => {
       await eventually(async () => (await admin.exists(lost.keys.lock)) === 0, 5_000);
       expect(await admin.hgetall(kept.keys.lock)).toEqual({ 'someone-else': '1' });
       await admin.del(kept.keys.lock);
+    } finally {
+      admin.disconnect();
+      await replayer.close();
+    }
+  }, 30_000);
+
+  it('the record of recent releases keeps the newest 5,000: a replay sends those again, not older ones', async () => {
+    const admin = connect(port);
+    const replayer = lockClient({ port, keyPrefix: prefix, operationTimeout });
+    try {
+      const [oldest, newest] = [replayer.locks.getLock('ring-oldest'), replayer.locks.getLock('ring-newest')];
+      const holder = (i: number) => `${replayer.locks.clientId}:ring-${i}`;
+      // 5,003 releases: the first (on its own lock) falls out of the ring with the next two.
+      const { recentReleases } = engineOf(replayer.locks);
+      for (let i = 0; i < 5_003; i++) {
+        const lock = i === 0 ? oldest : newest;
+        recentReleases.note(lock, lock.keys.lock, holder(i), 60_000);
+      }
+      // What a promoted replica that missed them might hold: the oldest release's hold and the newest's.
+      await admin.hset(oldest.keys.lock, holder(0), 1);
+      await admin.hset(newest.keys.lock, holder(5_002), 1);
+      for (const lock of [oldest, newest]) await admin.pexpire(lock.keys.lock, 60_000);
+      const id = (await replayer.redis.client('ID')) as number;
+      await admin.client('KILL', 'ID', String(id));
+      await eventually(async () => (await admin.exists(newest.keys.lock)) === 0, 5_000);
+      expect(await admin.hgetall(oldest.keys.lock)).toEqual({ [holder(0)]: '1' });
+      await admin.del(oldest.keys.lock);
     } finally {
       admin.disconnect();
       await replayer.close();
