@@ -186,9 +186,12 @@ export abstract class LockBase implements ReleaseReplayer {
     return PASS_WAKE.run(redis, this.keys, { clientId, publish: publishCommand, message: 'released' });
   }
 
+  /** Made once: every kept release of a hot key asks for it. */
   private get processChannel(): string {
-    return `${this.keys.channel}:${this.engine.clientId}`;
+    return (this.ownChannel ??= `${this.keys.channel}:${this.engine.clientId}`);
   }
+
+  private ownChannel?: string;
 
   /** Leaves the waiting registry and, if the lock is free, wakes the next process (best effort). */
   private passWakeUp(): Promise<void> {

@@ -10,6 +10,7 @@ import { consoleLogger, type LockLogger } from './logger';
 import { assertKeyPrefix, assertLockName, checkDuration, TIMEOUT_RULE } from './validation';
 import { RedisPubSub, type PubSub } from './pubsub';
 import { RecentReleases } from './recent-releases';
+import { LockObjects } from './lock-objects';
 import type { PublishCommand, RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
 import { registerScripts } from './scripts/loader';
@@ -158,20 +159,32 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     void this.engine.watchdog.tick();
   };
 
-  /** A reentrant lock (Redisson RLock) named `name`. Cheap: holds no state of its own. */
+  /**
+   * A reentrant lock (Redisson RLock) named `name`. Cheap: it holds no state of its own, and a name
+   * used recently gets the same object back.
+   */
   getLock(name: string): ReentrantLock {
-    return new ReentrantLock(this.engine, name);
+    return this.reentrantLocks.get(name, this.makeReentrant);
   }
 
   /** A fair (FIFO) lock named `name`, sharing the reentrant lock's hash: the two exclude each other. */
   getFairLock(name: string, options?: FairLockOptions): FairLock {
-    return new FairLock(this.engine, name, options);
+    if (options !== undefined) return new FairLock(this.engine, name, options);
+    return this.fairLocks.get(name, this.makeFair);
   }
 
   /** A simple `SET NX PX` lock named `name`: not re-entrant, 3 s wait and lease by default. */
   getSimpleLock(name: string, options?: SimpleLockOptions): SimpleLock {
-    return new SimpleLock(this.engine, name, options);
+    if (options !== undefined) return new SimpleLock(this.engine, name, options);
+    return this.simpleLocks.get(name, this.makeSimple);
   }
+
+  private readonly reentrantLocks = new LockObjects<ReentrantLock>();
+  private readonly fairLocks = new LockObjects<FairLock>();
+  private readonly simpleLocks = new LockObjects<SimpleLock>();
+  private readonly makeReentrant = (name: string) => new ReentrantLock(this.engine, name);
+  private readonly makeFair = (name: string) => new FairLock(this.engine, name);
+  private readonly makeSimple = (name: string) => new SimpleLock(this.engine, name);
 
   /**
    * A semaphore named `name`: at most `permits` held at once across every process, each acquisition

@@ -34,6 +34,21 @@ describe('ReentrantLock on a single Redis', () => {
     await handle.release();
   });
 
+  it('a recently used name gets its lock object back; past 1,024 other names a new one, on the same keys', async () => {
+    const first = locks.getLock(name);
+    expect(locks.getLock(name)).toBe(first);
+    expect(locks.getSimpleLock(name)).toBe(locks.getSimpleLock(name));
+    expect(locks.getFairLock(name)).toBe(locks.getFairLock(name));
+    // Options make a lock object of their own.
+    expect(locks.getSimpleLock(name, { leaseTime: 5_000 })).not.toBe(locks.getSimpleLock(name));
+    for (let i = 0; i < 1_024; i++) locks.getLock(`${name}-${i}`);
+    const later = locks.getLock(name);
+    expect(later).not.toBe(first);
+    const handle = await first.lock();
+    expect(await later.tryLock()).toBeNull(); // another owner, the same lock
+    await handle.release();
+  });
+
   it('re-enters within one scope, counts holds and releases on the last unlock', async () => {
     const lock = locks.getLock(name);
     await runInLockScope(async () => {
