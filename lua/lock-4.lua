@@ -9,6 +9,9 @@
 -- ARGV[4]  waiting flag         '1' the caller waits if refused and its client has other waiters for
 --                               this lock; '0' it waits, no other; '-' it waits, no other, and was never
 --                               refused (its client is not registered); 'once' a single attempt (never registered)
+-- ARGV[5]  prior owner          '' or an owner whose last hold the caller's process released in its turn
+--                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
+-- ARGV[6]  prior hold count     the holds the client counted for the prior owner before its release ('' = unknown)
 -- Returns  {'granted', token}     acquired; token = new fencing token (INCR of KEYS[2])
 --          {'reentered', token}   hold count + 1; token = the current holder's token
 --          {'refused', pttl}      held by another owner, or free but handed over to another process;
@@ -16,6 +19,7 @@
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include waiting-registration.lua
 --!include hand-over.lua
+--!include release-in-turn.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -24,6 +28,9 @@ local owner, client, flag = ARGV[2], ARGV[3], ARGV[4]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
+local prior, priorHolds, badPrior = priorRelease(ARGV[5], ARGV[6])
+if badPrior then return badPrior end
+if prior then releaseInTurn(KEYS[1], prior, priorHolds) end
 
 if redis.call('exists', KEYS[1]) == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)

@@ -7,6 +7,8 @@
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  client id of the caller's process
 -- ARGV[4]  waiting flag         (see lock-4.lua)
+-- ARGV[5]  prior token          '' or the token of a hold the caller's process released in its turn
+--                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
 -- Returns  {'granted', fencingToken}  acquired
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
 --                                     but handed over to another process; pttl = how long that lasts at most
@@ -21,6 +23,9 @@ end
 local client, flag = ARGV[3], ARGV[4]
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
+if ARGV[5] == nil then return redis.error_reply('BADARG prior token is missing') end
+-- pcall: a hash here is another lock kind's hold, not ours
+if ARGV[5] ~= '' and redis.pcall('get', KEYS[1]) == ARGV[5] then redis.call('del', KEYS[1]) end
 local reservedTtl, mine = reservation(KEYS[4], client)
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   if mine then redis.call('del', KEYS[4]) end

@@ -18,7 +18,7 @@ import { sleep } from './sleep';
 import type { LockLogger } from './logger';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
-import type { HandOver } from './process-turns';
+import type { DeferredRelease, HandOver } from './process-turns';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -33,6 +33,9 @@ export interface Grant {
  * which may be frozen (or the message lost), and the lock must not sit free while the others sleep.
  */
 export const QUIET_RECHECK_MS = 1_000;
+
+/** A release is deferred (see deferRelease) only while the hold's lease has at least this long to run. */
+const MIN_DEFERRED_LEASE_MS = 1_000;
 
 /** How a kind's waiters wait (see AcquireLoopOptions). */
 export type WaitBehaviour = Partial<
@@ -52,6 +55,8 @@ export interface AttemptRequest {
   payload?: string;
   /** Set when the caller waits if refused. */
   waiting?: WaitingAttempt;
+  /** A release of this process's, made in its turn, that this attempt sends first (see ProcessTurns.deferRelease). */
+  prior?: DeferredRelease;
 }
 
 /** An attempt made by a caller that waits if refused. */
@@ -259,12 +264,19 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Whether anyone holds the lock. */
   async isLocked(): Promise<boolean> {
+    await this.settleOwnRelease();
     return (await this.bounded(this.engine.redis.exists(this.keys.lock), 'isLocked')) === 1;
   }
 
   /** Remaining lease in ms; -2 when not locked (Redis PTTL semantics). */
-  remainTimeToLive(): Promise<number> {
+  async remainTimeToLive(): Promise<number> {
+    await this.settleOwnRelease();
     return this.bounded(this.engine.redis.pttl(this.keys.lock), 'remainTimeToLive');
+  }
+
+  /** A release of this process's still held back in its turn (see ProcessTurns.settle) lands before a read. */
+  private settleOwnRelease(): Promise<void> {
+    return this.bounded(this.engine.turns.settle(this.keys.lock), 'unlock');
   }
 
   /** Deletes the lock whoever holds it and wakes the waiters. True when it was locked. */
@@ -279,6 +291,7 @@ export abstract class LockBase implements ReleaseReplayer {
   /** How many holds `owner` (none: 0) has in the hash `key`, as Redis counts them. */
   protected async holdCount(key: string, owner: string | undefined): Promise<number> {
     if (owner === undefined) return 0;
+    await this.settleOwnRelease();
     const count = await this.bounded(this.engine.redis.hget(key, owner), 'getHoldCount');
     return count === null ? 0 : Number(count);
   }
@@ -339,18 +352,25 @@ export abstract class LockBase implements ReleaseReplayer {
             }
           }
           const holder = this.holderFor(owner);
-          if (this.takesTurns) this.engine.turns.attempting(this.keys.lock);
+          let prior: DeferredRelease | undefined;
+          if (this.takesTurns) {
+            const { turns } = this.engine;
+            turns.attempting(this.keys.lock);
+            prior = turns.takeDeferred(this.keys.lock, this.kind);
+          }
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            result = await this.bounded(this.attempt({ owner, leaseMs, holder, payload, waiting }), 'lock');
+            result = await this.bounded(this.attempt({ owner, leaseMs, holder, payload, waiting, prior }), 'lock');
           } catch (error) {
+            if (prior) this.sendDeferredInBackground(prior); // it may not have landed
             if (error instanceof RedisUnavailableError) {
               unknown = { holder, known: registry.get(this.keys.lock, holder)?.holdCount ?? 0, sentAt };
             }
             throw error;
           }
+          if (prior) this.engine.recentReleases.note(this, this.keys.lock, prior.holder, prior.leaseMs);
           if (!result.acquired) {
             if (!refusedBefore && options.waitTime !== 0) {
               this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner, label }));
@@ -475,6 +495,7 @@ export abstract class LockBase implements ReleaseReplayer {
     // A repeat is sent late: the turn is surely over by then.
     const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver);
     const handOver = this.takesTurns && final ? this.engine.turns.handOverFor(held.key) : 'pass';
+    if (handOver === 'keep' && this.mayDefer(held)) return this.deferRelease(held, expectedHolds);
     let raw: RawRelease;
     try {
       raw = await this.bounded(send(handOver), 'unlock');
@@ -521,11 +542,76 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /**
+   * A last release inside a turn of a lock other processes wait for (see ProcessTurns.mayDefer), of a
+   * hold whose lease cannot run out before the next macrotask.
+   */
+  private mayDefer(held: HeldLock): boolean {
+    return (
+      (held.watched || held.expiresAt - Date.now() > MIN_DEFERRED_LEASE_MS) && this.engine.turns.mayDefer(held.key)
+    );
+  }
+
+  /**
+   * Inside a contended turn the last release waits for this process's next attempt on the lock and
+   * goes with it in one script (see ProcessTurns.deferRelease); a parked waiter of this process is
+   * woken to make that attempt. The caller is told 'released' at once: its hold is over, and the
+   * processes waiting elsewhere could not have the lock before the turn passes anyway. Redis learns
+   * of it with the next attempt or at the next macrotask, whichever comes first.
+   */
+  private deferRelease(held: HeldLock, expectedHolds: number): ReleaseOutcome {
+    held.markReleased();
+    const release: DeferredRelease = { kind: this.kind, holder: held.owner, expectedHolds, leaseMs: held.leaseMs };
+    this.engine.turns.deferRelease(held.key, release, () => this.sendDeferred(release));
+    this.engine.waiters.wakeParked(this.processChannel);
+    return 'released';
+  }
+
+  /** A deferred release that no attempt took: sent on its own, passing the lock on. */
+  private async sendDeferred(release: DeferredRelease): Promise<void> {
+    try {
+      const raw = await this.bounded(this.sendRelease(release), 'unlock');
+      if (raw === 'released' || raw === 'kept')
+        this.engine.recentReleases.note(this, this.keys.lock, release.holder, release.leaseMs);
+    } catch (error) {
+      if (error instanceof RedisUnavailableError && this.engine.redis.status !== 'end') {
+        this.sendDeferredInBackground(release);
+      } else {
+        this.engine.logger.warn(`Could not release lock "${this.name}": ${(error as Error).message}`);
+      }
+    }
+  }
+
+  private sendRelease(release: DeferredRelease): Promise<RawRelease> {
+    return this.releaseOnce(release.holder, release.leaseMs, release.expectedHolds, 'pass');
+  }
+
+  /**
+   * A deferred release whose attempt failed, or that could not reach Redis: sent again (it is
+   * idempotent) until it lands or its lease is over; a new grant of the same owner waits for it.
+   */
+  private sendDeferredInBackground(release: DeferredRelease): void {
+    const { redis, operationTimeout, registry, logger } = this.engine;
+    const until = Date.now() + release.leaseMs + operationTimeout;
+    const sent = retryWhileUnreachable(() => this.sendRelease(release), {
+      redis,
+      operationTimeout,
+      until,
+      key: this.name,
+      name: 'unlock',
+    }).then(
+      () => undefined,
+      (error: Error) => logger.warn(`Gave up releasing lock "${this.name}": ${error.message}`),
+    );
+    registry.inFlightFor(this.keys.lock, release.holder, sent);
+  }
+
+  /**
    * Released in this process's turn while other processes wait (see ProcessTurns): a parked waiter of
    * this process takes the lock now, or this process asks for it again at once, or it is passed on.
    */
   private keepTurn(): void {
     const { waiters, turns } = this.engine;
+    turns.kept(this.keys.lock);
     const channel = this.processChannel;
     if (waiters.wakeParked(channel)) return;
     turns.passIfIdle(

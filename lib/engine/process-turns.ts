@@ -16,7 +16,31 @@ interface Turn {
   readonly startedAt: number;
   /** Attempts this process made on the lock since the turn began (see passIfIdle). */
   attempts: number;
+  /** A release in this turn was kept: other processes wait for the lock. */
+  contended: boolean;
+  /** The last hold's release, not sent yet: it rides on this process's next attempt (see deferRelease). */
+  deferred?: DeferredRelease;
+  /** Sends `deferred` on its own. */
+  sendDeferred?: () => Promise<void>;
+  flushDeferred?: () => Promise<void>;
+  flushTimer?: NodeJS.Timeout;
 }
+
+/** A release that waits for its process's next attempt on the lock, to be sent with it. */
+export interface DeferredRelease {
+  /** The lock kind that made it: only an attempt of the same kind can carry it. */
+  readonly kind: string;
+  readonly holder: string;
+  /** The holds the client counted before it (see LockBase's releaseOnce). */
+  readonly expectedHolds: number;
+  readonly leaseMs: number;
+}
+
+/**
+ * How long a deferred release waits for its process's next attempt: a loop asks again once the rest
+ * of its work's replies are in (well under a millisecond on a healthy connection).
+ */
+export const DEFERRED_RELEASE_MS = 1;
 
 /** Past this many entries, turns that are over anyway are swept (a lock whose hold was lost never ends its turn). */
 const SWEEP_AT = 1_024;
@@ -53,13 +77,78 @@ export class ProcessTurns {
   granted(key: string): void {
     if (this.turns.has(key)) return;
     if (this.turns.size >= SWEEP_AT) this.sweep();
-    this.turns.set(key, { startedAt: Date.now(), attempts: 0 });
+    this.turns.set(key, { startedAt: Date.now(), attempts: 0, contended: false });
   }
 
   /** How the last release of a hold on `key` should leave the lock. */
   handOverFor(key: string): HandOver {
     const turn = this.turns.get(key);
     return turn !== undefined && Date.now() - turn.startedAt < this.turnMs ? 'keep' : 'pass';
+  }
+
+  /** A release in this turn was kept (other processes wait): later ones may be deferred. */
+  kept(key: string): void {
+    const turn = this.turns.get(key);
+    if (turn) turn.contended = true;
+  }
+
+  /**
+   * Whether the last release of a hold on `key` may wait for this process's next attempt: inside a
+   * turn of a lock other processes wait for (they get it when the turn passes, not before), with no
+   * other release waiting already.
+   */
+  mayDefer(key: string): boolean {
+    const turn = this.turns.get(key);
+    return (
+      turn !== undefined && turn.contended && turn.deferred === undefined && Date.now() - turn.startedAt < this.turnMs
+    );
+  }
+
+  /**
+   * Holds back `release` (see mayDefer) until this process's next attempt on `key`, which sends it in
+   * the same script (takeDeferred): one round trip instead of two for a loop that takes the lock
+   * again, or for a waiter of this process that takes it next. If no attempt takes it within
+   * DEFERRED_RELEASE_MS (a loop's next attempt comes after the rest of its work's replies, so not
+   * within the macrotask), the process no longer asks for the lock: `send` releases it and passes it
+   * on, and the turn is over.
+   */
+  deferRelease(key: string, release: DeferredRelease, send: () => Promise<void>): void {
+    const turn = this.turns.get(key);
+    if (!turn) throw new Error(`no turn on ${key} to defer a release in`);
+    turn.deferred = release;
+    turn.sendDeferred = send;
+    const flush = (turn.flushDeferred ??= () => this.flushDeferred(key, turn));
+    this.idle.set(key, flush);
+    // One timer per turn, pushed back at each deferral.
+    if (turn.flushTimer) turn.flushTimer.refresh();
+    else turn.flushTimer = setTimeout(() => void flush(), DEFERRED_RELEASE_MS);
+  }
+
+  private flushDeferred(key: string, turn: Turn): Promise<void> {
+    if (this.idle.get(key) === turn.flushDeferred) this.idle.delete(key);
+    const { deferred, sendDeferred } = turn;
+    if (!deferred || !sendDeferred) return Promise.resolve(); // an attempt carried it
+    turn.deferred = turn.sendDeferred = undefined;
+    if (this.turns.get(key) === turn) this.turns.delete(key);
+    return sendDeferred();
+  }
+
+  /**
+   * Sends the release held back on `key`, if any, now and resolves once it has landed: this process's
+   * own reads of the lock (isLocked, getHoldCount, inspect, …) must see its releases.
+   */
+  settle(key: string): Promise<void> {
+    const turn = this.turns.get(key);
+    return turn?.deferred && turn.flushDeferred ? turn.flushDeferred() : Promise.resolve();
+  }
+
+  /** The release held back on `key` for an attempt of lock kind `kind`, taken by that attempt. */
+  takeDeferred(key: string, kind: string): DeferredRelease | undefined {
+    const turn = this.turns.get(key);
+    const release = turn?.deferred;
+    if (!release || release.kind !== kind) return undefined;
+    turn.deferred = undefined;
+    return release;
   }
 
   /** The lock was passed on, or nobody else waited for it: the turn is over. */
@@ -89,7 +178,7 @@ export class ProcessTurns {
     setImmediate(check);
   }
 
-  /** Runs the passes still waiting for their macrotask now: the client is closing. */
+  /** Runs the passes and deferred releases still waiting for their macrotask now: the client is closing. */
   async flush(): Promise<void> {
     const pending = [...this.idle.values()];
     this.idle.clear();
@@ -99,6 +188,6 @@ export class ProcessTurns {
   /** Turns older than turnMs are over: a release would pass the lock on with or without them. */
   private sweep(): void {
     const over = Date.now() - this.turnMs;
-    for (const [key, turn] of this.turns) if (turn.startedAt < over) this.turns.delete(key);
+    for (const [key, turn] of this.turns) if (turn.startedAt < over && !turn.deferred) this.turns.delete(key);
   }
 }

@@ -16,13 +16,15 @@ import { LOCK, UNLOCK } from './scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
-  protected async attempt({ owner, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, waiting, prior }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const [status, value] = await LOCK.run(redis, this.keys, {
       leaseMs,
       owner,
       clientId,
       waiting: waitingFlag(waiting),
+      priorOwner: prior?.holder ?? '',
+      priorHolds: prior?.expectedHolds ?? '',
     });
     return attemptOutcome(status, value);
   }

@@ -87,9 +87,15 @@ export class SimpleLock extends LockBase {
     return `${owner}:${randomUUID()}`;
   }
 
-  protected async attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ holder: token, leaseMs, waiting, prior }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
-    const reply = await SIMPLE_LOCK.run(redis, this.keys, { token, leaseMs, clientId, waiting: waitingFlag(waiting) });
+    const reply = await SIMPLE_LOCK.run(redis, this.keys, {
+      token,
+      leaseMs,
+      clientId,
+      waiting: waitingFlag(waiting),
+      priorToken: prior?.holder ?? '',
+    });
     return attemptOutcome(reply[0], reply[1], token);
   }
 

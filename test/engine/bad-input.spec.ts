@@ -294,6 +294,9 @@ describe('bad input', () => {
         ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'hold']],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', '', '0']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', 'prior', '0.5']],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0']],
         [
           'fair-unlock-5.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel],
@@ -313,13 +316,13 @@ describe('bad input', () => {
         redis,
         'lock-4.lua',
         [k.lock, k.fence, k.waiting, k.next],
-        [60_000, 'owner', 'client', 'once'],
+        [60_000, 'owner', 'client', 'once', '', ''],
       );
       await runScriptUnchecked(
         redis,
         'lock-4.lua',
         [k.lock, k.fence, k.waiting, k.next],
-        [60_000, 'owner', 'client', 'once'],
+        [60_000, 'owner', 'client', 'once', '', ''],
       );
       await expect(
         runScriptUnchecked(redis, 'unlock-4.lua', unlockKeys, ['owner', 'abc', 'publish', 'released', '', 'pass']),

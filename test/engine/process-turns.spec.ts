@@ -1,4 +1,4 @@
-import type { LockClient } from '../../lib';
+import type { LockClient, LockHandle } from '../../lib';
 import { runInLockScope } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
@@ -9,6 +9,41 @@ import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../s
  * Each LockClient here stands for a process (its own connections and client id). A long `turnTime`
  * makes "inside the turn" certain on a slow machine; `turnTime: 0` makes every release pass.
  */
+/**
+ * Starts `lock.lock()` on `waiter` (a lock that another client holds) and resolves, with the pending
+ * acquisition, once the waiter is parked: its first attempt and its re-check after subscribing have
+ * both been answered. Before that, the re-check could still barge in on a release the test makes.
+ */
+async function parkedWait(
+  waiter: TestClient,
+  lock: { keys: { lock: string }; lock(options: { leaseTime: number }): Promise<LockHandle> },
+): Promise<{ acquired: Promise<LockHandle> }> {
+  let answered = 0;
+  const send = waiter.redis.sendCommand.bind(waiter.redis);
+  waiter.redis.sendCommand = ((
+    command: { name: string; args: unknown[]; promise: Promise<unknown> },
+    ...rest: unknown[]
+  ) => {
+    const reply = (send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
+    const isAttempt =
+      /^eval/.test(command.name) && command.args[2] === lock.keys.lock && String(command.args[3]).endsWith(':fence');
+    if (isAttempt)
+      void reply.then(
+        () => answered++,
+        () => answered++,
+      );
+    return reply;
+  }) as typeof waiter.redis.sendCommand;
+  const acquired = lock.lock({ leaseTime: 60_000 });
+  acquired.catch(() => undefined); // the caller awaits it
+  try {
+    await eventually(async () => answered >= 2, 5_000);
+  } finally {
+    waiter.redis.sendCommand = send;
+  }
+  return { acquired }; // wrapped: an async function would wait for a returned promise
+}
+
 describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind) => {
   const prefix = testPrefix();
   const clients: TestClient[] = [];
@@ -25,34 +60,34 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
 
   /** Scripts of one kind `client` sends for lock `key` from now on. */
   function countScripts(of: TestClient, key: string) {
-    const counts = { attempts: 0, passes: 0 };
+    /** passes: the lock passed on (pass-wake-4, or a release sent with 'pass'); releases: releases sent on their own. */
+    const counts = { attempts: 0, passes: 0, releases: 0 };
     const send = of.redis.sendCommand.bind(of.redis);
     of.redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
       if (/^eval/.test(command.name) && command.args[2] === key) {
         const second = String(command.args[3]);
         if (second.endsWith(':fence')) counts.attempts++;
         // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count
-        if (second.endsWith(':unlock') && command.args.length === 9) counts.passes++;
+        const passWake = second.endsWith(':unlock') && command.args.length === 9;
+        const release = second.endsWith(':unlock') && !passWake;
+        if (release) counts.releases++;
+        if (passWake || (release && command.args[command.args.length - 1] === 'pass')) counts.passes++;
       }
       return (send as (...a: unknown[]) => unknown)(command, ...rest);
     }) as typeof of.redis.sendCommand;
     return counts;
   }
 
-  /** Starts a wait on `name` from `waiter`; resolves once its process is registered as waiting. */
-  async function waitingOn(waiter: TestClient, name: string, watcher: TestClient) {
-    const acquired = lockOf(waiter.locks, name).lock({ leaseTime: 60_000 });
-    const waitingKey = lockOf(watcher.locks, name).keys.waiting;
-    await eventually(async () => (await watcher.redis.zscore(waitingKey, waiter.locks.clientId)) !== null, 5_000);
-    await sleep(100); // parked after its attempts
-    return { acquired };
+  /** Starts a wait on `name` from `waiter`; resolves once it is parked (see parkedWait). */
+  async function waitingOn(waiter: TestClient, name: string) {
+    return parkedWait(waiter, lockOf(waiter.locks, name));
   }
 
   it('inside its turn a process takes the lock again and again without waking the process that waits', async () => {
     const [a, b] = [client(60_000), client(60_000)];
     const name = 'loop';
     const held = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
-    const { acquired: waiting } = await waitingOn(b, name, a);
+    const { acquired: waiting } = await waitingOn(b, name);
     const bScripts = countScripts(b, lockOf(b.locks, name).keys.lock);
     const aScripts = countScripts(a, lockOf(a.locks, name).keys.lock);
     await held.release();
@@ -61,11 +96,15 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
       await again.release();
     }
     expect(bScripts.attempts).toBe(0); // never woken while A kept taking it
+    // Only the turn's first release went on its own (then A knew B waited): each later one rode on
+    // A's next attempt, and the last on the release that passes the lock on.
+    expect(aScripts.attempts).toBe(20);
     // A stops asking: it passes the lock on itself, well before B's once-a-second re-check.
     const stoppedAt = Date.now();
     const next = await waiting;
     expect(Date.now() - stoppedAt).toBeLessThan(900);
     expect(aScripts.passes).toBe(1);
+    expect(aScripts.releases).toBe(2);
     expect(bScripts.attempts).toBe(1);
     await next.release();
   });
@@ -75,7 +114,7 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     const name = 'local';
     const order: string[] = [];
     const first = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
-    const { acquired: bWaiting } = await waitingOn(b, name, a);
+    const { acquired: bWaiting } = await waitingOn(b, name);
     const bScripts = countScripts(b, lockOf(b.locks, name).keys.lock);
     const locals = ['x', 'y', 'z'].map((id) =>
       runInLockScope(() =>
@@ -101,11 +140,60 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await bHandle.release();
   });
 
+  /** A holds `name` in a turn that B's waiting made contended (its first release was kept): A's next release is deferred. */
+  async function contendedTurn(name: string) {
+    const [a, b, c] = [client(60_000), client(60_000), client(60_000)];
+    const first = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
+    const { acquired: bWaiting } = await waitingOn(b, name);
+    await first.release(); // kept: B waits
+    const second = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
+    return { a, b, c, second, bWaiting };
+  }
+
+  it('releases deferred in the turn: a newcomer of another process barging in meanwhile never holds the lock with A', async () => {
+    const { a, c, second, bWaiting } = await contendedTurn('barge');
+    let inside = 1; // A's second hold
+    let overlaps = 0;
+    const section = async (handle: { release(): Promise<unknown> }) => {
+      if (++inside > 1) overlaps++;
+      await sleep(2);
+      inside--;
+      await handle.release();
+    };
+    inside--;
+    expect(await second.release()).toBe('released'); // deferred: Redis learns it with A's next attempt
+    // C barges in at once, and keeps trying while A loops; B waits its turn.
+    const barging = (async () => {
+      for (let i = 0; i < 30; i++) {
+        const got = await lockOf(c.locks, 'barge').tryLock({ leaseTime: 60_000 });
+        if (got) await section(got);
+        await sleep(1);
+      }
+    })();
+    for (let i = 0; i < 30; i++) await section(await lockOf(a.locks, 'barge').lock({ leaseTime: 60_000 }));
+    await barging;
+    await section(await bWaiting);
+    expect(overlaps).toBe(0);
+    expect(await lockOf(a.locks, 'barge').isLocked()).toBe(false);
+  });
+
+  it("a release deferred in the turn lands when the process's client closes, and the waiter gets the lock", async () => {
+    const { a, b, second, bWaiting } = await contendedTurn('close');
+    const key = lockOf(a.locks, 'close').keys.lock;
+    expect(await second.release()).toBe('released');
+    await a.close();
+    const bHandle = await bWaiting;
+    expect(await b.redis.exists(key)).toBe(1); // B's hold
+    expect(bHandle.holdCount).toBe(1);
+    await bHandle.release();
+    expect(await b.redis.exists(key)).toBe(0);
+  });
+
   it('once the turn is over the lock goes to the process that waited, even if the passer asks again at once', async () => {
     const [a, b] = [client(0), client(0)];
     const name = 'pass';
     const held = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
-    const { acquired: bWaiting } = await waitingOn(b, name, a);
+    const { acquired: bWaiting } = await waitingOn(b, name);
     await held.release();
     const aAgain = lockOf(a.locks, name).lock({ leaseTime: 60_000 }); // sent before B could wake
     const bHandle = await bWaiting;
@@ -113,5 +201,38 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     expect(aState).toBe('waiting'); // B holds it: A's attempt was refused by the hand-over to B
     await bHandle.release();
     await (await aAgain).release();
+  });
+});
+
+describe('reentrant lock: a release deferred in the turn and its own process', () => {
+  const prefix = testPrefix();
+  const clients: TestClient[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+
+  /** A's second hold of `name` released in a turn B waits for: deferred. Returns A, its lock and B's wait. */
+  async function deferredRelease(name: string) {
+    const [a, b] = [0, 1].map(() => lockClient({ keyPrefix: prefix, turnTime: 60_000 }));
+    clients.push(a, b);
+    const lock = a.locks.getLock(name);
+    const first = await lock.lock({ leaseTime: 60_000 });
+    const { acquired: bWaiting } = await parkedWait(b, b.locks.getLock(name));
+    await first.release(); // kept: B waits, so the turn's next last release is deferred
+    const second = await lock.lock({ leaseTime: 60_000 });
+    expect(await second.release()).toBe('released');
+    return { a, lock, owner: second.owner, bWaiting };
+  }
+
+  it("is seen at once by the process's own hold count", async () => {
+    const { lock, owner, bWaiting } = await deferredRelease('hold-count');
+    expect(await lock.getHoldCount(owner)).toBe(0);
+    await (await bWaiting).release(); // passed on to B by that read
+  });
+
+  it("is seen at once by the process's own inspect", async () => {
+    const { a, owner, bWaiting } = await deferredRelease('inspect');
+    expect((await a.locks.inspect('inspect')).holders.map((h) => h.owner)).not.toContain(owner);
+    await (await bWaiting).release();
   });
 });

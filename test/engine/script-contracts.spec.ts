@@ -85,7 +85,11 @@ describe('script contracts', () => {
     }
     const grant = ['granted', 1];
     const calls = [
-      call(catalog.LOCK, { leaseMs: 5000, owner: 'c:1', clientId: 'c', waiting: 'once' }, grant),
+      call(
+        catalog.LOCK,
+        { leaseMs: 5000, owner: 'c:1', clientId: 'c', waiting: 'once', priorOwner: '', priorHolds: '' },
+        grant,
+      ),
       call(
         catalog.UNLOCK,
         { owner: 'c:1', leaseMs: 5000, publish, message: 'm', expectedHolds: '', handOver: 'pass' },
@@ -93,7 +97,7 @@ describe('script contracts', () => {
       ),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
       call(catalog.FORCE_UNLOCK, { publish, message: 'm' }, false),
-      call(catalog.SIMPLE_LOCK, { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once' }, grant),
+      call(catalog.SIMPLE_LOCK, { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once', priorToken: '' }, grant),
       call(catalog.SIMPLE_UNLOCK, { token: 't', publish, message: 'm', handOver: 'pass' }, 'not-locked'),
       call(
         catalog.FAIR_LOCK,

@@ -27,6 +27,8 @@ describe('lua scripts', () => {
       owner,
       clientId: client ?? 'solo',
       waiting: client === undefined ? 'once' : flag,
+      priorOwner: '',
+      priorHolds: '',
     });
   const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass') =>
     UNLOCK.run(redis, k, { owner, leaseMs: 5000, publish: 'publish', message: 'm', expectedHolds: '', handOver });
@@ -135,7 +137,13 @@ describe('lua scripts', () => {
     shared.on('message', (_channel, message: string) => sharedHeard.push(message));
     await shared.subscribe(k.channel);
     const simple = (token: string, client?: string) =>
-      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: client ?? 'solo', waiting: client ? '0' : 'once' });
+      SIMPLE_LOCK.run(redis, k, {
+        token,
+        leaseMs: 5000,
+        clientId: client ?? 'solo',
+        waiting: client ? '0' : 'once',
+        priorToken: '',
+      });
     try {
       expect((await simple('t1'))[0]).toBe('granted');
       expect((await simple('t2', 'p1'))[0]).toBe('refused');
@@ -204,6 +212,47 @@ describe('lua scripts', () => {
     } finally {
       await sub.close();
     }
+  });
+
+  it("lock-4 with a prior owner: its process's release lands first, silently, then the attempt; a prior that holds nothing changes nothing", async () => {
+    const k = keys();
+    const sub = await listeners(k, ['p1']);
+    const withPrior = (owner: string, priorOwner: string, priorHolds: number | '' = 1) =>
+      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: 'pa', waiting: '0', priorOwner, priorHolds });
+    try {
+      expect(await lock(k, 'pa:1', 5000, 'pa')).toEqual(['granted', 1]);
+      await lock(k, 'p1:x', 5000, 'p1'); // another process waits
+      // pa:1's release rides on pa:2's attempt: one holder after the other, a new token, nobody woken.
+      expect(await withPrior('pa:2', 'pa:1')).toEqual(['granted', 2]);
+      expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
+      expect(await sub.heard()).toEqual([]);
+      // A prior owner holding nothing (its lease ran out, a repeat): the holder stays, the attempt is refused.
+      expect((await withPrior('pa:3', 'pa:1'))[0]).toBe('refused');
+      expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
+      // The same owner again (a scope's loop): released, then granted anew with a new token.
+      expect(await withPrior('pa:2', 'pa:2')).toEqual(['granted', 3]);
+      expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
+      // Expecting two holds where one is left: that release had landed already; nothing is released.
+      expect(await withPrior('pa:4', 'pa:2', 2)).toEqual(['refused', expect.any(Number)]);
+      expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
+      // Unusable prior hold count: refused before any write.
+      await expect(withPrior('pa:5', 'pa:2', 'x' as unknown as number)).rejects.toThrow(/BADARG prior hold count/);
+      expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
+    } finally {
+      await sub.close();
+    }
+  });
+
+  it("simple-lock-4 with a prior token: that hold is deleted first, silently; another token's hold stays", async () => {
+    const k = keys();
+    const simple = (token: string, priorToken: string) =>
+      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: 'pa', waiting: '0', priorToken });
+    expect(await simple('t1', '')).toEqual(['granted', 1]);
+    expect(await simple('t2', 't1')).toEqual(['granted', 2]);
+    expect(await redis.get(k.lock)).toBe('t2');
+    expect((await simple('t3', 't1'))[0]).toBe('refused');
+    expect(await redis.get(k.lock)).toBe('t2');
   });
 
   it('hand-over: the free lock waits for the process it was passed to; others are refused until it lapses', async () => {

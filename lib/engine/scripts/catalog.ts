@@ -47,17 +47,18 @@ function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
 }
 
 /**
- * LOCK takes or re-enters the lock, or registers the waiting process; UNLOCK releases one hold, the
- * last one waking one waiting process (or none inside a turn).
+ * LOCK takes or re-enters the lock, or registers the waiting process, after landing the release its
+ * process made in its turn, if any (`priorOwner`, '' for none); UNLOCK releases one hold, the last one
+ * waking one waiting process (or none inside a turn).
  */
 export const { attempt: LOCK, release: UNLOCK } = turnTakingScripts(
-  ['lock-4.lua', { leaseMs: num, owner: str, clientId: str, waiting }],
+  ['lock-4.lua', { leaseMs: num, owner: str, clientId: str, waiting, priorOwner: str, priorHolds: expectedHolds }],
   ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver }],
 );
 
 /** `SET NX PX` and compare-and-delete, with the waiting registry and hand-over of LOCK and UNLOCK. */
 export const { attempt: SIMPLE_LOCK, release: SIMPLE_UNLOCK } = turnTakingScripts(
-  ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting }],
+  ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting, priorToken: str }],
   ['simple-unlock-4.lua', { token: str, publish, message: str, handOver }],
 );
 
