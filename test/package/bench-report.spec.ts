@@ -25,6 +25,8 @@ function variants(): BenchResults[] {
   other.waiters!.levels.find((l) => l.waiters === 100)!.rows.fair!.commandsPerAcq = 9;
   other.watchdog!.roundTrips = 1_000;
   hot.rows.reentrant!.jain = 0.5;
+  const uncontended = other.uncontended!.rows;
+  uncontended.reentrant!.clientCpuUs = 2 * uncontended['reentrant-no-otel']!.clientCpuUs; // telemetry costs
   const empty = published();
   for (const key of ['uncontended', 'parallel', 'hotKey', 'hotKey1ms', 'shared', 'waiters', 'watchdog'] as const)
     delete empty[key];
