@@ -224,7 +224,7 @@ export abstract class LockBase implements ReleaseReplayer {
   /** Acquires within `waitTime` (default 0: one attempt) or resolves `null`. */
   async tryLock(options: AcquireOptions = {}): Promise<LockHandle | null> {
     // Only undefined means "not given": null and other values are checked as the caller's.
-    const outcome = await this.acquire({ ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime });
+    const outcome = await this.acquire(options, 0);
     return outcome instanceof LockHandle ? outcome : null;
   }
 
@@ -316,8 +316,8 @@ export abstract class LockBase implements ReleaseReplayer {
     return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what, onUnavailable }, onLate);
   }
 
-  private async acquire(options: AcquireOptions): Promise<LockHandle | { ttl: number }> {
-    options = checkAcquireOptions(this.name, options);
+  private async acquire(options: AcquireOptions, defaultWaitTime?: number): Promise<LockHandle | { ttl: number }> {
+    options = checkAcquireOptions(this.name, options, defaultWaitTime);
     const owner = this.ownerForAcquire(options.owner);
     const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
     const watched = leaseTime === undefined;
