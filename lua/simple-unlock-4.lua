@@ -9,7 +9,8 @@
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  message
 -- ARGV[4]  'pass' or 'keep'     (see unlock-4.lua)
--- Returns  'released' (handed over if anyone waits), 'kept' (with 'keep' while other processes wait:
+-- ARGV[5]  client id of the releasing process (see unlock-4.lua; needed with 'keep')
+-- Returns  'released' (handed over if anyone waits), 'kept' (with 'keep' while other processes than the caller's wait:
 --          nobody woken), 'not-owner' (held under another token: nothing changed), 'not-locked' (expired);
 --          error BADARG (nothing changed) for unusable arguments
 --!include hand-over.lua
@@ -20,6 +21,7 @@ end
 if ARGV[4] ~= 'pass' and ARGV[4] ~= 'keep' then
   return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(ARGV[4]))
 end
+if ARGV[4] == 'keep' and (not ARGV[5] or ARGV[5] == '') then return redis.error_reply('BADARG client id is empty') end
 -- pcall: a hash here is another lock kind's hold, not ours
 local value = redis.pcall('get', KEYS[1])
 if not value then
@@ -31,7 +33,7 @@ end
 redis.call('del', KEYS[1])
 redis.call(ARGV[2], KEYS[2], ARGV[3] or '')
 if ARGV[4] == 'keep' then
-  return redis.call('zcard', KEYS[3]) > 0 and 'kept' or 'released'
+  return othersWaiting(KEYS[3], ARGV[5]) and 'kept' or 'released'
 end
 handOver(KEYS[3], KEYS[2], KEYS[4], ARGV[2], ARGV[3] or '')
 return 'released'

@@ -13,8 +13,9 @@
 -- ARGV[5]  expected hold count before this release, as the client counts it ('' = unknown)
 -- ARGV[6]  'pass' to hand the lock over to the longest-waiting process; 'keep' while the releasing
 --          process's turn lasts: nobody is woken, the process re-acquires or passes it on itself
+-- ARGV[7]  client id of the releasing process (needed with 'keep': its own registration is not a rival)
 -- Returns  'released'     last hold: key deleted; handed over to a waiting process if any
---          'kept'         last hold, with 'keep' while other processes wait: nobody woken
+--          'kept'         last hold, with 'keep' while other processes than the caller's wait: nobody woken
 --          'decremented'  one hold released, others remain (or this release had already landed)
 --          'not-locked'   not locked at all (expired or never taken)
 --          'not-owner'    locked by another owner; nothing changed
@@ -26,6 +27,10 @@ local lease, expected, bad = releaseArguments(owner, ARGV[2], publish, ARGV[5])
 if bad then return bad end
 if handOverMode ~= 'pass' and handOverMode ~= 'keep' then
   return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(handOverMode))
+end
+local client = ARGV[7]
+if handOverMode == 'keep' and (not client or client == '') then
+  return redis.error_reply('BADARG client id is empty')
 end
 
 -- pcall: a string here is a simple lock's hold (another owner), not an error
@@ -42,7 +47,7 @@ if count > 1 then
 end
 redis.call('del', KEYS[1])
 if handOverMode == 'keep' then
-  return redis.call('zcard', KEYS[3]) > 0 and 'kept' or 'released'
+  return othersWaiting(KEYS[3], client) and 'kept' or 'released'
 end
 handOver(KEYS[3], KEYS[2], KEYS[4], publish, ARGV[4] or '')
 return 'released'

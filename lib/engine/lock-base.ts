@@ -511,6 +511,9 @@ export abstract class LockBase implements ReleaseReplayer {
       );
       return 'pending';
     }
+    // Released in the turn with no other process waiting (keep sends no message): this process's own
+    // parked waiters, if any, take it from here.
+    if (handOver === 'keep' && raw === 'released') this.engine.waiters.wakeParked(this.processChannel);
     return this.settleRelease(held, raw, final, false);
   }
 

@@ -35,7 +35,7 @@ export class ReentrantLock extends HashLock {
     expectedHolds?: number,
     handOver: HandOver = 'pass',
   ): Promise<RawRelease> {
-    const { redis, publishCommand } = this.engine;
+    const { redis, publishCommand, clientId } = this.engine;
     return UNLOCK.run(redis, this.keys, {
       owner,
       leaseMs,
@@ -43,6 +43,7 @@ export class ReentrantLock extends HashLock {
       message: 'released',
       expectedHolds: expectedHolds ?? '',
       handOver,
+      clientId,
     });
   }
 }

@@ -105,8 +105,14 @@ export class SimpleLock extends LockBase {
     _expectedHolds?: number,
     handOver: HandOver = 'pass',
   ): Promise<RawRelease> {
-    const { redis, publishCommand } = this.engine;
-    return SIMPLE_UNLOCK.run(redis, this.keys, { token, publish: publishCommand, message: 'released', handOver });
+    const { redis, publishCommand, clientId } = this.engine;
+    return SIMPLE_UNLOCK.run(redis, this.keys, {
+      token,
+      publish: publishCommand,
+      message: 'released',
+      handOver,
+      clientId,
+    });
   }
 
   protected readonly renewal: RenewalKind = 'string';

@@ -19,6 +19,16 @@ local function reservation(nextKey, client)
   return ttl, false
 end
 
+-- Whether a process other than `client` is registered as waiting: a release in `client`'s turn keeps
+-- the lock from the other processes only then ('kept'). A process whose only rivals are its own waiters
+-- has no turn to keep: its release lands as a plain one.
+local function othersWaiting(waitingKey, client)
+  local count = redis.call('zcard', waitingKey)
+  if count == 0 then return false end
+  if count > 1 then return true end
+  return not redis.call('zscore', waitingKey, client)
+end
+
 -- Passes the free lock on: wakes one waiting process and reserves the lock for it.
 -- Returns the client id woken, or false when no registered process listens.
 local function handOver(waitingKey, channelPrefix, nextKey, publish, message)

@@ -67,11 +67,12 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
       if (/^eval/.test(command.name) && command.args[2] === key) {
         const second = String(command.args[3]);
         if (second.endsWith(':fence')) counts.attempts++;
-        // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count
+        // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count; a release's hand-over
+        // mode is its last argument but one (the client id follows)
         const passWake = second.endsWith(':unlock') && command.args.length === 9;
         const release = second.endsWith(':unlock') && !passWake;
         if (release) counts.releases++;
-        if (passWake || (release && command.args[command.args.length - 1] === 'pass')) counts.passes++;
+        if (passWake || (release && command.args[command.args.length - 2] === 'pass')) counts.passes++;
       }
       return (send as (...a: unknown[]) => unknown)(command, ...rest);
     }) as typeof of.redis.sendCommand;
@@ -107,6 +108,21 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     expect(aScripts.releases).toBe(2);
     expect(bScripts.attempts).toBe(1);
     await next.release();
+  });
+
+  it('with only its own waiters waiting, a release in the turn lands at once: another client sees the lock free', async () => {
+    const a = client(60_000);
+    const observer = client(60_000);
+    const name = 'own-only';
+    const key = lockOf(a.locks, name).keys.lock;
+    const first = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
+    // A second owner of the same process waits: A's client id is the only one registered.
+    const { acquired: secondWaiting } = await parkedWait(a, lockOf(a.locks, name));
+    await first.release(); // no other process waits: a plain release, and A's parked waiter takes it
+    const second = await secondWaiting;
+    expect(await second.release()).toBe('released');
+    expect(await observer.redis.exists(key)).toBe(0); // not held back for a turn nobody else waits for
+    expect(await observer.redis.zrange(lockOf(a.locks, name).keys.waiting, 0, -1)).toEqual([]);
   });
 
   it('a release inside the turn hands the lock to a waiter of the same process, re-entries included', async () => {

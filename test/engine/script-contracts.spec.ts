@@ -92,13 +92,13 @@ describe('script contracts', () => {
       ),
       call(
         catalog.UNLOCK,
-        { owner: 'c:1', leaseMs: 5000, publish, message: 'm', expectedHolds: '', handOver: 'pass' },
+        { owner: 'c:1', leaseMs: 5000, publish, message: 'm', expectedHolds: '', handOver: 'pass', clientId: 'c' },
         'not-locked',
       ),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
       call(catalog.FORCE_UNLOCK, { publish, message: 'm' }, false),
       call(catalog.SIMPLE_LOCK, { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once', priorToken: '' }, grant),
-      call(catalog.SIMPLE_UNLOCK, { token: 't', publish, message: 'm', handOver: 'pass' }, 'not-locked'),
+      call(catalog.SIMPLE_UNLOCK, { token: 't', publish, message: 'm', handOver: 'pass', clientId: 'c' }, 'not-locked'),
       call(
         catalog.FAIR_LOCK,
         { leaseMs: 5000, owner: 'c:1', staleWaiterTimeout: 5000, acceptanceLease: 1000, publish },

@@ -30,8 +30,17 @@ describe('lua scripts', () => {
       priorOwner: '',
       priorHolds: '',
     });
-  const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass') =>
-    UNLOCK.run(redis, k, { owner, leaseMs: 5000, publish: 'publish', message: 'm', expectedHolds: '', handOver });
+  /** `client`: the releasing process's client id (what 'keep' compares the waiting registry with). */
+  const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass', client = 'pa') =>
+    UNLOCK.run(redis, k, {
+      owner,
+      leaseMs: 5000,
+      publish: 'publish',
+      message: 'm',
+      expectedHolds: '',
+      handOver,
+      clientId: client,
+    });
 
   /** Subscribes to the channels of the given waiting clients; returns who received what. */
   async function listeners(k: Keys, clients: string[]) {
@@ -149,13 +158,23 @@ describe('lua scripts', () => {
       expect((await simple('t2', 'p1'))[0]).toBe('refused');
       expect((await simple('t3', 'p2'))[0]).toBe('refused');
       const release = (token: string) =>
-        SIMPLE_UNLOCK.run(redis, k, { token, publish: 'publish', message: 'm', handOver: 'pass' });
+        SIMPLE_UNLOCK.run(redis, k, { token, publish: 'publish', message: 'm', handOver: 'pass', clientId: 'p0' });
       expect(await release('t2')).toBe('not-owner');
       expect(await release('t1')).toBe('released');
       expect(await sub.heard()).toEqual(['p1']);
       expect(sharedHeard).toEqual(['m']);
       expect((await simple('t2', 'p1'))[0]).toBe('granted');
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+      // 'keep' in p2's turn, p2 the only one registered: a plain release. With p1 registered too: kept.
+      const keep = (token: string, client: string) =>
+        SIMPLE_UNLOCK.run(redis, k, { token, publish: 'publish', message: 'm', handOver: 'keep', clientId: client });
+      await redis.del(k.lock);
+      expect((await simple('t4'))[0]).toBe('granted');
+      expect(await keep('t4', 'p2')).toBe('released');
+      expect((await simple('t5'))[0]).toBe('granted');
+      expect((await simple('t6', 'p1'))[0]).toBe('refused');
+      expect(await keep('t5', 'p2')).toBe('kept');
+      expect(await sub.heard()).toEqual(['p1']); // only the 'pass' release above woke anyone
     } finally {
       await sub.close();
       await shared.quit();
@@ -189,13 +208,22 @@ describe('lua scripts', () => {
     try {
       await lock(k, 'a');
       expect(await unlock(k, 'a', 'keep')).toBe('released'); // nobody waits: a plain release
+      // Only the releasing process itself is registered (its own waiters): no rival, a plain release.
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
+      expect(await unlock(k, 'a', 'keep', 'p1')).toBe('released');
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
+      await lock(k, 'a');
+      await lock(k, 'p2:x', 5000, 'p2'); // and another process: now the turn is worth keeping
+      expect(await unlock(k, 'a', 'keep', 'p1')).toBe('kept');
+      await redis.zrem(k.waiting, 'p2');
+      await lock(k, 'a');
       expect(await unlock(k, 'a', 'keep')).toBe('kept');
       expect(await redis.exists(k.lock)).toBe(0);
       expect(await redis.exists(k.next)).toBe(0);
       expect(await sub.heard()).toEqual([]);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
+      await expect(unlock(k, 'a', 'keep', '')).rejects.toThrow(/BADARG client id is empty/); // before any write
       // Free and reserved for nobody: a newcomer may barge in before the holder asks again…
       expect((await lock(k, 'p9:n', 5000, 'p9', '-'))[0]).toBe('granted');
       // …and then the holder waits like anyone else: one holder at a time.

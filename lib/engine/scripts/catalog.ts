@@ -53,13 +53,13 @@ function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
  */
 export const { attempt: LOCK, release: UNLOCK } = turnTakingScripts(
   ['lock-4.lua', { leaseMs: num, owner: str, clientId: str, waiting, priorOwner: str, priorHolds: expectedHolds }],
-  ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver }],
+  ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver, clientId: str }],
 );
 
 /** `SET NX PX` and compare-and-delete, with the waiting registry and hand-over of LOCK and UNLOCK. */
 export const { attempt: SIMPLE_LOCK, release: SIMPLE_UNLOCK } = turnTakingScripts(
   ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting, priorToken: str }],
-  ['simple-unlock-4.lua', { token: str, publish, message: str, handOver }],
+  ['simple-unlock-4.lua', { token: str, publish, message: str, handOver, clientId: str }],
 );
 
 /** Yes: this process left the waiting registry and, the lock being free, woke the next one. */
