@@ -1,4 +1,16 @@
 --!include publish-command.lua
+
+-- A hold count the client sent (`what` names it in the error): a number, nil when unknown ('' or
+-- absent), or nil and the BADARG reply to return before any write.
+local function holdCountArgument(value, what)
+  if value == nil or value == '' then return nil end
+  local holds = tonumber(value)
+  if not holds or holds < 1 or holds % 1 ~= 0 then
+    return nil, redis.error_reply('BADARG ' .. what .. ' must be a whole number >= 1, got ' .. tostring(value))
+  end
+  return holds
+end
+
 -- The arguments every hold-count release takes (reentrant lock, both sides of a read-write lock).
 -- Returns lease (ms) and expected hold count (nil: unknown), or nil and the BADARG reply to return
 -- before any write.
@@ -10,11 +22,8 @@ local function releaseArguments(owner, lease, publish, expected)
   end
   local badPublish = publishCommandProblem(publish)
   if badPublish then return nil, nil, badPublish end
-  if expected == nil or expected == '' then return ms, nil end
-  local holds = tonumber(expected)
-  if not holds or holds < 1 or holds % 1 ~= 0 then
-    return nil, nil, redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(expected))
-  end
+  local holds, badHolds = holdCountArgument(expected, 'expected hold count')
+  if badHolds then return nil, nil, badHolds end
   return ms, holds
 end
 

@@ -8,11 +8,8 @@
 local function priorRelease(owner, expected)
   if owner == nil or expected == nil then return nil, nil, redis.error_reply('BADARG prior release is missing') end
   if owner == '' then return nil end
-  if expected == '' then return owner, nil end
-  local holds = tonumber(expected)
-  if not holds or holds < 1 or holds % 1 ~= 0 then
-    return nil, nil, redis.error_reply('BADARG prior hold count must be a whole number >= 1, got ' .. tostring(expected))
-  end
+  local holds, badHolds = holdCountArgument(expected, 'prior hold count')
+  if badHolds then return nil, nil, badHolds end
   return owner, holds
 end
 
