@@ -292,6 +292,8 @@ describe('bad input', () => {
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
         ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '1.5', 'pass']],
         ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'hold']],
+        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'keep']],
+        ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', 'keep', '']],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', '', '0']],
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0']],

@@ -208,6 +208,11 @@ describe('lua scripts', () => {
     try {
       await lock(k, 'a');
       expect(await unlock(k, 'a', 'keep')).toBe('released'); // nobody waits: a plain release
+      // 'keep' needs the releasing client's id, checked before any write.
+      await lock(k, 'a');
+      await expect(unlock(k, 'a', 'keep', '')).rejects.toThrow(/BADARG client id is empty/);
+      expect(await redis.hgetall(k.lock)).toEqual({ a: '1' });
+      await unlock(k, 'a');
       // Only the releasing process itself is registered (its own waiters): no rival, a plain release.
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
@@ -223,7 +228,6 @@ describe('lua scripts', () => {
       expect(await redis.exists(k.next)).toBe(0);
       expect(await sub.heard()).toEqual([]);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
-      await expect(unlock(k, 'a', 'keep', '')).rejects.toThrow(/BADARG client id is empty/); // before any write
       // Free and reserved for nobody: a newcomer may barge in before the holder asks again…
       expect((await lock(k, 'p9:n', 5000, 'p9', '-'))[0]).toBe('granted');
       // …and then the holder waits like anyone else: one holder at a time.
