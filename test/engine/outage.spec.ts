@@ -74,6 +74,36 @@ describe('Redis outage', () => {
     }
   }, 60_000);
 
+  it('a release deferred in a contended turn while Redis is frozen resolves at once, and the waiter gets the lock at the thaw, not after the lease', async () => {
+    const holderClient = lockClient({ port, keyPrefix: prefix, operationTimeout, turnTime: 60_000 });
+    const waiterClient = lockClient({ port, keyPrefix: prefix, operationTimeout });
+    try {
+      const lock = holderClient.locks.getLock('deferred-frozen');
+      const first = await lock.lock({ leaseTime: 60_000 });
+      const waiting = waiterClient.locks.getLock('deferred-frozen').lock({ waitTime: 45_000 });
+      await sleep(300); // the waiter is parked, after its attempts
+      await first.release(); // kept in the holder's turn: another process waits
+      const second = await lock.lock({ leaseTime: 60_000 });
+      let outcome: string | undefined;
+      const thawedAt = await frozen(2_500, async () => {
+        const started = Date.now();
+        outcome = await second.release(); // deferred: told at once, Redis cannot have it yet
+        expect(Date.now() - started).toBeLessThan(500);
+      });
+      expect(outcome).toBe('released');
+      const next = await waiting;
+      const outage = Date.now() - thawedAt;
+      process.stdout.write(
+        `\ndeferred release after a 2.5 s freeze: the waiter had the lock ${outage} ms after the thaw\n`,
+      );
+      expect(outage).toBeLessThan(15_000); // the lease had 57 s left: only the flushed release explains it
+      expect(next.fencingToken).toBeGreaterThan(second.fencingToken);
+      await next.release();
+    } finally {
+      await Promise.all([holderClient.close(), waiterClient.close()]);
+    }
+  }, 60_000);
+
   it('copies of one release that all land after a freeze release one hold only: the outer re-entry stays', async () => {
     const lock = client.locks.getLock('nested-frozen');
     const redis = connect(port);
