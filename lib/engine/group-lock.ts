@@ -30,6 +30,8 @@ export abstract class GroupLock<H extends GroupLockHandle> {
 
   /** Acquires within `waitTime` (default 0: one round) or resolves null, holding nothing. */
   tryLock(options: AcquireOptions = {}): Promise<H | null> {
+    // Options that are not an object go as they are: acquire refuses them with a LockOptionsError.
+    if (options === null || typeof options !== 'object') return this.acquire(options);
     return this.acquire({ ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime });
   }
 

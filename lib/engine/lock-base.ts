@@ -238,7 +238,9 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   withLock<T>(fn: (context: LockContext) => Promise<T> | T, options: WithLockOptions = {}): Promise<T> {
     const report = { logger: this.engine.logger, nameOf: () => this.name };
-    return runInLockScope(() => withLock(() => this.lock(options), fn, report), { newScope: options.newScope });
+    // `?.`: options that are not an object reach lock(), which refuses them with a LockOptionsError.
+    const newScope = (options as WithLockOptions | null)?.newScope;
+    return runInLockScope(() => withLock(() => this.lock(options), fn, report), { newScope });
   }
 
   /** @internal The client's logger: a MultiLock reports a failed release through its first lock's. */

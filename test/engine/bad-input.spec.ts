@@ -103,6 +103,37 @@ describe('bad input', () => {
     }
   });
 
+  it('lock, tryLock and withLock refuse options that are not an object, before any Redis call', async () => {
+    const name = 'not-an-object';
+    let sent = 0;
+    const send = a.redis.sendCommand.bind(a.redis);
+    a.redis.sendCommand = ((...args: unknown[]) => {
+      sent++;
+      return (send as (...a: unknown[]) => unknown)(...args);
+    }) as typeof a.redis.sendCommand;
+    try {
+      for (const options of [null, 5, 'fast'] as unknown as AcquireOptions[]) {
+        const locks = [
+          a.locks.getLock(name),
+          a.locks.getSimpleLock(name),
+          a.locks.getFairLock(name),
+          new MultiLock([a.locks.getLock(`${name}-1`), a.locks.getSimpleLock(`${name}-2`)]),
+          new RedLock([a.locks], name),
+        ];
+        for (const lock of locks) {
+          const refused = { name: 'LockOptionsError', key: lock.name };
+          await expect(lock.lock(options)).rejects.toMatchObject(refused);
+          await expect(lock.tryLock(options)).rejects.toMatchObject(refused);
+          await expect(lock.withLock(() => 'ran', options)).rejects.toMatchObject(refused);
+        }
+      }
+    } finally {
+      a.redis.sendCommand = send;
+    }
+    expect(sent).toBe(0);
+    expect(await redis.exists(lockKeys(prefix, name).lock)).toBe(0);
+  });
+
   it('rejects bad lock-kind and client options with the option named', () => {
     const bad: [() => unknown, string][] = [
       [() => a.locks.getFairLock('x', { acceptanceLease: -1 }), 'acceptanceLease'],
