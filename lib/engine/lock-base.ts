@@ -7,7 +7,7 @@ import type { Acquisition, HeldLock, HoldOps, RenewalKind } from './held-lock';
 import { lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
-import { assertLockName, checkDuration, LEASE_RULE } from './validation';
+import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE } from './validation';
 import { currentScope, runInLockScope } from './owner-scope';
 import { FORCE_UNLOCK, PASS_WAKE, RENEW_MANY, type WaitingFlag } from './scripts/catalog';
 import type { AttemptStatus, ReleaseReply } from './scripts/replies';
@@ -253,6 +253,7 @@ export abstract class LockBase implements ReleaseReplayer {
    * the handle that `lock()` returned instead.
    */
   async unlock(options: { owner?: string } = {}): Promise<ReleaseOutcome> {
+    assertOptionsObject(this.name, options);
     const owner = options.owner ?? this.scopeOwner();
     if (owner === undefined) {
       throw new LockNotHeldError(this.name, '(no lock scope)');

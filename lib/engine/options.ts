@@ -1,4 +1,4 @@
-import { checkDuration, labelProblem, LEASE_RULE, show, WAIT_RULE } from './validation';
+import { assertOptionsObject, checkDuration, labelProblem, LEASE_RULE, show, WAIT_RULE } from './validation';
 import { LockOptionsError } from './errors';
 
 /** Options accepted when acquiring a lock. Times are in milliseconds (fractions round up; see validation.ts). */
@@ -40,9 +40,7 @@ export function checkAcquireOptions(
   /** The waitTime when none is given (tryLock: 0, one attempt). */
   defaultWaitTime?: number,
 ): CheckedAcquireOptions {
-  if (options === null || typeof options !== 'object') {
-    throw new LockOptionsError(`Lock options must be an object, got ${show(options)}.`, key);
-  }
+  assertOptionsObject(key, options);
   const leaseTime = checkDuration(key, 'leaseTime', options.leaseTime, LEASE_RULE);
   const waitTime = checkDuration(key, 'waitTime', options.waitTime, WAIT_RULE) ?? defaultWaitTime;
   const { owner, signal } = options;

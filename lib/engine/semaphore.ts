@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import { bounded } from './bounded';
-import { assertLockName, checkDuration, LEASE_RULE, show } from './validation';
+import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE, show } from './validation';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
@@ -133,9 +133,7 @@ export class Semaphore {
 
   /** Checks everything before any Redis call; the lock view that takes `permits` permits. */
   private prepare(options: PermitAcquireOptions) {
-    if (options === null || typeof options !== 'object') {
-      throw new LockOptionsError(`Acquire options must be an object, got ${show(options)}.`, this.name);
-    }
+    assertOptionsObject(this.name, options);
     const { permits: requested, ...rest } = options;
     const permits = requested === undefined ? 1 : checkPermits(this.name, 'permits', requested, this.permits);
     const lock = new PermitLock(this.engine, this.name, this.keys, permits, this.permits, this.defaultLeaseTime);

@@ -14,7 +14,7 @@ import {
 } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
-import { checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
+import { assertOptionsObject, checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
 import { runInLockScope } from './owner-scope';
 import { withLock } from './with-lock';
 import type { HandOver } from './process-turns';
@@ -65,6 +65,7 @@ export class SimpleLock extends LockBase {
    */
   doWithLock<T>(fn: (context: SimpleLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
     return runInLockScope(async () => {
+      assertOptionsObject(this.name, options);
       const waitTime = options.waitTime === undefined ? this.defaultWaitTime : options.waitTime;
       const handle = await this.tryLock({ ...options, waitTime });
       if (!handle) return fn({ isSuccess: false });

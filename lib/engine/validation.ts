@@ -67,6 +67,19 @@ export function checkDuration(key: string | undefined, field: string, value: unk
   return value === undefined ? undefined : wholeMilliseconds(value as number);
 }
 
+// ---- Option objects -----------------------------------------------------------------------------
+
+/**
+ * Throws LockOptionsError (naming `key`) unless `options` is an object. Every call that takes an
+ * options object checks this first: `null`, a number or a string would otherwise surface as a
+ * TypeError from deep inside, or be silently ignored.
+ */
+export function assertOptionsObject(key: string, options: unknown): asserts options is object {
+  if (options === null || typeof options !== 'object') {
+    throw new LockOptionsError(`Lock options must be an object, got ${show(options)}.`, key);
+  }
+}
+
 // ---- Names and the key prefix -------------------------------------------------------------------
 
 /** Longest lock name accepted, in bytes: longer names are almost always a bug (a body used as a key). */

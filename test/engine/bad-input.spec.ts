@@ -103,7 +103,7 @@ describe('bad input', () => {
     }
   });
 
-  it('lock, tryLock and withLock refuse options that are not an object, before any Redis call', async () => {
+  it('lock, tryLock, withLock, unlock and doWithLock refuse options that are not an object, before any Redis call', async () => {
     const name = 'not-an-object';
     let sent = 0;
     const send = a.redis.sendCommand.bind(a.redis);
@@ -126,6 +126,9 @@ describe('bad input', () => {
           await expect(lock.tryLock(options)).rejects.toMatchObject(refused);
           await expect(lock.withLock(() => 'ran', options)).rejects.toMatchObject(refused);
         }
+        const refused = { name: 'LockOptionsError', key: name };
+        await expect(a.locks.getLock(name).unlock(options as { owner?: string })).rejects.toMatchObject(refused);
+        await expect(a.locks.getSimpleLock(name).doWithLock(() => 'ran', options)).rejects.toMatchObject(refused);
       }
     } finally {
       a.redis.sendCommand = send;

@@ -90,6 +90,19 @@ describe('bad input through the Nest layer', () => {
     );
   });
 
+  it('LockService refuses options that are not an object with a LockOptionsError naming the lock', async () => {
+    const name = `svc-not-object${++n}`;
+    for (const options of [null, 5, 'fast'] as never[]) {
+      const refused = { name: 'LockOptionsError', key: name };
+      await expect(locks.lock(name, options)).rejects.toMatchObject(refused);
+      await expect(locks.tryLock(name, options)).rejects.toMatchObject(refused);
+      await expect(locks.withLock(name, () => 'ran', options)).rejects.toMatchObject(refused);
+      await expect(locks.unlock(name, options)).rejects.toMatchObject(refused);
+      await expect(locks.forceUnlock(name, options)).rejects.toMatchObject(refused);
+    }
+    expect(await redis.exists(other.locks.getLock(name).keys.lock)).toBe(0);
+  });
+
   it('property: @DistributedLock() options are checked as the application starts, naming the bad one', () => {
     fc.assert(
       fc.property(fc.oneof(anyDuration, fc.constant('watchdog')), anyDuration, (leaseTime, waitTime) => {

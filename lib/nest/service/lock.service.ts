@@ -25,6 +25,7 @@ import {
   type WithLockCallOptions,
 } from './lock-options';
 import { runInLockScope } from '../../engine/owner-scope';
+import { assertOptionsObject } from '../../engine/validation';
 import { withLock } from '../../engine/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
@@ -74,6 +75,7 @@ export class LockService {
    * }
    */
   async lock(name: string, options: LockCallOptions = {}): Promise<LockHandle> {
+    assertOptionsObject(name, options);
     return this.lockOf(name, options).lock(this.acquireOptions(name, options));
   }
 
@@ -85,6 +87,7 @@ export class LockService {
    * try { await buildReport(); } finally { await handle.release(); }
    */
   async tryLock(name: string, options: LockCallOptions = {}): Promise<LockHandle | null> {
+    assertOptionsObject(name, options);
     return this.lockOf(name, options).tryLock(
       this.acquireOptions(name, { ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime }),
     );
@@ -106,6 +109,7 @@ export class LockService {
     fn: (lock: ActiveLock) => Promise<T> | T,
     options: WithLockCallOptions = {},
   ): Promise<T> {
+    assertOptionsObject(typeof name === 'string' ? name : String(name), options);
     const { newScope, ...rest } = options;
     return this.lifecycle.track(
       runInLockScope(
@@ -155,6 +159,7 @@ export class LockService {
    * });
    */
   async unlock(name: string, options: { kind?: SingleLockKind; owner?: string } = {}): Promise<ReleaseOutcome> {
+    assertOptionsObject(name, options);
     return this.lockOf(name, options).unlock({ owner: options.owner });
   }
 
@@ -183,6 +188,7 @@ export class LockService {
    * await lockService.forceUnlock(`import:${tenant}`, { kind: 'fair' });
    */
   async forceUnlock(name: string, options: { kind?: SingleLockKind } = {}): Promise<boolean> {
+    assertOptionsObject(name, options);
     return this.lockOf(name, options).forceUnlock();
   }
 
