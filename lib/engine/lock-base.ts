@@ -456,16 +456,31 @@ export abstract class LockBase implements ReleaseReplayer {
    * will use or renew that hold, so take it back, retrying through the outage until the lease is over.
    */
   private undoInBackground(holder: string, leaseMs: number, known: number): void {
-    const { redis, operationTimeout } = this.engine;
+    // Nothing to undo once the lease is over.
+    this.sendInBackground(holder, leaseMs, 'undo unanswered attempt', () =>
+      this.undoUnknownAttempt(holder, leaseMs, known),
+    );
+  }
+
+  /**
+   * Sends `send` (an idempotent release or undo of `holder`'s hold) until it lands or the lease is
+   * certainly over, retrying while Redis cannot be reached; the same owner's next grant waits for it.
+   * `onGiveUp` hears why it stopped without landing.
+   */
+  private sendInBackground(
+    holder: string,
+    leaseMs: number,
+    name: string,
+    send: () => Promise<unknown>,
+    onGiveUp: (error: Error) => void = () => undefined,
+  ): void {
+    const { redis, operationTimeout, registry } = this.engine;
     const until = Date.now() + leaseMs + operationTimeout;
-    const undo = retryWhileUnreachable(() => this.undoUnknownAttempt(holder, leaseMs, known), {
-      redis,
-      operationTimeout,
-      until,
-      key: this.name,
-      name: 'undo unanswered attempt',
-    }).catch(() => undefined); // nothing to undo once the lease is over
-    this.engine.registry.inFlightFor(this.keys.lock, holder, undo);
+    const sent = retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name }).then(
+      () => undefined,
+      onGiveUp,
+    );
+    registry.inFlightFor(this.keys.lock, holder, sent);
   }
 
   /** Replica sync (the client's setting): after a first acquisition, until replicas have it. */
@@ -566,11 +581,20 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   private deferRelease(held: HeldLock, expectedHolds: number): ReleaseOutcome {
     held.markReleased();
-    const release: DeferredRelease = { kind: this.kind, holder: held.owner, expectedHolds, leaseMs: held.leaseMs };
-    this.engine.turns.deferRelease(held.key, release, () => this.sendDeferred(release));
+    const release: DeferredRelease = {
+      kind: this.kind,
+      holder: held.owner,
+      expectedHolds,
+      leaseMs: held.leaseMs,
+      send: (this.deferredSender ??= (r) => this.sendDeferred(r)),
+    };
+    this.engine.turns.deferRelease(held.key, release);
     this.engine.waiters.wakeParked(this.processChannel);
     return 'released';
   }
+
+  /** Made once, shared by this lock's deferred releases (no closure per release on a hot key). */
+  private deferredSender?: (release: DeferredRelease) => Promise<void>;
 
   /** A deferred release that no attempt took: sent on its own, passing the lock on. */
   private async sendDeferred(release: DeferredRelease): Promise<void> {
@@ -596,19 +620,13 @@ export abstract class LockBase implements ReleaseReplayer {
    * idempotent) until it lands or its lease is over; a new grant of the same owner waits for it.
    */
   private sendDeferredInBackground(release: DeferredRelease): void {
-    const { redis, operationTimeout, registry, logger } = this.engine;
-    const until = Date.now() + release.leaseMs + operationTimeout;
-    const sent = retryWhileUnreachable(() => this.sendRelease(release), {
-      redis,
-      operationTimeout,
-      until,
-      key: this.name,
-      name: 'unlock',
-    }).then(
-      () => undefined,
-      (error: Error) => logger.warn(`Gave up releasing lock "${this.name}": ${error.message}`),
+    this.sendInBackground(
+      release.holder,
+      release.leaseMs,
+      'unlock',
+      () => this.sendRelease(release),
+      (error) => this.engine.logger.warn(`Gave up releasing lock "${this.name}": ${error.message}`),
     );
-    registry.inFlightFor(this.keys.lock, release.holder, sent);
   }
 
   /**

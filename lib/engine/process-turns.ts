@@ -20,8 +20,6 @@ interface Turn {
   contended: boolean;
   /** The last hold's release, not sent yet: it rides on this process's next attempt (see deferRelease). */
   deferred?: DeferredRelease;
-  /** Sends `deferred` on its own. */
-  sendDeferred?: () => Promise<void>;
   flushDeferred?: () => Promise<void>;
   flushTimer?: NodeJS.Timeout;
 }
@@ -34,6 +32,8 @@ export interface DeferredRelease {
   /** The holds the client counted before it (see LockBase's releaseOnce). */
   readonly expectedHolds: number;
   readonly leaseMs: number;
+  /** Sends it on its own, when no attempt took it (the lock's, shared by its releases). */
+  readonly send: (release: DeferredRelease) => Promise<void>;
 }
 
 /**
@@ -109,14 +109,13 @@ export class ProcessTurns {
    * the same script (takeDeferred): one round trip instead of two for a loop that takes the lock
    * again, or for a waiter of this process that takes it next. If no attempt takes it within
    * DEFERRED_RELEASE_MS (a loop's next attempt comes after the rest of its work's replies, so not
-   * within the macrotask), the process no longer asks for the lock: `send` releases it and passes it
-   * on, and the turn is over.
+   * within the macrotask), the process no longer asks for the lock: `release.send` releases it and
+   * passes it on, and the turn is over.
    */
-  deferRelease(key: string, release: DeferredRelease, send: () => Promise<void>): void {
+  deferRelease(key: string, release: DeferredRelease): void {
     const turn = this.turns.get(key);
     if (!turn) throw new Error(`no turn on ${key} to defer a release in`);
     turn.deferred = release;
-    turn.sendDeferred = send;
     const flush = (turn.flushDeferred ??= () => this.flushDeferred(key, turn));
     this.idle.set(key, flush);
     // One timer per turn, pushed back at each deferral.
@@ -126,11 +125,11 @@ export class ProcessTurns {
 
   private flushDeferred(key: string, turn: Turn): Promise<void> {
     if (this.idle.get(key) === turn.flushDeferred) this.idle.delete(key);
-    const { deferred, sendDeferred } = turn;
-    if (!deferred || !sendDeferred) return Promise.resolve(); // an attempt carried it
-    turn.deferred = turn.sendDeferred = undefined;
+    const { deferred } = turn;
+    if (!deferred) return Promise.resolve(); // an attempt carried it
+    turn.deferred = undefined;
     if (this.turns.get(key) === turn) this.turns.delete(key);
-    return sendDeferred();
+    return deferred.send(deferred);
   }
 
   /**
