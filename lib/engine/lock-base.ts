@@ -19,6 +19,7 @@ import type { LockLogger } from './logger';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
 import type { DeferredRelease, HandOver } from './process-turns';
+import { LockTurns } from './lock-turns';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -33,9 +34,6 @@ export interface Grant {
  * which may be frozen (or the message lost), and the lock must not sit free while the others sleep.
  */
 export const QUIET_RECHECK_MS = 1_000;
-
-/** A release is deferred (see deferRelease) only while the hold's lease has at least this long to run. */
-const MIN_DEFERRED_LEASE_MS = 1_000;
 
 /** How a kind's waiters wait (see AcquireLoopOptions). */
 export type WaitBehaviour = Partial<
@@ -132,6 +130,23 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Whether processes take turns on this kind when it is contended (see ProcessTurns). */
   protected readonly takesTurns: boolean = false;
+
+  /** This lock's part in its process's turns; undefined for a kind that takes none. */
+  private get turns(): LockTurns | undefined {
+    if (!this.takesTurns) return undefined;
+    return (this.lockTurns ??= new LockTurns(this.engine, {
+      replayer: this,
+      kind: this.kind,
+      name: this.name,
+      key: this.keys.lock,
+      processChannel: this.processChannel,
+      sendRelease: (release) => this.bounded(this.sendRelease(release), 'unlock'),
+      sendReleaseInBackground: (release) => this.sendDeferredInBackground(release),
+      passWakeUp: () => this.passWakeUp(),
+    }));
+  }
+
+  private lockTurns?: LockTurns;
 
   /** Lease used when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   protected readonly defaultLeaseTime: number | undefined = undefined;
@@ -355,12 +370,7 @@ export abstract class LockBase implements ReleaseReplayer {
             }
           }
           const holder = this.holderFor(owner);
-          let prior: DeferredRelease | undefined;
-          if (this.takesTurns) {
-            const { turns } = this.engine;
-            turns.attempting(this.keys.lock);
-            prior = turns.takeDeferred(this.keys.lock, this.kind);
-          }
+          const prior = this.turns?.attempting();
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
@@ -373,7 +383,7 @@ export abstract class LockBase implements ReleaseReplayer {
             }
             throw error;
           }
-          if (prior) this.engine.recentReleases.note(this, this.keys.lock, prior.holder, prior.leaseMs);
+          if (prior) this.turns?.carried(prior);
           if (!result.acquired) {
             if (!refusedBefore && options.waitTime !== 0) {
               this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner, label }));
@@ -427,7 +437,7 @@ export abstract class LockBase implements ReleaseReplayer {
     grant: Grant,
     hold: Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label'>,
   ): LockHandle {
-    if (this.takesTurns && !grant.reentered) this.engine.turns.granted(this.keys.lock);
+    if (!grant.reentered) this.turns?.granted();
     const held = this.engine.registry.record({
       leaseMs: hold.leaseMs,
       watched: hold.watched,
@@ -512,8 +522,9 @@ export abstract class LockBase implements ReleaseReplayer {
     const { expectedHolds, final } = held.beginRelease();
     // A repeat is sent late: the turn is surely over by then.
     const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver);
-    const handOver = this.takesTurns && final ? this.engine.turns.handOverFor(held.key) : 'pass';
-    if (handOver === 'keep' && this.mayDefer(held)) return this.deferRelease(held, expectedHolds);
+    const { turns } = this;
+    const handOver = turns && final ? turns.handOverFor() : 'pass';
+    if (turns && handOver === 'keep' && turns.deferred(held, expectedHolds)) return 'released';
     let raw: RawRelease;
     try {
       raw = await this.bounded(send(handOver), 'unlock');
@@ -529,18 +540,20 @@ export abstract class LockBase implements ReleaseReplayer {
       );
       return 'pending';
     }
-    // Released in the turn with no other process waiting (keep sends no message): this process's own
-    // parked waiters, if any, take it from here.
-    if (handOver === 'keep' && raw === 'released') this.engine.waiters.wakeParked(this.processChannel);
-    return this.settleRelease(held, raw, final, false);
+    return this.settleRelease(held, raw, final, false, handOver);
   }
 
-  private settleRelease(held: HeldLock, raw: RawRelease, final: boolean, repeated: boolean): ReleaseOutcome {
+  private settleRelease(
+    held: HeldLock,
+    raw: RawRelease,
+    final: boolean,
+    repeated: boolean,
+    handOver: HandOver = 'pass',
+  ): ReleaseOutcome {
     if (raw === 'released' || raw === 'kept') {
       held.markReleased();
       this.noteReleased(held);
-      if (raw === 'kept') this.keepTurn();
-      else if (this.takesTurns) this.engine.turns.end(held.key);
+      this.turns?.released(handOver, raw);
       return 'released';
     }
     if (raw === 'decremented') {
@@ -562,55 +575,6 @@ export abstract class LockBase implements ReleaseReplayer {
     return 'expired';
   }
 
-  /**
-   * A last release inside a turn of a lock other processes wait for (see ProcessTurns.mayDefer), of a
-   * hold whose lease cannot run out before the next macrotask.
-   */
-  private mayDefer(held: HeldLock): boolean {
-    return (
-      (held.watched || held.expiresAt - Date.now() > MIN_DEFERRED_LEASE_MS) && this.engine.turns.mayDefer(held.key)
-    );
-  }
-
-  /**
-   * Inside a contended turn the last release waits for this process's next attempt on the lock and
-   * goes with it in one script (see ProcessTurns.deferRelease); a parked waiter of this process is
-   * woken to make that attempt. The caller is told 'released' at once: its hold is over, and the
-   * processes waiting elsewhere could not have the lock before the turn passes anyway. Redis learns
-   * of it with the next attempt or at the next macrotask, whichever comes first.
-   */
-  private deferRelease(held: HeldLock, expectedHolds: number): ReleaseOutcome {
-    held.markReleased();
-    const release: DeferredRelease = {
-      kind: this.kind,
-      holder: held.owner,
-      expectedHolds,
-      leaseMs: held.leaseMs,
-      send: (this.deferredSender ??= (r) => this.sendDeferred(r)),
-    };
-    this.engine.turns.deferRelease(held.key, release);
-    this.engine.waiters.wakeParked(this.processChannel);
-    return 'released';
-  }
-
-  /** Made once, shared by this lock's deferred releases (no closure per release on a hot key). */
-  private deferredSender?: (release: DeferredRelease) => Promise<void>;
-
-  /** A deferred release that no attempt took: sent on its own, passing the lock on. */
-  private async sendDeferred(release: DeferredRelease): Promise<void> {
-    try {
-      const raw = await this.bounded(this.sendRelease(release), 'unlock');
-      if (raw === 'released' || raw === 'kept')
-        this.engine.recentReleases.note(this, this.keys.lock, release.holder, release.leaseMs);
-    } catch (error) {
-      if (error instanceof RedisUnavailableError && this.engine.redis.status !== 'end') {
-        this.sendDeferredInBackground(release);
-      } else {
-        this.engine.logger.warn(`Could not release lock "${this.name}": ${(error as Error).message}`);
-      }
-    }
-  }
-
   private sendRelease(release: DeferredRelease): Promise<RawRelease> {
     return this.releaseOnce(release.holder, release.leaseMs, release.expectedHolds, 'pass');
   }
@@ -626,22 +590,6 @@ export abstract class LockBase implements ReleaseReplayer {
       'unlock',
       () => this.sendRelease(release),
       (error) => this.engine.logger.warn(`Gave up releasing lock "${this.name}": ${error.message}`),
-    );
-  }
-
-  /**
-   * Released in this process's turn while other processes wait (see ProcessTurns): a parked waiter of
-   * this process takes the lock now, or this process asks for it again at once, or it is passed on.
-   */
-  private keepTurn(): void {
-    const { waiters, turns } = this.engine;
-    turns.kept(this.keys.lock);
-    const channel = this.processChannel;
-    if (waiters.wakeParked(channel)) return;
-    turns.passIfIdle(
-      this.keys.lock,
-      () => waiters.memberCount(channel) > 0,
-      () => this.passWakeUp(),
     );
   }
 

@@ -1,0 +1,129 @@
+import type { EngineContext } from './engine-context';
+import { RedisUnavailableError } from './errors';
+import type { HeldLock } from './held-lock';
+import type { LockKindName } from './lock-events';
+import type { DeferredRelease, HandOver } from './process-turns';
+import type { ReleaseReplayer } from './recent-releases';
+import type { ReleaseReply } from './scripts/replies';
+
+/** A release is deferred only while the hold's lease has at least this long to run. */
+const MIN_DEFERRED_LEASE_MS = 1_000;
+
+/** What a lock that takes turns lends its LockTurns. */
+export interface TurnTaker {
+  /** The lock itself, which sends a release again after a failover (see RecentReleases). */
+  readonly replayer: ReleaseReplayer;
+  readonly kind: LockKindName;
+  readonly name: string;
+  /** The lock's key, the one ProcessTurns keeps turns by. */
+  readonly key: string;
+  /** The channel this process's waiters for the lock listen on (see wake-one-process.lua). */
+  readonly processChannel: string;
+  /** A deferred release sent on its own, passing the lock on (bounded like any operation). */
+  sendRelease(release: DeferredRelease): Promise<ReleaseReply>;
+  /** The same, sent again in the background until it lands or its lease is over. */
+  sendReleaseInBackground(release: DeferredRelease): void;
+  /** Leaves the waiting registry and wakes the next process if the lock is free. */
+  passWakeUp(): Promise<void>;
+}
+
+/**
+ * One lock's part in its process's turns (see ProcessTurns): what a reentrant or simple lock does
+ * around each attempt and each release so that, while other processes wait, the process keeps the
+ * lock for a turn and its releases ride on its next attempt.
+ */
+export class LockTurns {
+  /** Made once, shared by this lock's deferred releases (no closure per release on a hot key). */
+  private readonly sendDeferred = (release: DeferredRelease): Promise<void> => this.sendAlone(release);
+
+  constructor(
+    private readonly engine: EngineContext,
+    private readonly lock: TurnTaker,
+  ) {}
+
+  /** Before an attempt: the release this process deferred in its turn, which the attempt carries. */
+  attempting(): DeferredRelease | undefined {
+    const { turns } = this.engine;
+    turns.attempting(this.lock.key);
+    return turns.takeDeferred(this.lock.key, this.lock.kind);
+  }
+
+  /** The attempt that carried `prior` was answered: that release landed. */
+  carried(prior: DeferredRelease): void {
+    this.engine.recentReleases.note(this.lock.replayer, this.lock.key, prior.holder, prior.leaseMs);
+  }
+
+  /** A first hold (not a re-entry) was granted: a turn begins, if none runs. */
+  granted(): void {
+    this.engine.turns.granted(this.lock.key);
+  }
+
+  /** How a last release should leave the lock: kept in this process's turn, or passed on. */
+  handOverFor(): HandOver {
+    return this.engine.turns.handOverFor(this.lock.key);
+  }
+
+  /**
+   * Inside a turn of a lock other processes wait for, the last release of a hold whose lease cannot
+   * run out before the next macrotask waits for this process's next attempt on the lock and goes with
+   * it in one script (see ProcessTurns.deferRelease); a parked waiter of this process is woken to make
+   * that attempt. True when it was deferred: the caller tells its own caller 'released' at once, since
+   * the processes waiting elsewhere could not have the lock before the turn passes anyway.
+   */
+  deferred(held: HeldLock, expectedHolds: number): boolean {
+    const { turns, waiters } = this.engine;
+    const leaseLasts = held.watched || held.expiresAt - Date.now() > MIN_DEFERRED_LEASE_MS;
+    if (!leaseLasts || !turns.mayDefer(held.key)) return false;
+    held.markReleased();
+    turns.deferRelease(held.key, {
+      kind: this.lock.kind,
+      holder: held.owner,
+      expectedHolds,
+      leaseMs: held.leaseMs,
+      send: this.sendDeferred,
+    });
+    waiters.wakeParked(this.lock.processChannel);
+    return true;
+  }
+
+  /** A release made with `handOver` came back `raw` (and was not deferred). */
+  released(handOver: HandOver, raw: ReleaseReply): void {
+    if (raw === 'kept') this.keep();
+    else if (raw === 'released') {
+      this.engine.turns.end(this.lock.key);
+      // Released in the turn with no other process waiting (keep sends no message): this process's
+      // own parked waiters, if any, take it from here.
+      if (handOver === 'keep') this.engine.waiters.wakeParked(this.lock.processChannel);
+    }
+  }
+
+  /**
+   * Released in this process's turn while other processes wait: a parked waiter of this process takes
+   * the lock now, or this process asks for it again at once, or it is passed on.
+   */
+  private keep(): void {
+    const { waiters, turns } = this.engine;
+    const { key, processChannel } = this.lock;
+    turns.kept(key);
+    if (waiters.wakeParked(processChannel)) return;
+    turns.passIfIdle(
+      key,
+      () => waiters.memberCount(processChannel) > 0,
+      () => this.lock.passWakeUp(),
+    );
+  }
+
+  /** A deferred release that no attempt took: sent on its own, passing the lock on. */
+  private async sendAlone(release: DeferredRelease): Promise<void> {
+    try {
+      const raw = await this.lock.sendRelease(release);
+      if (raw === 'released' || raw === 'kept') this.carried(release);
+    } catch (error) {
+      if (error instanceof RedisUnavailableError && this.engine.redis.status !== 'end') {
+        this.lock.sendReleaseInBackground(release);
+      } else {
+        this.engine.logger.warn(`Could not release lock "${this.lock.name}": ${(error as Error).message}`);
+      }
+    }
+  }
+}
