@@ -83,8 +83,10 @@ class ChannelWaiters {
   subscribed?: Promise<unknown>;
   /** The SUBSCRIBE was confirmed (and no UNSUBSCRIBE has been sent since). */
   live = false;
-  /** Pending UNSUBSCRIBE after the last waiter left (see SUBSCRIPTION_LINGER_MS). */
+  /** Checks, SUBSCRIPTION_LINGER_MS after the last waiter left, whether to UNSUBSCRIBE (see LockWaiters.leave). */
   lingerTimer?: NodeJS.Timeout;
+  /** When the last waiter left (the channel has had no waiter since, unless `members` says otherwise). */
+  idleSince = 0;
   /** For addressed messages (`<waiter id>|<payload>`) whose waiter is gone (see join). */
   onUnclaimed?: (waiterId: string) => void;
   /** For a wake-up that finds no waiter of this process left (see join). */
@@ -247,8 +249,7 @@ export class LockWaiters {
     if (options.broadcast) waiters.broadcast = true;
     const ticket = new WaitTicket(waiters, options.waiterId, (t) => this.leave(channel, t));
     waiters.add(ticket);
-    clearTimeout(waiters.lingerTimer);
-    waiters.lingerTimer = undefined;
+    // A pending linger check stays: it finds the channel in use and does nothing.
     return { ticket, subscribed: this.subscribe(channel, waiters) };
   }
 
@@ -315,12 +316,25 @@ export class LockWaiters {
     if (ticket.pending && !waiters.broadcast) waiters.deliver('');
     if (waiters.members.size > 0) return;
     waiters.stopRechecks();
-    waiters.lingerTimer = setTimeout(() => this.unsubscribe(channel, waiters), SUBSCRIPTION_LINGER_MS);
+    waiters.idleSince = Date.now();
+    // One timer per idle spell, not one per wait: a hot key's waiters join and leave at every
+    // acquisition, and a timer set and cleared each time is work for nothing.
+    if (!waiters.lingerTimer) this.lingerCheck(channel, waiters, SUBSCRIPTION_LINGER_MS);
+  }
+
+  /** In `delayMs`: unsubscribes `channel` if it has had no waiter for SUBSCRIPTION_LINGER_MS by then. */
+  private lingerCheck(channel: string, waiters: ChannelWaiters, delayMs: number): void {
+    waiters.lingerTimer = setTimeout(() => {
+      waiters.lingerTimer = undefined;
+      if (waiters.members.size > 0) return; // in use again: its next idle spell checks anew
+      const idleFor = Date.now() - waiters.idleSince;
+      if (idleFor < SUBSCRIPTION_LINGER_MS) this.lingerCheck(channel, waiters, SUBSCRIPTION_LINGER_MS - idleFor);
+      else this.unsubscribe(channel, waiters);
+    }, delayMs);
     waiters.lingerTimer.unref();
   }
 
   private unsubscribe(channel: string, waiters: ChannelWaiters): void {
-    waiters.lingerTimer = undefined;
     if (waiters.members.size > 0) return;
     waiters.subscribed = undefined;
     waiters.live = false;

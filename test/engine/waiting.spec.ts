@@ -1,5 +1,6 @@
 import { engineOf, RedisPubSub, runInLockScope } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { SUBSCRIPTION_LINGER_MS } from '../../lib/engine/waiters';
 
 describe('waiting on pub/sub', () => {
   let holder: TestClient;
@@ -129,6 +130,36 @@ describe('subscription linger', () => {
       const sent = subscribes.mock.calls.filter(([c]) => c === channel).length;
       subscribes.mockRestore();
       expect(sent).toBe(1); // one SUBSCRIBE for three contended acquisitions
+      expect(await numsub(holder, channel)).toBe(1);
+      await eventually(async () => (await numsub(holder, channel)) === 0, 10_000);
+    } finally {
+      await holder.close();
+      await waiter.close();
+    }
+  });
+
+  it('a wait inside the linger keeps the subscription until SUBSCRIPTION_LINGER_MS after the last wait, not the first', async () => {
+    const prefix = testPrefix();
+    const holder = lockClient({ keyPrefix: prefix });
+    const waiter = lockClient({ keyPrefix: prefix });
+    try {
+      const lock = waiter.locks.getLock('hot');
+      const contendedOnce = async () => {
+        const held = await holder.locks.getLock('hot').lock({ leaseTime: 10_000 });
+        const waiting = lock.lock({ leaseTime: 5_000 });
+        await sleep(100);
+        await held.release();
+        await (await waiting).release();
+      };
+      await contendedOnce();
+      const firstLeft = Date.now();
+      await sleep(SUBSCRIPTION_LINGER_MS * 0.6);
+      await contendedOnce();
+      const lastLeft = Date.now();
+      const channel = processChannel(waiter, lock);
+      // Past the linger counted from the first wait, well before the one counted from the last.
+      await sleep(Math.max(0, firstLeft + SUBSCRIPTION_LINGER_MS + 300 - Date.now()));
+      expect(Date.now() - lastLeft).toBeLessThan(SUBSCRIPTION_LINGER_MS - 300);
       expect(await numsub(holder, channel)).toBe(1);
       await eventually(async () => (await numsub(holder, channel)) === 0, 10_000);
     } finally {
