@@ -19,7 +19,8 @@
  *               7221-7224 test/connection/replica-sync.spec.ts, 7226 test/nest/health.spec.ts,
  *               7230 test/kinds/red-lock.spec.ts, 7240-7260 test/connection/sentinel-failover.spec.ts,
  *               7270-7290 and 7310-7350 test/faults/, 7299 test/compat/, 7300 bench, 7360-7378 bench
- *               failover scenarios, 7396 test/nest/multi-key-and-redlock.spec.ts (7397-7399: ports
+ *               failover scenarios, 7380-7384 bench/redlock-compare.ts, 7390 bench/cpu-per-process.ts,
+ *               7396 test/nest/multi-key-and-redlock.spec.ts (7397-7399: ports
  *               it expects nothing to listen on).
  *               A clash fails fast with "port(s) ... in use".
  *   REDIS_TOPOLOGY_PORT_SHIFT   moves all of the above by a multiple of 10 (two runs on one machine).

@@ -1,0 +1,215 @@
+/**
+ * Client CPU per acquisition on one hot key, by the number of processes sharing it: where the CPU of
+ * a contended lock goes when each process gets the lock only now and then. N worker processes loop
+ * on one key (acquire; MGET the counter; sleep SECTION_MS; MSET counter + 1 together with the
+ * release); after a warm-up the workers' CPU is read from /proc over the window, split into the main
+ * thread (JavaScript, the event loop, syscalls) and the others (V8's compiler and GC helpers), with
+ * voluntary context switches and the commands Redis ran per acquisition. The counter checks that no
+ * update was lost.
+ *
+ *   taskset -c 1 npx tsx bench/cpu-per-process.ts
+ *
+ * Starts its own 'single' topology on basePort 7390 (plus REDIS_TOPOLOGY_PORT_SHIFT) and stops it,
+ * by the pids it recorded, at the end. Linux only (/proc). Environment: KINDS ('reentrant,raw';
+ * also simple, fair), PROCESSES ('1,2,4,8'), SECTION_MS (1), WARMUP_MS (5000), DURATION_MS (6000),
+ * ROUNDS (1; kinds alternate within a round). `raw` is a SET NX PX loop retrying every RAW_RETRY_MS
+ * (200, redlock's default pause) with a compare-and-delete release.
+ *
+ * `loop <kind> <iterations> <port>`: one process, no contention, acquire + release `iterations`
+ * times against a Redis already running on `port` (e.g. `npm run redis:up`, port 7400), to count the
+ * instructions of one acquire + release under callgrind: run it with two iteration counts and divide
+ * the difference of the main thread's totals (`callgrind.out-01`) by the difference of the counts.
+ * Start-up cancels out; take counts in the thousands, so that V8 has compiled the path by then.
+ *
+ *   valgrind --tool=callgrind --separate-threads=yes node --import tsx bench/cpu-per-process.ts loop reentrant 4000 7400
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import Redis from 'ioredis';
+import { LockClient } from '../lib';
+import { startTopology, stopTopology } from '../scripts/redis-topology';
+import { sleep } from '../scripts/tooling';
+
+type Kind = 'reentrant' | 'simple' | 'fair' | 'raw';
+const KINDS: readonly Kind[] = ['reentrant', 'simple', 'fair', 'raw'];
+
+const BASE_PORT = 7390;
+const KEY = 'cpu:hot';
+const COUNTER = 'cpu:counter';
+const env = process.env;
+const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',');
+
+/** The raw loop's release: compare-and-delete. */
+const RELEASE_IF_OWNER = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+
+type ToWorker = { type: 'go' } | { type: 'stop' };
+type FromWorker = { type: 'ready' } | { type: 'done'; acquisitions: number };
+
+/** How one process takes the hot key: `acquire()` resolves with the release. */
+function locker(
+  redis: Redis,
+  kind: Kind,
+): { acquire: () => Promise<() => Promise<unknown>>; close: () => Promise<void> } {
+  if (kind === 'raw') {
+    redis.defineCommand('releaseIfOwner', { numberOfKeys: 1, lua: RELEASE_IF_OWNER });
+    const releaseIfOwner = (redis as unknown as Record<string, (key: string, token: string) => Promise<unknown>>)
+      .releaseIfOwner;
+    const retryMs = Number(env.RAW_RETRY_MS ?? 200);
+    let acquisitions = 0;
+    return {
+      acquire: async () => {
+        const token = `${process.pid}:${acquisitions++}`;
+        while (!(await redis.set(KEY, token, 'PX', 30_000, 'NX'))) await sleep(retryMs);
+        return () => releaseIfOwner.call(redis, KEY, token);
+      },
+      close: async () => undefined,
+    };
+  }
+  const client = new LockClient({ redis, keyPrefix: 'cpu', telemetry: false });
+  const lockOf = () =>
+    kind === 'fair' ? client.getFairLock(KEY) : kind === 'simple' ? client.getSimpleLock(KEY) : client.getLock(KEY);
+  return {
+    acquire: async () => {
+      const handle = await lockOf().lock();
+      return () => handle.release();
+    },
+    close: () => client.close(),
+  };
+}
+
+/** One worker: `node bench/cpu-per-process.ts worker <port> <kind> <sectionMs>`. */
+async function worker(port: number, kind: Kind, sectionMs: number): Promise<void> {
+  const redis = new Redis({ host: '127.0.0.1', port });
+  const { acquire, close } = locker(redis, kind);
+  let stop = false;
+  let acquisitions = 0;
+  process.on('message', (message: ToWorker) => {
+    if (message.type === 'stop') stop = true;
+  });
+  const go = new Promise((resolve) => process.once('message', resolve));
+  process.send?.({ type: 'ready' } satisfies FromWorker);
+  await go;
+  while (!stop) {
+    const release = await acquire();
+    const [value] = await redis.mget(COUNTER);
+    if (sectionMs > 0) await sleep(sectionMs);
+    await Promise.all([redis.mset(COUNTER, String(Number(value ?? 0) + 1)), release()]);
+    acquisitions++;
+  }
+  process.send?.({ type: 'done', acquisitions } satisfies FromWorker);
+  await close();
+  redis.disconnect();
+  process.disconnect?.();
+}
+
+/** `iterations` uncontended acquire + release cycles of `kind` (see the header). */
+async function loop(kind: Kind, iterations: number, port: number): Promise<void> {
+  const redis = new Redis({ host: '127.0.0.1', port });
+  const { acquire, close } = locker(redis, kind);
+  for (let i = 0; i < iterations; i++) await (await acquire())();
+  await close();
+  redis.disconnect();
+}
+
+interface CpuSample {
+  mainTicks: number;
+  otherTicks: number;
+  voluntarySwitches: number;
+}
+
+/** user + system clock ticks of the main thread and of the other threads, and voluntary context switches. */
+function cpuOf(pid: number): CpuSample {
+  let mainTicks = 0;
+  let otherTicks = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    if (Number(tid) === pid) mainTicks += ticks;
+    else otherTicks += ticks;
+  }
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return { mainTicks, otherTicks, voluntarySwitches: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]) };
+}
+
+function commandCounts(commandstats: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const match of commandstats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) counts.set(match[1], Number(match[2]));
+  return counts;
+}
+
+async function measure(port: number, kind: Kind, processes: number, sectionMs: number): Promise<string> {
+  const admin = new Redis({ host: '127.0.0.1', port });
+  await admin.del(COUNTER, `cpu:{${KEY}}`, KEY);
+  const workers: ChildProcess[] = Array.from({ length: processes }, () =>
+    fork(__filename, ['worker', String(port), kind, String(sectionMs)], { execArgv: process.execArgv }),
+  );
+  try {
+    const next = (child: ChildProcess) => new Promise<FromWorker>((resolve) => child.once('message', resolve));
+    await Promise.all(workers.map(next));
+    workers.forEach((child) => child.send({ type: 'go' } satisfies ToWorker));
+    await sleep(Number(env.WARMUP_MS ?? 5_000));
+    await admin.config('RESETSTAT');
+    const counterBefore = Number(await admin.get(COUNTER));
+    const before = workers.map((child) => cpuOf(child.pid!));
+    const startedAt = Date.now();
+    await sleep(Number(env.DURATION_MS ?? 6_000));
+    const after = workers.map((child) => cpuOf(child.pid!));
+    const windowS = (Date.now() - startedAt) / 1000;
+    const inWindow = Number(await admin.get(COUNTER)) - counterBefore;
+    const commands = commandCounts(await admin.info('commandstats'));
+    const done = workers.map(next);
+    workers.forEach((child) => child.send({ type: 'stop' } satisfies ToWorker));
+    const total = (await Promise.all(done)).reduce((sum, m) => sum + (m.type === 'done' ? m.acquisitions : 0), 0);
+    const lost = total - Number(await admin.get(COUNTER));
+    const tickUs = 1_000_000 / 100; // USER_HZ
+    const sum = (pick: (s: CpuSample) => number) => after.reduce((acc, s, i) => acc + pick(s) - pick(before[i]), 0);
+    const perAcq = (ticks: number) => ((ticks * tickUs) / inWindow).toFixed(0);
+    // The critical section's and this script's own commands left out; Redis 7 also counts the ones scripts run.
+    const ignored = new Set(['mget', 'mset', 'info', 'config|resetstat']);
+    const lockCommands = [...commands]
+      .filter(([name]) => !ignored.has(name))
+      .map(([name, calls]) => `${name} ${(calls / inWindow).toFixed(2)}`)
+      .join(', ');
+    return (
+      `${kind.padEnd(9)} ${String(processes).padStart(2)} processes: ${(inWindow / windowS).toFixed(0)}/s, ` +
+      `CPU per acquisition ${perAcq(sum((s) => s.mainTicks))} µs main thread + ${perAcq(sum((s) => s.otherTicks))} µs other threads, ` +
+      `${(sum((s) => s.voluntarySwitches) / inWindow).toFixed(2)} context switches, lost ${lost}; per acquisition: ${lockCommands}`
+    );
+  } finally {
+    for (const child of workers) if (child.exitCode === null) child.kill();
+    admin.disconnect();
+  }
+}
+
+async function main(): Promise<void> {
+  if (process.argv[2] === 'worker') {
+    const [port, kind, sectionMs] = process.argv.slice(3);
+    return worker(Number(port), kind as Kind, Number(sectionMs));
+  }
+  if (process.argv[2] === 'loop') {
+    const [kind, iterations, port] = process.argv.slice(3);
+    return loop(kind as Kind, Number(iterations), Number(port));
+  }
+  if (!fs.existsSync('/proc/self/task')) throw new Error('bench/cpu-per-process.ts reads /proc: Linux only.');
+  const kinds = list(env.KINDS, 'reentrant,raw') as Kind[];
+  for (const kind of kinds)
+    if (!KINDS.includes(kind)) throw new Error(`KINDS: unknown kind ${kind} (${KINDS.join(', ')})`);
+  const counts = list(env.PROCESSES, '1,2,4,8').map(Number);
+  const sectionMs = Number(env.SECTION_MS ?? 1);
+  const topology = await startTopology('single', { basePort: BASE_PORT });
+  try {
+    const port = topology.masters[0].port;
+    for (let round = 0; round < Number(env.ROUNDS ?? 1); round++) {
+      for (const processes of counts) {
+        for (const kind of kinds) console.log(await measure(port, kind, processes, sectionMs));
+      }
+    }
+  } finally {
+    await stopTopology(topology);
+  }
+}
+
+main().catch((error: Error) => {
+  console.error(error.stack ?? error.message);
+  process.exit(1);
+});
