@@ -588,6 +588,8 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
         'ours.crossProcessShare': each(ours1, (id) => pct(h1.rows[id]!.crossProcessShare)),
         'polling.crossProcessShare': each(polling1, (id) => pct(h1.rows[id]!.crossProcessShare)),
         'ours.crossHandoffP50': each(ours1, (id) => n(h1.rows[id]!.crossHandoffP50)),
+        'ours.clientCpuMs': each(ours1, (id) => n(h1.rows[id]!.clientCpuPerAcqMs, 2)),
+        'polling.clientCpuMs': each(polling1, (id) => n(h1.rows[id]!.clientCpuPerAcqMs, 2)),
       }),
       '',
     );
