@@ -18,6 +18,7 @@ import {
 } from '../../scripts/redis-topology';
 import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { engineOf } from '../../lib/internal';
+import { loadedScript } from '../../lib/engine/scripts/loader';
 
 /** Stops and restarts Redis, so it runs on a private server (port 7220), never the shared one. */
 describe('Redis outage', () => {
@@ -211,6 +212,21 @@ describe('Redis outage', () => {
       await replayer.close();
     }
   }, 30_000);
+
+  it('a server that lost its scripts (SCRIPT FLUSH, as after a restart) gets each one again by EVAL, and locks work on', async () => {
+    const lock = client.locks.getLock('flushed');
+    await (await lock.lock()).release(); // the scripts are loaded
+    const { sha } = loadedScript('lock-4.lua');
+    expect(await client.redis.script('EXISTS', sha)).toEqual([1]);
+    await client.redis.script('FLUSH');
+    expect(await client.redis.script('EXISTS', sha)).toEqual([0]);
+    const handle = await lock.lock({ leaseTime: 10_000 });
+    expect(await lock.isLocked()).toBe(true);
+    expect(await handle.release()).toBe('released');
+    expect(await lock.isLocked()).toBe(false);
+    expect(await client.redis.script('EXISTS', sha)).toEqual([1]); // loaded again: the next call is an EVALSHA
+    expect(await lock.tryLock()).not.toBeNull();
+  });
 
   it('lock and tryLock fail with RedisUnavailableError within the bound while Redis is down, and work again after', async () => {
     const lock = client.locks.getLock('outage');

@@ -6,13 +6,15 @@ import type { RedisClient } from '../redis-client';
 
 /**
  * Loads every `lua/<name>-<numberOfKeys>.lua` once per process (`-n`: a variable number of keys),
- * assembling its includes, and registers it on each client with ioredis `defineCommand` (EVALSHA with
- * a NOSCRIPT fallback is then ioredis's job). The command name carries a hash of the script, so two
- * versions of this library sharing one client never collide.
+ * assembling its includes. A call is a plain EVALSHA (sendScript). Pipelines use the scripts
+ * registered with ioredis `defineCommand` (registerScripts), under a name carrying a hash of the
+ * script, so two versions of this library sharing one client never collide.
  */
 export interface LoadedScript {
   /** The file, e.g. `lock-4.lua`. */
   readonly file: string;
+  /** SHA1 of `source`, as EVALSHA names the script. */
+  readonly sha: string;
   readonly commandName: string;
   /** undefined: variable, passed with each call. */
   readonly numberOfKeys: number | undefined;
@@ -43,10 +45,11 @@ export function loadScripts(): ReadonlyMap<string, LoadedScript> {
     if (!match) continue;
     const [, name, keys] = match;
     const source = withIncludes(dir, file, readFileSync(join(dir, file), 'utf8'));
-    const hash = createHash('sha1').update(source).digest('hex').slice(0, 10);
+    const sha = createHash('sha1').update(source).digest('hex');
     loaded.set(file, {
       file,
-      commandName: `redisLock_${name.replace(/-/g, '_')}_${hash}`,
+      sha,
+      commandName: `redisLock_${name.replace(/-/g, '_')}_${sha.slice(0, 10)}`,
       numberOfKeys: keys === 'n' ? undefined : Number(keys),
       source,
     });
@@ -87,10 +90,21 @@ export function registerScripts(client: RedisClient): void {
 
 type Command<T> = (...argv: ScriptArg[]) => Promise<T>;
 
-/** Sends a registered script's defined command: `argv` is the keys (after their count for a `-n` script), then the args. */
-export function sendScript<T>(client: RedisClient, script: LoadedScript, argv: ScriptArg[]): Promise<T> {
-  registerScripts(client);
-  return (client as unknown as Record<string, Command<T>>)[script.commandName].apply(client, argv);
+/**
+ * Runs a script: `evalshaArgs` is the SHA, the key count, the keys, then the args. EVALSHA, and when
+ * the server does not have the script (NOSCRIPT: a new server, a restart, a failover) EVAL with its
+ * source, which loads it for the next calls. Not through `defineCommand`, which wraps every call in
+ * a Command subclass of its own per script (one more promise and closure per call, and ioredis's
+ * command code sees a new object shape for each script): about 7 % fewer instructions per acquire +
+ * release (callgrind, `bench/cpu-per-process.ts loop`).
+ */
+export function sendScript<T>(client: RedisClient, script: LoadedScript, evalshaArgs: ScriptArg[]): Promise<T> {
+  return (client.evalsha as Command<T>).apply(client, evalshaArgs).catch((error: Error) => {
+    if (!error.message?.startsWith('NOSCRIPT')) throw error;
+    const evalArgs = evalshaArgs.slice();
+    evalArgs[0] = script.source;
+    return (client.eval as Command<T>).apply(client, evalArgs);
+  });
 }
 
 /** Queues a registered script on a pipeline (its client must have had `registerScripts`). */
@@ -105,6 +119,5 @@ export function queueScriptCall(pipeline: ChainableCommander, script: LoadedScri
  */
 export function runScriptUnchecked<T>(client: RedisClient, file: string, keys: string[], args: unknown[]): Promise<T> {
   const script = loadedScript(file);
-  const argv = [...(script.numberOfKeys === undefined ? [keys.length] : []), ...keys, ...args] as ScriptArg[];
-  return sendScript<T>(client, script, argv);
+  return sendScript<T>(client, script, [script.sha, keys.length, ...keys, ...args] as ScriptArg[]);
 }

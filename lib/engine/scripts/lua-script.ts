@@ -59,7 +59,7 @@ export class LuaScript<K extends string, A, R> {
   }
 
   run(redis: RedisClient, keys: Readonly<Record<K, string>>, args: A): Promise<R> {
-    const sent = sendScript<unknown>(redis, this.script, this.argv(keys, args));
+    const sent = sendScript<unknown>(redis, this.script, this.evalshaArgs(keys, args));
     return this.spec.reply === asIs ? (sent as Promise<R>) : sent.then(this.spec.reply);
   }
 
@@ -67,10 +67,13 @@ export class LuaScript<K extends string, A, R> {
     return (this.loaded ??= loadedScript(this.spec.file));
   }
 
-  private argv(keys: Readonly<Record<K, string>>, args: A): ScriptArg[] {
+  /** EVALSHA's arguments: the SHA, the key count, the keys, the args (see sendScript). */
+  private evalshaArgs(keys: Readonly<Record<K, string>>, args: A): ScriptArg[] {
     const names = this.spec.keys;
-    const argv: ScriptArg[] = new Array(names.length + this.argNames.length);
-    let i = 0;
+    const argv: ScriptArg[] = new Array(2 + names.length + this.argNames.length);
+    argv[0] = this.script.sha;
+    argv[1] = names.length;
+    let i = 2;
     for (const name of names) argv[i++] = keys[name];
     for (const name of this.argNames) argv[i++] = (args as Record<string, ScriptArg>)[name];
     return argv;
@@ -87,7 +90,7 @@ export class VariableKeysScript<R> {
   ) {}
 
   run(redis: RedisClient, keys: readonly string[], args: readonly ScriptArg[]): Promise<R> {
-    const sent = sendScript<unknown>(redis, this.script, [keys.length, ...keys, ...args]);
+    const sent = sendScript<unknown>(redis, this.script, [this.script.sha, keys.length, ...keys, ...args]);
     return this.reply === asIs ? (sent as Promise<R>) : sent.then(this.reply);
   }
 
