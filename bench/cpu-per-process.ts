@@ -7,8 +7,9 @@
  * voluntary context switches and the commands Redis ran per acquisition. The counter checks that no
  * update was lost.
  *
- *   taskset -c 1 npx tsx bench/cpu-per-process.ts
+ *   npm run build && taskset -c 1 npx tsx bench/cpu-per-process.ts
  *
+ * Ours runs as the compiled package (dist/lib, see lib/subject.ts), like in `npm run bench`.
  * Starts its own 'single' topology on basePort 7390 (plus REDIS_TOPOLOGY_PORT_SHIFT) and stops it,
  * by the pids it recorded, at the end. Linux only (/proc). Environment: KINDS ('reentrant,raw';
  * also simple, fair), PROCESSES ('1,2,4,8'), SECTION_MS (1), WARMUP_MS (5000), DURATION_MS (6000),
@@ -18,15 +19,16 @@
  * `loop <kind> <iterations> <port>`: one process, no contention, acquire + release `iterations`
  * times against a Redis already running on `port` (e.g. `npm run redis:up`, port 7400), to count the
  * instructions of one acquire + release under callgrind: run it with two iteration counts and divide
- * the difference of the main thread's totals (`callgrind.out-01`) by the difference of the counts.
- * Start-up cancels out; take counts in the thousands, so that V8 has compiled the path by then.
+ * the difference of the totals by the difference of the counts (start-up cancels out). Noisy: when
+ * V8 compiles what varies from run to run (±25 % between repeats here, even with --single-threaded),
+ * so repeat it, and take counts in the thousands.
  *
- *   valgrind --tool=callgrind --separate-threads=yes node --import tsx bench/cpu-per-process.ts loop reentrant 4000 7400
+ *   valgrind --tool=callgrind node --single-threaded --import tsx bench/cpu-per-process.ts loop reentrant 10000 7400
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import Redis from 'ioredis';
-import { LockClient } from '../lib';
+import { LockClient } from './lib/subject';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
 import { sleep } from '../scripts/tooling';
 

@@ -95,8 +95,7 @@ type Command<T> = (...argv: ScriptArg[]) => Promise<T>;
  * the server does not have the script (NOSCRIPT: a new server, a restart, a failover) EVAL with its
  * source, which loads it for the next calls. Not through `defineCommand`, which wraps every call in
  * a Command subclass of its own per script (one more promise and closure per call, and ioredis's
- * command code sees a new object shape for each script): about 7 % fewer instructions per acquire +
- * release (callgrind, `bench/cpu-per-process.ts loop`).
+ * command code sees a new object shape for each script).
  */
 export function sendScript<T>(client: RedisClient, script: LoadedScript, evalshaArgs: ScriptArg[]): Promise<T> {
   return (client.evalsha as Command<T>).apply(client, evalshaArgs).catch((error: Error) => {
