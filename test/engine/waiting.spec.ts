@@ -112,59 +112,52 @@ async function subscriberIdsNamed(client: TestClient, name: string): Promise<str
 }
 
 describe('subscription linger', () => {
-  it('a hot key keeps its subscription between waits, then unsubscribes when nobody waits', async () => {
+  /** A holder client and a waiter client on one prefix; `waitOnce` makes the waiter wait for 'hot' once. */
+  async function withHotKey(
+    test: (clients: { holder: TestClient; waiter: TestClient; waitOnce: () => Promise<void> }) => Promise<void>,
+  ): Promise<void> {
     const prefix = testPrefix();
     const holder = lockClient({ keyPrefix: prefix });
     const waiter = lockClient({ keyPrefix: prefix });
+    const waitOnce = async () => {
+      const held = await holder.locks.getLock('hot').lock({ leaseTime: 10_000 });
+      const waiting = waiter.locks.getLock('hot').lock({ leaseTime: 5_000 });
+      await sleep(100);
+      await held.release();
+      await (await waiting).release();
+    };
     try {
-      const lock = waiter.locks.getLock('hot');
+      await test({ holder, waiter, waitOnce });
+    } finally {
+      await holder.close();
+      await waiter.close();
+    }
+  }
+
+  it('a hot key keeps its subscription between waits, then unsubscribes when nobody waits', () =>
+    withHotKey(async ({ holder, waiter, waitOnce }) => {
       const subscribes = jest.spyOn(RedisPubSub.prototype, 'subscribe');
-      for (let round = 0; round < 3; round++) {
-        const held = await holder.locks.getLock('hot').lock({ leaseTime: 10_000 });
-        const waiting = lock.lock({ leaseTime: 5_000 });
-        await sleep(100);
-        await held.release();
-        await (await waiting).release();
-      }
-      const channel = processChannel(waiter, lock);
+      for (let round = 0; round < 3; round++) await waitOnce();
+      const channel = processChannel(waiter, waiter.locks.getLock('hot'));
       const sent = subscribes.mock.calls.filter(([c]) => c === channel).length;
       subscribes.mockRestore();
       expect(sent).toBe(1); // one SUBSCRIBE for three contended acquisitions
       expect(await numsub(holder, channel)).toBe(1);
       await eventually(async () => (await numsub(holder, channel)) === 0, 10_000);
-    } finally {
-      await holder.close();
-      await waiter.close();
-    }
-  });
+    }));
 
-  it('a wait inside the linger keeps the subscription until SUBSCRIPTION_LINGER_MS after the last wait, not the first', async () => {
-    const prefix = testPrefix();
-    const holder = lockClient({ keyPrefix: prefix });
-    const waiter = lockClient({ keyPrefix: prefix });
-    try {
-      const lock = waiter.locks.getLock('hot');
-      const contendedOnce = async () => {
-        const held = await holder.locks.getLock('hot').lock({ leaseTime: 10_000 });
-        const waiting = lock.lock({ leaseTime: 5_000 });
-        await sleep(100);
-        await held.release();
-        await (await waiting).release();
-      };
-      await contendedOnce();
+  it('a wait inside the linger keeps the subscription until SUBSCRIPTION_LINGER_MS after the last wait, not the first', () =>
+    withHotKey(async ({ holder, waiter, waitOnce }) => {
+      await waitOnce();
       const firstLeft = Date.now();
       await sleep(SUBSCRIPTION_LINGER_MS * 0.6);
-      await contendedOnce();
+      await waitOnce();
       const lastLeft = Date.now();
-      const channel = processChannel(waiter, lock);
+      const channel = processChannel(waiter, waiter.locks.getLock('hot'));
       // Past the linger counted from the first wait, well before the one counted from the last.
       await sleep(Math.max(0, firstLeft + SUBSCRIPTION_LINGER_MS + 300 - Date.now()));
       expect(Date.now() - lastLeft).toBeLessThan(SUBSCRIPTION_LINGER_MS - 300);
       expect(await numsub(holder, channel)).toBe(1);
       await eventually(async () => (await numsub(holder, channel)) === 0, 10_000);
-    } finally {
-      await holder.close();
-      await waiter.close();
-    }
-  });
+    }));
 });
