@@ -9,14 +9,13 @@
  *
  *   npm run build && taskset -c 1 npx tsx bench/cpu-per-process.ts
  *
- * Ours runs as the compiled package (dist/lib, see lib/subject.ts), like in `npm run bench`.
- * Starts its own 'single' topology on basePort 7390 (plus REDIS_TOPOLOGY_PORT_SHIFT) and stops it,
- * by the pids it recorded, at the end. Linux only (/proc). Environment: KINDS ('reentrant,raw';
- * also simple, fair), PROCESSES ('1,2,4,8'), SECTION_MS (1), WARMUP_MS (5000), DURATION_MS (6000),
- * ROUNDS (1; kinds alternate within a round). `raw` is a SET NX PX loop retrying every RAW_RETRY_MS
- * (200, redlock's default pause) with a compare-and-delete release.
+ * The contenders are `npm run bench`'s (bench/lib/contenders.ts: ours as the compiled package, the
+ * peers as their packages ship). Starts its own 'single' topology on basePort 7390 (plus
+ * REDIS_TOPOLOGY_PORT_SHIFT) and stops it, by the pids it recorded, at the end. Linux only (/proc).
+ * Environment: CONTENDERS ('reentrant,redlock,raw'), PROCESSES ('1,2,4,8'), SECTION_MS (1),
+ * WARMUP_MS (5000), DURATION_MS (6000), ROUNDS (1; contenders alternate within a round).
  *
- * `loop <kind> <iterations> <port>`: one process, no contention, acquire + release `iterations`
+ * `loop <contender> <iterations> <port>`: one process, no contention, acquire + release `iterations`
  * times against a Redis already running on `port` (e.g. `npm run redis:up`, port 7400), to count the
  * instructions of one acquire + release under callgrind: run it with two iteration counts and divide
  * the difference of the totals by the difference of the counts (start-up cancels out). Noisy: when
@@ -28,12 +27,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import Redis from 'ioredis';
-import { LockClient } from './lib/subject';
+import { CONTENDER_IDS, createContender, type Contender, type ContenderId } from './lib/contenders';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
 import { sleep } from '../scripts/tooling';
-
-type Kind = 'reentrant' | 'simple' | 'fair' | 'raw';
-const KINDS: readonly Kind[] = ['reentrant', 'simple', 'fair', 'raw'];
 
 const BASE_PORT = 7390;
 const KEY = 'cpu:hot';
@@ -41,48 +37,20 @@ const COUNTER = 'cpu:counter';
 const env = process.env;
 const list = (value: string | undefined, fallback: string): string[] => (value ?? fallback).split(',');
 
-/** The raw loop's release: compare-and-delete. */
-const RELEASE_IF_OWNER = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
-
 type ToWorker = { type: 'go' } | { type: 'stop' };
 type FromWorker = { type: 'ready' } | { type: 'done'; acquisitions: number };
 
-/** How one process takes the hot key: `acquire()` resolves with the release. */
-function locker(
-  redis: Redis,
-  kind: Kind,
-): { acquire: () => Promise<() => Promise<unknown>>; close: () => Promise<void> } {
-  if (kind === 'raw') {
-    redis.defineCommand('releaseIfOwner', { numberOfKeys: 1, lua: RELEASE_IF_OWNER });
-    const releaseIfOwner = (redis as unknown as Record<string, (key: string, token: string) => Promise<unknown>>)
-      .releaseIfOwner;
-    const retryMs = Number(env.RAW_RETRY_MS ?? 200);
-    let acquisitions = 0;
-    return {
-      acquire: async () => {
-        const token = `${process.pid}:${acquisitions++}`;
-        while (!(await redis.set(KEY, token, 'PX', 30_000, 'NX'))) await sleep(retryMs);
-        return () => releaseIfOwner.call(redis, KEY, token);
-      },
-      close: async () => undefined,
-    };
-  }
-  const client = new LockClient({ redis, keyPrefix: 'cpu', telemetry: false });
-  const lockOf = () =>
-    kind === 'fair' ? client.getFairLock(KEY) : kind === 'simple' ? client.getSimpleLock(KEY) : client.getLock(KEY);
-  return {
-    acquire: async () => {
-      const handle = await lockOf().lock();
-      return () => handle.release();
-    },
-    close: () => client.close(),
-  };
+/** One contender of `npm run bench` (bench/lib/contenders.ts) on `port`, connections ready. */
+async function contenderOn(port: number, id: ContenderId): Promise<{ redis: Redis; contender: Contender }> {
+  const redis = new Redis({ host: '127.0.0.1', port });
+  const contender = createContender(id, redis);
+  await contender.ready();
+  return { redis, contender };
 }
 
-/** One worker: `node bench/cpu-per-process.ts worker <port> <kind> <sectionMs>`. */
-async function worker(port: number, kind: Kind, sectionMs: number): Promise<void> {
-  const redis = new Redis({ host: '127.0.0.1', port });
-  const { acquire, close } = locker(redis, kind);
+/** One worker: `node bench/cpu-per-process.ts worker <port> <contender> <sectionMs>`. */
+async function worker(port: number, id: ContenderId, sectionMs: number): Promise<void> {
+  const { redis, contender } = await contenderOn(port, id);
   let stop = false;
   let acquisitions = 0;
   process.on('message', (message: ToWorker) => {
@@ -92,24 +60,23 @@ async function worker(port: number, kind: Kind, sectionMs: number): Promise<void
   process.send?.({ type: 'ready' } satisfies FromWorker);
   await go;
   while (!stop) {
-    const release = await acquire();
+    const release = await contender.acquire(KEY);
     const [value] = await redis.mget(COUNTER);
     if (sectionMs > 0) await sleep(sectionMs);
     await Promise.all([redis.mset(COUNTER, String(Number(value ?? 0) + 1)), release()]);
     acquisitions++;
   }
   process.send?.({ type: 'done', acquisitions } satisfies FromWorker);
-  await close();
+  await contender.close();
   redis.disconnect();
   process.disconnect?.();
 }
 
-/** `iterations` uncontended acquire + release cycles of `kind` (see the header). */
-async function loop(kind: Kind, iterations: number, port: number): Promise<void> {
-  const redis = new Redis({ host: '127.0.0.1', port });
-  const { acquire, close } = locker(redis, kind);
-  for (let i = 0; i < iterations; i++) await (await acquire())();
-  await close();
+/** `iterations` uncontended acquire + release cycles of contender `id` (see the header). */
+async function loop(id: ContenderId, iterations: number, port: number): Promise<void> {
+  const { redis, contender } = await contenderOn(port, id);
+  for (let i = 0; i < iterations; i++) await (await contender.acquire(KEY))();
+  await contender.close();
   redis.disconnect();
 }
 
@@ -139,11 +106,11 @@ function commandCounts(commandstats: string): Map<string, number> {
   return counts;
 }
 
-async function measure(port: number, kind: Kind, processes: number, sectionMs: number): Promise<string> {
+async function measure(port: number, id: ContenderId, processes: number, sectionMs: number): Promise<string> {
   const admin = new Redis({ host: '127.0.0.1', port });
-  await admin.del(COUNTER, `cpu:{${KEY}}`, KEY);
+  await admin.del(COUNTER);
   const workers: ChildProcess[] = Array.from({ length: processes }, () =>
-    fork(__filename, ['worker', String(port), kind, String(sectionMs)], { execArgv: process.execArgv }),
+    fork(__filename, ['worker', String(port), id, String(sectionMs)], { execArgv: process.execArgv }),
   );
   try {
     const next = (child: ChildProcess) => new Promise<FromWorker>((resolve) => child.once('message', resolve));
@@ -173,7 +140,7 @@ async function measure(port: number, kind: Kind, processes: number, sectionMs: n
       .map(([name, calls]) => `${name} ${(calls / inWindow).toFixed(2)}`)
       .join(', ');
     return (
-      `${kind.padEnd(9)} ${String(processes).padStart(2)} processes: ${(inWindow / windowS).toFixed(0)}/s, ` +
+      `${id.padEnd(9)} ${String(processes).padStart(2)} processes: ${(inWindow / windowS).toFixed(0)}/s, ` +
       `CPU per acquisition ${perAcq(sum((s) => s.mainTicks))} µs main thread + ${perAcq(sum((s) => s.otherTicks))} µs other threads, ` +
       `${(sum((s) => s.voluntarySwitches) / inWindow).toFixed(2)} context switches, lost ${lost}; per acquisition: ${lockCommands}`
     );
@@ -185,17 +152,18 @@ async function measure(port: number, kind: Kind, processes: number, sectionMs: n
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'worker') {
-    const [port, kind, sectionMs] = process.argv.slice(3);
-    return worker(Number(port), kind as Kind, Number(sectionMs));
+    const [port, id, sectionMs] = process.argv.slice(3);
+    return worker(Number(port), id as ContenderId, Number(sectionMs));
   }
   if (process.argv[2] === 'loop') {
-    const [kind, iterations, port] = process.argv.slice(3);
-    return loop(kind as Kind, Number(iterations), Number(port));
+    const [id, iterations, port] = process.argv.slice(3);
+    return loop(id as ContenderId, Number(iterations), Number(port));
   }
   if (!fs.existsSync('/proc/self/task')) throw new Error('bench/cpu-per-process.ts reads /proc: Linux only.');
-  const kinds = list(env.KINDS, 'reentrant,raw') as Kind[];
-  for (const kind of kinds)
-    if (!KINDS.includes(kind)) throw new Error(`KINDS: unknown kind ${kind} (${KINDS.join(', ')})`);
+  const ids = list(env.CONTENDERS, 'reentrant,redlock,raw') as ContenderId[];
+  for (const id of ids) {
+    if (!CONTENDER_IDS.includes(id)) throw new Error(`CONTENDERS: unknown ${id} (${CONTENDER_IDS.join(', ')})`);
+  }
   const counts = list(env.PROCESSES, '1,2,4,8').map(Number);
   const sectionMs = Number(env.SECTION_MS ?? 1);
   const topology = await startTopology('single', { basePort: BASE_PORT });
@@ -203,7 +171,7 @@ async function main(): Promise<void> {
     const port = topology.masters[0].port;
     for (let round = 0; round < Number(env.ROUNDS ?? 1); round++) {
       for (const processes of counts) {
-        for (const kind of kinds) console.log(await measure(port, kind, processes, sectionMs));
+        for (const id of ids) console.log(await measure(port, id, processes, sectionMs));
       }
     }
   } finally {
