@@ -23,6 +23,14 @@
  * so repeat it, and take counts in the thousands.
  *
  *   valgrind --tool=callgrind node --single-threaded --import tsx bench/cpu-per-process.ts loop reentrant 10000 7400
+ *
+ * Where the CPU goes: `perf record -e cpu-clock -g -- taskset -c 1 node --perf-basic-prof --import tsx
+ * bench/cpu-per-process.ts ...` (perf samples only time on the CPU; `--perf-basic-prof` names the
+ * JavaScript frames). Not V8's `--cpu-prof` here: with several processes on one CPU it charges the
+ * time a process waits for the CPU to whatever it was running when it lost it. To compare two builds
+ * of the library whatever the machine's noise, count instructions with `node --jitless` under
+ * callgrind (no compiler decisions to vary between runs; interpreted code weighs more than it does
+ * optimised, so read it as "less work or not", not as a speed-up).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
