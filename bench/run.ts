@@ -1,5 +1,6 @@
 /**
  * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,shared,waiters,watchdog,startup,failover]`
+ *   `[-- --turn-time=MS]` (our locks' LockClient `turnTime`, to measure the trade-off; such a run goes to bench/out/)
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
  * private 7200-7399 range of scripts/redis-topology.ts; the failover scenario adds sentinel topologies on
@@ -15,7 +16,7 @@ import * as path from 'node:path';
 import Redis from 'ioredis';
 import { startTopology, stopTopology, terminateTopologySync, type RunningTopology } from '../scripts/redis-topology';
 import { benchConfig, type BenchContext } from './lib/context';
-import { CONTENDER_IDS, type ContenderId } from './lib/contenders';
+import { CONTENDER_IDS, TURN_TIME_ENV, type ContenderId } from './lib/contenders';
 import { pinApart, type Pinning } from './lib/pinning';
 import { killAllWorkers, WorkerPool } from './lib/worker-pool';
 import { formatLikeRepo } from './report/format';
@@ -52,6 +53,8 @@ interface Args {
   from?: string;
   contenders?: ContenderId[];
   rounds?: number;
+  /** Our locks' `turnTime` instead of the default (see bench/lib/contenders.ts). */
+  turnTime?: number;
   only: Set<Scenario>;
 }
 
@@ -62,6 +65,7 @@ function parseArgs(argv: string[]): Args {
     else if (arg === '--no-pin') args.noPin = true;
     else if (arg.startsWith('--from=')) args.from = arg.slice('--from='.length);
     else if (arg.startsWith('--rounds=')) args.rounds = Number(arg.slice('--rounds='.length));
+    else if (arg.startsWith('--turn-time=')) args.turnTime = Number(arg.slice('--turn-time='.length));
     else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',');
       for (const n of names)
@@ -77,6 +81,7 @@ function parseArgs(argv: string[]): Args {
     } else if (arg === '--help' || arg === '-h') {
       console.log(
         `npm run bench [-- --quick] [--no-pin] [--rounds=N] [--only=${SCENARIOS.join(',')}] [--contenders=${CONTENDER_IDS.join(',')}]\n` +
+          "              [--turn-time=MS]   (our locks' turnTime; the run goes to bench/out/)\n" +
           '              [--from=bench/out/results.json]   (re-render the report only)',
       );
       process.exit(0);
@@ -84,6 +89,8 @@ function parseArgs(argv: string[]): Args {
   }
   if (args.rounds !== undefined && !(Number.isInteger(args.rounds) && args.rounds > 0))
     throw new Error('--rounds must be a positive integer');
+  if (args.turnTime !== undefined && !(Number.isInteger(args.turnTime) && args.turnTime >= 0))
+    throw new Error('--turn-time must be a whole number of ms (0: pass the lock on at every release)');
   return args;
 }
 
@@ -113,6 +120,8 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.from) return report(JSON.parse(fs.readFileSync(args.from, 'utf8')) as BenchResults);
   const config = benchConfig(args.quick, args.rounds, args.contenders);
+  // Read by our contenders, here and in the worker processes, which inherit the environment.
+  if (args.turnTime !== undefined) process.env[TURN_TIME_ENV] = String(args.turnTime);
   const started = Date.now();
   const starting = new AbortController();
   const stopSync = (): void => {
@@ -204,7 +213,11 @@ async function main(): Promise<void> {
     results.machine.loadEnd = os.loadavg()[0];
     // Only a full run at the default sizes replaces docs/benchmarks.md; anything else goes to bench/out/.
     results.complete =
-      !args.quick && args.only.size === SCENARIOS.length && args.rounds === undefined && args.contenders === undefined;
+      !args.quick &&
+      args.only.size === SCENARIOS.length &&
+      args.rounds === undefined &&
+      args.contenders === undefined &&
+      args.turnTime === undefined;
     fs.mkdirSync(OUT_DIR, { recursive: true });
     const resultsFile = path.join(OUT_DIR, 'results.json');
     fs.writeFileSync(resultsFile, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', resultsFile));

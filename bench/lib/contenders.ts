@@ -38,6 +38,12 @@ export const CONTENDER_IDS = [
 ] as const;
 export type ContenderId = (typeof CONTENDER_IDS)[number];
 
+/**
+ * Our locks' LockClient `turnTime` when set (`npm run bench -- --turn-time=MS` sets it for the bench
+ * and its workers); unset: the library's default.
+ */
+export const TURN_TIME_ENV = 'BENCH_TURN_TIME';
+
 /** Permits of both semaphores in the shared-holders scenario. */
 export const SHARED_LIMIT = 5;
 
@@ -171,6 +177,7 @@ class OurLock implements Contender {
       keyPrefix: 'bench',
       // Default (undefined): instrumented through the global providers, with no SDK registered here.
       telemetry: id === 'reentrant-no-otel' ? false : undefined,
+      turnTime: process.env[TURN_TIME_ENV] === undefined ? undefined : Number(process.env[TURN_TIME_ENV]),
     });
   }
 
