@@ -119,9 +119,9 @@ const run: { topology?: RunningTopology; stopped: boolean; interrupted: boolean 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.from) return report(JSON.parse(fs.readFileSync(args.from, 'utf8')) as BenchResults);
-  const config = benchConfig(args.quick, args.rounds, args.contenders);
+  const config = benchConfig(args.quick, args.rounds, args.contenders, args.turnTime);
   // Read by our contenders, here and in the worker processes, which inherit the environment.
-  if (args.turnTime !== undefined) process.env[TURN_TIME_ENV] = String(args.turnTime);
+  if (config.turnTime !== undefined) process.env[TURN_TIME_ENV] = String(config.turnTime);
   const started = Date.now();
   const starting = new AbortController();
   const stopSync = (): void => {
@@ -217,7 +217,7 @@ async function main(): Promise<void> {
       args.only.size === SCENARIOS.length &&
       args.rounds === undefined &&
       args.contenders === undefined &&
-      args.turnTime === undefined;
+      config.turnTime === undefined;
     fs.mkdirSync(OUT_DIR, { recursive: true });
     const resultsFile = path.join(OUT_DIR, 'results.json');
     fs.writeFileSync(resultsFile, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', resultsFile));

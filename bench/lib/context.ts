@@ -9,6 +9,8 @@ export interface BenchConfig {
   contenders: ContenderId[];
   /** Every contender is measured once per round, in turn (A B C ... then again); tables show medians. */
   rounds: number;
+  /** Our locks' `turnTime` (`--turn-time=`); undefined: the library's default. */
+  turnTime?: number;
   uncontendedIterations: number;
   parallelKeys: number;
   parallelMs: number;
@@ -36,6 +38,7 @@ export function benchConfig(
   quick: boolean,
   rounds?: number,
   contenders: ContenderId[] = [...CONTENDER_IDS],
+  turnTime?: number,
 ): BenchConfig {
   const warmupGrantsPerProcess = quick ? 2_000 : 5_000;
   const warmupMaxWindows = quick ? 20 : 60;
@@ -43,6 +46,7 @@ export function benchConfig(
     quick,
     contenders,
     rounds: rounds ?? (quick ? 1 : 3),
+    turnTime,
     uncontendedIterations: quick ? 400 : 2_000,
     parallelKeys: 200,
     parallelMs: quick ? 500 : 1_500,

@@ -107,6 +107,14 @@ function header(r: BenchResults): string {
           'Rounds',
           `${r.config.rounds} (uncontended, parallel, hot keys), ${r.config.waitersRounds} (many waiters); contenders interleaved A B C … then again, tables show the median over rounds`,
         ],
+        ...(r.config.turnTime === undefined
+          ? []
+          : [
+              [
+                'turnTime',
+                `${r.config.turnTime} ms for our reentrant and simple locks (\`--turn-time\`), not the default 10 ms that the configurations and the prose below describe`,
+              ],
+            ]),
       ],
       ['l', 'l'],
     ),
