@@ -19,16 +19,16 @@ export function bounded<T>(
     });
     operation.then(
       (value) => {
-        if (deadline.done) {
+        if (!deadline.expire) {
           onLateResult?.(value);
           return;
         }
-        deadline.done = true;
+        deadline.expire = undefined;
         resolve(value);
       },
       (error: unknown) => {
-        if (deadline.done) return;
-        deadline.done = true;
+        if (!deadline.expire) return;
+        deadline.expire = undefined;
         if (!isConnectionError(error)) return reject(error);
         describe.onUnavailable?.();
         reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs, error));
@@ -39,9 +39,11 @@ export function bounded<T>(
 
 interface Deadline {
   readonly at: number;
-  readonly expire: () => void;
-  /** Settled (or expired): the sweep skips it. */
-  done: boolean;
+  /**
+   * Cleared once the operation settles or the deadline expires (the sweep then skips it): a settled
+   * deadline still queued must not keep its closure, and through it the operation's promise, alive.
+   */
+  expire?: () => void;
 }
 
 /**
@@ -57,12 +59,17 @@ class DeadlineQueue {
   constructor(private readonly timeoutMs: number) {}
 
   add(expire: () => void): Deadline {
-    while (this.head < this.queue.length && this.queue[this.head].done) this.head++;
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+    while (this.head < this.queue.length && !this.queue[this.head].expire) this.head++;
+    if (this.head === this.queue.length) {
+      // Everything queued has settled (the rule when operations do not overlap): start over, so
+      // settled deadlines, and the promise each one's closure holds, are not kept past a scavenge.
+      this.queue.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    const deadline: Deadline = { at: Date.now() + this.timeoutMs, expire, done: false };
+    const deadline: Deadline = { at: Date.now() + this.timeoutMs, expire };
     this.queue.push(deadline);
     if (!this.timer) this.arm(deadline.at);
     return deadline;
@@ -78,11 +85,12 @@ class DeadlineQueue {
     const now = Date.now();
     while (this.head < this.queue.length) {
       const next = this.queue[this.head];
-      if (!next.done && next.at > now) break;
+      const { expire } = next;
+      if (expire && next.at > now) break;
       this.head++;
-      if (!next.done) {
-        next.done = true;
-        next.expire();
+      if (expire) {
+        next.expire = undefined;
+        expire();
       }
     }
     if (this.head >= this.queue.length) {
