@@ -24,6 +24,11 @@ export interface AcquireLoopOptions<T> extends JoinOptions {
   operationTimeout: number;
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
   maxSleep?: number;
+  /**
+   * The first attempt is all but sure to be granted (it carries this process's own release of the
+   * lock, made in its turn): no seat is taken before it, as it would be left again at once.
+   */
+  expectGrant?: boolean;
 }
 
 /** Pause between attempts while Redis cannot be reached during a wait (a message ends it early). */
@@ -78,10 +83,12 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
   const deadline = waitTime === undefined ? Infinity : Date.now() + waitTime;
   const outage = new OutageAllowance(waitTime, deadline, options.operationTimeout);
   // Already subscribed (a hot key): take a seat before the first attempt, so a release right after
-  // it cannot be missed and no second attempt is needed once subscribed.
+  // it cannot be missed and no second attempt is needed once subscribed. Not for an attempt expected
+  // to be granted (most acquisitions inside a turn): a refusal then costs that second attempt instead.
   const live = waitTime !== 0 && waiters.isLive(channel);
+  const seatedFirst = live && !options.expectGrant;
   const join = () => waiters.join(channel, options);
-  let seat = live ? join() : undefined;
+  let seat = seatedFirst ? join() : undefined;
   const othersWaiting = () => waiters.memberCount(channel) > (seat ? 1 : 0);
   try {
     /** The last refusal; undefined while the last attempt could not reach Redis. */
@@ -105,7 +112,8 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
     }
     for (let first = true; ; first = false) {
       signal?.throwIfAborted();
-      if (!first || !live || refused === undefined) {
+      // A release between an unseated attempt's refusal and the seat went unheard: try again first.
+      if (!first || !seatedFirst || refused === undefined) {
         try {
           const result = await options.attempt(ticket.takePayload(), othersWaiting());
           outage.reached();

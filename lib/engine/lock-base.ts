@@ -357,6 +357,7 @@ export abstract class LockBase implements ReleaseReplayer {
         waitTime: options.waitTime,
         signal: options.signal,
         operationTimeout: this.engine.operationTimeout,
+        expectGrant: this.turns?.carriesRelease(),
         ...behaviour,
         channel: behaviour.channel ?? this.keys.channel,
         attempt: async (payload, othersWaiting) => {

@@ -48,6 +48,14 @@ export class LockTurns {
     return turns.takeDeferred(this.lock.key, this.lock.kind);
   }
 
+  /**
+   * The next attempt will carry this process's own release of the lock, made in its turn: the lock is
+   * still this process's in Redis, so that attempt is granted unless the hold was lost meanwhile.
+   */
+  carriesRelease(): boolean {
+    return this.engine.turns.hasDeferred(this.lock.key, this.lock.kind);
+  }
+
   /** The attempt that carried `prior` was answered: that release landed. */
   carried(prior: DeferredRelease): void {
     this.engine.recentReleases.note(this.lock.replayer, this.lock.key, prior.holder, prior.leaseMs);

@@ -141,6 +141,11 @@ export class ProcessTurns {
     return turn?.deferred && turn.flushDeferred ? turn.flushDeferred() : Promise.resolve();
   }
 
+  /** Whether a release is held back on `key` for the next attempt of lock kind `kind`. */
+  hasDeferred(key: string, kind: string): boolean {
+    return this.turns.get(key)?.deferred?.kind === kind;
+  }
+
   /** The release held back on `key` for an attempt of lock kind `kind`, taken by that attempt. */
   takeDeferred(key: string, kind: string): DeferredRelease | undefined {
     const turn = this.turns.get(key);

@@ -1,5 +1,6 @@
 import type { LockClient, LockHandle } from '../../lib';
 import { runInLockScope } from '../../lib';
+import { engineOf } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 /**
@@ -196,6 +197,41 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await section(await bWaiting);
     expect(overlaps).toBe(0);
     expect(await lockOf(a.locks, 'barge').isLocked()).toBe(false);
+  });
+
+  it("an attempt that carries the turn's deferred release takes no seat before it, and is granted", async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const lock = lockOf(a.locks, 'unseated');
+    // A waits once (so it listens on its channel, as every process of a hot key does), then gets it.
+    const bFirst = await lockOf(b.locks, 'unseated').lock({ leaseTime: 60_000 });
+    const { acquired: aWaiting } = await waitingOn(a, 'unseated');
+    await bFirst.release();
+    const first = await aWaiting;
+    const { acquired: bWaiting } = await waitingOn(b, 'unseated');
+    await first.release(); // kept: B waits
+    const second = await lock.lock({ leaseTime: 60_000 });
+    const { waiters, clientId } = engineOf(a.locks);
+    const processChannel = `${lock.keys.channel}:${clientId}`;
+    const seatedWhenSent: number[] = [];
+    const send = a.redis.sendCommand.bind(a.redis);
+    a.redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      if (
+        command.name === 'evalsha' &&
+        command.args[2] === lock.keys.lock &&
+        String(command.args[3]).endsWith(':fence')
+      ) {
+        seatedWhenSent.push(waiters.memberCount(processChannel));
+      }
+      return (send as (...a: unknown[]) => unknown)(command, ...rest);
+    }) as typeof a.redis.sendCommand;
+    expect(waiters.isLive(processChannel)).toBe(true); // A waited on the channel before: it still listens
+    expect(await second.release()).toBe('released'); // deferred
+    const third = await lock.lock({ leaseTime: 60_000 });
+    expect(seatedWhenSent).toEqual([0]); // one attempt, made without a seat
+    expect(third.holdCount).toBe(1);
+    await third.release();
+    a.redis.sendCommand = send;
+    await (await bWaiting).release();
   });
 
   it("a release deferred in the turn lands when the process's client closes, and the waiter gets the lock", async () => {
