@@ -1,5 +1,5 @@
 import { CONTENDER_IDS, CONTENDER_LABELS, OURS, POLLING, type ContenderId } from '../lib/contenders';
-import type { HotKeyResult } from '../scenarios/hot-key';
+import type { HotKeyResult, HotKeyRow } from '../scenarios/hot-key';
 import type { BenchResults } from './markdown';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -42,6 +42,20 @@ function best<T>(
 }
 
 /**
+ * A throughput compared round by round: the rounds interleave the contenders, so each round measures
+ * ours and the peer under the same state of the machine, and the spread of their ratio shows how much
+ * of a gap between the medians is the machine's noise. Empty when the rows have no rounds to pair.
+ */
+function perRound(ours: HotKeyRow, peer: HotKeyRow | undefined): string {
+  const ratios = ours.rounds.flatMap((round, i) => {
+    const theirs = peer?.rounds[i]?.perSecond;
+    return theirs ? [round.perSecond / theirs] : [];
+  });
+  if (ratios.length < 2) return '';
+  return ` (${f(Math.min(...ratios))}–${f(Math.max(...ratios))} × it, round by round)`;
+}
+
+/**
  * Issue #14's hot-key goals against the polling peers, for lock `id` in scenario `scenario` ("Hot key",
  * "Hot key, 1 ms"): throughput ≥ the best polling peer (fair lock: ≥ 0.95 × it); reentrant and simple
  * locks: max wait ≤ ½ the lowest max wait of the polling peers and ≤ 3 client commands per acquisition;
@@ -58,7 +72,7 @@ function pollingPeerTargets(scenario: string, hot: HotKeyResult, id: ContenderId
     rows.push({
       target: `${scenario}: throughput ≥ ${fair ? '0.95 × ' : ''}best polling peer`,
       lock: id,
-      measured: `${f(r.perSecond, 0)}/s`,
+      measured: `${f(r.perSecond, 0)}/s${perRound(r, hot.rows[peerThroughput.id])}`,
       bound: `≥ ${f(factor * peerThroughput.value, 0)}/s (${fair ? '0.95 × ' : ''}${CONTENDER_LABELS[peerThroughput.id]})`,
       met: r.perSecond >= factor * peerThroughput.value,
     });
@@ -152,7 +166,7 @@ export function evaluateTargets(results: BenchResults): TargetRow[] {
         rows.push({
           target: 'Hot key: throughput ≥ best peer',
           lock: id,
-          measured: `${f(r.perSecond, 0)}/s`,
+          measured: `${f(r.perSecond, 0)}/s${perRound(r, hot.rows[peerThroughput.id])}`,
           bound: `≥ ${f(peerThroughput.value, 0)}/s (${CONTENDER_LABELS[peerThroughput.id]})`,
           met: r.perSecond >= peerThroughput.value,
         });

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderMarkdown, type BenchResults } from '../../bench/report/markdown';
+import { evaluateTargets } from '../../bench/report/targets';
 import * as proseModule from '../../bench/report/prose';
 
 // The report needs the contenders' names, not the compiled library the bench measures (dist/lib), and
@@ -49,6 +50,22 @@ describe('the benchmark report (bench/report)', () => {
       },
     );
     expect(formatted).toBe(readFileSync(file, 'utf8'));
+  });
+
+  it("gives a throughput target our rate divided by the peer's round by round, next to the medians' verdict", () => {
+    const results = published();
+    const hot = results.hotKey!;
+    const [ours, peer] = [hot.rows.reentrant!, hot.rows.semaphore!];
+    // Three rounds in which ours runs at 0.5, 1.25 and 0.9 times redis-semaphore, the best peer.
+    for (const row of Object.values(hot.rows)) row.perSecond = 800;
+    ours.rounds.forEach((round, i) => (round.perSecond = [500, 1_250, 900][i]));
+    peer.rounds.forEach((round) => (round.perSecond = 1_000));
+    [ours.perSecond, peer.perSecond] = [900, 1_000];
+    const row = evaluateTargets(results).find(
+      (r) => r.target === 'Hot key: throughput ≥ best peer' && r.lock === 'reentrant',
+    );
+    expect(row).toMatchObject({ measured: '900/s (0.50–1.25 × it, round by round)', met: false });
+    expect(row!.bound).toContain('redis-semaphore');
   });
 
   it('uses every block of the prose files and fills every placeholder', () => {
