@@ -60,12 +60,10 @@ class DeadlineQueue {
 
   add(expire: () => void): Deadline {
     while (this.head < this.queue.length && !this.queue[this.head].expire) this.head++;
-    if (this.head === this.queue.length) {
-      // Everything queued has settled (the rule when operations do not overlap): start over, so
-      // settled deadlines, and the promise each one's closure holds, are not kept past a scavenge.
-      this.queue.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+    // Everything queued has settled (the rule when operations do not overlap): start over, so settled
+    // deadlines are not kept past a scavenge.
+    if (this.head === this.queue.length) this.startOver();
+    else if (this.head > 1024 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
@@ -93,13 +91,14 @@ class DeadlineQueue {
         expire();
       }
     }
-    if (this.head >= this.queue.length) {
-      this.queue = [];
-      this.head = 0;
-    } else {
-      this.arm(this.queue[this.head].at);
-    }
+    if (this.head >= this.queue.length) this.startOver();
+    else this.arm(this.queue[this.head].at);
   };
+
+  private startOver(): void {
+    this.queue = [];
+    this.head = 0;
+  }
 }
 
 const queues = new Map<number, DeadlineQueue>();

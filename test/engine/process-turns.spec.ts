@@ -1,7 +1,15 @@
 import type { LockClient, LockHandle } from '../../lib';
 import { runInLockScope } from '../../lib';
 import { engineOf } from '../../lib/internal';
-import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import {
+  eventually,
+  isAttemptOn,
+  lockClient,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
 
 /**
  * Processes take turns on a contended reentrant or simple lock (lib/engine/process-turns.ts): a
@@ -20,29 +28,21 @@ async function parkedWait(
   lock: { keys: { lock: string }; lock(options: { leaseTime: number }): Promise<LockHandle> },
 ): Promise<{ acquired: Promise<LockHandle> }> {
   let answered = 0;
-  const send = waiter.redis.sendCommand.bind(waiter.redis);
-  waiter.redis.sendCommand = ((
-    command: { name: string; args: unknown[]; promise: Promise<unknown> },
-    ...rest: unknown[]
-  ) => {
-    const reply = (send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
-    const isAttempt =
-      /^eval/.test(command.name) && command.args[2] === lock.keys.lock && String(command.args[3]).endsWith(':fence');
+  const stop = watchCommands(waiter, (command, reply) => {
     // An EVALSHA the server refuses with NOSCRIPT (its first call on a fresh server) is sent again as
     // EVAL: that one's answer counts.
-    if (isAttempt)
+    if (isAttemptOn(command, lock.keys.lock))
       void reply.then(
         () => answered++,
         (error: Error) => !/^NOSCRIPT/.test(error.message) && answered++,
       );
-    return reply;
-  }) as typeof waiter.redis.sendCommand;
+  });
   const acquired = lock.lock({ leaseTime: 60_000 });
   acquired.catch(() => undefined); // the caller awaits it
   try {
     await eventually(async () => answered >= 2, 5_000);
   } finally {
-    waiter.redis.sendCommand = send;
+    stop();
   }
   return { acquired }; // wrapped: an async function would wait for a returned promise
 }
@@ -68,20 +68,17 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
   function countScripts(of: TestClient, key: string) {
     /** passes: the lock passed on (pass-wake-4, or a release sent with 'pass'); releases: releases sent on their own. */
     const counts = { attempts: 0, passes: 0, releases: 0 };
-    const send = of.redis.sendCommand.bind(of.redis);
-    of.redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
-      if (command.name === 'evalsha' && command.args[2] === key) {
-        const second = String(command.args[3]);
-        if (second.endsWith(':fence')) counts.attempts++;
-        // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count; a release's hand-over
-        // mode is its last argument but one (the client id follows)
-        const passWake = second.endsWith(':unlock') && command.args.length === 9;
-        const release = second.endsWith(':unlock') && !passWake;
-        if (release) counts.releases++;
-        if (passWake || (release && command.args[command.args.length - 2] === 'pass')) counts.passes++;
-      }
-      return (send as (...a: unknown[]) => unknown)(command, ...rest);
-    }) as typeof of.redis.sendCommand;
+    watchCommands(of, (command) => {
+      if (command.name !== 'evalsha' || command.args[2] !== key) return;
+      const second = String(command.args[3]);
+      if (second.endsWith(':fence')) counts.attempts++;
+      // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count; a release's hand-over
+      // mode is its last argument but one (the client id follows)
+      const passWake = second.endsWith(':unlock') && command.args.length === 9;
+      const release = second.endsWith(':unlock') && !passWake;
+      if (release) counts.releases++;
+      if (passWake || (release && command.args[command.args.length - 2] === 'pass')) counts.passes++;
+    });
     return counts;
   }
 
@@ -213,24 +210,18 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     const { waiters, clientId } = engineOf(a.locks);
     const processChannel = `${lock.keys.channel}:${clientId}`;
     const seatedWhenSent: number[] = [];
-    const send = a.redis.sendCommand.bind(a.redis);
-    a.redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
-      if (
-        command.name === 'evalsha' &&
-        command.args[2] === lock.keys.lock &&
-        String(command.args[3]).endsWith(':fence')
-      ) {
+    const stop = watchCommands(a, (command) => {
+      if (command.name === 'evalsha' && isAttemptOn(command, lock.keys.lock)) {
         seatedWhenSent.push(waiters.memberCount(processChannel));
       }
-      return (send as (...a: unknown[]) => unknown)(command, ...rest);
-    }) as typeof a.redis.sendCommand;
+    });
     expect(waiters.isLive(processChannel)).toBe(true); // A waited on the channel before: it still listens
     expect(await second.release()).toBe('released'); // deferred
     const third = await lock.lock({ leaseTime: 60_000 });
     expect(seatedWhenSent).toEqual([0]); // one attempt, made without a seat
     expect(third.holdCount).toBe(1);
     await third.release();
-    a.redis.sendCommand = send;
+    stop();
     await (await bWaiting).release();
   });
 

@@ -1,5 +1,14 @@
 import { killAll, startWorker, type Worker } from '../support/workers';
-import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import {
+  eventually,
+  isAttemptOn,
+  lockClient,
+  singlePort,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
 
 /**
  * Reentrant and simple locks wake one waiting process per release (lua/include/wake-one-process.lua).
@@ -24,15 +33,11 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: one wake-up per releas
   /** Attempts (lock scripts) each client sends from now on. */
   function countAttempts(clients: TestClient[], key: string): () => number[] {
     const counts = clients.map(() => 0);
-    clients.forEach((client, i) => {
-      const send = client.redis.sendCommand.bind(client.redis);
-      client.redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
-        if (/^eval/.test(command.name) && command.args[2] === key && String(command.args[3]).endsWith(':fence')) {
-          counts[i]++;
-        }
-        return (send as (...a: unknown[]) => unknown)(command, ...rest);
-      }) as typeof client.redis.sendCommand;
-    });
+    clients.forEach((client, i) =>
+      watchCommands(client, (command) => {
+        if (isAttemptOn(command, key)) counts[i]++;
+      }),
+    );
     return () => [...counts];
   }
 

@@ -66,3 +66,34 @@ export async function eventually(
     await sleep(stepMs);
   }
 }
+
+/** A command as `client.redis.sendCommand` receives it. */
+export interface SentCommand {
+  name: string;
+  args: unknown[];
+}
+
+/**
+ * Calls `onSent` with every command `client` sends from now on, and the promise of its reply; returns
+ * the function that stops it. The library sends every script as EVALSHA (then EVAL once if the server
+ * answers NOSCRIPT), through sendCommand.
+ */
+export function watchCommands(
+  client: TestClient,
+  onSent: (command: SentCommand, reply: Promise<unknown>) => void,
+): () => void {
+  const send = client.redis.sendCommand.bind(client.redis);
+  client.redis.sendCommand = ((command: SentCommand, ...rest: unknown[]) => {
+    const reply = (send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
+    onSent(command, reply);
+    return reply;
+  }) as typeof client.redis.sendCommand;
+  return () => {
+    client.redis.sendCommand = send;
+  };
+}
+
+/** Whether `command` is an attempt script (its keys the lock, then the fencing counter) on the lock key `lockKey`. */
+export function isAttemptOn(command: SentCommand, lockKey: string): boolean {
+  return /^eval/.test(command.name) && command.args[2] === lockKey && String(command.args[3]).endsWith(':fence');
+}
