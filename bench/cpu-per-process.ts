@@ -14,6 +14,17 @@
  * REDIS_TOPOLOGY_PORT_SHIFT) and stops it, by the pids it recorded, at the end. Linux only (/proc).
  * Environment: CONTENDERS ('reentrant,redlock,raw'), PROCESSES ('1,2,4,8'), SECTION_MS (1),
  * WARMUP_MS (5000), DURATION_MS (6000), ROUNDS (1; contenders alternate within a round).
+ * CONTENDERS may also name `hand-off-floor` (bench/lib/hand-off-floor.ts: the least a wake-one lock
+ * can do, every grant moving to the next process in line); with BENCH_TURN_TIME=0 ours move at every
+ * grant too, so `BENCH_TURN_TIME=0 CONTENDERS=reentrant,fair,hand-off-floor PROCESSES=2 SECTION_MS=0`
+ * prices one move of the lock to another process.
+ *
+ * `in-turn`: the other half of that price, the acquisitions inside one turn. One process per
+ * contender, two clients: one loops on the key (as a worker does, SECTION_MS 0) while the other
+ * waits for it, so the loop runs in a contended turn; ours get a 60 s `turnTime`, so the turn never
+ * ends on its own while measured. Prints the process's CPU per acquisition (process.cpuUsage).
+ *
+ *   npm run build && taskset -c 1 npx tsx bench/cpu-per-process.ts in-turn
  *
  * `loop <contender> <iterations> <port>`: one process, no contention, acquire + release `iterations`
  * times against a Redis already running on `port` (e.g. `npm run redis:up`, port 7400), to count the
@@ -35,7 +46,15 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import Redis from 'ioredis';
-import { CONTENDER_IDS, createContender, type Contender, type ContenderId } from './lib/contenders';
+import {
+  CONTENDER_IDS,
+  createContender,
+  OURS,
+  TURN_TIME_ENV,
+  type Contender,
+  type ContenderId,
+} from './lib/contenders';
+import { HandOffFloor } from './lib/hand-off-floor';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
 import { sleep } from '../scripts/tooling';
 
@@ -48,16 +67,21 @@ const list = (value: string | undefined, fallback: string): string[] => (value ?
 type ToWorker = { type: 'go' } | { type: 'stop' };
 type FromWorker = { type: 'ready' } | { type: 'done'; acquisitions: number };
 
-/** One contender of `npm run bench` (bench/lib/contenders.ts) on `port`, connections ready. */
-async function contenderOn(port: number, id: ContenderId): Promise<{ redis: Redis; contender: Contender }> {
+/** What this trial measures: a contender of `npm run bench` (bench/lib/contenders.ts), or the hand-off floor. */
+type TrialId = ContenderId | 'hand-off-floor';
+type TrialContender = Pick<Contender, 'acquire' | 'ready' | 'close'>;
+const TRIAL_IDS: readonly TrialId[] = [...CONTENDER_IDS, 'hand-off-floor'];
+
+/** One contender on `port`, connections ready. */
+async function contenderOn(port: number, id: TrialId): Promise<{ redis: Redis; contender: TrialContender }> {
   const redis = new Redis({ host: '127.0.0.1', port });
-  const contender = createContender(id, redis);
+  const contender = id === 'hand-off-floor' ? new HandOffFloor(redis) : createContender(id, redis);
   await contender.ready();
   return { redis, contender };
 }
 
 /** One worker: `node bench/cpu-per-process.ts worker <port> <contender> <sectionMs>`. */
-async function worker(port: number, id: ContenderId, sectionMs: number): Promise<void> {
+async function worker(port: number, id: TrialId, sectionMs: number): Promise<void> {
   const { redis, contender } = await contenderOn(port, id);
   let stop = false;
   let acquisitions = 0;
@@ -81,11 +105,75 @@ async function worker(port: number, id: ContenderId, sectionMs: number): Promise
 }
 
 /** `iterations` uncontended acquire + release cycles of contender `id` (see the header). */
-async function loop(id: ContenderId, iterations: number, port: number): Promise<void> {
+async function loop(id: TrialId, iterations: number, port: number): Promise<void> {
   const { redis, contender } = await contenderOn(port, id);
   for (let i = 0; i < iterations; i++) await (await contender.acquire(KEY))();
   await contender.close();
   redis.disconnect();
+}
+
+/** `in-turn` (see the header): one forked process per measurement, so no contender inherits another's compiled code. */
+function inTurn(port: number, id: TrialId): Promise<string> {
+  const child = fork(__filename, ['in-turn-worker', String(port), id], {
+    execArgv: process.execArgv,
+    env: { ...process.env, [TURN_TIME_ENV]: '60000' },
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', (line: string) => resolve(line));
+    child.once('exit', (code) => reject(new Error(`in-turn worker for ${id} exited with ${code}`)));
+  });
+}
+
+async function inTurnWorker(port: number, id: TrialId): Promise<void> {
+  const looping = await contenderOn(port, id);
+  const waiting = await contenderOn(port, id);
+  const { redis } = looping;
+  await redis.del(COUNTER, KEY);
+  const stop = new AbortController();
+  const first = await looping.contender.acquire(KEY);
+  let waiterGrants = 0;
+  const waiter = (async () => {
+    // Takes the lock when it comes its way and gives it back. Ours get it when a turn ends early (the
+    // loop paused for over a millisecond); the waiter asks again from its next macrotask, so its own
+    // turn passes the lock straight back (ProcessTurns.passIfIdle) and the loop's turn stays
+    // contended. A polling lock's loop runs the same path whether anyone waits or not, and a poller
+    // that asked again at once would take every other grant: it pauses 100 ms first.
+    const pause = OURS.has(id as ContenderId) ? () => new Promise(setImmediate) : () => sleep(100);
+    while (!stop.signal.aborted) {
+      const release = await waiting.contender.acquire(KEY, stop.signal).catch(() => undefined);
+      if (!release) return;
+      waiterGrants++;
+      await release();
+      await pause();
+    }
+  })();
+  await sleep(50); // the waiter has been refused: the loop's turn is contended from here on
+  await first();
+  const iterate = async (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const release = await looping.contender.acquire(KEY);
+      const [value] = await redis.mget(COUNTER);
+      await Promise.all([redis.mset(COUNTER, String(Number(value ?? 0) + 1)), release()]);
+    }
+  };
+  const iterations = Number(env.ITERATIONS ?? 20_000);
+  await iterate(iterations / 4); // warm-up
+  const grantsBefore = waiterGrants;
+  const cpuBefore = process.cpuUsage();
+  const startedAt = process.hrtime.bigint();
+  await iterate(iterations);
+  const cpu = process.cpuUsage(cpuBefore);
+  const wallUs = Number(process.hrtime.bigint() - startedAt) / 1_000;
+  const perIteration = (us: number) => (us / iterations).toFixed(0);
+  process.send?.(
+    `${id.padEnd(14)} in a contended turn: CPU per acquisition ${perIteration(cpu.user + cpu.system)} µs ` +
+      `(user ${perIteration(cpu.user)}, system ${perIteration(cpu.system)}), ${perIteration(wallUs)} µs apart; ` +
+      `the waiting client took the lock ${waiterGrants - grantsBefore} times meanwhile`,
+  );
+  stop.abort();
+  await waiter;
+  await Promise.all([looping.contender.close(), waiting.contender.close()]);
+  process.exit(0);
 }
 
 interface CpuSample {
@@ -114,7 +202,7 @@ function commandCounts(commandstats: string): Map<string, number> {
   return counts;
 }
 
-async function measure(port: number, id: ContenderId, processes: number, sectionMs: number): Promise<string> {
+async function measure(port: number, id: TrialId, processes: number, sectionMs: number): Promise<string> {
   const admin = new Redis({ host: '127.0.0.1', port });
   await admin.del(COUNTER);
   const workers: ChildProcess[] = Array.from({ length: processes }, () =>
@@ -161,22 +249,32 @@ async function measure(port: number, id: ContenderId, processes: number, section
 async function main(): Promise<void> {
   if (process.argv[2] === 'worker') {
     const [port, id, sectionMs] = process.argv.slice(3);
-    return worker(Number(port), id as ContenderId, Number(sectionMs));
+    return worker(Number(port), id as TrialId, Number(sectionMs));
   }
   if (process.argv[2] === 'loop') {
     const [id, iterations, port] = process.argv.slice(3);
-    return loop(id as ContenderId, Number(iterations), Number(port));
+    return loop(id as TrialId, Number(iterations), Number(port));
+  }
+  if (process.argv[2] === 'in-turn-worker') {
+    const [port, id] = process.argv.slice(3);
+    return inTurnWorker(Number(port), id as TrialId);
   }
   if (!fs.existsSync('/proc/self/task')) throw new Error('bench/cpu-per-process.ts reads /proc: Linux only.');
-  const ids = list(env.CONTENDERS, 'reentrant,redlock,raw') as ContenderId[];
+  const ids = list(env.CONTENDERS, 'reentrant,redlock,raw') as TrialId[];
   for (const id of ids) {
-    if (!CONTENDER_IDS.includes(id)) throw new Error(`CONTENDERS: unknown ${id} (${CONTENDER_IDS.join(', ')})`);
+    if (!TRIAL_IDS.includes(id)) throw new Error(`CONTENDERS: unknown ${id} (${TRIAL_IDS.join(', ')})`);
   }
   const counts = list(env.PROCESSES, '1,2,4,8').map(Number);
   const sectionMs = Number(env.SECTION_MS ?? 1);
   const topology = await startTopology('single', { basePort: BASE_PORT });
   try {
     const port = topology.masters[0].port;
+    if (process.argv[2] === 'in-turn') {
+      for (let round = 0; round < Number(env.ROUNDS ?? 1); round++) {
+        for (const id of ids) console.log(await inTurn(port, id));
+      }
+      return;
+    }
     for (let round = 0; round < Number(env.ROUNDS ?? 1); round++) {
       for (const processes of counts) {
         for (const id of ids) console.log(await measure(port, id, processes, sectionMs));
