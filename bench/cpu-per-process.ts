@@ -22,7 +22,8 @@
  * `in-turn`: the other half of that price, the acquisitions inside one turn. One process per
  * contender, two clients: one loops on the key (as a worker does, SECTION_MS 0) while the other
  * waits for it, so the loop runs in a contended turn; ours get a 60 s `turnTime`, so the turn never
- * ends on its own while measured. Prints the process's CPU per acquisition (process.cpuUsage).
+ * ends on its own while measured. Prints the process's CPU per acquisition (process.cpuUsage). The
+ * fair lock and the hand-off floor take no turns: there every grant alternates between the two clients.
  *
  *   npm run build && taskset -c 1 npx tsx bench/cpu-per-process.ts in-turn
  *
@@ -80,6 +81,14 @@ async function contenderOn(port: number, id: TrialId): Promise<{ redis: Redis; c
   return { redis, contender };
 }
 
+/** One acquisition as every loop here makes it: acquire, MGET the counter, sleep `sectionMs`, MSET it + 1 with the release. */
+async function acquireOnce(redis: Redis, contender: TrialContender, sectionMs: number): Promise<void> {
+  const release = await contender.acquire(KEY);
+  const [value] = await redis.mget(COUNTER);
+  if (sectionMs > 0) await sleep(sectionMs);
+  await Promise.all([redis.mset(COUNTER, String(Number(value ?? 0) + 1)), release()]);
+}
+
 /** One worker: `node bench/cpu-per-process.ts worker <port> <contender> <sectionMs>`. */
 async function worker(port: number, id: TrialId, sectionMs: number): Promise<void> {
   const { redis, contender } = await contenderOn(port, id);
@@ -92,10 +101,7 @@ async function worker(port: number, id: TrialId, sectionMs: number): Promise<voi
   process.send?.({ type: 'ready' } satisfies FromWorker);
   await go;
   while (!stop) {
-    const release = await contender.acquire(KEY);
-    const [value] = await redis.mget(COUNTER);
-    if (sectionMs > 0) await sleep(sectionMs);
-    await Promise.all([redis.mset(COUNTER, String(Number(value ?? 0) + 1)), release()]);
+    await acquireOnce(redis, contender, sectionMs);
     acquisitions++;
   }
   process.send?.({ type: 'done', acquisitions } satisfies FromWorker);
@@ -128,7 +134,7 @@ async function inTurnWorker(port: number, id: TrialId): Promise<void> {
   const looping = await contenderOn(port, id);
   const waiting = await contenderOn(port, id);
   const { redis } = looping;
-  await redis.del(COUNTER, KEY);
+  await redis.del(COUNTER);
   const stop = new AbortController();
   const first = await looping.contender.acquire(KEY);
   let waiterGrants = 0;
@@ -150,11 +156,7 @@ async function inTurnWorker(port: number, id: TrialId): Promise<void> {
   await sleep(50); // the waiter has been refused: the loop's turn is contended from here on
   await first();
   const iterate = async (count: number) => {
-    for (let i = 0; i < count; i++) {
-      const release = await looping.contender.acquire(KEY);
-      const [value] = await redis.mget(COUNTER);
-      await Promise.all([redis.mset(COUNTER, String(Number(value ?? 0) + 1)), release()]);
-    }
+    for (let i = 0; i < count; i++) await acquireOnce(redis, looping.contender, 0);
   };
   const iterations = Number(env.ITERATIONS ?? 20_000);
   await iterate(iterations / 4); // warm-up

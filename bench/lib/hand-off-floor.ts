@@ -11,8 +11,6 @@ import type { Release } from './contenders';
  * another process (two script calls, a message, a scheduler wake-up), to set ours against.
  */
 export class HandOffFloor {
-  readonly id = 'hand-off-floor' as const;
-  readonly giveUps = 0;
   private readonly me = randomUUID();
   private readonly subscriber: Redis;
   private wake?: () => void;
@@ -64,15 +62,15 @@ return 1`,
       }
       // A second at most: a message lost with a restarted subscriber must not stall the trial.
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', done);
           this.wake = undefined;
           resolve();
-        }, 1_000);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
         };
-        signal?.addEventListener('abort', () => this.wake?.(), { once: true });
+        const timer = setTimeout(done, 1_000);
+        this.wake = done;
+        signal?.addEventListener('abort', done, { once: true });
       });
     }
     return () => commands.floorRelease(keys[0], keys[1], this.me, 'floor:wake:');
