@@ -12,7 +12,9 @@
 -- ARGV[5]  prior owner          '' or an owner whose last hold the caller's process released in its turn
 --                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
 -- ARGV[6]  prior hold count     the holds the client counted for the prior owner before its release ('' = unknown)
--- Returns  {'granted', token}     acquired; token = new fencing token (INCR of KEYS[2])
+-- ARGV[7]  token count          fencing tokens a grant takes, 1..1000 (see fencing-tokens.lua)
+-- Returns  {'granted', token, others}  acquired; token = new fencing token (the first of the ARGV[7] taken
+--                                 from KEYS[2]); others = 1 when other processes wait for the lock, else 0
 --          {'reentered', token}   hold count + 1; token = the current holder's token
 --          {'refused', pttl}      held by another owner, or free but handed over to another process;
 --                                 pttl = how long that lasts at most, in ms
@@ -20,6 +22,7 @@
 --!include waiting-registration.lua
 --!include hand-over.lua
 --!include release-in-turn.lua
+--!include fencing-tokens.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -30,6 +33,8 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 local prior, priorHolds, badPrior = priorRelease(ARGV[5], ARGV[6])
 if badPrior then return badPrior end
+local tokens, badTokens = tokenCountArgument(ARGV[7])
+if badTokens then return badTokens end
 if prior then releaseInTurn(KEYS[1], prior, priorHolds) end
 
 if redis.call('exists', KEYS[1]) == 0 then
@@ -42,7 +47,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
-  return {'granted', redis.call('incr', KEYS[2])}
+  return {'granted', takeTokens(KEYS[2], tokens), othersWaiting(KEYS[3], client) and 1 or 0}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then

@@ -9,12 +9,15 @@
 -- ARGV[4]  waiting flag         (see lock-4.lua)
 -- ARGV[5]  prior token          '' or the token of a hold the caller's process released in its turn
 --                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
--- Returns  {'granted', fencingToken}  acquired
+-- ARGV[6]  token count          fencing tokens a grant takes, 1..1000 (see fencing-tokens.lua)
+-- Returns  {'granted', fencingToken, others}  acquired (the first of the ARGV[6] tokens taken); others = 1
+--                                     when other processes wait for the lock, else 0
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
 --                                     but handed over to another process; pttl = how long that lasts at most
 --          error BADARG before any write when an argument is unusable
 --!include waiting-registration.lua
 --!include hand-over.lua
+--!include fencing-tokens.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
@@ -24,13 +27,15 @@ local client, flag = ARGV[3], ARGV[4]
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 if ARGV[5] == nil then return redis.error_reply('BADARG prior token is missing') end
+local tokens, badTokens = tokenCountArgument(ARGV[6])
+if badTokens then return badTokens end
 -- pcall: a hash here is another lock kind's hold, not ours
 if ARGV[5] ~= '' and redis.pcall('get', KEYS[1]) == ARGV[5] then redis.call('del', KEYS[1]) end
 local reservedTtl, mine = reservation(KEYS[4], client)
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   if mine then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
-  return {'granted', redis.call('incr', KEYS[2])}
+  return {'granted', takeTokens(KEYS[2], tokens), othersWaiting(KEYS[3], client) and 1 or 0}
 end
 registerWaiting(KEYS[3], client, flag)
 local ttl = redis.call('pttl', KEYS[1])

@@ -17,11 +17,26 @@ export interface HoldOps {
   extend(lock: HeldLock, leaseTime?: number): Promise<void>;
 }
 
+/**
+ * A hold's spare fencing tokens and when Redis last confirmed it: what its process needs to lend the
+ * hold on to its next acquisition of the lock in its turn, without a round trip (see ProcessTurns).
+ */
+export interface Lendable {
+  /** The spare tokens, `next` up to `last`, taken with the grant (see lua/include/fencing-tokens.lua). */
+  nextToken: number;
+  lastToken: number;
+  /** When the attempt Redis granted was sent (ms since epoch); local lends do not move it. */
+  confirmedAt: number;
+}
+
 /** One grant as the kind that won it records it. */
 export interface Acquisition {
   name: string;
   key: string;
+  /** The id Redis records the hold under, which renewals and releases name. */
   owner: string;
+  /** Who holds it here, when not `owner` itself: a hold lent on in a turn keeps its Redis id (see ProcessTurns). */
+  localOwner?: string;
   leaseMs: number;
   watched: boolean;
   fencingToken: number;
@@ -30,6 +45,10 @@ export interface Acquisition {
   renewalKeys?: readonly string[];
   ops: HoldOps;
   sentAt: number;
+  /** When Redis lets the lease run out at the latest, if not `sentAt + leaseMs` (a lent hold's). */
+  expiresAt?: number;
+  /** Set when the hold may be lent on in its process's turn. */
+  lendable?: Lendable;
   /** AcquireOptions.label of the first hold. */
   label?: string;
   /** The script reported a re-entry (the owner already held the lock). */
@@ -47,7 +66,12 @@ export class HeldLock {
   private abortController?: AbortController;
   readonly name: string;
   readonly key: string;
+  /** The id Redis records the hold under (renewals and releases name it). */
   readonly owner: string;
+  /** Who holds it in this process: `owner`, or the acquisition a turn's hold was lent to (see ProcessTurns). */
+  readonly localOwner: string;
+  /** Set while the hold may be lent on in its process's turn. */
+  readonly lendable?: Lendable;
   leaseMs: number;
   /** Renewed by the watchdog (no explicit leaseTime). */
   watched: boolean;
@@ -78,6 +102,8 @@ export class HeldLock {
     this.name = a.name;
     this.key = a.key;
     this.owner = a.owner;
+    this.localOwner = a.localOwner ?? a.owner;
+    this.lendable = a.lendable;
     this.leaseMs = a.leaseMs;
     this.watched = a.watched;
     this.fencingToken = a.fencingToken;
@@ -87,7 +113,7 @@ export class HeldLock {
     this.label = a.label;
     this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
-    this.expiresAt = a.sentAt + a.leaseMs;
+    this.expiresAt = a.expiresAt ?? a.sentAt + a.leaseMs;
   }
 
   get controller(): AbortController {

@@ -32,7 +32,10 @@ export interface LockInspection {
   holders: LockHolder[];
   /** What is left of the lease; null when free or when the key has no expiry. */
   remainingLeaseMs: number | null;
-  /** The last fencing token handed out for this name; null if none was ever. */
+  /**
+   * The fencing counter: the last token handed out or set aside for this name (a process taking turns on
+   * a contended lock sets aside a block for its next holds, see ProcessTurns); null if none was ever.
+   */
   fencingToken: number | null;
   /** Fair lock: waiters in FIFO order. */
   queue: QueuedWaiter[];

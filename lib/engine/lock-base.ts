@@ -18,8 +18,11 @@ import { sleep } from './sleep';
 import type { LockLogger } from './logger';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
-import type { DeferredRelease, HandOver } from './process-turns';
+import { TURN_TOKENS, type DeferredRelease, type HandOver } from './process-turns';
 import { LockTurns } from './lock-turns';
+
+/** Numbers the Redis ids of holds taken in a turn (see turnHolder). */
+let turnHolds = 0;
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -27,6 +30,8 @@ export interface Grant {
   reentered: boolean;
   /** The id the hold is recorded, renewed and released under, when not the owner itself (simple lock's token). */
   holder?: string;
+  /** A first grant found other processes waiting for the lock (see TurnAttemptReply). */
+  othersWaiting?: boolean;
 }
 
 /**
@@ -55,6 +60,8 @@ export interface AttemptRequest {
   waiting?: WaitingAttempt;
   /** A release of this process's, made in its turn, that this attempt sends first (see ProcessTurns.deferRelease). */
   prior?: DeferredRelease;
+  /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in its turn. */
+  tokens: number;
 }
 
 /** An attempt made by a caller that waits if refused. */
@@ -66,9 +73,17 @@ export interface WaitingAttempt {
 }
 
 /** An attempt script's reply as the acquire loop takes it. */
-export function attemptOutcome(status: AttemptStatus, value: number, holder?: string): Attempt<Grant> {
+export function attemptOutcome(
+  status: AttemptStatus,
+  value: number,
+  holder?: string,
+  othersWaiting?: 0 | 1,
+): Attempt<Grant> {
   if (status === 'refused') return { acquired: false, ttl: value };
-  return { acquired: true, value: { fencingToken: value, reentered: status === 'reentered', holder } };
+  return {
+    acquired: true,
+    value: { fencingToken: value, reentered: status === 'reentered', holder, othersWaiting: othersWaiting === 1 },
+  };
 }
 
 /** The waiting flag of lock-4.lua / simple-lock-4.lua for an attempt. */
@@ -154,6 +169,14 @@ export abstract class LockBase implements ReleaseReplayer {
   /** The id a grant of this attempt is recorded and released under: the owner, or a token per attempt (simple lock). */
   protected holderFor(owner: string): string {
     return owner;
+  }
+
+  /**
+   * The Redis id of a hold taken in a turn, which its process may lend on (see LockTurns.lend): never
+   * an owner's own id, so that an owner whose hold it once was cannot re-enter it while it is lent.
+   */
+  protected turnHolder(_localOwner: string): string {
+    return `${this.engine.clientId}:turn:${++turnHolds}`;
   }
 
   /**
@@ -310,7 +333,8 @@ export abstract class LockBase implements ReleaseReplayer {
   protected async holdCount(key: string, owner: string | undefined): Promise<number> {
     if (owner === undefined) return 0;
     await this.settleOwnRelease();
-    const count = await this.bounded(this.engine.redis.hget(key, owner), 'getHoldCount');
+    const holder = this.engine.registry.redisIdOf(key, owner);
+    const count = await this.bounded(this.engine.redis.hget(key, holder), 'getHoldCount');
     return count === null ? 0 : Number(count);
   }
 
@@ -347,7 +371,7 @@ export abstract class LockBase implements ReleaseReplayer {
     const settling = this.engine.registry.settled(this.keys.lock, owner);
     if (settling) await settling;
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
-    let unknown: { holder: string; known: number; sentAt: number } | undefined;
+    let unknown: { holder: string; localOwner: string; known: number; sentAt: number } | undefined;
     let refusedBefore = false;
     const startedAt = Date.now();
     try {
@@ -364,23 +388,41 @@ export abstract class LockBase implements ReleaseReplayer {
           const { registry } = this.engine;
           if (unknown) {
             const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
-            const { holder, sentAt } = unknown;
+            const { holder, localOwner, sentAt } = unknown;
             unknown = undefined;
             if (grant) {
-              return { acquired: true, value: this.recordGrant(holder, grant, { leaseMs, watched, sentAt, label }) };
+              const hold = { leaseMs, watched, sentAt, label, localOwner };
+              return { acquired: true, value: this.recordGrant(holder, grant, hold) };
             }
           }
-          const holder = this.holderFor(owner);
+          const localOwner = this.holderFor(owner);
           const prior = this.turns?.attempting();
+          if (prior) {
+            const lent = this.turns?.lend(prior, watched);
+            if (lent) {
+              const grant = { fencingToken: lent.fencingToken, reentered: false };
+              const { leaseMs: lease, expiresAt } = prior;
+              const { lendable } = lent;
+              const hold = { leaseMs: lease, watched, sentAt: Date.now(), expiresAt, label, localOwner, lendable };
+              return { acquired: true, value: this.recordGrant(prior.holder, grant, hold) };
+            }
+          }
+          // Taken in a turn, or by a waiter (a turn of a contended lock may begin with it), the hold may be
+          // lent on (see LockTurns.lend): it gets an id and fencing tokens for that.
+          const lendable = watched && this.takesTurns && (prior !== undefined || refusedBefore);
+          const holder = lendable ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
+          const tokens = lendable ? TURN_TOKENS : 1;
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            result = await this.bounded(this.attempt({ owner, leaseMs, holder, payload, waiting, prior }), 'lock');
+            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens };
+            result = await this.bounded(this.attempt(request), 'lock');
           } catch (error) {
             if (prior) this.sendDeferredInBackground(prior); // it may not have landed
             if (error instanceof RedisUnavailableError) {
-              unknown = { holder, known: registry.get(this.keys.lock, holder)?.holdCount ?? 0, sentAt };
+              const known = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
+              unknown = { holder, localOwner, known, sentAt };
             }
             throw error;
           }
@@ -392,11 +434,17 @@ export abstract class LockBase implements ReleaseReplayer {
             refusedBefore = true;
             return result;
           }
-          const held = this.recordGrant(result.value.holder ?? holder, result.value, {
+          const { value } = result;
+          const spare = tokens > 1 && !value.reentered;
+          const held = this.recordGrant(value.holder ?? holder, value, {
             leaseMs,
             watched,
             sentAt,
             label,
+            localOwner,
+            lendable: spare
+              ? { nextToken: value.fencingToken + 1, lastToken: value.fencingToken + tokens - 1, confirmedAt: sentAt }
+              : undefined,
           });
           return { acquired: true, value: held };
         },
@@ -436,14 +484,11 @@ export abstract class LockBase implements ReleaseReplayer {
   private recordGrant(
     holder: string,
     grant: Grant,
-    hold: Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label'>,
+    hold: Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable'>,
   ): LockHandle {
-    if (!grant.reentered) this.turns?.granted();
+    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
     const held = this.engine.registry.record({
-      leaseMs: hold.leaseMs,
-      watched: hold.watched,
-      sentAt: hold.sentAt,
-      label: hold.label,
+      ...hold,
       name: this.name,
       key: this.keys.lock,
       owner: holder,

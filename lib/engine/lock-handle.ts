@@ -33,6 +33,10 @@ export class LockHandle implements LockContext, AsyncDisposable {
     return this.held.name;
   }
 
+  /**
+   * The id Redis records the hold under (what inspect shows): the owner's own, a simple lock's token,
+   * or, for a hold that its process may lend on in a turn, an id of the process's (see ProcessTurns).
+   */
   get owner(): string {
     return this.held.owner;
   }

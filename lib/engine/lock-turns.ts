@@ -1,8 +1,8 @@
 import type { EngineContext } from './engine-context';
 import { RedisUnavailableError } from './errors';
-import type { HeldLock } from './held-lock';
+import type { HeldLock, Lendable } from './held-lock';
 import type { LockKindName } from './lock-events';
-import type { DeferredRelease, HandOver } from './process-turns';
+import { LEND_WITHIN_MS, type DeferredRelease, type HandOver } from './process-turns';
 import type { ReleaseReplayer } from './recent-releases';
 import type { ReleaseReply } from './scripts/replies';
 
@@ -61,9 +61,30 @@ export class LockTurns {
     this.engine.recentReleases.note(this.lock.replayer, this.lock.key, prior.holder, prior.leaseMs);
   }
 
-  /** A first hold (not a re-entry) was granted: a turn begins, if none runs. */
-  granted(): void {
-    this.engine.turns.granted(this.lock.key);
+  /**
+   * The hold this process released in its turn (`prior`, taken by an attempt), lent as it stands in
+   * Redis to that attempt, which needs no round trip then: the lock never left this process, and no
+   * other process could have it before the turn passes anyway. Returns the lent hold's fencing token
+   * and what remains lendable, or undefined when the attempt must go to Redis (carrying `prior`):
+   * - the acquisition asks for an explicit lease (a lent hold keeps its lease, which has run down);
+   * - the hold had no spare tokens, or its turn is over (its release must pass the lock on);
+   * - Redis last confirmed it over LEND_WITHIN_MS ago, or half its lease may have run out (a watchdog
+   *   renewal may have been missed while it was released).
+   */
+  lend(prior: DeferredRelease, watched: boolean): { fencingToken: number; lendable?: Lendable } | undefined {
+    const { lendable } = prior;
+    if (!watched || !prior.watched || lendable === undefined) return undefined;
+    const now = Date.now();
+    if (now - lendable.confirmedAt > LEND_WITHIN_MS || prior.expiresAt - now < prior.leaseMs / 2) return undefined;
+    if (this.handOverFor() !== 'keep') return undefined;
+    const fencingToken = lendable.nextToken;
+    const rest = fencingToken < lendable.lastToken ? { ...lendable, nextToken: fencingToken + 1 } : undefined;
+    return { fencingToken, lendable: rest };
+  }
+
+  /** A first hold (not a re-entry) was granted: a turn begins, if none runs; `contended`: others wait. */
+  granted(contended: boolean): void {
+    this.engine.turns.granted(this.lock.key, contended);
   }
 
   /** How a last release should leave the lock: kept in this process's turn, or passed on. */
@@ -88,6 +109,9 @@ export class LockTurns {
       holder: held.owner,
       expectedHolds,
       leaseMs: held.leaseMs,
+      watched: held.watched,
+      expiresAt: held.expiresAt,
+      lendable: held.lendable,
       send: this.sendDeferred,
     });
     waiters.wakeParked(this.lock.processChannel);

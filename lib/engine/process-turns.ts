@@ -1,3 +1,5 @@
+import type { Lendable } from './held-lock';
+
 /**
  * How long a process keeps a contended reentrant or simple lock to itself before passing it on.
  * Long enough for many acquisitions of a hot key (an acquisition is a few round trips), short enough
@@ -8,6 +10,20 @@ export const TURN_MS = 10;
 
 /** Longest turnTime accepted: longer turns starve the other processes. */
 export const MAX_TURN_MS = 60_000;
+
+/**
+ * Fencing tokens a hold takes when its process may lend it on in its turn (see lendable holds below):
+ * one for itself, the rest for the acquisitions of this process it is lent to. Unused ones are
+ * skipped, so the counter grows faster than the number of grants, by at most this many per turn.
+ */
+export const TURN_TOKENS = 32;
+
+/**
+ * A hold is lent on only this soon after Redis last confirmed it: one taken away meanwhile (a
+ * forceUnlock, a failover that lost it) is lent on for no longer than this, where an attempt would
+ * have been refused at once.
+ */
+export const LEND_WITHIN_MS = 1_000;
 
 /** What a release asks of Redis: `keep` the lock in this process's turn, or `pass` it on. */
 export type HandOver = 'keep' | 'pass';
@@ -32,6 +48,12 @@ export interface DeferredRelease {
   /** The holds the client counted before it (see LockBase's releaseOnce). */
   readonly expectedHolds: number;
   readonly leaseMs: number;
+  /** The hold's lease is renewed by the watchdog (no explicit leaseTime). */
+  readonly watched: boolean;
+  /** When Redis lets the hold's lease run out at the latest (ms since epoch). */
+  readonly expiresAt: number;
+  /** Set when the hold may be lent on to this process's next acquisition (see LockTurns.lend). */
+  readonly lendable?: Lendable;
   /** Sends it on its own, when no attempt took it (the lock's, shared by its releases). */
   readonly send: (release: DeferredRelease) => Promise<void>;
 }
@@ -56,6 +78,13 @@ const SWEEP_AT = 1_024;
  * longest-waiting process and reserves it for that process (`pass`, lua/include/hand-over.lua), so
  * turns go round the processes in the order they started waiting.
  *
+ * Inside such a turn a release is deferred: it rides on the process's next attempt (deferRelease).
+ * Better still, that next acquisition is often lent the hold as it stands in Redis (LockTurns.lend):
+ * the lock never left the process, so no round trip is needed, only a fencing token, taken from a
+ * block the hold set aside when Redis granted it (TURN_TOKENS). Holds that may be lent are granted
+ * under an id of the process's own, never an owner's, and keep the watchdog's lease: an explicit
+ * lease always goes to Redis, which sets it in full.
+ *
  * A turn begins with a grant and ends with a pass, with a release that found nobody else waiting, or
  * when the process stops asking for the lock (passIfIdle).
  */
@@ -73,11 +102,18 @@ export class ProcessTurns {
     if (turn) turn.attempts++;
   }
 
-  /** This process was granted lock `key` (a first hold, not a re-entry). */
-  granted(key: string): void {
-    if (this.turns.has(key)) return;
+  /**
+   * This process was granted lock `key` (a first hold, not a re-entry); `contended`: Redis said other
+   * processes wait for it, so the turn's releases may be deferred from the first one on.
+   */
+  granted(key: string, contended = false): void {
+    const turn = this.turns.get(key);
+    if (turn) {
+      if (contended) turn.contended = true;
+      return;
+    }
     if (this.turns.size >= SWEEP_AT) this.sweep();
-    this.turns.set(key, { startedAt: Date.now(), attempts: 0, contended: false });
+    this.turns.set(key, { startedAt: Date.now(), attempts: 0, contended });
   }
 
   /** How the last release of a hold on `key` should leave the lock. */

@@ -16,17 +16,18 @@ import { LOCK, UNLOCK } from './scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
-  protected async attempt({ owner, leaseMs, waiting, prior }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ holder, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
-    const [status, value] = await LOCK.run(redis, this.keys, {
+    const [status, value, othersWaiting] = await LOCK.run(redis, this.keys, {
       leaseMs,
-      owner,
+      owner: holder,
       clientId,
       waiting: waitingFlag(waiting),
       priorOwner: prior?.holder ?? '',
       priorHolds: prior?.expectedHolds ?? '',
+      tokens,
     });
-    return attemptOutcome(status, value);
+    return attemptOutcome(status, value, undefined, othersWaiting);
   }
 
   protected releaseOnce(

@@ -88,7 +88,12 @@ export class SimpleLock extends LockBase {
     return `${owner}:${randomUUID()}`;
   }
 
-  protected async attempt({ holder: token, leaseMs, waiting, prior }: AttemptRequest): Promise<Attempt<Grant>> {
+  /** The acquisition's token is its own: no other acquisition ever names it. */
+  protected override turnHolder(token: string): string {
+    return token;
+  }
+
+  protected async attempt({ holder: token, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const reply = await SIMPLE_LOCK.run(redis, this.keys, {
       token,
@@ -96,8 +101,9 @@ export class SimpleLock extends LockBase {
       clientId,
       waiting: waitingFlag(waiting),
       priorToken: prior?.holder ?? '',
+      tokens,
     });
-    return attemptOutcome(reply[0], reply[1], token);
+    return attemptOutcome(reply[0], reply[1], token, reply[2]);
   }
 
   protected releaseOnce(

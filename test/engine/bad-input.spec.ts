@@ -328,6 +328,12 @@ describe('bad input', () => {
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0']],
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', 'prior', '0.5']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0']],
+        // Fencing token counts (see fencing-tokens.lua): missing, not whole, out of 1..1000.
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '', '0']],
+        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '', '2.5']],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '']],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '', '1001']],
         [
           'fair-unlock-5.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel],
@@ -347,13 +353,13 @@ describe('bad input', () => {
         redis,
         'lock-4.lua',
         [k.lock, k.fence, k.waiting, k.next],
-        [60_000, 'owner', 'client', 'once', '', ''],
+        [60_000, 'owner', 'client', 'once', '', '', 1],
       );
       await runScriptUnchecked(
         redis,
         'lock-4.lua',
         [k.lock, k.fence, k.waiting, k.next],
-        [60_000, 'owner', 'client', 'once', '', ''],
+        [60_000, 'owner', 'client', 'once', '', '', 1],
       );
       await expect(
         runScriptUnchecked(redis, 'unlock-4.lua', unlockKeys, ['owner', 'abc', 'publish', 'released', '', 'pass']),

@@ -237,6 +237,104 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     expect(await b.redis.exists(key)).toBe(0);
   });
 
+  /**
+   * A (whose client is `a`) holds `name` with a watched lease in a turn made contended by B's wait, then
+   * takes and releases it twice through Redis: the first of those holds is the turn's, the second
+   * carries its release and takes a block of fencing tokens, and its own release is deferred with the
+   * hold it may lend. Returns the scripts A sends from then on and B's wait.
+   */
+  async function lendingTurn(a: TestClient, b: TestClient, name: string) {
+    const lock = lockOf(a.locks, name);
+    const first = await lock.lock();
+    const { acquired: bWaiting } = await waitingOn(b, name);
+    await first.release(); // kept: B waits
+    const tokens = [first.fencingToken];
+    for (let i = 0; i < 2; i++) {
+      const hold = await lock.lock();
+      tokens.push(hold.fencingToken);
+      await hold.release();
+    }
+    return { lock, tokens, scripts: countScripts(a, lock.keys.lock), bWaiting };
+  }
+
+  it("in a contended turn a loop's holds are lent on without a round trip; tokens keep rising, and the waiter's is above them all", async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, tokens, scripts, bWaiting } = await lendingTurn(a, b, 'lend');
+    for (let i = 0; i < 40; i++) {
+      const hold = await lock.lock({ waitTime: 5_000 });
+      tokens.push(hold.fencingToken);
+      await hold.release();
+    }
+    // 40 holds: the first TURN_TOKENS - 1 lent from the block, then one attempt for a new block, then lent again.
+    expect(scripts.attempts).toBe(1);
+    expect(scripts.releases).toBe(0);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    const next = await bWaiting; // A stopped asking: its deferred release passed the lock on
+    expect(scripts.passes).toBe(1);
+    expect(next.fencingToken).toBeGreaterThan(tokens[tokens.length - 1]);
+    await next.release();
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it('while holds are lent in the turn, a newcomer of another process barging in never holds the lock with A', async () => {
+    const [a, b, c] = [client(60_000), client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'lent-barge');
+    let inside = 0;
+    let overlaps = 0;
+    let cGot = 0;
+    const section = async (handle: { release(): Promise<unknown> }) => {
+      if (++inside > 1) overlaps++;
+      await sleep(1);
+      inside--;
+      await handle.release();
+    };
+    const barging = (async () => {
+      for (let i = 0; i < 30; i++) {
+        const got = await lockOf(c.locks, 'lent-barge').tryLock();
+        if (got) {
+          cGot++;
+          await section(got);
+        }
+        await sleep(1);
+      }
+    })();
+    for (let i = 0; i < 30; i++) await section(await lock.lock({ waitTime: 10_000 }));
+    await barging;
+    await section(await bWaiting);
+    expect(overlaps).toBe(0);
+    expect(scripts.attempts).toBeLessThan(30); // A's holds were lent, not all sent
+    expect(cGot).toBe(0); // the lock never left A's process while A wanted it
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it('an acquisition with an explicit lease is never lent a hold: it goes to Redis and gets its whole lease', async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit');
+    const explicit = await lock.lock({ leaseTime: 60_000 });
+    expect(scripts.attempts).toBe(1);
+    expect(await a.redis.pttl(lock.keys.lock)).toBeGreaterThan(50_000);
+    await explicit.release();
+    await (await bWaiting).release();
+  });
+
+  it('a lent hold is renewed by the watchdog while held, and is not lent on once Redis last confirmed it too long ago', async () => {
+    const a = lockClient({ keyPrefix: prefix, turnTime: 60_000, watchdogTimeout: 400 });
+    clients.push(a);
+    const b = client(60_000);
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'renewed');
+    const lent = await lock.lock();
+    expect(scripts.attempts).toBe(0);
+    await sleep(1_500); // over three leases of 400 ms
+    expect(lent.isLost).toBe(false);
+    expect(await a.redis.pttl(lock.keys.lock)).toBeGreaterThan(0);
+    await lent.release();
+    // The hold's grant was confirmed over LEND_WITHIN_MS ago: the next acquisition asks Redis.
+    const asked = await lock.lock();
+    expect(scripts.attempts).toBe(1);
+    await asked.release();
+    await (await bWaiting).release();
+  });
+
   it('once the turn is over the lock goes to the process that waited, even if the passer asks again at once', async () => {
     const [a, b] = [client(0), client(0)];
     const name = 'pass';
@@ -282,5 +380,71 @@ describe('reentrant lock: a release deferred in the turn and its own process', (
     const { a, owner, bWaiting } = await deferredRelease('inspect');
     expect((await a.locks.inspect('inspect')).holders.map((h) => h.owner)).not.toContain(owner);
     await (await bWaiting).release();
+  });
+});
+
+describe('reentrant lock: a hold lent to another owner of its process', () => {
+  const prefix = testPrefix();
+  const clients: TestClient[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+
+  it('an owner whose earlier hold it was cannot re-enter a hold lent to another owner', async () => {
+    const [a, b] = [0, 1].map(() => lockClient({ keyPrefix: prefix, turnTime: 60_000 }));
+    clients.push(a, b);
+    const name = 'lent-away';
+    const lock = a.locks.getLock(name);
+    const first = await lock.lock({ owner: 'first' });
+    const { acquired: bWaiting } = await parkedWait(b, b.locks.getLock(name));
+    await first.release(); // kept: B waits
+    // The same owner twice through Redis: the second carries the first's release and may be lent on.
+    for (let i = 0; i < 2; i++) await (await lock.lock({ owner: 'first' })).release();
+    let attempts = 0;
+    const stop = watchCommands(a, (command) => {
+      if (command.name === 'evalsha' && isAttemptOn(command, lock.keys.lock)) attempts++;
+    });
+    const lent = await lock.lock({ owner: 'second' });
+    expect(attempts).toBe(0);
+    expect(await lock.tryLock({ owner: 'first', waitTime: 200 })).toBeNull();
+    expect(await lock.getHoldCount('first')).toBe(0);
+    expect(await lock.getHoldCount('second')).toBe(1);
+    stop();
+    expect(await lent.release()).toBe('released');
+    await (await bWaiting).release();
+  });
+
+  it('re-enters and unwinds under the hold it was lent, and the other owners of the process wait for it', async () => {
+    const [a, b] = [0, 1].map(() => lockClient({ keyPrefix: prefix, turnTime: 60_000 }));
+    clients.push(a, b);
+    const name = 'lent-reentry';
+    const lock = a.locks.getLock(name);
+    const first = await lock.lock();
+    const { acquired: bWaiting } = await parkedWait(b, b.locks.getLock(name));
+    await first.release(); // kept: B waits
+    for (let i = 0; i < 2; i++) await (await lock.lock()).release(); // the second takes a block of tokens
+    let attempts = 0;
+    const stop = watchCommands(a, (command) => {
+      if (command.name === 'evalsha' && isAttemptOn(command, lock.keys.lock)) attempts++;
+    });
+    await runInLockScope(async () => {
+      const outer = await lock.lock();
+      expect(attempts).toBe(0); // lent
+      const nested = await lock.lock(); // a re-entry: sent under the lent hold's Redis id
+      expect(attempts).toBe(1);
+      expect(nested.holdCount).toBe(2);
+      expect(await lock.getHoldCount()).toBe(2);
+      expect(await lock.isHeldByCurrentScope()).toBe(true);
+      const other = await runInLockScope(() => lock.tryLock({ waitTime: 200 }), { newScope: true });
+      expect(other).toBeNull(); // another owner of the same process waits for the lent hold
+      expect(await nested.release()).toBe('decremented');
+      expect(await lock.getHoldCount()).toBe(1);
+      expect(await outer.release()).toBe('released');
+    });
+    stop();
+    const next = await bWaiting;
+    expect(next.holdCount).toBe(1);
+    await next.release();
+    expect(await lock.isLocked()).toBe(false);
   });
 });

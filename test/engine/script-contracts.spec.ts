@@ -84,11 +84,13 @@ describe('script contracts', () => {
       return [script.file, () => script.run(redis, freshKeys() as Record<K, string>, args), expected] as const;
     }
     const grant = ['granted', 1];
+    /** A grant of a lock that takes turns also says whether other processes wait. */
+    const turnGrant = ['granted', 1, 0];
     const calls = [
       call(
         catalog.LOCK,
-        { leaseMs: 5000, owner: 'c:1', clientId: 'c', waiting: 'once', priorOwner: '', priorHolds: '' },
-        grant,
+        { leaseMs: 5000, owner: 'c:1', clientId: 'c', waiting: 'once', priorOwner: '', priorHolds: '', tokens: 1 },
+        turnGrant,
       ),
       call(
         catalog.UNLOCK,
@@ -97,7 +99,11 @@ describe('script contracts', () => {
       ),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
       call(catalog.FORCE_UNLOCK, { publish, message: 'm' }, false),
-      call(catalog.SIMPLE_LOCK, { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once', priorToken: '' }, grant),
+      call(
+        catalog.SIMPLE_LOCK,
+        { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once', priorToken: '', tokens: 1 },
+        turnGrant,
+      ),
       call(catalog.SIMPLE_UNLOCK, { token: 't', publish, message: 'm', handOver: 'pass', clientId: 'c' }, 'not-locked'),
       call(
         catalog.FAIR_LOCK,

@@ -29,6 +29,7 @@ describe('lua scripts', () => {
       waiting: client === undefined ? 'once' : flag,
       priorOwner: '',
       priorHolds: '',
+      tokens: 1,
     });
   /** `client`: the releasing process's client id (what 'keep' compares the waiting registry with). */
   const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass', client = 'pa') =>
@@ -62,7 +63,7 @@ describe('lua scripts', () => {
 
   it('lock-4: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
     const k = keys();
-    expect(await lock(k, 'a')).toEqual(['granted', 1]);
+    expect(await lock(k, 'a')).toEqual(['granted', 1, 0]);
     expect(await lock(k, 'a')).toEqual(['reentered', 1]);
     expect(await redis.hget(k.lock, 'a')).toBe('2');
     const [status, pttl] = await lock(k, 'b');
@@ -70,7 +71,7 @@ describe('lua scripts', () => {
     expect(pttl).toBeGreaterThan(4000);
     expect(await redis.exists(k.waiting)).toBe(0); // a single attempt is not registered
     await redis.del(k.lock);
-    expect(await lock(k, 'b')).toEqual(['granted', 2]);
+    expect(await lock(k, 'b')).toEqual(['granted', 2, 0]);
   });
 
   it('lock-4: re-entry never shortens a longer lease', async () => {
@@ -152,6 +153,7 @@ describe('lua scripts', () => {
         clientId: client ?? 'solo',
         waiting: client ? '0' : 'once',
         priorToken: '',
+        tokens: 1,
       });
     try {
       expect((await simple('t1'))[0]).toBe('granted');
@@ -250,12 +252,13 @@ describe('lua scripts', () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
     const withPrior = (owner: string, priorOwner: string, priorHolds: number | '' = 1) =>
-      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: 'pa', waiting: '0', priorOwner, priorHolds });
+      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: 'pa', waiting: '0', priorOwner, priorHolds, tokens: 1 });
     try {
-      expect(await lock(k, 'pa:1', 5000, 'pa')).toEqual(['granted', 1]);
+      expect(await lock(k, 'pa:1', 5000, 'pa')).toEqual(['granted', 1, 0]);
       await lock(k, 'p1:x', 5000, 'p1'); // another process waits
-      // pa:1's release rides on pa:2's attempt: one holder after the other, a new token, nobody woken.
-      expect(await withPrior('pa:2', 'pa:1')).toEqual(['granted', 2]);
+      // pa:1's release rides on pa:2's attempt: one holder after the other, a new token, nobody woken;
+      // the grant says another process waits.
+      expect(await withPrior('pa:2', 'pa:1')).toEqual(['granted', 2, 1]);
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
       expect(await sub.heard()).toEqual([]);
@@ -263,7 +266,7 @@ describe('lua scripts', () => {
       expect((await withPrior('pa:3', 'pa:1'))[0]).toBe('refused');
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
       // The same owner again (a scope's loop): released, then granted anew with a new token.
-      expect(await withPrior('pa:2', 'pa:2')).toEqual(['granted', 3]);
+      expect(await withPrior('pa:2', 'pa:2')).toEqual(['granted', 3, 1]);
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
       // Expecting two holds where one is left: that release had landed already; nothing is released.
       expect(await withPrior('pa:4', 'pa:2', 2)).toEqual(['refused', expect.any(Number)]);
@@ -279,12 +282,41 @@ describe('lua scripts', () => {
   it("simple-lock-4 with a prior token: that hold is deleted first, silently; another token's hold stays", async () => {
     const k = keys();
     const simple = (token: string, priorToken: string) =>
-      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: 'pa', waiting: '0', priorToken });
-    expect(await simple('t1', '')).toEqual(['granted', 1]);
-    expect(await simple('t2', 't1')).toEqual(['granted', 2]);
+      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: 'pa', waiting: '0', priorToken, tokens: 1 });
+    expect(await simple('t1', '')).toEqual(['granted', 1, 0]);
+    expect(await simple('t2', 't1')).toEqual(['granted', 2, 0]);
     expect(await redis.get(k.lock)).toBe('t2');
     expect((await simple('t3', 't1'))[0]).toBe('refused');
     expect(await redis.get(k.lock)).toBe('t2');
+  });
+
+  it('lock-4 / simple-lock-4 with a token count: a grant takes the first of a block, the next grant comes after the whole block; re-entries and refusals take none', async () => {
+    const k = keys();
+    const reentrant = (owner: string, tokens: number) =>
+      LOCK.run(redis, k, {
+        leaseMs: 5000,
+        owner,
+        clientId: 'pa',
+        waiting: 'once',
+        priorOwner: '',
+        priorHolds: '',
+        tokens,
+      });
+    expect(await reentrant('pa:1', 32)).toEqual(['granted', 1, 0]);
+    expect(await redis.get(k.fence)).toBe('32');
+    expect(await reentrant('pa:1', 32)).toEqual(['reentered', 32]);
+    expect((await reentrant('pa:2', 32))[0]).toBe('refused');
+    expect(await redis.get(k.fence)).toBe('32');
+    await redis.del(k.lock);
+    expect(await reentrant('pa:2', 1)).toEqual(['granted', 33, 0]);
+    await redis.del(k.lock);
+    const simple = (token: string, tokens: number) =>
+      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: 'pa', waiting: 'once', priorToken: '', tokens });
+    expect(await simple('t1', 1000)).toEqual(['granted', 34, 0]);
+    expect((await simple('t2', 5))[0]).toBe('refused');
+    expect(await redis.get(k.fence)).toBe('1033');
+    await redis.del(k.lock);
+    expect(await simple('t2', 1)).toEqual(['granted', 1034, 0]);
   });
 
   it('hand-over: the free lock waits for the process it was passed to; others are refused until it lapses', async () => {

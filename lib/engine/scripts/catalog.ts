@@ -2,7 +2,7 @@ import type { HandOver } from '../process-turns';
 import type { PublishCommand } from '../redis-client';
 import type { ScriptArg } from './loader';
 import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo, type Arg } from './lua-script';
-import type { AttemptReply, AttemptStatus, ReleaseReply, WriteAttemptReply } from './replies';
+import type { AttemptReply, AttemptStatus, ReleaseReply, TurnAttemptReply, WriteAttemptReply } from './replies';
 
 /**
  * Every Lua script of lua/, declared once: the keys it takes (named as keys.ts names them), its
@@ -40,7 +40,7 @@ function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
       file: lock[0],
       keys: ['lock', 'fence', 'waiting', 'next'],
       args: lock[1],
-      reply: asIs<AttemptReply>,
+      reply: asIs<TurnAttemptReply>,
     }),
     release: defineScript({ file: unlock[0], keys: RELEASE_KEYS, args: unlock[1], reply: asIs<ReleaseReply> }),
   };
@@ -52,13 +52,16 @@ function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
  * waking one waiting process (or none inside a turn).
  */
 export const { attempt: LOCK, release: UNLOCK } = turnTakingScripts(
-  ['lock-4.lua', { leaseMs: num, owner: str, clientId: str, waiting, priorOwner: str, priorHolds: expectedHolds }],
+  [
+    'lock-4.lua',
+    { leaseMs: num, owner: str, clientId: str, waiting, priorOwner: str, priorHolds: expectedHolds, tokens: num },
+  ],
   ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver, clientId: str }],
 );
 
 /** `SET NX PX` and compare-and-delete, with the waiting registry and hand-over of LOCK and UNLOCK. */
 export const { attempt: SIMPLE_LOCK, release: SIMPLE_UNLOCK } = turnTakingScripts(
-  ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting, priorToken: str }],
+  ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting, priorToken: str, tokens: num }],
   ['simple-unlock-4.lua', { token: str, publish, message: str, handOver, clientId: str }],
 );
 

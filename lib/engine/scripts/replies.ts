@@ -22,6 +22,11 @@ export const REPLY_MEANINGS = {
 export type AttemptStatus = 'granted' | 'reentered' | 'refused';
 /** An acquisition attempt's reply: refused with the time to wait, or granted with a fencing token. */
 export type AttemptReply = [status: AttemptStatus, value: number];
+/**
+ * The reply of an attempt on a lock whose processes take turns: a grant also tells whether other
+ * processes wait (1) or not (0), so that the turn it begins knows it is contended.
+ */
+export type TurnAttemptReply = AttemptReply | [status: 'granted', value: number, othersWaiting: 0 | 1];
 /** A write attempt's reply: an attempt's, or the refusal of an upgrade. */
 export type WriteAttemptReply = AttemptReply | [status: 'holds-read', value: number];
 /** What a release did (see REPLY_MEANINGS). */
