@@ -12,7 +12,8 @@
 -- ARGV[5]  prior owner          '' or an owner whose last hold the caller's process released in its turn
 --                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
 -- ARGV[6]  prior hold count     the holds the client counted for the prior owner before its release ('' = unknown)
--- ARGV[7]  token count          fencing tokens a grant takes, 1..1000 (see fencing-tokens.lua)
+-- ARGV[7]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
+--                               one; see fencing-tokens.lua)
 -- Returns  {'granted', token, others}  acquired; token = new fencing token (the first of the ARGV[7] taken
 --                                 from KEYS[2]); others = 1 when other processes wait for the lock, else 0
 --          {'reentered', token}   hold count + 1; token = the current holder's token
@@ -47,7 +48,8 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
-  return {'granted', takeTokens(KEYS[2], tokens), othersWaiting(KEYS[3], client) and 1 or 0}
+  local others = othersWaiting(KEYS[3], client)
+  return {'granted', takeTokens(KEYS[2], tokens, others), others and 1 or 0}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then

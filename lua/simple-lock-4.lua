@@ -9,7 +9,8 @@
 -- ARGV[4]  waiting flag         (see lock-4.lua)
 -- ARGV[5]  prior token          '' or the token of a hold the caller's process released in its turn
 --                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
--- ARGV[6]  token count          fencing tokens a grant takes, 1..1000 (see fencing-tokens.lua)
+-- ARGV[6]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
+--                               one; see fencing-tokens.lua)
 -- Returns  {'granted', fencingToken, others}  acquired (the first of the ARGV[6] tokens taken); others = 1
 --                                     when other processes wait for the lock, else 0
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
@@ -35,7 +36,8 @@ local reservedTtl, mine = reservation(KEYS[4], client)
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   if mine then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
-  return {'granted', takeTokens(KEYS[2], tokens), othersWaiting(KEYS[3], client) and 1 or 0}
+  local others = othersWaiting(KEYS[3], client)
+  return {'granted', takeTokens(KEYS[2], tokens, others), others and 1 or 0}
 end
 registerWaiting(KEYS[3], client, flag)
 local ttl = redis.call('pttl', KEYS[1])

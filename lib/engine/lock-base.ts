@@ -21,6 +21,12 @@ import type { ReleaseReplayer } from './recent-releases';
 import { TURN_TOKENS, type DeferredRelease, type HandOver } from './process-turns';
 import { LockTurns } from './lock-turns';
 
+/** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
+type HoldFacts = Pick<
+  Acquisition,
+  'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable'
+>;
+
 /** Numbers the Redis ids of holds taken in a turn (see turnHolder). */
 let turnHolds = 0;
 
@@ -60,7 +66,7 @@ export interface AttemptRequest {
   waiting?: WaitingAttempt;
   /** A release of this process's, made in its turn, that this attempt sends first (see ProcessTurns.deferRelease). */
   prior?: DeferredRelease;
-  /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in its turn. */
+  /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in a contended turn. */
   tokens: number;
 }
 
@@ -391,7 +397,7 @@ export abstract class LockBase implements ReleaseReplayer {
             const { holder, localOwner, sentAt } = unknown;
             unknown = undefined;
             if (grant) {
-              const hold = { leaseMs, watched, sentAt, label, localOwner };
+              const hold = { leaseMs, watched, sentAt, label, localOwner, expiresAt: undefined, lendable: undefined };
               return { acquired: true, value: this.recordGrant(holder, grant, hold) };
             }
           }
@@ -400,16 +406,22 @@ export abstract class LockBase implements ReleaseReplayer {
           if (prior) {
             const lent = this.turns?.lend(prior, watched);
             if (lent) {
-              const grant = { fencingToken: lent.fencingToken, reentered: false };
+              const grant: Grant = {
+                fencingToken: lent.fencingToken,
+                reentered: false,
+                holder: undefined,
+                othersWaiting: true,
+              };
               const { leaseMs: lease, expiresAt } = prior;
               const { lendable } = lent;
-              const hold = { leaseMs: lease, watched, sentAt: Date.now(), expiresAt, label, localOwner, lendable };
+              const hold = { leaseMs: lease, watched, sentAt: Date.now(), label, localOwner, expiresAt, lendable };
               return { acquired: true, value: this.recordGrant(prior.holder, grant, hold) };
             }
           }
-          // Taken in a turn, or by a waiter (a turn of a contended lock may begin with it), the hold may be
-          // lent on (see LockTurns.lend): it gets an id and fencing tokens for that.
-          const lendable = watched && this.takesTurns && (prior !== undefined || refusedBefore);
+          // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
+          // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
+          // if Redis finds other processes waiting.
+          const lendable = watched && (prior ? this.turns?.handOverFor() === 'keep' : refusedBefore && this.takesTurns);
           const holder = lendable ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = lendable ? TURN_TOKENS : 1;
           const sentAt = Date.now();
@@ -435,13 +447,14 @@ export abstract class LockBase implements ReleaseReplayer {
             return result;
           }
           const { value } = result;
-          const spare = tokens > 1 && !value.reentered;
+          const spare = tokens > 1 && value.othersWaiting === true && !value.reentered;
           const held = this.recordGrant(value.holder ?? holder, value, {
             leaseMs,
             watched,
             sentAt,
             label,
             localOwner,
+            expiresAt: undefined,
             lendable: spare
               ? { nextToken: value.fencingToken + 1, lastToken: value.fencingToken + tokens - 1, confirmedAt: sentAt }
               : undefined,
@@ -481,25 +494,29 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /** Records a grant this client now holds and returns its handle. */
-  private recordGrant(
-    holder: string,
-    grant: Grant,
-    hold: Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable'>,
-  ): LockHandle {
+  private recordGrant(holder: string, grant: Grant, hold: HoldFacts): LockHandle {
     if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
+    // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
+    // fast path (map transitions at every grant, in a profile of a lending loop).
     const held = this.engine.registry.record({
-      ...hold,
       name: this.name,
       key: this.keys.lock,
       owner: holder,
+      localOwner: hold.localOwner,
+      leaseMs: hold.leaseMs,
+      watched: hold.watched,
       fencingToken: grant.fencingToken,
-      reentered: grant.reentered,
       renewal: this.renewal,
       renewalKeys: this.renewalKeys,
       ops: (this.holdOps ??= {
         release: (lock) => this.release(lock),
         extend: (lock, leaseTime) => this.extend(lock, leaseTime),
       }),
+      sentAt: hold.sentAt,
+      expiresAt: hold.expiresAt,
+      lendable: hold.lendable,
+      label: hold.label,
+      reentered: grant.reentered,
     });
     return new LockHandle(held);
   }

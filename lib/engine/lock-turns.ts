@@ -78,7 +78,8 @@ export class LockTurns {
     if (now - lendable.confirmedAt > LEND_WITHIN_MS || prior.expiresAt - now < prior.leaseMs / 2) return undefined;
     if (this.handOverFor() !== 'keep') return undefined;
     const fencingToken = lendable.nextToken;
-    const rest = fencingToken < lendable.lastToken ? { ...lendable, nextToken: fencingToken + 1 } : undefined;
+    const { lastToken, confirmedAt } = lendable;
+    const rest = fencingToken < lastToken ? { nextToken: fencingToken + 1, lastToken, confirmedAt } : undefined;
     return { fencingToken, lendable: rest };
   }
 

@@ -12,9 +12,10 @@ export const TURN_MS = 10;
 export const MAX_TURN_MS = 60_000;
 
 /**
- * Fencing tokens a hold takes when its process may lend it on in its turn (see lendable holds below):
- * one for itself, the rest for the acquisitions of this process it is lent to. Unused ones are
- * skipped, so the counter grows faster than the number of grants, by at most this many per turn.
+ * Fencing tokens a hold takes when its process may lend it on in a turn other processes wait for (see
+ * lent holds below): one for itself, the rest for the acquisitions of this process it is lent to.
+ * Unused ones are skipped, so the counter grows faster than the number of grants: by at most this
+ * many per contended turn on a hot key, and not at all where no other process waits.
  */
 export const TURN_TOKENS = 32;
 

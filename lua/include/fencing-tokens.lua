@@ -1,7 +1,8 @@
--- Fencing tokens for a grant. A process that takes a contended lock again and again inside its turn
--- asks for a block of them with one grant: the grant gets the first, and the process gives the rest,
--- in order, to its next holds of the same Redis hold without a round trip (see
--- lib/engine/process-turns.ts). Any later grant's token is above the whole block.
+-- Fencing tokens for a grant. A process that may take a contended lock again and again inside its
+-- turn asks for a block of them with one grant: when other processes wait, the grant gets the first,
+-- and the process gives the rest, in order, to its next holds of the same Redis hold without a round
+-- trip (see lib/engine/process-turns.ts); when none waits there is no turn to lend in, and the grant
+-- takes one. Any later grant's token is above the whole block.
 
 -- The token count the client asked for, or nil and the BADARG reply to return before any write.
 local function tokenCountArgument(value)
@@ -12,7 +13,8 @@ local function tokenCountArgument(value)
   return count
 end
 
--- The first of `count` fresh tokens from the fencing counter `fenceKey`.
-local function takeTokens(fenceKey, count)
+-- The first of `count` fresh tokens from the fencing counter `fenceKey` (just one unless `contended`).
+local function takeTokens(fenceKey, count, contended)
+  if not contended then count = 1 end
   return redis.call('incrby', fenceKey, count) - count + 1
 end

@@ -290,33 +290,29 @@ describe('lua scripts', () => {
     expect(await redis.get(k.lock)).toBe('t2');
   });
 
-  it('lock-4 / simple-lock-4 with a token count: a grant takes the first of a block, the next grant comes after the whole block; re-entries and refusals take none', async () => {
+  it('lock-4 / simple-lock-4 with a token count: a grant takes a block only while other processes wait, and the next grant comes after the whole block; re-entries and refusals take none', async () => {
     const k = keys();
-    const reentrant = (owner: string, tokens: number) =>
-      LOCK.run(redis, k, {
-        leaseMs: 5000,
-        owner,
-        clientId: 'pa',
-        waiting: 'once',
-        priorOwner: '',
-        priorHolds: '',
-        tokens,
-      });
-    expect(await reentrant('pa:1', 32)).toEqual(['granted', 1, 0]);
-    expect(await redis.get(k.fence)).toBe('32');
-    expect(await reentrant('pa:1', 32)).toEqual(['reentered', 32]);
-    expect((await reentrant('pa:2', 32))[0]).toBe('refused');
-    expect(await redis.get(k.fence)).toBe('32');
+    const reentrant = (owner: string, tokens: number, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
+      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId, waiting, priorOwner: '', priorHolds: '', tokens });
+    expect(await reentrant('pa:1', 32)).toEqual(['granted', 1, 0]); // nobody else waits: one token
+    expect((await reentrant('pb:1', 32, 'pb', '0'))[0]).toBe('refused'); // process pb waits now
+    expect(await reentrant('pa:1', 32)).toEqual(['reentered', 1]);
+    expect(await redis.get(k.fence)).toBe('1');
     await redis.del(k.lock);
-    expect(await reentrant('pa:2', 1)).toEqual(['granted', 33, 0]);
+    expect(await reentrant('pa:2', 32)).toEqual(['granted', 2, 1]); // pb waits: tokens 2..33 are pa's
+    expect(await redis.get(k.fence)).toBe('33');
     await redis.del(k.lock);
-    const simple = (token: string, tokens: number) =>
-      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId: 'pa', waiting: 'once', priorToken: '', tokens });
-    expect(await simple('t1', 1000)).toEqual(['granted', 34, 0]);
-    expect((await simple('t2', 5))[0]).toBe('refused');
-    expect(await redis.get(k.fence)).toBe('1033');
+    expect(await reentrant('pb:1', 32, 'pb', '0')).toEqual(['granted', 34, 0]); // pb's own grant: nobody else
     await redis.del(k.lock);
-    expect(await simple('t2', 1)).toEqual(['granted', 1034, 0]);
+    const simple = (token: string, tokens: number, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
+      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId, waiting, priorToken: '', tokens });
+    expect(await simple('t1', 1000)).toEqual(['granted', 35, 0]);
+    expect((await simple('t2', 1000, 'pc', '0'))[0]).toBe('refused');
+    await redis.del(k.lock);
+    expect(await simple('t3', 1000)).toEqual(['granted', 36, 1]);
+    expect(await redis.get(k.fence)).toBe('1035');
+    await redis.del(k.lock);
+    expect(await simple('t2', 1000, 'pc', '0')).toEqual(['granted', 1036, 0]);
   });
 
   it('hand-over: the free lock waits for the process it was passed to; others are refused until it lapses', async () => {
