@@ -98,12 +98,13 @@ export class LockTurns {
    * run out before the next macrotask waits for this process's next attempt on the lock and goes with
    * it in one script (see ProcessTurns.deferRelease); a parked waiter of this process is woken to make
    * that attempt. True when it was deferred: the caller tells its own caller 'released' at once, since
-   * the processes waiting elsewhere could not have the lock before the turn passes anyway.
+   * the processes waiting elsewhere could not have the lock before the turn passes anyway. A hold known
+   * to be lost is never deferred: it must not be lent on, and Redis tells its release how it ended.
    */
   deferred(held: HeldLock, expectedHolds: number): boolean {
     const { turns, waiters } = this.engine;
     const leaseLasts = held.watched || held.expiresAt - Date.now() > MIN_DEFERRED_LEASE_MS;
-    if (!leaseLasts || !turns.mayDefer(held.key)) return false;
+    if (held.lost || !leaseLasts || !turns.mayDefer(held.key)) return false;
     held.markReleased();
     turns.deferRelease(held.key, {
       kind: this.lock.kind,

@@ -335,6 +335,22 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await (await bWaiting).release();
   });
 
+  it('a lent hold found lost (its key deleted behind its back) is not lent on: its release says so, and the next acquisition asks Redis', async () => {
+    const a = lockClient({ keyPrefix: prefix, turnTime: 60_000, watchdogTimeout: 300 });
+    clients.push(a);
+    const b = client(60_000);
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'lost-lent');
+    const lent = await lock.lock();
+    expect(scripts.attempts).toBe(0);
+    await a.redis.del(lock.keys.lock);
+    await eventually(async () => lent.isLost, 5_000); // the watchdog's next renewal found it gone
+    expect(await lent.release()).toBe('expired');
+    const next = await lock.tryLock(); // one attempt, sent to Redis: granted unless B was woken first
+    expect(scripts.attempts).toBe(1);
+    await next?.release();
+    await (await bWaiting).release();
+  });
+
   it('once the turn is over the lock goes to the process that waited, even if the passer asks again at once', async () => {
     const [a, b] = [client(0), client(0)];
     const name = 'pass';
