@@ -496,6 +496,8 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
           'fair.handoffP50': n(h.rows.fair?.handoffP50),
           twoProcesses: two ? prose('analysis', 'two-processes', { handoffP50: n(two.rows.fair?.handoffP50) }) : '',
           'turns.commandsPerAcq': each(turns, (id) => n(h.rows[id]!.commandsPerAcq)),
+          'turns.rate': each(turns, (id) => int(h.rows[id]!.perSecond)),
+          'peers.bestRate': int(Math.max(...peers.map((id) => h.rows[id]!.perSecond))),
           'fair.commandsPerAcq': n(h.rows.fair?.commandsPerAcq),
           subscriptions:
             Math.max(...churn) > 0.1
