@@ -421,7 +421,7 @@ export abstract class LockBase implements ReleaseReplayer {
           // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
           // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
           // if Redis finds other processes waiting.
-          const lendable = watched && (prior ? this.turns?.handOverFor() === 'keep' : refusedBefore && this.takesTurns);
+          const lendable = watched && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
           const holder = lendable ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = lendable ? TURN_TOKENS : 1;
           const sentAt = Date.now();

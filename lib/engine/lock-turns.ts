@@ -83,6 +83,16 @@ export class LockTurns {
     return { fencingToken, lendable: rest };
   }
 
+  /**
+   * Whether a hold granted now may be lent on later, so that it should be taken under an id of the
+   * process's own with a block of fencing tokens: `carrying` a release of the turn, while the turn
+   * lasts; otherwise a waiter's grant (a contended turn may begin with it), unless turns are off.
+   */
+  mayLendLater(carrying: boolean, waited: boolean): boolean {
+    if (carrying) return this.handOverFor() === 'keep';
+    return waited && this.engine.turns.keepsTurns;
+  }
+
   /** A first hold (not a re-entry) was granted: a turn begins, if none runs; `contended`: others wait. */
   granted(contended: boolean): void {
     this.engine.turns.granted(this.lock.key, contended);

@@ -82,9 +82,10 @@ const SWEEP_AT = 1_024;
  * Inside such a turn a release is deferred: it rides on the process's next attempt (deferRelease).
  * Better still, that next acquisition is often lent the hold as it stands in Redis (LockTurns.lend):
  * the lock never left the process, so no round trip is needed, only a fencing token, taken from a
- * block the hold set aside when Redis granted it (TURN_TOKENS). Holds that may be lent are granted
- * under an id of the process's own, never an owner's, and keep the watchdog's lease: an explicit
- * lease always goes to Redis, which sets it in full.
+ * block the hold set aside when Redis granted it (TURN_TOKENS). A reentrant hold that may be lent is
+ * granted under an id of the process's own, never an owner's (a simple lock's token is its
+ * acquisition's alone anyway), and only watchdog leases are lent: an explicit lease always goes to
+ * Redis, which sets it in full.
  *
  * A turn begins with a grant and ends with a pass, with a release that found nobody else waiting, or
  * when the process stops asking for the lock (passIfIdle).
@@ -96,6 +97,11 @@ export class ProcessTurns {
 
   /** `turnMs`: how long a turn lasts; 0 = every release passes the lock on. */
   constructor(private readonly turnMs: number = TURN_MS) {}
+
+  /** Whether a release can ever keep a lock in its process's turn (`turnTime` 0: every release passes it on). */
+  get keepsTurns(): boolean {
+    return this.turnMs > 0;
+  }
 
   /** This process is about to try lock `key`. */
   attempting(key: string): void {

@@ -351,6 +351,24 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await (await bWaiting).release();
   });
 
+  it('with turns off (turnTime 0) a waiter granted while others wait takes one fencing token, not a block', async () => {
+    const [a, b, c] = [client(0), client(0), client(0)];
+    const name = 'no-turns';
+    const held = await lockOf(a.locks, name).lock();
+    // Watchdog leases (waitingOn's have an explicit one): only those could be lent on.
+    const watchedWait = (waiter: TestClient) => {
+      const lock = lockOf(waiter.locks, name);
+      return parkedWait(waiter, { keys: lock.keys, lock: () => lock.lock() });
+    };
+    const waits = [await watchedWait(b), await watchedWait(c)].map((w) => w.acquired);
+    await held.release(); // passed to B, while C waits
+    const first = await Promise.race(waits);
+    expect(Number(await a.redis.get(lockOf(a.locks, name).keys.fence))).toBe(first.fencingToken);
+    await first.release();
+    const handles = await Promise.all(waits);
+    await Promise.all(handles.filter((h) => h !== first).map((h) => h.release()));
+  });
+
   it('once the turn is over the lock goes to the process that waited, even if the passer asks again at once', async () => {
     const [a, b] = [client(0), client(0)];
     const name = 'pass';
