@@ -328,6 +328,9 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Deletes the lock whoever holds it and wakes the waiters. True when it was locked. */
   async forceUnlock(): Promise<boolean> {
+    // A release of this process's held back in its turn lands first: its hold must not be lent on
+    // after the lock was deleted under it, and it is not "locked" for the caller.
+    await this.settleOwnRelease();
     const { redis, publishCommand } = this.engine;
     return this.bounded(
       FORCE_UNLOCK.run(redis, this.keys, { publish: publishCommand, message: 'force' }),

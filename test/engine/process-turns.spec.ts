@@ -351,6 +351,17 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await (await bWaiting).release();
   });
 
+  it('forceUnlock from the lending process lands its held-back release first, so the deleted hold is not lent on', async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'forced');
+    // A's last release lands (passing the lock on to B, who may take it before the delete), then the delete.
+    await lock.forceUnlock();
+    const next = await lock.tryLock(); // one attempt, sent to Redis
+    expect(scripts.attempts).toBe(1);
+    await next?.release();
+    await (await bWaiting).release();
+  });
+
   it('with turns off (turnTime 0) a waiter granted while others wait takes one fencing token, not a block', async () => {
     const [a, b, c] = [client(0), client(0), client(0)];
     const name = 'no-turns';
