@@ -257,6 +257,13 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     return { lock, tokens, scripts: countScripts(a, lock.keys.lock), bWaiting };
   }
 
+  /** A, whose watchdog lease (`watchdogTimeout` ms) runs out within a test unless renewed, and B. */
+  function shortLeaseClients(watchdogTimeout: number): [TestClient, TestClient] {
+    const a = lockClient({ keyPrefix: prefix, turnTime: 60_000, watchdogTimeout });
+    clients.push(a);
+    return [a, client(60_000)];
+  }
+
   it("in a contended turn a loop's holds are lent on without a round trip; tokens keep rising, and the waiter's is above them all", async () => {
     const [a, b] = [client(60_000), client(60_000)];
     const { lock, tokens, scripts, bWaiting } = await lendingTurn(a, b, 'lend');
@@ -318,9 +325,7 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
   });
 
   it('a lent hold is renewed by the watchdog while held, and is not lent on once Redis last confirmed it too long ago', async () => {
-    const a = lockClient({ keyPrefix: prefix, turnTime: 60_000, watchdogTimeout: 400 });
-    clients.push(a);
-    const b = client(60_000);
+    const [a, b] = shortLeaseClients(400);
     const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'renewed');
     const lent = await lock.lock();
     expect(scripts.attempts).toBe(0);
@@ -336,9 +341,7 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
   });
 
   it('a lent hold found lost (its key deleted behind its back) is not lent on: its release says so, and the next acquisition asks Redis', async () => {
-    const a = lockClient({ keyPrefix: prefix, turnTime: 60_000, watchdogTimeout: 300 });
-    clients.push(a);
-    const b = client(60_000);
+    const [a, b] = shortLeaseClients(300);
     const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'lost-lent');
     const lent = await lock.lock();
     expect(scripts.attempts).toBe(0);
