@@ -498,7 +498,9 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Records a grant this client now holds and returns its handle. */
   private recordGrant(holder: string, grant: Grant, hold: HoldFacts): LockHandle {
-    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
+    // Known contended from the grant, a turn defers from its first release on: what lets a watchdog
+    // lease be lent at once. Other holds keep deferring from the second (as before lent holds).
+    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true && hold.watched);
     // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
     // fast path (map transitions at every grant, in a profile of a lending loop).
     const held = this.engine.registry.record({
