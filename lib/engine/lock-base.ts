@@ -406,27 +406,14 @@ export abstract class LockBase implements ReleaseReplayer {
           }
           const localOwner = this.holderFor(owner);
           const prior = this.turns?.attempting();
-          if (prior) {
-            const lent = this.turns?.lend(prior, watched);
-            if (lent) {
-              const grant: Grant = {
-                fencingToken: lent.fencingToken,
-                reentered: false,
-                holder: undefined,
-                othersWaiting: true,
-              };
-              const { leaseMs: lease, expiresAt } = prior;
-              const { lendable } = lent;
-              const hold = { leaseMs: lease, watched, sentAt: Date.now(), label, localOwner, expiresAt, lendable };
-              return { acquired: true, value: this.recordGrant(prior.holder, grant, hold) };
-            }
-          }
+          const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label });
+          if (lent) return { acquired: true, value: lent };
           // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
           // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
           // if Redis finds other processes waiting.
-          const lendable = watched && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
-          const holder = lendable ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
-          const tokens = lendable ? TURN_TOKENS : 1;
+          const mayLend = watched && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
+          const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
+          const tokens = mayLend ? TURN_TOKENS : 1;
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
@@ -450,7 +437,6 @@ export abstract class LockBase implements ReleaseReplayer {
             return result;
           }
           const { value } = result;
-          const spare = tokens > 1 && value.othersWaiting === true && !value.reentered;
           const held = this.recordGrant(value.holder ?? holder, value, {
             leaseMs,
             watched,
@@ -458,9 +444,7 @@ export abstract class LockBase implements ReleaseReplayer {
             label,
             localOwner,
             expiresAt: undefined,
-            lendable: spare
-              ? { nextToken: value.fencingToken + 1, lastToken: value.fencingToken + tokens - 1, confirmedAt: sentAt }
-              : undefined,
+            lendable: this.turns?.spareTokens(value, tokens, sentAt),
           });
           return { acquired: true, value: held };
         },
@@ -494,6 +478,31 @@ export abstract class LockBase implements ReleaseReplayer {
       await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * The hold this process released in its turn (`prior`), lent to this acquisition when it may be
+   * (see LockTurns.lend): recorded as it stands in Redis, with no round trip.
+   */
+  private lentHold(
+    prior: DeferredRelease,
+    localOwner: string,
+    wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label'>,
+  ): LockHandle | undefined {
+    const lent = this.turns?.lend(prior, wanted.watched);
+    if (!lent) return undefined;
+    // Shaped like a grant from Redis (every field set: see recordGrant): a first hold, made while other
+    // processes wait, under the lent hold's Redis id.
+    const grant: Grant = { fencingToken: lent.fencingToken, reentered: false, holder: undefined, othersWaiting: true };
+    return this.recordGrant(prior.holder, grant, {
+      leaseMs: prior.leaseMs,
+      watched: wanted.watched,
+      sentAt: Date.now(),
+      label: wanted.label,
+      localOwner,
+      expiresAt: prior.expiresAt,
+      lendable: lent.lendable,
+    });
   }
 
   /** Records a grant this client now holds and returns its handle. */

@@ -1,6 +1,7 @@
 import type { EngineContext } from './engine-context';
 import { RedisUnavailableError } from './errors';
 import type { HeldLock, Lendable } from './held-lock';
+import type { Grant } from './lock-base';
 import type { LockKindName } from './lock-events';
 import { LEND_WITHIN_MS, type DeferredRelease, type HandOver } from './process-turns';
 import type { ReleaseReplayer } from './recent-releases';
@@ -91,6 +92,15 @@ export class LockTurns {
   mayLendLater(carrying: boolean, waited: boolean): boolean {
     if (carrying) return this.handOverFor() === 'keep';
     return waited && this.engine.turns.keepsTurns;
+  }
+
+  /**
+   * The spare fencing tokens of a grant that asked for `tokens` of them (see mayLendLater), which its
+   * process may lend on: the script took a block only for a first grant made while others waited.
+   */
+  spareTokens(grant: Grant, tokens: number, confirmedAt: number): Lendable | undefined {
+    if (tokens === 1 || grant.othersWaiting !== true || grant.reentered) return undefined;
+    return { nextToken: grant.fencingToken + 1, lastToken: grant.fencingToken + tokens - 1, confirmedAt };
   }
 
   /** A first hold (not a re-entry) was granted: a turn begins, if none runs; `contended`: others wait. */
