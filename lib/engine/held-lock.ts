@@ -158,6 +158,13 @@ export class HeldLock {
     this.expiryTimer = setLongTimeout(() => this.markLost('lease-expired'), this.expiresAt - Date.now());
   }
 
+  /** Redis set the lease to end at `expiresAt` at the earliest (a lent explicit lease, see LentLeases). */
+  leaseApplied(expiresAt: number): void {
+    if (this.released || this.lost) return;
+    this.expiresAt = expiresAt;
+    this.armExpiry();
+  }
+
   private disarmExpiry(): void {
     this.expiryTimer?.clear();
     this.expiryTimer = undefined;

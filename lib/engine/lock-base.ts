@@ -164,6 +164,7 @@ export abstract class LockBase implements ReleaseReplayer {
       sendRelease: (release) => this.bounded(this.sendRelease(release), 'unlock'),
       sendReleaseInBackground: (release) => this.sendDeferredInBackground(release),
       passWakeUp: () => this.passWakeUp(),
+      renewLease: (held, until) => this.renewLease(held, until),
     }));
   }
 
@@ -411,7 +412,7 @@ export abstract class LockBase implements ReleaseReplayer {
           // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
           // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
           // if Redis finds other processes waiting.
-          const mayLend = watched && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
+          const mayLend = this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
           const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = mayLend ? TURN_TOKENS : 1;
           const sentAt = Date.now();
@@ -482,20 +483,22 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /**
    * The hold this process released in its turn (`prior`), lent to this acquisition when it may be
-   * (see LockTurns.lend): recorded as it stands in Redis, with no round trip.
+   * (see LockTurns.lend): recorded as it stands in Redis, with no round trip. An explicit lease is
+   * renewed later if it is held long enough to need it (see LentLeases).
    */
   private lentHold(
     prior: DeferredRelease,
     localOwner: string,
     wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label'>,
   ): LockHandle | undefined {
-    const lent = this.turns?.lend(prior, wanted.watched);
-    if (!lent) return undefined;
+    const { turns } = this;
+    const lent = turns?.lend(prior, wanted.watched, wanted.leaseMs);
+    if (!turns || !lent) return undefined;
     // Shaped like a grant from Redis (every field set: see recordGrant): a first hold, made while other
     // processes wait, under the lent hold's Redis id.
     const grant: Grant = { fencingToken: lent.fencingToken, reentered: false, holder: undefined, othersWaiting: true };
-    return this.recordGrant(prior.holder, grant, {
-      leaseMs: prior.leaseMs,
+    const held = this.recordHold(prior.holder, grant, {
+      leaseMs: wanted.leaseMs,
       watched: wanted.watched,
       sentAt: Date.now(),
       label: wanted.label,
@@ -503,16 +506,37 @@ export abstract class LockBase implements ReleaseReplayer {
       expiresAt: prior.expiresAt,
       lendable: lent.lendable,
     });
+    turns.lent(held);
+    return new LockHandle(held);
+  }
+
+  /**
+   * Sets `held`'s lease in Redis to end at `until` (a lent explicit lease's, see LentLeases), sent
+   * again while Redis cannot be reached and the lease it has may not have ended yet.
+   */
+  private async renewLease(held: HeldLock, until: number): Promise<boolean> {
+    const { redis, operationTimeout } = this.engine;
+    const send = () => {
+      const leaseMs = Math.max(1, Math.ceil(until - Date.now()));
+      return RENEW_MANY.run(redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]);
+    };
+    const options = { redis, operationTimeout, until: held.expiresAt, key: this.name, name: 'lease' };
+    const [renewed] = await retryWhileUnreachable(send, options);
+    return renewed === 1;
   }
 
   /** Records a grant this client now holds and returns its handle. */
   private recordGrant(holder: string, grant: Grant, hold: HoldFacts): LockHandle {
-    // Known contended from the grant, a turn defers from its first release on: what lets a watchdog
-    // lease be lent at once. Other holds keep deferring from the second (as before lent holds).
-    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true && hold.watched);
+    return new LockHandle(this.recordHold(holder, grant, hold));
+  }
+
+  private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
+    // Known contended from the grant, a turn defers from its first release on: what lets its next
+    // acquisition be lent the hold at once.
+    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
     // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
     // fast path (map transitions at every grant, in a profile of a lending loop).
-    const held = this.engine.registry.record({
+    return this.engine.registry.record({
       name: this.name,
       key: this.keys.lock,
       owner: holder,
@@ -532,7 +556,6 @@ export abstract class LockBase implements ReleaseReplayer {
       label: hold.label,
       reentered: grant.reentered,
     });
-    return new LockHandle(held);
   }
 
   /** How a hold of this lock is released and extended (made on the first grant). */
@@ -711,6 +734,7 @@ export abstract class LockBase implements ReleaseReplayer {
       throw new LockLostError(this.name, held.owner, 'not-owner');
     }
     held.expiresAt = sentAt + leaseMs;
+    this.turns?.extended(held);
     if (!held.watched) {
       held.leaseMs = leaseMs;
       held.armExpiry();

@@ -1,6 +1,7 @@
 import type { EngineContext } from './engine-context';
 import { RedisUnavailableError } from './errors';
 import type { HeldLock, Lendable } from './held-lock';
+import { LentLeases } from './lent-leases';
 import type { Grant } from './lock-base';
 import type { LockKindName } from './lock-events';
 import { LEND_WITHIN_MS, type DeferredRelease, type HandOver } from './process-turns';
@@ -26,6 +27,8 @@ export interface TurnTaker {
   sendReleaseInBackground(release: DeferredRelease): void;
   /** Leaves the waiting registry and wakes the next process if the lock is free. */
   passWakeUp(): Promise<void>;
+  /** Sets a hold's lease in Redis to end at `until` (see LentLeases); true when the hold was there to renew. */
+  renewLease(held: HeldLock, until: number): Promise<boolean>;
 }
 
 /**
@@ -67,22 +70,42 @@ export class LockTurns {
    * Redis to that attempt, which needs no round trip then: the lock never left this process, and no
    * other process could have it before the turn passes anyway. Returns the lent hold's fencing token
    * and what remains lendable, or undefined when the attempt must go to Redis (carrying `prior`):
-   * - the acquisition asks for an explicit lease (a lent hold keeps its lease, which has run down);
    * - the hold had no spare tokens, or its turn is over (its release must pass the lock on);
    * - Redis last confirmed it over LEND_WITHIN_MS ago, or half its lease may have run out (a watchdog
-   *   renewal may have been missed while it was released).
+   *   renewal may have been missed while it was released);
+   * - one of the two leases is the watchdog's and the other explicit, or the hold's lease lasts longer
+   *   than the `leaseMs` this acquisition asks for: a lent explicit lease never lasts longer than
+   *   asked, and is renewed to last as long if it is held long enough to need it (see lent).
    */
-  lend(prior: DeferredRelease, watched: boolean): { fencingToken: number; lendable?: Lendable } | undefined {
+  lend(
+    prior: DeferredRelease,
+    watched: boolean,
+    leaseMs: number,
+  ): { fencingToken: number; lendable?: Lendable } | undefined {
     const { lendable } = prior;
-    if (!watched || !prior.watched || lendable === undefined) return undefined;
+    if (lendable === undefined || watched !== prior.watched) return undefined;
     const now = Date.now();
-    if (now - lendable.confirmedAt > LEND_WITHIN_MS || prior.expiresAt - now < prior.leaseMs / 2) return undefined;
+    const left = prior.expiresAt - now;
+    if (now - lendable.confirmedAt > LEND_WITHIN_MS || left < prior.leaseMs / 2) return undefined;
+    if (!watched && left > leaseMs) return undefined;
     if (this.handOverFor() !== 'keep') return undefined;
     const fencingToken = lendable.nextToken;
     const { lastToken, confirmedAt } = lendable;
     const rest = fencingToken < lastToken ? { nextToken: fencingToken + 1, lastToken, confirmedAt } : undefined;
     return { fencingToken, lendable: rest };
   }
+
+  /** `held` was lent (see lend): an explicit lease is renewed if it is held long enough to need it. */
+  lent(held: HeldLock): void {
+    if (!held.watched) (this.leases ??= new LentLeases((lent, until) => this.lock.renewLease(lent, until))).lent(held);
+  }
+
+  /** The holder set `held`'s lease itself: a lent lease is owed nothing more (see LentLeases). */
+  extended(held: HeldLock): void {
+    this.leases?.extended(held);
+  }
+
+  private leases?: LentLeases;
 
   /**
    * Whether a hold granted now may be lent on later, so that it should be taken under an id of the

@@ -84,8 +84,8 @@ const SWEEP_AT = 1_024;
  * the lock never left the process, so no round trip is needed, only a fencing token, taken from a
  * block the hold set aside when Redis granted it (TURN_TOKENS). A reentrant hold that may be lent is
  * granted under an id of the process's own, never an owner's (a simple lock's token is its
- * acquisition's alone anyway), and only watchdog leases are lent: an explicit lease always goes to
- * Redis, which sets it in full.
+ * acquisition's alone anyway). A lent explicit lease never lasts longer than its acquisition asked
+ * for, and is renewed to last as long only if it is held long enough to need it (see LentLeases).
  *
  * A turn begins with a grant and ends with a pass, with a release that found nobody else waiting, or
  * when the process stops asking for the lock (passIfIdle).

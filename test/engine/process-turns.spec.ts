@@ -1,4 +1,4 @@
-import type { LockClient, LockHandle } from '../../lib';
+import type { LockClient, LockHandle, LockLostError } from '../../lib';
 import { runInLockScope } from '../../lib';
 import { engineOf } from '../../lib/internal';
 import {
@@ -66,11 +66,15 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
    * (the EVAL that follows a NOSCRIPT refusal, on a server that has not run the script yet, is the same call).
    */
   function countScripts(of: TestClient, key: string) {
-    /** passes: the lock passed on (pass-wake-4, or a release sent with 'pass'); releases: releases sent on their own. */
-    const counts = { attempts: 0, passes: 0, releases: 0 };
+    /**
+     * passes: the lock passed on (pass-wake-4, or a release sent with 'pass'); releases: releases sent on
+     * their own; renewals: renew-many-n calls (a lent explicit lease set in full, or the watchdog's).
+     */
+    const counts = { attempts: 0, passes: 0, releases: 0, renewals: 0 };
     watchCommands(of, (command) => {
       if (command.name !== 'evalsha' || command.args[2] !== key) return;
       const second = String(command.args[3]);
+      if (second === 'hash' || second === 'string') counts.renewals++;
       if (second.endsWith(':fence')) counts.attempts++;
       // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count; a release's hand-over
       // mode is its last argument but one (the client id follows)
@@ -100,9 +104,10 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
       await again.release();
     }
     expect(bScripts.attempts).toBe(0); // never woken while A kept taking it
-    // Only the turn's first release went on its own (then A knew B waited): each later one rode on
-    // A's next attempt, and the last on the release that passes the lock on.
-    expect(aScripts.attempts).toBe(20);
+    // Only the turn's first release went on its own (then A knew B waited). The next attempt found B
+    // waiting, and the one after it carried its release and took a block of fencing tokens: every later
+    // hold was lent that one, explicit leases included, and the last release passes the lock on.
+    expect(aScripts.attempts).toBe(2);
     // A stops asking: it passes the lock on itself, well before B's once-a-second re-check.
     const stoppedAt = Date.now();
     const next = await waiting;
@@ -238,19 +243,19 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
   });
 
   /**
-   * A (whose client is `a`) holds `name` with a watched lease in a turn made contended by B's wait, then
+   * A (whose client is `a`) holds `name` (a watchdog lease unless `options` say otherwise) in a turn made contended by B's wait, then
    * takes and releases it twice through Redis: the first of those holds is the turn's, the second
    * carries its release and takes a block of fencing tokens, and its own release is deferred with the
    * hold it may lend. Returns the scripts A sends from then on and B's wait.
    */
-  async function lendingTurn(a: TestClient, b: TestClient, name: string) {
+  async function lendingTurn(a: TestClient, b: TestClient, name: string, options: { leaseTime?: number } = {}) {
     const lock = lockOf(a.locks, name);
-    const first = await lock.lock();
+    const first = await lock.lock(options);
     const { acquired: bWaiting } = await waitingOn(b, name);
     await first.release(); // kept: B waits
     const tokens = [first.fencingToken];
     for (let i = 0; i < 2; i++) {
-      const hold = await lock.lock();
+      const hold = await lock.lock(options);
       tokens.push(hold.fencingToken);
       await hold.release();
     }
@@ -314,13 +319,81 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     expect(await lock.isLocked()).toBe(false);
   });
 
-  it('an acquisition with an explicit lease is never lent a hold: it goes to Redis and gets its whole lease', async () => {
+  it("an acquisition with an explicit lease is not lent a watchdog lease's hold: it goes to Redis and gets its whole lease", async () => {
     const [a, b] = [client(60_000), client(60_000)];
     const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit');
     const explicit = await lock.lock({ leaseTime: 60_000 });
     expect(scripts.attempts).toBe(1);
     expect(await a.redis.pttl(lock.keys.lock)).toBeGreaterThan(50_000);
     await explicit.release();
+    await (await bWaiting).release();
+  });
+
+  it('a lent explicit lease held past half the lease it was lent with is renewed to end when its own would', async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const leaseTime = 2_000;
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-lent', { leaseTime });
+    const first = await lock.lock({ leaseTime });
+    await sleep(600); // under half the lease it was lent with: no renewal
+    await first.release();
+    const lentAt = Date.now();
+    const lent = await lock.lock({ leaseTime }); // lent with about 1.4 s left
+    expect(scripts.attempts).toBe(0); // both lent
+    await sleep(lentAt + 1_700 - Date.now()); // past the end of the lease it was lent with
+    expect(lent.isLost).toBe(false);
+    expect(scripts.renewals).toBe(1);
+    const left = await a.redis.pttl(lock.keys.lock);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(lentAt + leaseTime - Date.now() + 50); // not past its own lease
+    expect(await lent.release()).toBe('released');
+    await (await bWaiting).release();
+  });
+
+  it('a lent explicit lease never outlasts what its acquisition asks for: a shorter one goes to Redis', async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-shorter', { leaseTime: 60_000 });
+    const shorter = await lock.lock({ leaseTime: 5_000 });
+    expect(scripts.attempts).toBe(1);
+    expect(await a.redis.pttl(lock.keys.lock)).toBeLessThanOrEqual(5_000);
+    await shorter.release();
+    await (await bWaiting).release();
+  });
+
+  it("a loop's lent explicit leases send no command: none is held long enough to need a renewal", async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-loop', { leaseTime: 10_000 });
+    for (let i = 0; i < 30; i++) await (await lock.lock({ leaseTime: 10_000, waitTime: 5_000 })).release();
+    const last = await lock.lock({ leaseTime: 10_000 });
+    await sleep(200); // held, well under half its lease
+    expect(scripts.attempts).toBe(0);
+    expect(scripts.renewals).toBe(0);
+    await last.release();
+    await (await bWaiting).release();
+  });
+
+  it('a lent explicit lease whose hold is gone from Redis (deleted behind its back) is reported lost at its renewal', async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    // Over MIN_DEFERRED_LEASE_MS (1 s), so that the turn's releases are deferred and its holds lent.
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-gone', { leaseTime: 1_500 });
+    const lent = await lock.lock({ leaseTime: 1_500 });
+    expect(scripts.attempts).toBe(0);
+    await a.redis.del(lock.keys.lock);
+    await eventually(async () => lent.isLost, 5_000);
+    // Found by the renewal, halfway: not by its expiry timer at the end of the lease it was lent with.
+    expect((lent.signal.reason as LockLostError).reason).toBe('not-owner');
+    expect(await lent.release()).toBe('expired');
+    await (await bWaiting).release();
+  });
+
+  it('a lent explicit lease that its holder extends itself is not renewed behind its back', async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-extended', { leaseTime: 2_000 });
+    const lent = await lock.lock({ leaseTime: 2_000 }); // to be renewed about 1 s in
+    await lent.extend(1_500);
+    await sleep(1_200);
+    expect(scripts.renewals).toBe(1); // the extend's own
+    expect(await a.redis.pttl(lock.keys.lock)).toBeLessThan(500);
+    await lent.release();
     await (await bWaiting).release();
   });
 

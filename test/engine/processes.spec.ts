@@ -10,24 +10,30 @@ describe('reentrant lock across OS processes', () => {
   afterEach(() => killAll(workers));
   afterAll(() => client.close());
 
-  it('8 processes incrementing a racy counter for a few seconds lose no update; fencing tokens only grow', async () => {
-    const env = {
-      REDIS_PORT: singlePort(),
-      KEY_PREFIX: prefix,
-      LOCK_NAME: 'race',
-      COUNTER_KEY: `${prefix}:counter`,
-      TOKENS_KEY: `${prefix}:tokens`,
-      START_AT: Date.now() + 3_000, // after every process has started
-      DURATION_MS: 3_000,
-    };
-    const { increments, total } = await raceCounter(8, env, workers);
-    expect(increments.every((n) => n > 0)).toBe(true);
-    expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
+  // Both leases: a contended turn lends its holds on, and an explicit lease is set in full once lent.
+  it.each(['watchdog', 'explicit'] as const)(
+    '8 processes incrementing a racy counter for a few seconds lose no update; fencing tokens only grow (%s lease)',
+    async (lease) => {
+      const env = {
+        REDIS_PORT: singlePort(),
+        KEY_PREFIX: prefix,
+        LOCK_NAME: `race-${lease}`,
+        COUNTER_KEY: `${prefix}:counter:${lease}`,
+        TOKENS_KEY: `${prefix}:tokens:${lease}`,
+        START_AT: Date.now() + 3_000, // after every process has started
+        DURATION_MS: 3_000,
+        ...(lease === 'explicit' ? { LEASE_MS: 5_000 } : {}),
+      };
+      const { increments, total } = await raceCounter(8, env, workers);
+      expect(increments.every((n) => n > 0)).toBe(true);
+      expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
 
-    const tokens = (await client.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
-    expect(tokens).toHaveLength(total);
-    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
-  }, 60_000);
+      const tokens = (await client.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
+      expect(tokens).toHaveLength(total);
+      for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    },
+    60_000,
+  );
 
   it('a holder killed with SIGKILL: a waiter elsewhere gets the lock when the lease runs out, not before, within lease + 1 s', async () => {
     const lease = 2_000;

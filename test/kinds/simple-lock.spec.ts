@@ -88,19 +88,24 @@ describe('SimpleLock', () => {
     await handle.release();
   });
 
-  it('8 processes incrementing a racy counter lose no update', async () => {
-    const env = {
-      REDIS_PORT: singlePort(),
-      KEY_PREFIX: prefix,
-      LOCK_KIND: 'simple',
-      LOCK_NAME: name,
-      COUNTER_KEY: `${prefix}:counter:${name}`,
-      TOKENS_KEY: `${prefix}:tokens:${name}`,
-      START_AT: Date.now() + 3_000,
-      DURATION_MS: 3_000,
-    };
-    const { total } = await raceCounter(8, env, workers);
-    expect(total).toBeGreaterThan(0);
-    expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
-  }, 60_000);
+  it.each(['watchdog', 'explicit'] as const)(
+    '8 processes incrementing a racy counter lose no update (%s lease)',
+    async (lease) => {
+      const env = {
+        REDIS_PORT: singlePort(),
+        KEY_PREFIX: prefix,
+        LOCK_KIND: 'simple',
+        LOCK_NAME: `${name}-${lease}`,
+        COUNTER_KEY: `${prefix}:counter:${name}-${lease}`,
+        TOKENS_KEY: `${prefix}:tokens:${name}-${lease}`,
+        START_AT: Date.now() + 3_000,
+        DURATION_MS: 3_000,
+        ...(lease === 'explicit' ? { LEASE_MS: 3_000 } : {}),
+      };
+      const { total } = await raceCounter(8, env, workers);
+      expect(total).toBeGreaterThan(0);
+      expect(Number(await client.redis.get(env.COUNTER_KEY))).toBe(total);
+    },
+    60_000,
+  );
 });

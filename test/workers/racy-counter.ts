@@ -1,7 +1,7 @@
 // Increments a plain Redis string with GET then SET (deliberately racy) under a lock, for
 // DURATION_MS, starting at START_AT. Also appends each fencing token to TOKENS_KEY inside the lock,
 // so the test can check tokens grow strictly in the order the lock was granted.
-import { sleep, workerClient, workerLock, workerRedLock } from './worker-client';
+import { sleep, workerClient, workerLease, workerLock, workerRedLock } from './worker-client';
 
 async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
@@ -16,6 +16,7 @@ async function main(): Promise<void> {
   const tokensKey = process.env.TOKENS_KEY!;
   await sleep(Math.max(0, Number(process.env.START_AT) - Date.now()));
   const until = Date.now() + Number(process.env.DURATION_MS);
+  const options = { leaseTime: workerLease() };
   let increments = 0;
   while (Date.now() < until) {
     await lock.withLock(async ({ fencingToken }) => {
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
       await sleep(Math.random() < 0.3 ? 1 : 0); // widen the race window
       await redis.set(counterKey, String(value + 1));
       if (!redLock) await redis.rpush(tokensKey, String(fencingToken)); // RedLock has no single token
-    });
+    }, options);
     increments++;
   }
   console.log('loop done'); // tells a hang in the loop from one while closing (see raceCounter)

@@ -69,7 +69,7 @@ export function workerLock(locks: LockClient, name: string) {
     case 'fair':
       return locks.getFairLock(name, fairOptions());
     case 'simple':
-      return locks.getSimpleLock(name, { leaseTime: 'watchdog' });
+      return locks.getSimpleLock(name, { leaseTime: workerLease() ?? 'watchdog' });
     case 'read':
       return locks.getReadWriteLock(name).readLock();
     case 'write':
@@ -77,6 +77,11 @@ export function workerLock(locks: LockClient, name: string) {
     default:
       return locks.getLock(name);
   }
+}
+
+/** LEASE_MS: an explicit lease for every acquisition (none: the watchdog's). */
+export function workerLease(): number | undefined {
+  return process.env.LEASE_MS ? Number(process.env.LEASE_MS) : undefined;
 }
 
 export function fairOptions() {
