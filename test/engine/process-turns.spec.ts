@@ -456,6 +456,43 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await Promise.all(handles.filter((h) => h !== first).map((h) => h.release()));
   });
 
+  /**
+   * A holds `name` in a loop, each hold `sectionMs` long, with turnTime 200 ms, until the process that
+   * waits (B) is passed the lock: how many times A held it in its turn.
+   */
+  async function holdsInTurn(name: string, sectionMs: number): Promise<number> {
+    const [a, b] = [client(200), client(200)];
+    const lock = lockOf(a.locks, name);
+    let holds = 1;
+    let hold: LockHandle | null = await lock.lock();
+    const { acquired: bWaiting } = await waitingOn(b, name);
+    const bHolds = bWaiting.then(() => null);
+    for (;;) {
+      await sleep(sectionMs);
+      await hold.release();
+      const next = lock.lock({ waitTime: 10_000 });
+      hold = await Promise.race([next, bHolds]);
+      if (!hold) {
+        await (await bWaiting).release();
+        await (await next).release(); // A's attempt, granted once B released
+        return holds;
+      }
+      holds++;
+    }
+  }
+
+  it('a turn of short holds goes on past turnTime until it has held the lock TURN_MIN_HOLDS (16) times', async () => {
+    // Holds of about 16 ms: within 200 ms A holds it about 13 times at most; 16 take some 260 ms, within
+    // the stretch (3 x 200 ms), and each is short enough (under 37.5 ms) for 16 to fit in it.
+    expect(await holdsInTurn('stretched', 15)).toBe(16);
+  });
+
+  it('a turn of long holds is not stretched past turnTime: its moves cost little next to them', async () => {
+    // Holds of 80 ms, too long for 16 to fit in 600 ms: the first release past 200 ms passes the lock on
+    // (stretched regardless, it would take about 7).
+    expect(await holdsInTurn('not-stretched', 80)).toBeLessThanOrEqual(3);
+  });
+
   it('once the turn is over the lock goes to the process that waited, even if the passer asks again at once', async () => {
     const [a, b] = [client(0), client(0)];
     const name = 'pass';
