@@ -298,6 +298,14 @@ export interface SentinelCase {
 export const PAUSE_MS = 4_000;
 
 /**
+ * No master, no grant: a section that starts this long after the master stopped answering, and before
+ * a replica took over, was lent a hold by its process (see LockTurns.lend) past the turn that ran at
+ * the fault, which ends within 3 x turnTime (30 ms). Slack for a grant already on its way back, and a
+ * busy machine.
+ */
+export const NO_MASTER_GRACE_MS = 250;
+
+/**
  * One sentinel fault under load: 8 racers on one key until 100 critical sections ran, then the
  * current master is SIGKILLed (`kill`) or SIGSTOPped for PAUSE_MS (`pause`); the racers go on until
  * 50 more sections ran after the fault (at most 25 s) plus 1 s. Failover time = fault -> a sentinel
@@ -308,7 +316,7 @@ export async function sentinelFaultCase(
   fault: 'kill' | 'pause',
   { kind, lease }: SentinelCase,
   registry: Worker[],
-): Promise<{ report: RaceReport; failoverMs: number; phases: string }> {
+): Promise<{ report: RaceReport; failoverMs: number; phases: string; withoutMaster: string[] }> {
   const counter = counterServer();
   const began = Date.now();
   const phases: string[] = [];
@@ -366,6 +374,9 @@ export async function sentinelFaultCase(
     phase('recovered');
     const results = await race.stop();
     const report = analyse(results, Number(await counter.redis.get(counterKey)), faultAt);
+    const withoutMaster = sectionsOf(results)
+      .filter((s) => s.start > faultAt + NO_MASTER_GRACE_MS && s.start < failoverAt)
+      .map((s) => describeSection(s, faultAt));
     phase('stopped');
     // What the lock looked like on the promoted master while nobody held it, should the outage be long,
     // and what each racer's slow lock() calls were doing meanwhile.
@@ -375,7 +386,7 @@ export async function sentinelFaultCase(
     }
     await healSentinel(t, fault === 'kill' ? master.port : undefined);
     phase('healed');
-    return { report, failoverMs: failoverAt - faultAt, phases: phases.join(', ') };
+    return { report, failoverMs: failoverAt - faultAt, phases: phases.join(', '), withoutMaster };
   } finally {
     await sampler?.stop();
     counter.redis.disconnect();
