@@ -46,7 +46,7 @@ export interface LockClientOptions {
   /**
    * How long this process may keep taking a contended reentrant or simple lock (a loop, or its own
    * waiters one after another) before passing it to the process that waited longest. Default 10 ms;
-   * a turn of short holds goes on until it has held the lock 16 times, up to 3 × this (see
+   * a turn of short holds goes on until it has held the lock 12 times, up to 3 × this (see
    * TURN_MIN_HOLDS). 0 passes it on at every release, as Redisson does. See ProcessTurns.
    */
   turnTime?: number;

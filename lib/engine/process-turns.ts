@@ -12,11 +12,13 @@ export const TURN_MS = 10;
  * A turn whose holds are short goes on past turnTime until it has held the lock this many times, up
  * to TURN_STRETCH times turnTime. Passing the lock on costs about one acquisition's worth of wake-ups
  * and round trips: on the bench's hot key a 10 ms turn holds about 40 anyway, but with a 1 ms
- * critical section only about 6 (16 % of grants were moves, 6-7 % in turns of 16). Only while the
- * hold being released was short enough for this many to fit in the stretch: a turn of longer holds,
- * whose moves cost little next to them, is not held any longer.
+ * critical section only about 6 (16 % of grants were moves; 9 % in turns of 12). Only while the hold
+ * being released was short enough for this many to fit in the stretch (2.5 ms with the default
+ * turnTime): a turn of longer holds, whose moves cost little next to them, is not held any longer.
+ * With 16 the bar (1.9 ms) sat just above the 1 ms section's holds on a busy machine, which then
+ * stretched only now and then (13-14 % of grants moved in a full run).
  */
-export const TURN_MIN_HOLDS = 16;
+export const TURN_MIN_HOLDS = 12;
 export const TURN_STRETCH = 3;
 
 /** Longest turnTime accepted: longer turns starve the other processes. */

@@ -481,14 +481,14 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     }
   }
 
-  it('a turn of short holds goes on past turnTime until it has held the lock TURN_MIN_HOLDS (16) times', async () => {
-    // Holds of about 16 ms: within 200 ms A holds it about 13 times at most; 16 take some 260 ms, within
-    // the stretch (3 x 200 ms), and each is short enough (under 37.5 ms) for 16 to fit in it.
-    expect(await holdsInTurn('stretched', 15)).toBe(16);
+  it('a turn of short holds goes on past turnTime until it has held the lock TURN_MIN_HOLDS (12) times', async () => {
+    // Holds of about 26 ms: within 200 ms A holds it about 8 times at most; 12 take some 320 ms, within
+    // the stretch (3 x 200 ms), and each is short enough (under 50 ms) for 12 to fit in it.
+    expect(await holdsInTurn('stretched', 25)).toBe(12);
   });
 
   it('a turn of long holds is not stretched past turnTime: its moves cost little next to them', async () => {
-    // Holds of 80 ms, too long for 16 to fit in 600 ms: the first release past 200 ms passes the lock on
+    // Holds of 80 ms, too long for 12 to fit in 600 ms: the first release past 200 ms passes the lock on
     // (stretched regardless, it would take about 7).
     expect(await holdsInTurn('not-stretched', 80)).toBeLessThanOrEqual(3);
   });
