@@ -34,7 +34,7 @@ export class LentLeases {
     if (!this.timer) this.arm(this.renewAt - acquiredAt);
   }
 
-  /** The holder set `held`'s lease itself (`extend()`): it is owed nothing more. */
+  /** `held`'s lease was set in Redis since it was lent (`extend()`, a re-entry): it is owed nothing more. */
   extended(held: HeldLock): void {
     if (this.latest === held) this.latest = undefined;
   }

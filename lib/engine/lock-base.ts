@@ -536,7 +536,7 @@ export abstract class LockBase implements ReleaseReplayer {
     if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
     // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
     // fast path (map transitions at every grant, in a profile of a lending loop).
-    return this.engine.registry.record({
+    const held = this.engine.registry.record({
       name: this.name,
       key: this.keys.lock,
       owner: holder,
@@ -556,6 +556,9 @@ export abstract class LockBase implements ReleaseReplayer {
       label: hold.label,
       reentered: grant.reentered,
     });
+    // A re-entry's script set the lease in Redis from now: a lent lease is owed nothing more (see LentLeases).
+    if (grant.reentered) this.turns?.extended(held);
+    return held;
   }
 
   /** How a hold of this lock is released and extended (made on the first grant). */

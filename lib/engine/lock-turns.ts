@@ -100,7 +100,7 @@ export class LockTurns {
     if (!held.watched) (this.leases ??= new LentLeases((lent, until) => this.lock.renewLease(lent, until))).lent(held);
   }
 
-  /** The holder set `held`'s lease itself: a lent lease is owed nothing more (see LentLeases). */
+  /** `held`'s lease was set in Redis since (`extend()`, a re-entry): a lent lease is owed nothing more (see LentLeases). */
   extended(held: HeldLock): void {
     this.leases?.extended(held);
   }

@@ -572,6 +572,35 @@ describe('reentrant lock: a hold lent to another owner of its process', () => {
     await (await bWaiting).release();
   });
 
+  it("a lent explicit lease re-entered keeps the lease the re-entry set: the lent hold's renewal does not cut it short", async () => {
+    const [a, b] = [0, 1].map(() => lockClient({ keyPrefix: prefix, turnTime: 60_000 }));
+    clients.push(a, b);
+    const name = 'lent-explicit-reentry';
+    const lock = a.locks.getLock(name);
+    const leaseTime = 2_000;
+    const first = await lock.lock({ leaseTime });
+    const { acquired: bWaiting } = await parkedWait(b, b.locks.getLock(name));
+    await first.release(); // kept: B waits
+    for (let i = 0; i < 2; i++) await (await lock.lock({ leaseTime })).release(); // the second takes a block of tokens
+    let renewals = 0;
+    const stop = watchCommands(a, (command) => {
+      if (command.name === 'evalsha' && command.args[2] === lock.keys.lock && command.args[3] === 'hash') renewals++;
+    });
+    const owner = 'lent-then-reentered';
+    const lentAt = Date.now();
+    const lent = await lock.lock({ leaseTime, owner }); // lent: to be renewed about 1 s in, to end 2 s in
+    await sleep(500);
+    const again = await lock.lock({ leaseTime, owner }); // a re-entry: Redis sets 2 s from now
+    expect(again.holdCount).toBe(2);
+    await sleep(lentAt + 1_300 - Date.now());
+    expect(renewals).toBe(0);
+    expect(await a.redis.pttl(lock.keys.lock)).toBeGreaterThan(900); // about 1.2 s left, not 0.7 s
+    stop();
+    await again.release();
+    await lent.release();
+    await (await bWaiting).release();
+  });
+
   it('re-enters and unwinds under the hold it was lent, and the other owners of the process wait for it', async () => {
     const [a, b] = [0, 1].map(() => lockClient({ keyPrefix: prefix, turnTime: 60_000 }));
     clients.push(a, b);
