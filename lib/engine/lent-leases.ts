@@ -18,6 +18,7 @@ export class LentLeases {
   private owedUntil = 0;
   private renewAt = 0;
   private timer?: NodeJS.Timeout;
+  private timerAt = 0;
 
   /**
    * `renew`: sets `held`'s lease in Redis to end at `until` (ms since epoch), retrying while Redis
@@ -31,7 +32,9 @@ export class LentLeases {
     this.latest = held;
     this.owedUntil = acquiredAt + held.leaseMs;
     this.renewAt = acquiredAt + (held.expiresAt - acquiredAt) / 2;
-    if (!this.timer) this.arm(this.renewAt - acquiredAt);
+    // Pushed back by nothing in a loop (each lend's renewal falls later); brought forward for a shorter
+    // lease lent after a longer one.
+    if (this.timer === undefined || this.renewAt < this.timerAt) this.arm(this.renewAt - Date.now());
   }
 
   /** `held`'s lease was set in Redis since it was lent (`extend()`, a re-entry): it is owed nothing more. */
@@ -40,6 +43,8 @@ export class LentLeases {
   }
 
   private arm(delay: number): void {
+    clearTimeout(this.timer);
+    this.timerAt = Date.now() + delay;
     this.timer = setTimeout(() => this.due(), Math.max(0, delay));
     this.timer.unref(); // a process that holds a lock and does nothing else may exit: the lease ends
   }

@@ -349,6 +349,22 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await (await bWaiting).release();
   });
 
+  it("a lent explicit lease after a longer one is renewed in time for its own lease, not the longer one's", async () => {
+    const [a, b] = [client(60_000), client(60_000)];
+    const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-longer-first', { leaseTime: 60_000 });
+    await (await lock.lock({ leaseTime: 60_000 })).release(); // lent: its renewal would be 30 s in
+    // 2 s leases: the first goes to Redis (the 60 s hold outlasts it) and takes a block, the next is lent.
+    await (await lock.lock({ leaseTime: 2_000 })).release();
+    const lentAt = Date.now();
+    const lent = await lock.lock({ leaseTime: 2_000 });
+    expect(scripts.attempts).toBe(1);
+    await sleep(lentAt + 1_700 - Date.now()); // renewed about 1 s in, or lost at 2 s
+    expect(scripts.renewals).toBe(1);
+    expect(lent.isLost).toBe(false);
+    expect(await lent.release()).toBe('released');
+    await (await bWaiting).release();
+  });
+
   it('a lent explicit lease never outlasts what its acquisition asks for: a shorter one goes to Redis', async () => {
     const [a, b] = [client(60_000), client(60_000)];
     const { lock, scripts, bWaiting } = await lendingTurn(a, b, 'explicit-shorter', { leaseTime: 60_000 });
