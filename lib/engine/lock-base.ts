@@ -514,14 +514,21 @@ export abstract class LockBase implements ReleaseReplayer {
    * Sets `held`'s lease in Redis to end at `until` (a lent explicit lease's, see LentLeases), sent
    * again while Redis cannot be reached and the lease it has may not have ended yet.
    */
-  private async renewLease(held: HeldLock, until: number): Promise<boolean> {
+  private renewLease(held: HeldLock, until: number): Promise<boolean> {
     const { redis, operationTimeout } = this.engine;
-    const send = () => {
-      const leaseMs = Math.max(1, Math.ceil(until - Date.now()));
-      return RENEW_MANY.run(redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]);
-    };
-    const options = { redis, operationTimeout, until: held.expiresAt, key: this.name, name: 'lease' };
-    const [renewed] = await retryWhileUnreachable(send, options);
+    const send = () => this.sendRenewal(held, Math.max(1, Math.ceil(until - Date.now())));
+    return retryWhileUnreachable(send, {
+      redis,
+      operationTimeout,
+      until: held.expiresAt,
+      key: this.name,
+      name: 'lease',
+    });
+  }
+
+  /** Sets `held`'s lease in Redis to `leaseMs` from now (extend, a lent lease); true when the hold was there. */
+  private async sendRenewal(held: HeldLock, leaseMs: number): Promise<boolean> {
+    const [renewed] = await RENEW_MANY.run(this.engine.redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]);
     return renewed === 1;
   }
 
@@ -728,11 +735,8 @@ export abstract class LockBase implements ReleaseReplayer {
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
     const sentAt = Date.now();
-    const [renewed] = await this.bounded(
-      RENEW_MANY.run(this.engine.redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]),
-      'extend',
-    );
-    if (renewed !== 1) {
+    const renewed = await this.bounded(this.sendRenewal(held, leaseMs), 'extend');
+    if (!renewed) {
       held.markLost('not-owner');
       throw new LockLostError(this.name, held.owner, 'not-owner');
     }

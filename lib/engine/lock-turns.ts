@@ -97,7 +97,9 @@ export class LockTurns {
 
   /** `held` was lent (see lend): an explicit lease is renewed if it is held long enough to need it. */
   lent(held: HeldLock): void {
-    if (!held.watched) (this.leases ??= new LentLeases((lent, until) => this.lock.renewLease(lent, until))).lent(held);
+    if (held.watched) return; // the watchdog renews it
+    this.leases ??= new LentLeases((lent, until) => this.lock.renewLease(lent, until));
+    this.leases.lent(held);
   }
 
   /** `held`'s lease was set in Redis since (`extend()`, a re-entry): a lent lease is owed nothing more (see LentLeases). */
