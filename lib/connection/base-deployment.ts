@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RedisPubSub } from '../engine/pubsub';
 import type { HostPort } from './connection-options';
-import { connectAll, quitAll } from './lifecycle';
+import { connectAll, quitAll, whyNotReady } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
 
 type Connection = Redis | Cluster;
@@ -39,7 +39,10 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
     this.pubsub = new RedisPubSub(subscriber, client.isCluster, false);
   }
 
-  /** Connects both connections, then verifies the deployment; a failed check closes them again. */
+  /**
+   * Connects both connections, then verifies the deployment; a failed check closes them again.
+   * Failed connection attempts are retried until both are ready: the caller bounds the wait.
+   */
   async ready(): Promise<void> {
     await connectAll([...this.owned]);
     try {
@@ -52,6 +55,10 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
 
   close(): Promise<void> {
     return quitAll([...this.owned]);
+  }
+
+  lastConnectionError(): Error | undefined {
+    return whyNotReady(this.owned);
   }
 
   /** Throws when the connected deployment is not what the options promised. */

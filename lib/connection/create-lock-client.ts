@@ -28,12 +28,13 @@ export async function createLockClient(options: RedisLockClientOptions): Promise
     await connectWithin(deployment, connectTimeout(settings.operationTimeout));
     return lockClientOver(deployment, settings);
   } catch (error) {
+    const cause = causeOf(error, deployment);
     await deployment.close().catch(() => undefined);
     // A configuration problem (e.g. master-slave's ROLE check) says so itself; anything else means
     // Redis could not be reached: say where.
     if (error instanceof LockError && !(error instanceof RedisUnavailableError)) throw error;
     const timeout = connectTimeout(settings.operationTimeout);
-    throw new RedisUnavailableError(undefined, 'connect', timeout, unwrap(error), describeConnection(connection));
+    throw new RedisUnavailableError(undefined, 'connect', timeout, cause, describeConnection(connection));
   }
 }
 
@@ -42,7 +43,11 @@ export function deploymentFor(connection: ConnectionOptions | RedisDeployment): 
   return isRedisDeployment(connection) ? connection : createDeployment(connection);
 }
 
-/** Connects and verifies `deployment`: a server that accepts the connection but never answers must not hang start-up. */
+/**
+ * Connects and verifies `deployment` within `timeout`. It rides out failed attempts meanwhile (Redis
+ * still starting, a sentinel failover under way), and a server that accepts the connection but
+ * never answers does not hang start-up.
+ */
 export function connectWithin(deployment: RedisDeployment, timeout: number): Promise<void> {
   return bounded(deployment.ready(), timeout, { name: 'connect' });
 }
@@ -65,6 +70,8 @@ export function connectTimeout(operationTimeout: number | undefined): number {
 }
 
 /** The connection's own error rather than our timeout's wrapper, when there is one. */
-function unwrap(error: unknown): unknown {
-  return error instanceof RedisUnavailableError && error.cause instanceof Error ? error.cause : error;
+function causeOf(error: unknown, deployment: RedisDeployment): unknown {
+  if (!(error instanceof RedisUnavailableError)) return error;
+  if (error.cause !== undefined) return error.cause;
+  return deployment.lastConnectionError?.() ?? error;
 }

@@ -5,19 +5,46 @@ type Connection = Redis | Cluster;
 
 /** Connections this library is closing (quitAll): their 'end' is expected. */
 const closing = new WeakSet<Connection>();
-const revived = new WeakSet<Connection>();
+const watched = new WeakSet<Connection>();
+/** Why a connection is not ready, while it is not (cleared once it is). */
+const notReadyBecause = new WeakMap<Connection, Error>();
 
 /**
- * Connects lazily created connections (no-op for ones already connecting or ready). Connection
- * errors surface as rejected commands and RedisUnavailableError; the listener only keeps ioredis
- * from printing each reconnect failure as an "Unhandled error event".
+ * Connects lazily created connections and resolves once every one is ready. A failed attempt is not
+ * the end of it: a refused or dropped connection, a sentinel naming a master that has just died, a
+ * ready check timed out on a busy server are what a deployment that is starting or failing over
+ * looks like for a moment, and the connection tries again by itself (its retryStrategy, or the
+ * revival below). The caller's deadline decides when to give up, and `whyNotReady` says why.
  */
 export async function connectAll(connections: Connection[]): Promise<void> {
-  for (const c of connections) {
-    if (c.listenerCount('error') === 0) c.on('error', () => undefined);
-    reviveWhenEnded(c);
-  }
-  await Promise.all(connections.map((c) => (c.status === 'wait' ? c.connect() : undefined)));
+  await Promise.all(connections.map(untilReady));
+}
+
+/** The latest error of the first of `connections` that is not ready, if any reported one. */
+export function whyNotReady(connections: readonly Connection[]): Error | undefined {
+  for (const c of connections) if (c.status !== 'ready' && notReadyBecause.has(c)) return notReadyBecause.get(c);
+  return undefined;
+}
+
+function untilReady(connection: Connection): Promise<void> {
+  watch(connection);
+  if (connection.status === 'ready') return Promise.resolve();
+  const ready = new Promise<void>((resolve) => connection.once('ready', resolve));
+  // Its rejection is the first failed attempt, which the connection retries: not ours to report.
+  if (connection.status === 'wait') connection.connect().catch(() => undefined);
+  return ready;
+}
+
+/**
+ * Listens once per connection: its errors are recorded (and so not printed by ioredis as an
+ * "Unhandled error event" on every reconnect failure), and an end we did not ask for is revived.
+ */
+function watch(connection: Connection): void {
+  if (watched.has(connection)) return;
+  watched.add(connection);
+  connection.on('error', (error: Error) => notReadyBecause.set(connection, error));
+  connection.on('ready', () => notReadyBecause.delete(connection));
+  reviveWhenEnded(connection);
 }
 
 /** Closes connections politely (QUIT), then makes sure nothing of theirs stays open. */
@@ -41,8 +68,6 @@ export async function quitAll(connections: Connection[]): Promise<void> {
  * process unable to lock while every other recovers.
  */
 function reviveWhenEnded(connection: Connection): void {
-  if (revived.has(connection)) return;
-  revived.add(connection);
   let attempt = 0;
   connection.on('ready', () => (attempt = 0));
   connection.on('end', () => {

@@ -11,11 +11,15 @@ import {
 import { describeConnection } from './describe-connection';
 import type { RedisDeployment } from './redis-deployment';
 
+/** How long the other masters may still take once a majority is ready, before start-up goes on without them. */
+export const REDLOCK_STRAGGLER_GRACE_MS = 500;
+
 /**
  * One LockClient per independent master, for RedLock. Resolves once a majority of the masters is
- * ready, since a RedLock needs no more: the others keep reconnecting on their own and take part once
- * they are back (a round skips a master whose connection is not ready). Fewer than a majority: every
- * connection is closed and the error names the masters that could not be reached.
+ * ready and the others have had REDLOCK_STRAGGLER_GRACE_MS more, since a RedLock needs no more: the
+ * others keep reconnecting on their own and take part once they are back (a round skips a master
+ * whose connection is not ready). No majority within the connect timeout: every connection is
+ * closed and the error names the masters that could not be reached.
  * @example
  * const masters = await connectRedLockMasters([{ type: 'single', port: 7001 }, { type: 'single', port: 7002 }, { type: 'single', port: 7003 }]);
  * const redLock = new RedLock(masters, 'payout');
@@ -26,9 +30,25 @@ export async function connectRedLockMasters(
 ): Promise<LockClient[]> {
   const deployments = masters.map(deploymentFor);
   const timeout = connectTimeout(settings.operationTimeout);
-  const outcomes = await Promise.allSettled(deployments.map((d) => connectWithin(d, timeout)));
-  const unreachable = outcomes.flatMap((o, i) => (o.status === 'rejected' ? [describeConnection(masters[i])] : []));
   const quorum = Math.floor(masters.length / 2) + 1;
+  const ready = new Array<boolean>(masters.length).fill(false);
+  await new Promise<void>((resolve) => {
+    let settled = 0;
+    let readyCount = 0;
+    deployments.forEach((d, i) =>
+      connectWithin(d, timeout).then(
+        () => {
+          ready[i] = true;
+          if (++readyCount === quorum) setTimeout(resolve, REDLOCK_STRAGGLER_GRACE_MS);
+          if (++settled === masters.length) resolve();
+        },
+        () => {
+          if (++settled === masters.length) resolve();
+        },
+      ),
+    );
+  });
+  const unreachable = ready.flatMap((isReady, i) => (isReady ? [] : [describeConnection(masters[i])]));
   if (masters.length - unreachable.length < quorum) {
     await Promise.all(deployments.map((d) => d.close().catch(() => undefined)));
     const cause = new Error(

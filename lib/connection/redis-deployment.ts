@@ -13,8 +13,13 @@ export interface RedisDeployment {
   readonly publishCommand: PublishCommand;
   /** Replicas known to this deployment (master-slave), for health reporting. */
   readonly replicas: readonly HostPort[];
-  /** Connects and verifies the deployment (e.g. that the configured master is a master). */
+  /**
+   * Connects and verifies the deployment (e.g. that the configured master is a master). May wait
+   * through failed connection attempts: callers bound it (connectWithin).
+   */
   ready(): Promise<void>;
+  /** The latest error of a connection that is not ready yet, for saying why `ready()` took too long. */
+  lastConnectionError?(): Error | undefined;
   /** Closes the connections this deployment created (never a client the user passed in). */
   close(): Promise<void>;
 }

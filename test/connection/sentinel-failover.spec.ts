@@ -7,14 +7,15 @@ import { killAll, startWorker, type Worker } from '../support/workers';
 
 /**
  * Failovers under load, each on a private sentinel topology (ports 7240, 7250, 7260): the master is
- * stopped or frozen while clients contend, and they must carry on with the promoted replica.
+ * stopped or frozen while clients contend, and they must carry on with the promoted replica; or it
+ * is stopped just before a client connects, which must then connect to the promoted one.
  */
 describe('sentinel failover', () => {
   const workers: Worker[] = [];
   const topologies: RunningTopology[] = [];
-  afterEach(() => killAll(workers.splice(0)));
-  afterAll(async () => {
-    for (const t of topologies) await stopTopology(t).catch(() => undefined);
+  afterEach(async () => {
+    await killAll(workers.splice(0));
+    for (const t of topologies.splice(0)) await stopTopology(t).catch(() => undefined);
   });
 
   const sentinelConnection = (t: RunningTopology): SentinelConnectionOptions => ({
@@ -78,6 +79,31 @@ describe('sentinel failover', () => {
     expect(plain.afterFailover).toBeGreaterThan(0);
     expect(synced.afterFailover).toBeGreaterThan(0);
   }, 120_000);
+
+  it('a client created while the master is down (sentinels not failed over yet) connects to the promoted replica', async () => {
+    const topology = await startTopology('sentinel', { basePort: 7240 });
+    topologies.push(topology);
+    const oldMaster = topology.masters[0].port;
+    await stopNode(topology, oldMaster);
+    const stoppedAt = Date.now();
+    // The sentinels name the dead master for about a second (down-after) and the election: every
+    // attempt meanwhile is refused, and must be tried again rather than fail start-up.
+    const locks = await createLockClient({
+      connection: sentinelConnection(topology),
+      keyPrefix: `late-${randomUUID().slice(0, 8)}`,
+      logger: quietLogger,
+    });
+    try {
+      const connectedAfter = Date.now() - stoppedAt;
+      process.stdout.write(`\nsentinel, client created with the master down: connected after ${connectedAfter} ms\n`);
+      const handle = await locks.getLock('after-promotion').lock({ leaseTime: 5_000 });
+      expect(await handle.release()).toBe('released');
+      const info = (await (locks.redis as Redis).info('server')) as string;
+      expect(info).not.toContain(`tcp_port:${oldMaster}\r`);
+    } finally {
+      await locks.close();
+    }
+  }, 60_000);
 
   it('a frozen master (SIGSTOP past the failover) does not stall clients until it thaws', async () => {
     const topology = await startTopology('sentinel', { basePort: 7260 });

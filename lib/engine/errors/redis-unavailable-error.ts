@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { LockError } from './lock-error';
 
 /**
@@ -12,11 +13,16 @@ export class RedisUnavailableError extends LockError {
     cause?: unknown,
     readonly address?: string,
   ) {
-    const why = cause instanceof Error ? `: ${cause.message.replace(/\.$/, '')}` : '';
+    const why = isError(cause) ? `: ${cause.message.replace(/\.$/, '')}` : '';
     const what =
       operation === 'connect' && address
         ? `Could not connect to Redis at ${address} within ${timeoutMs} ms${why}.`
         : `Redis${address ? ` at ${address}` : ''} did not complete "${operation}"${key ? ` for lock "${key}"` : ''} within ${timeoutMs} ms${why}.`;
     super(`${what} Check that Redis is reachable; the client reconnects by itself.`, key, { cause });
   }
+}
+
+/** Also an Error made in another realm (Node's own socket errors, seen from a vm context such as jest's). */
+function isError(value: unknown): value is Error {
+  return value instanceof Error || types.isNativeError(value);
 }
