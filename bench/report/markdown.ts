@@ -486,6 +486,7 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
           peers: each(peers, label),
           'peers.crossProcessShare': each(peers, (id) => pct(h.rows[id]!.crossProcessShare)),
           'peers.waitMax': each(peers, (id) => int(h.rows[id]!.waitMax)),
+          'raw.waitMax': int(h.rows.raw?.waitMax),
           'turns.crossProcessShare': turns
             .map((id) =>
               prose('analysis', 'turn-share', { contender: label(id), share: pct(h.rows[id]!.crossProcessShare) }),
