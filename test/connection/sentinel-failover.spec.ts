@@ -91,6 +91,8 @@ describe('sentinel failover', () => {
     const locks = await createLockClient({
       connection: sentinelConnection(topology),
       keyPrefix: `late-${randomUUID().slice(0, 8)}`,
+      // A budget of 15 s: room for a sentinel election that splits and is held again (failover-timeout 3 s).
+      operationTimeout: 5_000,
       logger: quietLogger,
     });
     try {
