@@ -17,7 +17,8 @@ const USAGE = `Usage: nestjs-redis-lock <command> [--json]
   unlock <name> --force      release the lock whoever holds it (asks first; --yes to skip)
 
 Connection and key prefix from REDIS_DEPLOY_TYPE, REDIS_URL, REDIS_NODES, REDIS_SENTINELS, … and
-REDIS_LOCK_PREFIX, as the Nest module reads them.`;
+REDIS_LOCK_PREFIX, as the Nest module reads them. An unreachable Redis is given three times
+REDIS_LOCK_OPERATION_TIMEOUT (default 3000 ms) to answer.`;
 
 class UsageError extends Error {}
 

@@ -23,6 +23,8 @@ import type { RedisLockClientOptions } from './create-lock-client';
  * | REDIS_COMMAND_TIMEOUT        | ms before a command to a frozen server fails (default 2000)    |
  * | REDIS_LOCK_PREFIX            | key prefix of every lock (default "lock")                      |
  * | REDIS_LOCK_WATCHDOG_TIMEOUT  | watchdog lease in ms (default 30000)                           |
+ * | REDIS_LOCK_OPERATION_TIMEOUT | ms a lock operation waits for Redis (default 3000; connecting  |
+ * |                              | at start-up may take three)                                    |
  */
 export const LOCK_ENV_VARIABLES = [
   'REDIS_DEPLOY_TYPE',
@@ -39,6 +41,7 @@ export const LOCK_ENV_VARIABLES = [
   'REDIS_COMMAND_TIMEOUT',
   'REDIS_LOCK_PREFIX',
   'REDIS_LOCK_WATCHDOG_TIMEOUT',
+  'REDIS_LOCK_OPERATION_TIMEOUT',
 ] as const;
 
 type Env = Record<string, string | undefined>;
@@ -122,9 +125,16 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     1,
     MAX_TIMEOUT_MS,
   );
+  const operationTimeout = integer(
+    problems,
+    'REDIS_LOCK_OPERATION_TIMEOUT',
+    value('REDIS_LOCK_OPERATION_TIMEOUT'),
+    1,
+    MAX_TIMEOUT_MS,
+  );
 
   if (problems.length > 0 || !connection) throw new ConnectionConfigError(problems);
-  return { connection, keyPrefix, watchdogTimeout };
+  return { connection, keyPrefix, watchdogTimeout, operationTimeout };
 }
 
 function integer(

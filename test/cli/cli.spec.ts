@@ -99,9 +99,16 @@ describe('CLI (nestjs-redis-lock inspect | list | unlock)', () => {
       const usage = await cli(['frobnicate'], env);
       expect(usage.code).toBe(2);
       expect(usage.stderr).toContain('Usage: nestjs-redis-lock <command>');
-      const down = await cli(['inspect', 'x'], { ...env, REDIS_URL: 'redis://127.0.0.1:7218' });
+      const down = await cli(['inspect', 'x'], {
+        ...env,
+        REDIS_URL: 'redis://127.0.0.1:7218',
+        REDIS_LOCK_OPERATION_TIMEOUT: '200',
+      });
       expect(down.code).toBe(1);
-      expect(down.stderr).toMatch(/^RedisUnavailableError: /);
+      // Three operation timeouts to connect, and the refused connection named.
+      expect(down.stderr).toMatch(
+        /^RedisUnavailableError: Could not connect to Redis at 127\.0\.0\.1:7218 within 600 ms: connect ECONNREFUSED/,
+      );
     });
   });
 

@@ -13,6 +13,7 @@ describe('lockOptionsFromEnv', () => {
         REDIS_TLS: 'true',
         REDIS_LOCK_PREFIX: 'orders',
         REDIS_LOCK_WATCHDOG_TIMEOUT: '10000',
+        REDIS_LOCK_OPERATION_TIMEOUT: '1500',
         REDIS_COMMAND_TIMEOUT: '500',
       },
       {
@@ -27,6 +28,7 @@ describe('lockOptionsFromEnv', () => {
         },
         keyPrefix: 'orders',
         watchdogTimeout: 10_000,
+        operationTimeout: 1_500,
       },
     ],
     [
@@ -127,6 +129,11 @@ describe('lockOptionsFromEnv', () => {
       'bad watchdog timeout',
       { REDIS_LOCK_WATCHDOG_TIMEOUT: '-5' },
       ['REDIS_LOCK_WATCHDOG_TIMEOUT must be an integer in 1..2147483647; got "-5"'],
+    ],
+    [
+      'operation timeout that is not a whole positive number',
+      { REDIS_LOCK_OPERATION_TIMEOUT: '2.5s' },
+      ['REDIS_LOCK_OPERATION_TIMEOUT must be an integer in 1..2147483647; got "2.5s"'],
     ],
     [
       'watchdog timeout past what a timer can wait',
