@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RedisPubSub } from '../engine/pubsub';
 import type { HostPort } from './connection-options';
-import { connectAll, quitAll, whyNotReady } from './lifecycle';
+import { connectAll, lastConnectionError, quitAll } from './lifecycle';
 import type { RedisDeployment } from './redis-deployment';
 
 type Connection = Redis | Cluster;
@@ -57,8 +57,9 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
     return quitAll([...this.owned]);
   }
 
+  /** The latest error of a connection of ours that is not ready yet (see RedisDeployment). */
   lastConnectionError(): Error | undefined {
-    return whyNotReady(this.owned);
+    return lastConnectionError(this.owned);
   }
 
   /** Throws when the connected deployment is not what the options promised. */

@@ -6,23 +6,23 @@ type Connection = Redis | Cluster;
 /** Connections this library is closing (quitAll): their 'end' is expected. */
 const closing = new WeakSet<Connection>();
 const watched = new WeakSet<Connection>();
-/** Why a connection is not ready, while it is not (cleared once it is). */
-const notReadyBecause = new WeakMap<Connection, Error>();
+/** A connection's latest error, while it is not ready (cleared once it is). */
+const lastErrors = new WeakMap<Connection, Error>();
 
 /**
  * Connects lazily created connections and resolves once every one is ready. A failed attempt is not
  * the end of it: a refused or dropped connection, a sentinel naming a master that has just died, a
  * ready check timed out on a busy server are what a deployment that is starting or failing over
  * looks like for a moment, and the connection tries again by itself (its retryStrategy, or the
- * revival below). The caller's deadline decides when to give up, and `whyNotReady` says why.
+ * revival below). The caller's deadline decides when to give up, and `lastConnectionError` says why.
  */
 export async function connectAll(connections: Connection[]): Promise<void> {
   await Promise.all(connections.map(untilReady));
 }
 
 /** The latest error of the first of `connections` that is not ready, if any reported one. */
-export function whyNotReady(connections: readonly Connection[]): Error | undefined {
-  for (const c of connections) if (c.status !== 'ready' && notReadyBecause.has(c)) return notReadyBecause.get(c);
+export function lastConnectionError(connections: readonly Connection[]): Error | undefined {
+  for (const c of connections) if (c.status !== 'ready' && lastErrors.has(c)) return lastErrors.get(c);
   return undefined;
 }
 
@@ -42,8 +42,8 @@ function untilReady(connection: Connection): Promise<void> {
 function watch(connection: Connection): void {
   if (watched.has(connection)) return;
   watched.add(connection);
-  connection.on('error', (error: Error) => notReadyBecause.set(connection, error));
-  connection.on('ready', () => notReadyBecause.delete(connection));
+  connection.on('error', (error: Error) => lastErrors.set(connection, error));
+  connection.on('ready', () => lastErrors.delete(connection));
   reviveWhenEnded(connection);
 }
 

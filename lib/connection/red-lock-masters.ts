@@ -31,23 +31,7 @@ export async function connectRedLockMasters(
   const deployments = masters.map(deploymentFor);
   const timeout = connectTimeout(settings.operationTimeout);
   const quorum = Math.floor(masters.length / 2) + 1;
-  const ready = new Array<boolean>(masters.length).fill(false);
-  await new Promise<void>((resolve) => {
-    let settled = 0;
-    let readyCount = 0;
-    deployments.forEach((d, i) =>
-      connectWithin(d, timeout).then(
-        () => {
-          ready[i] = true;
-          if (++readyCount === quorum) setTimeout(resolve, REDLOCK_STRAGGLER_GRACE_MS);
-          if (++settled === masters.length) resolve();
-        },
-        () => {
-          if (++settled === masters.length) resolve();
-        },
-      ),
-    );
-  });
+  const ready = await readyMasters(deployments, timeout, quorum);
   const unreachable = ready.flatMap((isReady, i) => (isReady ? [] : [describeConnection(masters[i])]));
   if (masters.length - unreachable.length < quorum) {
     await Promise.all(deployments.map((d) => d.close().catch(() => undefined)));
@@ -64,4 +48,26 @@ export async function connectRedLockMasters(
     );
   }
   return clients;
+}
+
+/**
+ * Connects every master within `timeout`; resolves once all have connected or given up, or
+ * REDLOCK_STRAGGLER_GRACE_MS after `quorum` of them are ready. Which ones were ready by then.
+ */
+function readyMasters(deployments: readonly RedisDeployment[], timeout: number, quorum: number): Promise<boolean[]> {
+  const ready = deployments.map(() => false);
+  return new Promise((resolve) => {
+    let settled = 0;
+    let readyCount = 0;
+    const settle = () => {
+      if (++settled === deployments.length) resolve(ready);
+    };
+    deployments.forEach((deployment, i) =>
+      connectWithin(deployment, timeout).then(() => {
+        ready[i] = true;
+        if (++readyCount === quorum) setTimeout(() => resolve(ready), REDLOCK_STRAGGLER_GRACE_MS);
+        settle();
+      }, settle),
+    );
+  });
 }
