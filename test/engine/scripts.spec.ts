@@ -112,10 +112,15 @@ describe('lua scripts', () => {
       expect(await unlock(k, 'b')).toBe('not-owner');
       expect(await unlock(k, 'a')).toBe('decremented');
       expect(await sub.heard()).toEqual([]);
-      expect(await unlock(k, 'a')).toBe('released');
-      expect(await redis.exists(k.lock)).toBe(0);
-      expect(await redis.get(k.next)).toBe('p1');
-      expect(await redis.pttl(k.next)).toBeLessThanOrEqual(50);
+      // Sent together, so the 50 ms reservation is read before it can lapse on a busy machine.
+      const [released, locked, reserved, reservedFor] = await Promise.all([
+        unlock(k, 'a'),
+        redis.exists(k.lock),
+        redis.get(k.next),
+        redis.pttl(k.next),
+      ]);
+      expect({ released, locked, reserved }).toEqual({ released: 'released', locked: 0, reserved: 'p1' });
+      expect(reservedFor).toBeLessThanOrEqual(50);
       expect(await sub.heard()).toEqual(['p1']); // the longest waiting process only, which keeps its place
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
     } finally {
@@ -322,9 +327,11 @@ describe('lua scripts', () => {
       await lock(k, 'p0:a', 5000, 'p0');
       await lock(k, 'p1:x', 5000, 'p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await unlock(k, 'p0:a')).toBe('released'); // passed to p1
-      expect(await redis.pttl(k.next)).toBeLessThanOrEqual(50);
-      await redis.pexpire(k.next, 10_000); // a slow machine must not let it lapse in the middle of the test
+      // Sent together: a slow machine must not let the 50 ms reservation lapse in the middle of the test.
+      const [passed, reservedFor] = await Promise.all([unlock(k, 'p0:a'), redis.pttl(k.next)]); // passed to p1
+      expect(passed).toBe('released');
+      expect(reservedFor).toBeLessThanOrEqual(50);
+      await redis.pexpire(k.next, 10_000);
       const [status, ttl] = await lock(k, 'p0:a', 5000, 'p0'); // the passer asks again at once
       expect(status).toBe('refused');
       expect(ttl).toBeGreaterThan(5_000); // refused for as long as the reservation lasts, no longer
@@ -334,8 +341,7 @@ describe('lua scripts', () => {
       expect(await redis.exists(k.next)).toBe(0);
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2', 'p0']);
 
-      expect(await unlock(k, 'p1:x')).toBe('released'); // passed to p2, which never comes
-      expect(await redis.get(k.next)).toBe('p2');
+      expect(await Promise.all([unlock(k, 'p1:x'), redis.get(k.next)])).toEqual(['released', 'p2']); // passed to p2, which never comes
       await new Promise((resolve) => setTimeout(resolve, 80));
       expect((await lock(k, 'p0:a', 5000, 'p0', '0'))[0]).toBe('granted'); // the reservation lapsed by itself
     } finally {
@@ -351,14 +357,12 @@ describe('lua scripts', () => {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await unlock(k, 'a')).toBe('released');
+      expect(await Promise.all([unlock(k, 'a'), redis.pexpire(k.next, 10_000)])).toEqual(['released', 1]); // see above
       expect(await redis.get(k.next)).toBe('p1');
-      await redis.pexpire(k.next, 10_000); // see above
       expect(await pass('p2')).toBe(false); // reserved for p1: p2 leaves, nothing else changes
       expect(await redis.get(k.next)).toBe('p1');
       await lock(k, 'p2:x', 5000, 'p2');
-      expect(await pass('p1')).toBe(true); // p1 no longer wants it: it goes to p2
-      expect(await redis.get(k.next)).toBe('p2');
+      expect(await Promise.all([pass('p1'), redis.get(k.next)])).toEqual([true, 'p2']); // p1 no longer wants it: it goes to p2
       expect(await sub.heard()).toEqual(['p1', 'p2']);
     } finally {
       await sub.close();
