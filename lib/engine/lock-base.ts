@@ -20,12 +20,20 @@ import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
 import { TURN_TOKENS, type DeferredRelease, type HandOver } from './process-turns';
 import { LockTurns } from './lock-turns';
+import type { SyncVerdict } from './replica-sync';
 
 /** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
 type HoldFacts = Pick<
   Acquisition,
   'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable'
 >;
+
+/**
+ * How long, in operation timeouts, a grant whose master stopped answering before its replicas did is
+ * checked for on the master that serves the key next: as long as connecting may take, which a
+ * sentinel failover fits in.
+ */
+const FAILOVER_CHECK_TIMEOUTS = 3;
 
 /** Numbers the Redis ids of holds taken in a turn (see turnHolder). */
 let turnHolds = 0;
@@ -383,9 +391,11 @@ export abstract class LockBase implements ReleaseReplayer {
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
     let unknown: { holder: string; localOwner: string; known: number; sentAt: number } | undefined;
     let refusedBefore = false;
+    /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
+    let grantedIn = 0;
     const startedAt = Date.now();
     try {
-      const outcome = await acquireLoop<LockHandle>({
+      const outcome = await acquireLoop<HeldLock>({
         key: this.name,
         waiters: this.engine.waiters,
         waitTime: options.waitTime,
@@ -396,13 +406,14 @@ export abstract class LockBase implements ReleaseReplayer {
         channel: behaviour.channel ?? this.keys.channel,
         attempt: async (payload, othersWaiting) => {
           const { registry } = this.engine;
+          grantedIn = this.engine.replicaSync.epoch;
           if (unknown) {
             const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
             const { holder, localOwner, sentAt } = unknown;
             unknown = undefined;
             if (grant) {
               const hold = { leaseMs, watched, sentAt, label, localOwner, expiresAt: undefined, lendable: undefined };
-              return { acquired: true, value: this.recordGrant(holder, grant, hold) };
+              return { acquired: true, value: this.recordHold(holder, grant, hold) };
             }
           }
           const localOwner = this.holderFor(owner);
@@ -438,7 +449,7 @@ export abstract class LockBase implements ReleaseReplayer {
             return result;
           }
           const { value } = result;
-          const held = this.recordGrant(value.holder ?? holder, value, {
+          const held = this.recordHold(value.holder ?? holder, value, {
             leaseMs,
             watched,
             sentAt,
@@ -451,9 +462,16 @@ export abstract class LockBase implements ReleaseReplayer {
         },
       });
       if (outcome.acquired) {
-        const handle = outcome.value;
-        const syncing = this.syncReplicas(handle);
-        if (syncing) await syncing;
+        const held = outcome.value;
+        const handle = new LockHandle(held);
+        const syncing = this.syncReplicas(handle, grantedIn);
+        if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held))) {
+          // The grant went down with the master that made it: wait for the lock again, for what is
+          // left of waitTime, on the master that serves it now.
+          const { waitTime } = options;
+          const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (Date.now() - startedAt));
+          return await this.acquire({ ...options, waitTime: left }, defaultWaitTime);
+        }
         this.engine.lockEvent('acquired', () => ({
           name: this.name,
           kind: this.kind,
@@ -490,7 +508,7 @@ export abstract class LockBase implements ReleaseReplayer {
     prior: DeferredRelease,
     localOwner: string,
     wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label'>,
-  ): LockHandle | undefined {
+  ): HeldLock | undefined {
     const { turns } = this;
     const lent = turns?.lend(prior, wanted.watched, wanted.leaseMs);
     if (!turns || !lent) return undefined;
@@ -507,7 +525,7 @@ export abstract class LockBase implements ReleaseReplayer {
       lendable: lent.lendable,
     });
     turns.lent(held);
-    return new LockHandle(held);
+    return held;
   }
 
   /**
@@ -530,11 +548,6 @@ export abstract class LockBase implements ReleaseReplayer {
   private async sendRenewal(held: HeldLock, leaseMs: number): Promise<boolean> {
     const [renewed] = await RENEW_MANY.run(this.engine.redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]);
     return renewed === 1;
-  }
-
-  /** Records a grant this client now holds and returns its handle. */
-  private recordGrant(holder: string, grant: Grant, hold: HoldFacts): LockHandle {
-    return new LockHandle(this.recordHold(holder, grant, hold));
   }
 
   private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
@@ -604,9 +617,32 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /** Replica sync (the client's setting): after a first acquisition, until replicas have it. */
-  private syncReplicas(handle: LockHandle): Promise<void> | undefined {
+  private syncReplicas(handle: LockHandle, grantedIn: number): Promise<SyncVerdict> | undefined {
     if (handle.holdCount > 1) return undefined;
-    return this.engine.replicaSync.afterGrant(this.name, this.keys.lock, () => handle.release());
+    return this.engine.replicaSync.afterGrant(this.name, this.keys.lock, grantedIn, () => handle.release());
+  }
+
+  /**
+   * After a grant whose replica sync was cut off (its master stopped answering): whether the master
+   * serving the key now, once it can be reached, has the hold. If not, the record is dropped (there
+   * is nothing of ours to release). Redis unreachable for that long: the record is dropped,
+   * the hold taken back in the background should it be there after all, and RedisUnavailableError.
+   */
+  private async survivedFailover(held: HeldLock): Promise<boolean> {
+    const { redis, operationTimeout } = this.engine;
+    const until = Date.now() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
+    const check = () => this.grantOfUnknownAttempt(held.owner, 0);
+    try {
+      if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: this.name, name: 'lock' })) {
+        return true;
+      }
+    } catch (error) {
+      held.forget();
+      this.undoInBackground(held.owner, held.leaseMs, 0);
+      throw error;
+    }
+    held.forget();
+    return false;
   }
 
   /**

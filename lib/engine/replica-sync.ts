@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { bounded } from './bounded';
 import { clusterSlot } from './cluster-slot';
-import { LockOptionsError, ReplicaSyncError } from './errors';
+import { LockOptionsError, RedisUnavailableError, ReplicaSyncError } from './errors';
 import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
 import { durationProblem, show, TIMEOUT_RULE, wholeMilliseconds } from './validation';
@@ -28,6 +28,9 @@ export interface ReplicaSyncOptions {
  * does not answer is logged, never an error. An object: a required count, enforced. `false`: never wait.
  */
 export type ReplicaSyncSetting = ReplicaSyncOptions | 'auto' | false;
+
+/** What replica sync found after a grant (see ReplicaSync.afterGrant). */
+export type SyncVerdict = 'synced' | 'unverified';
 
 /** How long 'auto' waits for a replica's acknowledgement (Redisson's slavesSyncTimeout). */
 export const AUTO_SYNC_TIMEOUT_MS = 1_000;
@@ -119,13 +122,18 @@ export class ReplicaCounts {
     return known.count;
   }
 
+  /** The count, read now when none is known; rejects with RedisUnavailableError when the master cannot be reached. */
   async of(node: Redis): Promise<number> {
     const known = this.known.get(node);
     if (known && known.generation === this.generation) {
       if (Date.now() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
       return known.count;
     }
-    return this.refresh(node).catch(() => 0);
+    // An unreadable answer (an ACL without INFO) counts as no replica; an unreachable master is the caller's to judge.
+    return this.refresh(node).catch((error: unknown) => {
+      if (error instanceof RedisUnavailableError) throw error;
+      return 0;
+    });
   }
 
   /** Counts `node` as replica-less until the next read (its replicas did not acknowledge in time). */
@@ -135,6 +143,11 @@ export class ReplicaCounts {
 
   forget(): void {
     this.generation++;
+  }
+
+  /** Bumped by every forget(): a connection that reconnected since may reach another master. */
+  get epoch(): number {
+    return this.generation;
   }
 
   private refresh(node: Redis): Promise<number> {
@@ -181,13 +194,29 @@ export class ReplicaSync {
   }
 
   /**
-   * Resolves once the lock `name` just written under `key` is on enough replicas. With an enforced
-   * count that is not reached: `release()` (unless onFailure is 'warn') and ReplicaSyncError.
+   * The connection epoch: taken when an attempt is sent and handed back to afterGrant, it tells
+   * whether the connection that granted the lock was lost since (a reconnect forgets the counts).
    */
-  afterGrant(name: string, key: string, release: () => Promise<unknown>): Promise<void> | undefined {
+  get epoch(): number {
+    return this.counts.epoch;
+  }
+
+  /**
+   * Resolves once the lock `name` just written under `key` (by an attempt sent in epoch `grantedIn`)
+   * is on enough replicas. With an enforced count that is not reached: `release()` (unless onFailure
+   * is 'warn') and ReplicaSyncError. 'unverified' ('auto' only): the connection that granted it was
+   * lost before a replica answered, so a failover may have lost the grant; the caller must check
+   * that the master serving the key now has it (see LockBase).
+   */
+  afterGrant(
+    name: string,
+    key: string,
+    grantedIn: number,
+    release: () => Promise<unknown>,
+  ): Promise<SyncVerdict> | undefined {
     const setting = this.setting;
     if (setting === false) return undefined;
-    if (setting === 'auto') return this.auto(name, key);
+    if (setting === 'auto') return this.auto(name, key, grantedIn);
     return this.enforce(setting, name, key, release);
   }
 
@@ -196,13 +225,16 @@ export class ReplicaSync {
     name: string,
     key: string,
     release: () => Promise<unknown>,
-  ): Promise<void> {
+  ): Promise<SyncVerdict> {
     // A Cluster between slot maps has no node for the key: count it as no acknowledgement (release, throw).
     const node = nodeForKey(this.redis, key);
     const acknowledged = node ? await this.wait(node, setting.replicas, setting.timeout) : 0;
-    if (acknowledged >= setting.replicas) return;
+    if (acknowledged >= setting.replicas) return 'synced';
     const error = new ReplicaSyncError(name, acknowledged, setting.replicas, setting.timeout);
-    if (setting.onFailure === 'warn') return this.logger.warn(error.message);
+    if (setting.onFailure === 'warn') {
+      this.logger.warn(error.message);
+      return 'synced';
+    }
     await release().catch(() => undefined);
     throw error;
   }
@@ -213,27 +245,47 @@ export class ReplicaSync {
   }
 
   /** undefined (at once, no promise: the hot path) when the master is known to have no replica. */
-  private auto(name: string, key: string): Promise<void> | undefined {
+  private auto(name: string, key: string, grantedIn: number): Promise<SyncVerdict> | undefined {
+    // Reconnected since the attempt was sent: no WAIT on this connection can vouch for that grant.
+    if (grantedIn !== this.epoch) return Promise.resolve('unverified');
     const node = nodeForKey(this.redis, key);
     if (!node || this.counts.knownNow(node) === 0) return undefined; // no node: a Cluster between slot maps
-    return this.autoWait(name, node);
+    return this.autoWait(name, node, grantedIn);
   }
 
-  private async autoWait(name: string, node: Redis): Promise<void> {
-    if ((await this.counts.of(node)) === 0) return;
-    if ((await this.wait(node, 1, AUTO_SYNC_TIMEOUT_MS)) >= 1) return;
-    // Not waiting again on this master until its replicas are read afresh: one stall, not one per lock.
+  private async autoWait(name: string, node: Redis, grantedIn: number): Promise<SyncVerdict> {
+    let replicas: number;
+    let acknowledged: number;
+    try {
+      replicas = await this.counts.of(node);
+      acknowledged = replicas === 0 ? 0 : await this.waitOnce(node, 1, AUTO_SYNC_TIMEOUT_MS);
+    } catch {
+      return 'unverified'; // the master stopped answering between the grant and its replicas' answer
+    }
+    // A WAIT that a reconnected connection sent (a client with an offline queue) counts another master's replicas.
+    if (grantedIn !== this.epoch) return 'unverified';
+    if (replicas === 0 || acknowledged >= 1) return 'synced';
+    // The master answered, its replicas did not: kept. Not waiting again on this master until its
+    // replicas are read afresh: one stall, not one per lock.
     this.counts.degrade(node);
-    if (Date.now() - this.lastWarning < AUTO_WARNING_INTERVAL_MS) return;
-    this.lastWarning = Date.now();
-    this.logger.warn(
-      `Lock "${name}": no replica acknowledged it within ${AUTO_SYNC_TIMEOUT_MS} ms; kept. Until a replica ` +
-        'catches up, a failover may lose locks granted now (replicaSync: auto; warned at most every 10 s).',
-    );
+    if (Date.now() - this.lastWarning >= AUTO_WARNING_INTERVAL_MS) {
+      this.lastWarning = Date.now();
+      this.logger.warn(
+        `Lock "${name}": no replica acknowledged it within ${AUTO_SYNC_TIMEOUT_MS} ms; kept. Until a replica ` +
+          'catches up, a failover may lose locks granted now (replicaSync: auto; warned at most every 10 s).',
+      );
+    }
+    return 'synced';
   }
 
-  private wait(node: Redis, replicas: number, timeout: number): Promise<number> {
+  /** WAIT's answer; rejects when the master did not give one. */
+  private waitOnce(node: Redis, replicas: number, timeout: number): Promise<number> {
     const bound = timeout + this.operationTimeout;
-    return bounded(waitForReplicas(node, replicas, timeout), bound, { name: 'replica sync' }).catch(() => 0);
+    return bounded(waitForReplicas(node, replicas, timeout), bound, { name: 'replica sync' });
+  }
+
+  /** WAIT's answer, 0 when the master did not give one. */
+  private wait(node: Redis, replicas: number, timeout: number): Promise<number> {
+    return this.waitOnce(node, replicas, timeout).catch(() => 0);
   }
 }

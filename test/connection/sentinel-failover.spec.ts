@@ -8,7 +8,9 @@ import { killAll, startWorker, type Worker } from '../support/workers';
 /**
  * Failovers under load, each on a private sentinel topology (ports 7240, 7250, 7260): the master is
  * stopped or frozen while clients contend, and they must carry on with the promoted replica; or it
- * is stopped just before a client connects, which must then connect to the promoted one.
+ * is stopped just before a client connects, which must then connect to the promoted one; or it dies
+ * between a grant and its replica sync (and a master-slave topology on 7250 where only the
+ * connection drops there).
  */
 describe('sentinel failover', () => {
   const workers: Worker[] = [];
@@ -145,6 +147,123 @@ describe('sentinel failover', () => {
       await locks.close();
     }
   }, 90_000);
+
+  /**
+   * Cuts the master's replicas off before a grant (frozen, their links closed by the master), so that
+   * no replica can have it: the grant's replica sync (the default 'auto') then waits in vain.
+   */
+  async function cutOffReplicas(topology: RunningTopology): Promise<() => Promise<void>> {
+    const replicas = topology.replicas.map((r) => r.port);
+    for (const port of replicas) await signalNode(topology, port, 'SIGSTOP');
+    const master = new Redis({ port: topology.masters[0].port, maxRetriesPerRequest: 1 });
+    try {
+      await master.call('CLIENT', 'KILL', 'TYPE', 'replica');
+    } finally {
+      master.disconnect();
+    }
+    let resumed = false;
+    return async () => {
+      if (resumed) return;
+      resumed = true;
+      for (const port of replicas) await signalNode(topology, port, 'SIGCONT').catch(() => undefined);
+    };
+  }
+
+  /** Resolves once the master at `port` has the lock `name` under `prefix`. */
+  async function grantedOn(port: number, prefix: string, name: string): Promise<void> {
+    const master = new Redis({ port, maxRetriesPerRequest: 1 });
+    try {
+      await eventually(async () => (await master.exists(`${prefix}:{${name}}`)) === 1, 5_000, 5);
+    } finally {
+      master.disconnect();
+    }
+  }
+
+  it('a grant that dies with its master before any replica has it is not handed out: lock() takes the lock again from the promoted replica', async () => {
+    const topology = await startTopology('sentinel', { basePort: 7240 });
+    topologies.push(topology);
+    const prefix = `lost-${randomUUID().slice(0, 8)}`;
+    const connect = () =>
+      createLockClient({
+        connection: sentinelConnection(topology),
+        keyPrefix: prefix,
+        operationTimeout: 5_000, // a budget of 15 s to find the promoted master
+        logger: quietLogger,
+      });
+    const a = await connect();
+    const masterPort = topology.masters[0].port;
+    try {
+      await a.getLock('warm-up').withLock(() => undefined); // the master's replicas are known from here on
+      const resume = await cutOffReplicas(topology);
+      try {
+        const acquiring = a.getLock('contested').lock({ leaseTime: 30_000 });
+        await grantedOn(masterPort, prefix, 'contested'); // granted; its replica sync waits
+        await signalNode(topology, masterPort, 'SIGKILL');
+        const killedAt = Date.now();
+        await resume(); // now the sentinels can promote one of them, which never had the grant
+        const handle = await acquiring;
+        const after = Date.now() - killedAt;
+        process.stdout.write(
+          `\nsentinel, master killed before its replicas had a grant: lock() returned after ${after} ms\n`,
+        );
+        // The lock is held on the promoted master, by that handle: nobody else can take it.
+        const b = await connect();
+        try {
+          const info = (await (b.redis as Redis).info('server')) as string;
+          expect(info).not.toContain(`tcp_port:${masterPort}\r`);
+          expect(await b.getLock('contested').tryLock({ waitTime: 0 })).toBeNull();
+          expect(await (b.redis as Redis).hget(`${prefix}:{contested}`, handle.owner)).toBe('1');
+        } finally {
+          await b.close();
+        }
+        expect(await handle.release()).toBe('released');
+      } finally {
+        await resume();
+      }
+    } finally {
+      await a.close();
+    }
+  }, 60_000);
+
+  it('a grant whose connection dropped before a replica had it, on a master that lives on, is kept: checked, not taken twice', async () => {
+    const topology = await startTopology('replica', { basePort: 7250 });
+    topologies.push(topology);
+    const prefix = `kept-${randomUUID().slice(0, 8)}`;
+    const masterPort = topology.masters[0].port;
+    const connectionName = `kept-${prefix.slice(-6)}`;
+    const a = await createLockClient({
+      connection: {
+        type: 'master-slave',
+        master: { host: '127.0.0.1', port: masterPort },
+        replicas: topology.replicas,
+        redisOptions: { connectionName },
+      },
+      keyPrefix: prefix,
+      logger: quietLogger,
+    });
+    const admin = new Redis({ port: masterPort, maxRetriesPerRequest: 1 });
+    try {
+      await a.getLock('warm-up').withLock(() => undefined);
+      const resume = await cutOffReplicas(topology);
+      try {
+        const acquiring = a.getLock('contested').lock({ leaseTime: 30_000 });
+        await grantedOn(masterPort, prefix, 'contested');
+        const tokenBefore = await admin.get(`${prefix}:{contested}:fence`);
+        await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes'); // the lock connection, mid-WAIT
+        const handle = await acquiring;
+        expect(await admin.hget(`${prefix}:{contested}`, handle.owner)).toBe('1');
+        // The same grant: no second acquisition was made.
+        expect(await admin.get(`${prefix}:{contested}:fence`)).toBe(tokenBefore);
+        expect(handle.fencingToken).toBe(Number(tokenBefore));
+        expect(await handle.release()).toBe('released');
+      } finally {
+        await resume();
+      }
+    } finally {
+      admin.disconnect();
+      await a.close();
+    }
+  }, 60_000);
 });
 
 function summarize(errors: string[]): string {
