@@ -80,9 +80,11 @@ export {
   LockLostError,
   LockUpgradeError,
   RedisUnavailableError,
+  RedisRefusedError,
   LockQuorumError,
   ConnectionConfigError,
   ReplicaSyncError,
 } from './engine/errors';
+export type { RedisRefusal } from './engine/errors';
 export { LockKeyError } from './nest/errors/lock-key-error';
 export { LockModuleClosedError } from './nest/errors/lock-module-closed-error';

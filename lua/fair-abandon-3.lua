@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Fair lock: a waiter gives up (tryLock timed out, aborted, failed): leave the queue without a trace.
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter queue

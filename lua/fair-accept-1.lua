@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Fair lock: the waiter the lock was handed to (told so by the hand-off message) takes it over,
 -- replacing the short acceptance lease with its own. The waiter waits for this reply before its
 -- critical section runs: after a failover the message may come from a master whose hand-off the

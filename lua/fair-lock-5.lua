@@ -1,3 +1,4 @@
+#!lua
 -- Fair lock: acquire, accept a hand-off, re-enter, or queue up (FIFO).
 -- KEYS[1]  lock hash            owner -> hold count; count 0 = handed over, not yet accepted
 -- KEYS[2]  waiter queue         list of owner ids, head first

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Fair lock: release one hold; on the last one hand the lock straight to the next live waiter.
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter queue

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Reentrant or simple lock: delete the lock whoever holds it, and hand it over to a waiting process.
 -- KEYS[1]  lock key
 -- KEYS[2]  unlock channel       (see unlock-4.lua and simple-unlock-4.lua)

@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- Read-only snapshot of one lock, for inspection (who holds it, since when it runs out, who waits).
 -- KEYS[1]  lock             hash owner -> hold count (reentrant, fair; 0 = handed over, not yet
 --                           accepted) or string token (simple lock)

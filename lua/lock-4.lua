@@ -1,3 +1,4 @@
+#!lua
 -- Reentrant lock: acquire or re-enter; a refused waiter's process is registered to be woken.
 -- KEYS[1]  lock hash            <prefix>:{<name>}          field = owner id, value = hold count
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    never expires, so tokens only grow

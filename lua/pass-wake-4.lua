@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Reentrant or simple lock: a process passes the lock on without holding it: its last waiter gave
 -- up, a wake-up reached it when it had no waiter left, or its turn ended with the lock free. It
 -- leaves the waiting registry, gives up a hand-over reserved for it, and, if the lock is free and

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Watchdog: renew many held locks in one call (any mix of hash locks, simple-lock strings, read
 -- holds and semaphore permits).
 -- KEYS     the keys of each lock in ARGV order (a variable number; on a Cluster all in one slot): one

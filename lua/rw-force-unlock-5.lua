@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Read-write lock: delete the write hold or every read hold, whoever holds them, and wake the waiters.
 -- KEYS[1]  write hold           (see rw-read-lock-5.lua)
 -- KEYS[2]  readers

@@ -1,3 +1,4 @@
+#!lua
 -- Read-write lock, read side: acquire or re-enter a read hold.
 -- KEYS[1]  write hold           <prefix>:{<name>}:rw:write     hash owner -> hold count, with the write lease
 -- KEYS[2]  readers              <prefix>:{<name>}:rw:read      zset owner -> expiry (server ms), see rw-readers.lua

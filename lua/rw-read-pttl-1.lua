@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- Read-write lock, read side: what is left of the longest live read hold (read only).
 -- KEYS[1]  readers              zset owner -> expiry (server ms)
 -- Returns  ms until the last live read hold runs out; -2 when no read hold is live (PTTL's "no key")

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Read-write lock, read side: release one read hold. Safe to send again after an unknown outcome
 -- (see unlock-4.lua): with the expected hold count, a repeat of a release that landed changes nothing.
 -- KEYS[1]  write hold           (see rw-read-lock-5.lua)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Read-write lock: a waiting writer gives up (its wait ran out, was aborted or failed). Its intent
 -- goes, and readers it held back are woken once no writer waits or holds any more.
 -- KEYS[1]  write hold           (see rw-read-lock-5.lua)

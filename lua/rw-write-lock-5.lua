@@ -1,3 +1,4 @@
+#!lua
 -- Read-write lock, write side: acquire or re-enter the write hold; a refused writer that waits
 -- registers (or refreshes) its intent, which holds back new readers (see rw-writers.lua).
 -- KEYS[1]  write hold           hash owner -> hold count, with the write lease (see rw-read-lock-5.lua)

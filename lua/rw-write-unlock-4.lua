@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Read-write lock, write side: release one write hold; on the last one wake the waiting readers and,
 -- unless the writer still reads (downgrade), the waiting writers. Safe to send again (see unlock-4.lua).
 -- KEYS[1]  write hold           hash owner -> hold count (see rw-read-lock-5.lua)

@@ -1,3 +1,4 @@
+#!lua
 -- Semaphore: take `permits` permits at once, or none (all or nothing: a partial grab could deadlock).
 -- KEYS[1]  holds              <prefix>:{<name>}:permits        see include/semaphore-holds.lua
 -- KEYS[2]  run-time limit     <prefix>:{<name>}:permits:limit  set by setPermits; never expires

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Semaphore: a process leaves the waiting registry (its last waiter gave up, or a wake-up reached it
 -- when it had no waiter left) and, if permits are free, wakes the next process, so that a release is
 -- never spent on a process that no longer waits.

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Semaphore: give back the permits of one hold and wake the process that has waited longest (it wakes
 -- one of its waiters; a waiter granted with permits left over wakes the next, see semaphore-acquire-5.lua).
 -- The hold member is unique to one acquisition, so sending the release again is harmless.

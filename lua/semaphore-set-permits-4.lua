@@ -1,3 +1,4 @@
+#!lua
 -- Semaphore: change the limit at run time, for every process (it is stored, and wins over the limit
 -- each client was configured with). Current holders keep their permits when it shrinks; new
 -- acquisitions wait until fewer than the new limit are held. When permits are free, a waiting process

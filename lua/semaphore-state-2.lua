@@ -1,3 +1,4 @@
+#!lua flags=no-writes
 -- Semaphore: the limit and the permits held by live holds, read-only (expired holds are not counted).
 -- KEYS[1]  holds              (see semaphore-acquire-4.lua)
 -- KEYS[2]  run-time limit     (see semaphore-acquire-4.lua)

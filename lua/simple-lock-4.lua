@@ -1,3 +1,4 @@
+#!lua
 -- Simple lock: SET NX PX, not re-entrant; a refused waiter's process is registered to be woken.
 -- KEYS[1]  lock string          <prefix>:{<name>}          value = token unique to this acquisition
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence

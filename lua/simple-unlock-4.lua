@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Simple lock: compare-and-delete, then hand the lock over to one waiting process. The token is
 -- unique to one acquisition, so sending it again after an unknown outcome is safe.
 -- KEYS[1]  lock string

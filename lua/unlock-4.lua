@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Reentrant lock: release one hold. Safe to send again after an unknown outcome (a connection that
 -- dropped before the reply): with the hold count it expects, a repeat of a release that already
 -- landed changes nothing, so an outer re-entry is never released by a duplicate.

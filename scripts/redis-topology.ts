@@ -17,6 +17,7 @@
  *               Claimed: 7200 test/harness/sentinel-failover.spec.ts (7200-7208),
  *               7210 test/harness/lifecycle.spec.ts, 7219 missing-redis, 7220 test/engine/outage.spec.ts,
  *               7221-7224 test/connection/replica-sync.spec.ts, 7225 test/connection/start-up.spec.ts, 7227 reconnect.spec.ts,
+ *               7228 test/engine/redis-refusals.spec.ts,
  *               7226 test/nest/health.spec.ts,
  *               7230 test/kinds/red-lock.spec.ts, 7240-7260 test/connection/sentinel-failover.spec.ts,
  *               7270-7290 and 7310-7350 test/faults/, 7299 test/compat/, 7300 bench, 7360-7378 bench

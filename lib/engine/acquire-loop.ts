@@ -1,5 +1,5 @@
 import { bounded } from './bounded';
-import { RedisUnavailableError } from './errors';
+import { RedisRefusedError, RedisUnavailableError } from './errors';
 import { MAX_TIMER_MS } from './long-timer';
 import type { JoinOptions, LockWaiters } from './waiters';
 
@@ -37,8 +37,9 @@ const OUTAGE_RETRY_MS = 100;
 export type AcquireOutcome<T> = Attempt<T>;
 
 /**
- * How much of an outage (Redis failing over) a wait sits out: until the wait ends; an unbounded wait
- * for `operationTimeout` of unbroken unreachability; a single attempt (`waitTime` 0) not at all.
+ * How much of an outage a wait sits out: until the wait ends; an unbounded wait for `operationTimeout`
+ * of unbroken outage; a single attempt (`waitTime` 0) not at all. An outage is Redis unreachable
+ * (failing over), or refusing for a while (full memory, no disk); never a missing permission.
  */
 class OutageAllowance {
   private since?: number;
@@ -51,7 +52,7 @@ class OutageAllowance {
 
   /** Whether to keep waiting after `error`; if so, `retryIn()` says when to try again. */
   tolerates(error: unknown): boolean {
-    if (!(error instanceof RedisUnavailableError) || this.waitTime === 0) return false;
+    if (!isOutage(error) || this.waitTime === 0) return false;
     this.since ??= Date.now();
     return Date.now() < this.giveUpAt();
   }
@@ -68,6 +69,10 @@ class OutageAllowance {
     const bound = this.waitTime === undefined ? this.since! + this.operationTimeout : Infinity;
     return Math.min(this.deadline, bound);
   }
+}
+
+function isOutage(error: unknown): boolean {
+  return error instanceof RedisUnavailableError || (error instanceof RedisRefusedError && error.code !== 'NOPERM');
 }
 
 /**

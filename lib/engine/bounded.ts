@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from './errors';
+import { RedisRefusedError, RedisUnavailableError, refusalCode } from './errors';
 
 /**
  * Races a Redis operation against a deadline so that an unreachable Redis yields a RedisUnavailableError
@@ -29,6 +29,8 @@ export function bounded<T>(
       (error: unknown) => {
         if (!deadline.expire) return;
         deadline.expire = undefined;
+        const refusal = refusalCode(error);
+        if (refusal) return reject(new RedisRefusedError(describe.key, describe.name, refusal, error as Error));
         if (!isConnectionError(error)) return reject(error);
         describe.onUnavailable?.();
         reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs, error));
@@ -112,11 +114,14 @@ function deadlinesOf(timeoutMs: number): DeadlineQueue {
   return queue;
 }
 
-/** ioredis reports a dead or failing-over server with plain Errors; script and type errors must stay as they are. */
+/**
+ * ioredis reports a dead or failing-over server with plain Errors, and a server busy with a script
+ * past busy-reply-threshold answers BUSY until it ends; script and type errors must stay as they are.
+ */
 function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error.name === 'MaxRetriesPerRequestError' || error.name === 'ClusterAllFailedError') return true;
-  return /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Command timed out|max retries per request|All sentinels are unreachable|Failed to refresh slots cache|None of startup nodes is available|CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|UNBLOCKED/i.test(
+  return /Connection is closed|Stream isn't writeable|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Command timed out|max retries per request|All sentinels are unreachable|Failed to refresh slots cache|None of startup nodes is available|CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|UNBLOCKED|^BUSY /i.test(
     error.message,
   );
 }

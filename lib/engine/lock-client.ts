@@ -26,6 +26,7 @@ import type { EmitLockEvent, LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
 import { instrumentLockClient, telemetryProblems, type LockTelemetryOptions } from './telemetry';
 import { checkHealth, type LockClientHealth } from './health';
+import { EvictionCheck } from './eviction-check';
 
 export interface LockClientOptions {
   /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
@@ -95,6 +96,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private readonly engine: EngineContext;
   private readonly pubsub: PubSub;
   private readonly onClose?: () => Promise<void>;
+  private readonly evictionCheck: EvictionCheck;
   private closed = false;
   private stopTelemetry?: () => void;
 
@@ -149,6 +151,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     };
     engines.set(this, this.engine);
     redis.on('ready', this.renewNow);
+    // Locks vanish from a Redis that evicts keys: say so (once per master), on every (re)connect.
+    this.evictionCheck = new EvictionCheck(redis, operationTimeout, logger);
+    redis.on('ready', this.evictionCheck.run);
+    if (redis.status === 'ready') this.evictionCheck.run();
     if (options.telemetry !== false) {
       this.stopTelemetry = instrumentLockClient(this, this.engine.waiters, options.telemetry);
     }
@@ -253,6 +259,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     if (this.closed) return;
     this.closed = true;
     this.redis.off('ready', this.renewNow);
+    this.redis.off('ready', this.evictionCheck.run);
     this.stopTelemetry?.();
     const { recentReleases, watchdog, waiters, registry, logger, turns } = this.engine;
     recentReleases.close();

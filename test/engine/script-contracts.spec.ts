@@ -60,6 +60,29 @@ describe('script contracts', () => {
     },
   );
 
+  it('each script says on its first line how it meets a full Redis: refused whole if it takes a lock, run anyway if it frees one', () => {
+    // Taking a lock needs memory: refused before it runs (nothing half-written). Reads need none.
+    const takesMemory = new Set([
+      'fair-lock-5.lua',
+      'lock-4.lua',
+      'rw-read-lock-5.lua',
+      'rw-write-lock-5.lua',
+      'semaphore-acquire-5.lua',
+      'semaphore-set-permits-4.lua',
+      'simple-lock-4.lua',
+    ]);
+    const readsOnly = new Set(['inspect-5.lua', 'rw-read-pttl-1.lua', 'semaphore-state-2.lua']);
+    const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
+    const firstLines = Object.fromEntries(files.map((file) => [file, loadedScript(file).source.split('\n', 1)[0]]));
+    const expected = Object.fromEntries(
+      files.map((file) => [
+        file,
+        takesMemory.has(file) ? '#!lua' : readsOnly.has(file) ? '#!lua flags=no-writes' : '#!lua flags=allow-oom',
+      ]),
+    );
+    expect(firstLines).toEqual(expected);
+  });
+
   it('the scripts reply with the words of the table and nothing else, and every word is used', () => {
     const used = new Set(declared.flatMap((script) => replyWords(loadedScript(script.file).source)));
     expect([...used].sort()).toEqual(Object.keys(REPLY_MEANINGS).sort());

@@ -24,6 +24,7 @@ import {
   DistributedLock,
   LockService,
   RedisLockModule,
+  RedisRefusedError,
   RedisUnavailableError,
   type ActiveLock,
 } from '../../lib';
@@ -370,6 +371,36 @@ describe('@DistributedLock on HTTP routes', () => {
       expect(error).toBeInstanceOf(RedisUnavailableError);
     } finally {
       await other.close();
+    }
+  });
+
+  it('answers 503 when Redis refuses (a user without permission to run scripts), with the typed error as the cause', async () => {
+    const user = `no-scripts-${prefix.slice(-8)}`;
+    await redis.call('ACL', 'SETUSER', user, 'on', '>x', '~*', '&*', '+@all', '-evalsha', '-eval', '-script');
+    const client = new Redis({ host: '127.0.0.1', port: singlePort(), username: user, password: 'x' });
+    try {
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedisLockModule.forRoot(lockOptions(prefix, { connection: { type: 'client', client } }))],
+        controllers: [TestController],
+        providers: [DocumentService, RolesGuard],
+      }).compile();
+      const other = moduleRef.createNestApplication({ logger: false });
+      await other.init();
+      try {
+        const response = await request(other.getHttpServer()).get('/search?id=1').expect(503);
+        expect(response.body.message).toContain('unavailable');
+        const error = await other
+          .get(LockService)
+          .lock('x')
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RedisRefusedError);
+        expect((error as RedisRefusedError).code).toBe('NOPERM');
+      } finally {
+        await other.close();
+      }
+    } finally {
+      client.disconnect();
+      await redis.call('ACL', 'DELUSER', user);
     }
   });
 });

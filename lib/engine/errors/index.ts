@@ -4,6 +4,7 @@ export * from './lock-not-held-error';
 export * from './lock-acquire-timeout-error';
 export * from './lock-lost-error';
 export * from './redis-unavailable-error';
+export * from './redis-refused-error';
 export * from './lock-quorum-error';
 export * from './connection-config-error';
 export * from './replica-sync-error';

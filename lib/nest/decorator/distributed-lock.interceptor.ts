@@ -10,7 +10,13 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { LockAcquireTimeoutError, LockQuorumError, RedisUnavailableError, ReplicaSyncError } from '../../engine/errors';
+import {
+  LockAcquireTimeoutError,
+  LockQuorumError,
+  RedisRefusedError,
+  RedisUnavailableError,
+  ReplicaSyncError,
+} from '../../engine/errors';
 import { RedisLockRuntime } from '../module/redis-lock-runtime';
 import type { HandlerInvocation } from './handler-invocation';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
@@ -136,6 +142,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
     }
     if (
       error instanceof RedisUnavailableError ||
+      error instanceof RedisRefusedError ||
       error instanceof LockModuleClosedError ||
       error instanceof ReplicaSyncError ||
       error instanceof LockQuorumError

@@ -1,0 +1,44 @@
+import { LockError } from './lock-error';
+
+/** Redis's error codes that refuse a command outright, and what to do about each. */
+const ADVICE = {
+  OOM:
+    'Redis is at its maxmemory and may evict nothing (maxmemory-policy noeviction): it takes no new lock ' +
+    'until memory is freed or maxmemory raised. Releases and renewals still run.',
+  MISCONF:
+    'Redis refuses writes while it cannot save to disk (stop-writes-on-bgsave-error): fix its disk or ' +
+    'persistence settings. Held locks cannot be renewed meanwhile and run out with their leases.',
+  NOPERM:
+    "The connection's Redis user lacks a permission this library needs: see the README's section on " +
+    'Redis users (ACL).',
+} as const;
+
+export type RedisRefusal = keyof typeof ADVICE;
+
+/** The refusal code a Redis error reply starts with, if it is one of those above. */
+export function refusalCode(error: unknown): RedisRefusal | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = /^(OOM|MISCONF|NOPERM)\b/.exec(error.message)?.[1];
+  return code as RedisRefusal | undefined;
+}
+
+/**
+ * Redis answered, and refused: it is out of memory (`OOM`), cannot persist (`MISCONF`), or the
+ * connection's user may not run the command (`NOPERM`). `code` says which. Waiting would not help,
+ * so the operation fails at once; a refused acquisition wrote nothing.
+ */
+export class RedisRefusedError extends LockError {
+  constructor(
+    key: string | undefined,
+    readonly operation: string,
+    readonly code: RedisRefusal,
+    cause: Error,
+  ) {
+    const reply = cause.message.replace(/\.? script: .*$/s, '').replace(/\.$/, '');
+    super(
+      `Redis refused "${operation}"${key === undefined ? '' : ` for lock "${key}"`}: ${reply}. ${ADVICE[code]}`,
+      key,
+      { cause },
+    );
+  }
+}

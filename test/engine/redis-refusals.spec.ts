@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import {
+  createLockClient,
+  RedisRefusedError,
+  RedisUnavailableError,
+  type LockClient,
+  type LockHandle,
+  type LockLogger,
+} from '../../lib';
+import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { eventually, sleep } from '../support/engine';
+
+/** A private single server (see scripts/redis-topology.ts): its memory limit and users are changed here. */
+const BASE_PORT = 7228;
+const PORT = BASE_PORT + portShift();
+
+/**
+ * When Redis answers but refuses: full memory (OOM), a user without permission (NOPERM), a script
+ * running past busy-reply-threshold (BUSY). A refused acquisition fails at once with a typed error
+ * and writes nothing; what frees memory (releases, renewals, hand-offs) still runs on a full Redis.
+ * And a Redis that may evict locks (a memory limit with an eviction policy) is warned about.
+ */
+describe('Redis refusals', () => {
+  let topology: RunningTopology;
+  let admin: Redis;
+  const open: LockClient[] = [];
+  const warnings: string[] = [];
+  const logger: LockLogger = { warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+
+  beforeAll(async () => {
+    topology = await startTopology('single', { basePort: BASE_PORT, name: 'refusals' });
+    admin = new Redis({ port: PORT, maxRetriesPerRequest: 1 });
+  }, 60_000);
+  afterEach(async () => {
+    await admin.config('SET', 'maxmemory', '0');
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await Promise.all(open.splice(0).map((c) => c.close()));
+    await admin.flushall();
+    warnings.length = 0;
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    if (topology) await stopTopology(topology);
+  });
+
+  const client = async (
+    options: { username?: string; watchdogTimeout?: number; keyPrefix?: string } = {},
+  ): Promise<LockClient> => {
+    const locks = await createLockClient({
+      connection: {
+        type: 'single',
+        host: '127.0.0.1',
+        port: PORT,
+        ...(options.username ? { redisOptions: { username: options.username, password: 'x' } } : {}),
+      },
+      keyPrefix: options.keyPrefix ?? `rf-${randomUUID().slice(0, 8)}`,
+      watchdogTimeout: options.watchdogTimeout,
+      logger,
+    });
+    open.push(locks);
+    return locks;
+  };
+
+  /**
+   * Puts the server over its memory limit (1 MB of data, then a limit 256 KB under what it uses): with
+   * noeviction it refuses, from here on, whatever needs more memory.
+   */
+  async function fillMemory(): Promise<void> {
+    const chunk = 'x'.repeat(16_384);
+    await Promise.all(Array.from({ length: 64 }, (_, i) => admin.set(`filler:${i}`, chunk)));
+    const used = Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))![1]);
+    await admin.config('SET', 'maxmemory', String(used - 262_144));
+    await expect(admin.set('one-more', 'x')).rejects.toThrow(/^OOM/);
+  }
+
+  /** Every key of `locks` whose name contains `name`. */
+  async function keysOf(locks: LockClient, name: string): Promise<string[]> {
+    return admin.keys(`${locks.keyPrefix}:*${name}*`);
+  }
+
+  it('a full Redis: every kind of acquisition fails with RedisRefusedError (OOM), once its wait is over, and writes nothing', async () => {
+    const locks = await client();
+    await fillMemory();
+    const attempts: [string, (waitTime: number) => Promise<unknown>][] = [
+      ['reentrant', (waitTime) => locks.getLock('reentrant').lock({ waitTime })],
+      ['fair', (waitTime) => locks.getFairLock('fair').lock({ waitTime })],
+      ['simple', (waitTime) => locks.getSimpleLock('simple').lock({ waitTime })],
+      ['semaphore', (waitTime) => locks.getSemaphore('semaphore', { permits: 2 }).acquire({ waitTime })],
+      ['read', (waitTime) => locks.getReadWriteLock('read').readLock().lock({ waitTime })],
+      ['write', (waitTime) => locks.getReadWriteLock('write').writeLock().lock({ waitTime })],
+    ];
+    for (const [name, attempt] of attempts) {
+      for (const waitTime of [0, 300]) {
+        const startedAt = Date.now();
+        const error = (await attempt(waitTime).then(
+          () => undefined,
+          (e: unknown) => e,
+        )) as RedisRefusedError;
+        const elapsed = Date.now() - startedAt;
+        expect(error).toBeInstanceOf(RedisRefusedError);
+        expect(error.name).toBe('RedisRefusedError');
+        expect(error.key).toBe(name);
+        expect(error.code).toBe('OOM');
+        expect(error.message).toMatch(new RegExp(`^Redis refused "lock" for lock "${name}": OOM .*maxmemory`));
+        // A single attempt fails at once; a wait tries again until it is over, like through an outage.
+        if (waitTime === 0) expect(elapsed).toBeLessThan(1_000);
+        else expect(elapsed).toBeGreaterThanOrEqual(250);
+        expect(elapsed).toBeLessThan(3_000);
+        expect(await keysOf(locks, name)).toEqual([]); // not queued, not counted, not half-written
+      }
+    }
+    // A wait under way gets the lock once there is room again.
+    const waiting = locks.getFairLock('fair').lock({ waitTime: 10_000 });
+    await sleep(500);
+    await admin.config('SET', 'maxmemory', '0');
+    const handle = await waiting;
+    expect(await handle.release()).toBe('released');
+  }, 30_000);
+
+  it('a full Redis still releases, renews and hands locks over', async () => {
+    const keyPrefix = `rf-${randomUUID().slice(0, 8)}`;
+    const locks = await client({ watchdogTimeout: 1_500, keyPrefix });
+    const other = await client({ keyPrefix });
+    const watched = await locks.getLock('watched').lock(); // renewed every 500 ms
+    const fairHeld = await locks.getFairLock('fair').lock();
+    // Queued before memory runs out; handed the lock by the release below, under a full Redis.
+    const fairWaiter = other.getFairLock('fair').lock({ waitTime: 10_000 });
+    await eventually(async () => (await admin.llen(`${locks.keyPrefix}:{fair}:queue`).catch(() => 0)) > 0, 5_000);
+    const simple = await locks.getSimpleLock('simple').lock({ leaseTime: 10_000 });
+    await fillMemory();
+
+    // Renewals run: the watched lock outlives its 1.5 s lease several times over.
+    await sleep(3_000);
+    expect(watched.signal.aborted).toBe(false);
+    expect(await admin.exists(`${locks.keyPrefix}:{watched}`)).toBe(1);
+
+    // The fair lock goes to the waiter that queued for it, which accepts it, memory full or not.
+    expect(await fairHeld.release()).toBe('released');
+    const handedOver = (await fairWaiter) as LockHandle;
+    expect(await admin.hget(`${locks.keyPrefix}:{fair}`, handedOver.owner)).toBe('1');
+
+    expect(await handedOver.release()).toBe('released');
+    expect(await watched.release()).toBe('released');
+    expect(await simple.release()).toBe('released');
+    expect(
+      await admin.exists(`${locks.keyPrefix}:{watched}`, `${locks.keyPrefix}:{fair}`, `${locks.keyPrefix}:{simple}`),
+    ).toBe(0);
+  }, 30_000);
+
+  it('a user without permission to run scripts: RedisRefusedError (NOPERM), before anything is written', async () => {
+    await admin.call('ACL', 'SETUSER', 'no-scripts', 'on', '>x', '~*', '&*', '+@all', '-evalsha', '-eval', '-script');
+    try {
+      const locks = await client({ username: 'no-scripts' });
+      const error = (await locks
+        .getLock('denied')
+        .lock({ waitTime: 1_000 })
+        .catch((e: unknown) => e)) as RedisRefusedError;
+      expect(error).toBeInstanceOf(RedisRefusedError);
+      expect(error.code).toBe('NOPERM');
+      expect(error.key).toBe('denied');
+      expect(error.message).toContain("README's section on Redis users");
+      expect(await keysOf(locks, 'denied')).toEqual([]);
+    } finally {
+      await admin.call('ACL', 'DELUSER', 'no-scripts');
+    }
+  });
+
+  it("a user with just the README's permissions can take, wait for, inspect and release every kind of lock", async () => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const rules = /^ACL SETUSER locks on >secret (.+)$/m.exec(readme)![1].split(' ');
+    await admin.call('ACL', 'SETUSER', 'readme-locks', 'on', '>x', ...rules);
+    try {
+      const locks = await client({ username: 'readme-locks', keyPrefix: 'lock' });
+      const rival = await client({ username: 'readme-locks', keyPrefix: 'lock' });
+      for (const kind of ['reentrant', 'fair', 'simple'] as const) {
+        const lockOf = (c: LockClient) =>
+          kind === 'reentrant' ? c.getLock(kind) : kind === 'fair' ? c.getFairLock(kind) : c.getSimpleLock(kind);
+        const held = await lockOf(locks).lock();
+        const waiting = lockOf(rival).lock({ waitTime: 5_000 }); // sleeps on pub/sub, woken by the release
+        await sleep(100);
+        expect((await locks.inspect(kind)).holders).toHaveLength(1);
+        expect(await held.release()).toBe('released');
+        expect(await (await waiting).release()).toBe('released');
+      }
+      const permit = await locks.getSemaphore('semaphore', { permits: 1 }).acquire();
+      expect(await permit.release()).toBe('released');
+      const rw = locks.getReadWriteLock('rw');
+      await rw.readLock().withLock(() => rw.readLock().withLock(() => undefined));
+      await rw.writeLock().withLock(() => undefined);
+      expect((await locks.health()).healthy).toBe(true);
+    } finally {
+      await admin.call('ACL', 'DELUSER', 'readme-locks');
+    }
+  }, 30_000);
+
+  it('a Redis busy with a long script: RedisUnavailableError for a single attempt; a wait rides it out', async () => {
+    const locks = await client();
+    await locks.getLock('busy').withLock(() => undefined); // scripts loaded, connection warm
+    await admin.config('SET', 'busy-reply-threshold', '100');
+    const blocker = new Redis({ port: PORT, maxRetriesPerRequest: 1 });
+    try {
+      // Runs 1.5 s; past 100 ms every other command is answered BUSY.
+      const busy = blocker.eval(
+        "local s = redis.call('time') repeat local n = redis.call('time') until (n[1] - s[1]) * 1000000 + (n[2] - s[2]) > 1500000 return 1",
+        0,
+      );
+      await sleep(400);
+      const single = await locks
+        .getLock('busy')
+        .tryLock({ waitTime: 0 })
+        .catch((e: unknown) => e);
+      expect(single).toBeInstanceOf(RedisUnavailableError);
+      expect((single as Error).message).toMatch(/BUSY/);
+      const startedAt = Date.now();
+      const handle = await locks.getLock('busy').lock({ waitTime: 10_000 });
+      await busy;
+      expect(Date.now() - startedAt).toBeLessThan(8_000);
+      expect(await handle.release()).toBe('released');
+    } finally {
+      blocker.disconnect();
+      await admin.config('SET', 'busy-reply-threshold', '5000');
+    }
+  }, 30_000);
+
+  it('a Redis that may evict keys is warned about once per setting; one that cannot evict is not', async () => {
+    const evictionWarnings = () => warnings.filter((w) => w.includes('may evict locks'));
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru'); // no limit: nothing is ever evicted
+    await (await client()).close();
+    await admin.config('SET', 'maxmemory', '1gb');
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await (await client()).close();
+    expect(evictionWarnings()).toEqual([]);
+
+    await admin.config('SET', 'maxmemory-policy', 'volatile-lru');
+    const locks = await client();
+    await eventually(() => evictionWarnings().length > 0, 5_000);
+    expect(evictionWarnings()).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^Redis at 127\\.0\\.0\\.1:${PORT} may evict locks: maxmemory 1073741824 bytes with maxmemory-policy volatile-lru\\.`,
+        ),
+      ),
+    ]);
+    // A reconnect reads it again, and does not repeat itself.
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    await eventually(() => locks.redis.status === 'ready', 5_000);
+    await locks.getLock('after-reconnect').withLock(() => undefined);
+    await sleep(300);
+    expect(evictionWarnings()).toHaveLength(1);
+  }, 30_000);
+});
