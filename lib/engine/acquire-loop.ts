@@ -1,5 +1,5 @@
 import { bounded } from './bounded';
-import { RedisRefusedError, RedisUnavailableError } from './errors';
+import { isOutage } from './outage';
 import { MAX_TIMER_MS } from './long-timer';
 import type { JoinOptions, LockWaiters } from './waiters';
 
@@ -69,10 +69,6 @@ class OutageAllowance {
     const bound = this.waitTime === undefined ? this.since! + this.operationTimeout : Infinity;
     return Math.min(this.deadline, bound);
   }
-}
-
-function isOutage(error: unknown): boolean {
-  return error instanceof RedisUnavailableError || (error instanceof RedisRefusedError && error.code !== 'NOPERM');
 }
 
 /**

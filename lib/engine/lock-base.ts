@@ -20,6 +20,7 @@ import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
 import { TURN_TOKENS, type DeferredRelease, type HandOver } from './process-turns';
 import { LockTurns } from './lock-turns';
+import { isOutage } from './outage';
 import type { SyncVerdict } from './replica-sync';
 
 /** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
@@ -646,9 +647,10 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /**
-   * Releases one hold recorded by this client (`held.release()`). If Redis cannot be reached, resolves
-   * 'pending' after one operationTimeout and keeps sending the release (it is idempotent) until it
-   * lands or the lease has certainly ended, so a failover never leaves the lock behind for a lease.
+   * Releases one hold recorded by this client (`held.release()`). If Redis cannot take it (see
+   * isOutage), resolves 'pending' (after one operationTimeout at most) and keeps sending the release (it
+   * is idempotent) until it lands or the lease has certainly ended, so a failover never leaves the lock
+   * behind for a lease.
    */
   private async release(held: HeldLock): Promise<ReleaseOutcome> {
     if (held.released) return 'released';
@@ -675,7 +677,7 @@ export abstract class LockBase implements ReleaseReplayer {
     try {
       raw = await this.bounded(send(handOver), 'unlock');
     } catch (error) {
-      if (!(error instanceof RedisUnavailableError) || this.engine.redis.status === 'end') {
+      if (!isOutage(error) || this.engine.redis.status === 'end') {
         held.releaseFailed(final);
         throw error;
       }

@@ -1,5 +1,5 @@
 import type { EngineContext } from './engine-context';
-import { RedisUnavailableError } from './errors';
+import { isOutage } from './outage';
 import type { HeldLock, Lendable } from './held-lock';
 import { LentLeases } from './lent-leases';
 import type { Grant } from './lock-base';
@@ -198,7 +198,7 @@ export class LockTurns {
       const raw = await this.lock.sendRelease(release);
       if (raw === 'released' || raw === 'kept') this.carried(release);
     } catch (error) {
-      if (error instanceof RedisUnavailableError && this.engine.redis.status !== 'end') {
+      if (isOutage(error) && this.engine.redis.status !== 'end') {
         this.lock.sendReleaseInBackground(release);
       } else {
         this.engine.logger.warn(`Could not release lock "${this.lock.name}": ${(error as Error).message}`);

@@ -1,6 +1,6 @@
 import { bounded } from './bounded';
-import { RedisUnavailableError } from './errors';
 import { nextReady } from './next-ready';
+import { isOutage } from './outage';
 import type { RedisClient } from './redis-client';
 import { refreshSlotsSoon } from './slot-refresh';
 import { sleep } from './sleep';
@@ -9,16 +9,17 @@ export interface RetryWhileUnreachableOptions {
   redis: RedisClient;
   /** Each send is bounded like any operation. */
   operationTimeout: number;
-  /** Give up (rethrowing the last RedisUnavailableError) once this time (ms since epoch) has passed. */
+  /** Give up (rethrowing the last error) once this time (ms since epoch) has passed. */
   until: number;
   key?: string;
   name: string;
 }
 
 /**
- * Sends an idempotent operation (a release, a fair-lock acceptance) again while Redis cannot be
- * reached, a failover or a freeze, backing off from 25 ms to 250 ms (or sooner, as soon as the
- * connection is ready again), until it is answered or `until` passes. Only for operations whose repeat changes nothing once the first one landed.
+ * Sends an idempotent operation (a release, a fair-lock acceptance) again while Redis cannot take it
+ * (see isOutage: a failover, a freeze, a disk it cannot save to), backing off from 25 ms to 250 ms (or
+ * sooner, as soon as the connection is ready again), until it is answered or `until` passes. Only for
+ * operations whose repeat changes nothing once the first one landed.
  */
 export async function retryWhileUnreachable<T>(
   send: () => Promise<T>,
@@ -29,7 +30,7 @@ export async function retryWhileUnreachable<T>(
     try {
       return await bounded(send(), operationTimeout, { key, name });
     } catch (error) {
-      if (!(error instanceof RedisUnavailableError) || Date.now() >= until || redis.status === 'end') throw error;
+      if (!isOutage(error) || Date.now() >= until || redis.status === 'end') throw error;
       refreshSlotsSoon(redis);
     }
     // Back off, but go again the moment the connection is back: every ms here keeps the lock blocked.

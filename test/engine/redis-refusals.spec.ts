@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import {
@@ -148,6 +148,39 @@ describe('Redis refusals', () => {
     expect(
       await admin.exists(`${locks.keyPrefix}:{watched}`, `${locks.keyPrefix}:{fair}`, `${locks.keyPrefix}:{simple}`),
     ).toBe(0);
+  }, 30_000);
+
+  it('a Redis that cannot save to disk (MISCONF): acquisitions refused; a release is sent again until it can write', async () => {
+    const locks = await client();
+    const held = await locks.getLock('kept').lock({ leaseTime: 20_000 });
+    const key = `${locks.keyPrefix}:{kept}`;
+    // A save point, and a directory where the snapshot must go: the save fails and Redis stops writes.
+    const [, dir] = (await admin.config('GET', 'dir')) as string[];
+    const [, file] = (await admin.config('GET', 'dbfilename')) as string[];
+    const blocker = join(dir, file);
+    mkdirSync(blocker);
+    try {
+      await admin.config('SET', 'save', '3600 1');
+      await admin.bgsave();
+      await eventually(async () => /^rdb_last_bgsave_status:err/m.test(await admin.info('persistence')), 10_000);
+
+      const error = (await locks
+        .getLock('refused')
+        .tryLock({ waitTime: 0 })
+        .catch((e: unknown) => e)) as RedisRefusedError;
+      expect(error).toBeInstanceOf(RedisRefusedError);
+      expect(error.code).toBe('MISCONF');
+      expect(error.key).toBe('refused');
+      expect(await held.release()).toBe('pending');
+      await sleep(300);
+      expect(await admin.exists(key)).toBe(1); // not released yet: Redis takes no write
+
+      await admin.config('SET', 'save', ''); // no save point: writes are taken again
+      await eventually(async () => (await admin.exists(key)) === 0, 5_000); // the release, sent again, landed
+    } finally {
+      await admin.config('SET', 'save', '');
+      rmSync(blocker, { recursive: true, force: true });
+    }
   }, 30_000);
 
   it('a user without permission to run scripts: RedisRefusedError (NOPERM), before anything is written', async () => {

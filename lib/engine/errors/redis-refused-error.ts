@@ -7,7 +7,8 @@ const ADVICE = {
     'until memory is freed or maxmemory raised. Releases and renewals still run.',
   MISCONF:
     'Redis refuses writes while it cannot save to disk (stop-writes-on-bgsave-error): fix its disk or ' +
-    'persistence settings. Held locks cannot be renewed meanwhile and run out with their leases.',
+    'persistence settings. Releases are sent again until it takes them; held locks cannot be renewed ' +
+    'meanwhile and may run out with their leases.',
   NOPERM:
     "The connection's Redis user lacks a permission this library needs: see the README's section on " +
     'Redis users (ACL).',
