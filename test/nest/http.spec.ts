@@ -351,8 +351,8 @@ describe('@DistributedLock on HTTP routes', () => {
     await request(server).get('/class/c1/own').expect(200, 'own:c1');
   });
 
-  it('answers 503 when Redis is unreachable, and gives the typed error as the cause', async () => {
-    const client = new Redis({ host: '127.0.0.1', port: singlePort(), enableOfflineQueue: false });
+  /** An application like `app`, its locks on `client`: for what Redis does wrong. */
+  async function appOver(client: Redis): Promise<INestApplication> {
     const moduleRef = await Test.createTestingModule({
       imports: [RedisLockModule.forRoot(lockOptions(prefix, { connection: { type: 'client', client } }))],
       controllers: [TestController],
@@ -360,15 +360,25 @@ describe('@DistributedLock on HTTP routes', () => {
     }).compile();
     const other = moduleRef.createNestApplication({ logger: false });
     await other.init();
+    return other;
+  }
+
+  /** Asserts that a locked route answers 503, and returns the error LockService.lock() meets meanwhile. */
+  async function unavailable(other: INestApplication): Promise<unknown> {
+    const response = await request(other.getHttpServer()).get('/search?id=1').expect(503);
+    expect(response.body.message).toContain('unavailable');
+    return other
+      .get(LockService)
+      .lock('x')
+      .catch((e: unknown) => e);
+  }
+
+  it('answers 503 when Redis is unreachable, and gives the typed error as the cause', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: singlePort(), enableOfflineQueue: false });
+    const other = await appOver(client);
     try {
       client.disconnect();
-      const response = await request(other.getHttpServer()).get('/search?id=1').expect(503);
-      expect(response.body.message).toContain('unavailable');
-      const error = await other
-        .get(LockService)
-        .lock('x')
-        .catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(RedisUnavailableError);
+      expect(await unavailable(other)).toBeInstanceOf(RedisUnavailableError);
     } finally {
       await other.close();
     }
@@ -379,20 +389,9 @@ describe('@DistributedLock on HTTP routes', () => {
     await redis.call('ACL', 'SETUSER', user, 'on', '>x', '~*', '&*', '+@all', '-evalsha', '-eval', '-script');
     const client = new Redis({ host: '127.0.0.1', port: singlePort(), username: user, password: 'x' });
     try {
-      const moduleRef = await Test.createTestingModule({
-        imports: [RedisLockModule.forRoot(lockOptions(prefix, { connection: { type: 'client', client } }))],
-        controllers: [TestController],
-        providers: [DocumentService, RolesGuard],
-      }).compile();
-      const other = moduleRef.createNestApplication({ logger: false });
-      await other.init();
+      const other = await appOver(client);
       try {
-        const response = await request(other.getHttpServer()).get('/search?id=1').expect(503);
-        expect(response.body.message).toContain('unavailable');
-        const error = await other
-          .get(LockService)
-          .lock('x')
-          .catch((e: unknown) => e);
+        const error = await unavailable(other);
         expect(error).toBeInstanceOf(RedisRefusedError);
         expect((error as RedisRefusedError).code).toBe('NOPERM');
       } finally {
