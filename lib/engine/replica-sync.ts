@@ -29,7 +29,10 @@ export interface ReplicaSyncOptions {
  */
 export type ReplicaSyncSetting = ReplicaSyncOptions | 'auto' | false;
 
-/** What replica sync found after a grant (see ReplicaSync.afterGrant). */
+/**
+ * What replica sync found after a grant (see ReplicaSync.afterGrant): 'synced', the grant stands as it
+ * is (acknowledged, or kept as the setting says); 'unverified', its master stopped answering first.
+ */
 export type SyncVerdict = 'synced' | 'unverified';
 
 /** How long 'auto' waits for a replica's acknowledgement (Redisson's slavesSyncTimeout). */
