@@ -179,18 +179,31 @@ describe('sentinel failover', () => {
     }
   }
 
-  it('a grant that dies with its master before any replica has it is not handed out: lock() takes the lock again from the promoted replica', async () => {
+  /**
+   * Kills the master while a grant's replica sync waits (no replica can have it), and checks that
+   * `lock()` returns only once it holds the lock on the promoted replica. `own`: the lock client runs
+   * on the application's own ioredis client with ioredis's defaults, which sends a pending WAIT again
+   * after reconnecting, to the new master.
+   */
+  async function grantLostWithItsMaster(own: boolean): Promise<void> {
     const topology = await startTopology('sentinel', { basePort: 7240 });
     topologies.push(topology);
     const prefix = `lost-${randomUUID().slice(0, 8)}`;
-    const connect = () =>
+    const ownClients: Redis[] = [];
+    const connect = (connection: ConnectionOptions) =>
       createLockClient({
-        connection: sentinelConnection(topology),
+        connection,
         keyPrefix: prefix,
         operationTimeout: 5_000, // a budget of 15 s to find the promoted master
         logger: quietLogger,
       });
-    const a = await connect();
+    const ownClient = async () => {
+      const client = new Redis({ sentinels: topology.sentinels, name: topology.sentinelMasterName! });
+      ownClients.push(client);
+      await client.ping(); // connected before the lock client reads its master's replicas
+      return client;
+    };
+    const a = await connect(own ? { type: 'client', client: await ownClient() } : sentinelConnection(topology));
     const masterPort = topology.masters[0].port;
     try {
       await a.getLock('warm-up').withLock(() => undefined); // the master's replicas are known from here on
@@ -204,10 +217,11 @@ describe('sentinel failover', () => {
         const handle = await acquiring;
         const after = Date.now() - killedAt;
         process.stdout.write(
-          `\nsentinel, master killed before its replicas had a grant: lock() returned after ${after} ms\n`,
+          `\nsentinel, master killed before its replicas had a grant${own ? ' (own ioredis client)' : ''}: ` +
+            `lock() returned after ${after} ms\n`,
         );
         // The lock is held on the promoted master, by that handle: nobody else can take it.
-        const b = await connect();
+        const b = await connect(sentinelConnection(topology));
         try {
           const info = (await (b.redis as Redis).info('server')) as string;
           expect(info).not.toContain(`tcp_port:${masterPort}\r`);
@@ -222,7 +236,16 @@ describe('sentinel failover', () => {
       }
     } finally {
       await a.close();
+      for (const client of ownClients) client.disconnect();
     }
+  }
+
+  it('a grant that dies with its master before any replica has it is not handed out: lock() takes the lock again from the promoted replica', async () => {
+    await grantLostWithItsMaster(false);
+  }, 60_000);
+
+  it("the same on the application's own ioredis client, whose pending WAIT is sent again to the new master", async () => {
+    await grantLostWithItsMaster(true);
   }, 60_000);
 
   it('a grant whose connection dropped before a replica had it, on a master that lives on, is kept: checked, not taken twice', async () => {
