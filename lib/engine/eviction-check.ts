@@ -40,10 +40,10 @@ export class EvictionCheck {
   ) {}
 
   /**
-   * Reads every master's memory settings in the background (a listener: bound). A Cluster's node
+   * Reads every master's memory settings in the background. A Cluster's node
    * connections are made when first needed: one not ready yet is read once it is, never connected for this.
    */
-  readonly run = (): void => {
+  run(): void {
     const masters = this.redis.isCluster ? (this.redis as Cluster).nodes('master') : [this.redis as Redis];
     for (const node of masters) {
       if (node.status === 'ready') void this.check(node).catch(() => undefined);
@@ -55,7 +55,7 @@ export class EvictionCheck {
         });
       }
     }
-  };
+  }
 
   private async check(node: Redis): Promise<void> {
     const info = await bounded(node.info('memory'), this.operationTimeout, { name: 'memory check' });

@@ -150,19 +150,22 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       lockEvent: this.lockEvent,
     };
     engines.set(this, this.engine);
-    redis.on('ready', this.renewNow);
     // Locks vanish from a Redis that evicts keys: say so (once per master), on every (re)connect.
     this.evictionCheck = new EvictionCheck(redis, operationTimeout, logger);
-    redis.on('ready', this.evictionCheck.run);
+    redis.on('ready', this.onReady);
     if (redis.status === 'ready') this.evictionCheck.run();
     if (options.telemetry !== false) {
       this.stopTelemetry = instrumentLockClient(this, this.engine.waiters, options.telemetry);
     }
   }
 
-  /** Back from a disconnect or a failover: renewals that failed meanwhile are retried at once. */
-  private readonly renewNow = (): void => {
+  /**
+   * Connected, or back from a disconnect or a failover (maybe to another master): its replicas and
+   * memory settings are read afresh, and renewals that failed meanwhile are retried at once.
+   */
+  private readonly onReady = (): void => {
     this.engine.replicaSync.forget();
+    this.evictionCheck.run();
     void this.engine.watchdog.tick();
   };
 
@@ -258,8 +261,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.redis.off('ready', this.renewNow);
-    this.redis.off('ready', this.evictionCheck.run);
+    this.redis.off('ready', this.onReady);
     this.stopTelemetry?.();
     const { recentReleases, watchdog, waiters, registry, logger, turns } = this.engine;
     recentReleases.close();

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { createLockClient, type LockClient, type LockLogger, type ReplicaSyncSetting } from '../../lib';
+import { createLockClient, type LockClient, type ReplicaSyncSetting } from '../../lib';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { recordingLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
 /**
@@ -16,8 +17,8 @@ describe("replica sync 'auto' (the default)", () => {
   let topology: RunningTopology;
   let admin: Redis;
   const open: LockClient[] = [];
-  const warnings: string[] = [];
-  const logger: LockLogger = { warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+  const logger = recordingLogger();
+  const warnings = logger.messages;
 
   beforeAll(async () => {
     topology = await startTopology('replica', { basePort: BASE_PORT, name: 'replica-sync' });

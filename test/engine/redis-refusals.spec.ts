@@ -8,10 +8,9 @@ import {
   RedisUnavailableError,
   type LockClient,
   type LockHandle,
-  type LockLogger,
 } from '../../lib';
 import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { eventually, sleep } from '../support/engine';
+import { eventually, recordingLogger, sleep } from '../support/engine';
 
 /** A private single server (see scripts/redis-topology.ts): its memory limit and users are changed here. */
 const BASE_PORT = 7228;
@@ -27,8 +26,8 @@ describe('Redis refusals', () => {
   let topology: RunningTopology;
   let admin: Redis;
   const open: LockClient[] = [];
-  const warnings: string[] = [];
-  const logger: LockLogger = { warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+  const logger = recordingLogger();
+  const warnings = logger.messages;
 
   beforeAll(async () => {
     topology = await startTopology('single', { basePort: BASE_PORT, name: 'refusals' });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { LockClient, type LockClientOptions } from '../../lib';
+import { LockClient, type LockClientOptions, type LockLogger } from '../../lib';
 import { sharedTopology } from './topologies';
 import { sleep } from '../../scripts/tooling';
 
@@ -39,6 +39,12 @@ export function lockClient(
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/** A logger of a test's own that records what it is told, warnings and errors alike, for the test to check. */
+export function recordingLogger(): LockLogger & { messages: string[] } {
+  const messages: string[] = [];
+  return { messages, warn: (m) => messages.push(m), error: (m) => messages.push(m) };
 }
 
 /** Keeps expected warnings (lost locks in loss tests) out of the test output while recording them. */
