@@ -11,7 +11,7 @@ import { assertKeyPrefix, assertLockName, checkDuration, TIMEOUT_RULE } from './
 import { RedisPubSub, type PubSub } from './pubsub';
 import { RecentReleases } from './recent-releases';
 import { LockObjects } from './lock-objects';
-import type { PublishCommand, RedisClient } from './redis-client';
+import { ioredisKeyPrefix, type PublishCommand, type RedisClient } from './redis-client';
 import { ReentrantLock } from './reentrant-lock';
 import { registerScripts } from './scripts/loader';
 import { bounded } from './bounded';
@@ -121,6 +121,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
     this.pubsub = options.pubsub ?? new RedisPubSub(subscriberFor(redis), sharded, true);
+    if (this.pubsub instanceof RedisPubSub) this.pubsub.checkChannelPrefix(ioredisKeyPrefix(redis));
     const watchdog = new Watchdog(
       redis,
       Math.max(1, Math.floor(this.watchdogTimeout / 3)),
@@ -140,7 +141,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       watchdogTimeout: this.watchdogTimeout,
       operationTimeout,
       publishCommand: this.publishCommand,
-      waiters: new LockWaiters(this.pubsub),
+      waiters: new LockWaiters(this.pubsub, ioredisKeyPrefix(redis)),
       watchdog,
       registry,
       recentReleases: new RecentReleases(redis, registry, operationTimeout),

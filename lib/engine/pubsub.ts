@@ -1,6 +1,12 @@
 import type { Cluster, Redis } from 'ioredis';
+import { LockOptionsError } from './errors';
+import { ioredisKeyPrefix } from './redis-client';
 
-/** The pub/sub side of a deployment, as the waiters need it. */
+/**
+ * The pub/sub side of a deployment, as the waiters need it. Channels are named as Redis knows them:
+ * with the lock connection's ioredis keyPrefix, if it has one (the scripts publish on channels named
+ * after their keys, which ioredis prefixes).
+ */
 export interface PubSub {
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
@@ -17,6 +23,8 @@ export interface PubSub {
  */
 export class RedisPubSub implements PubSub {
   private pendingReady?: Promise<void>;
+  /** ioredis puts this connection's keyPrefix before a sharded channel (a key to it), not a classic one. */
+  private readonly shardedPrefix: string;
 
   constructor(
     private readonly connection: Redis | Cluster,
@@ -26,13 +34,14 @@ export class RedisPubSub implements PubSub {
   ) {
     // A failing subscriber reconnects by itself; without a listener ioredis would print every error.
     connection.on('error', () => undefined);
+    this.shardedPrefix = sharded ? ioredisKeyPrefix(connection) : '';
   }
 
   async subscribe(channel: string): Promise<unknown> {
     // Never SUBSCRIBE before 'ready': queued ahead of ioredis's ready check (INFO), it would put
     // the connection in subscriber mode, fail the check, and the reconnect would not resubscribe.
     await this.ready();
-    return this.sharded ? this.connection.ssubscribe(channel) : this.connection.subscribe(channel);
+    return this.sharded ? this.connection.ssubscribe(this.asSent(channel)) : this.connection.subscribe(channel);
   }
 
   get status(): string {
@@ -40,7 +49,25 @@ export class RedisPubSub implements PubSub {
   }
 
   unsubscribe(channel: string): Promise<unknown> {
-    return this.sharded ? this.connection.sunsubscribe(channel) : this.connection.unsubscribe(channel);
+    return this.sharded ? this.connection.sunsubscribe(this.asSent(channel)) : this.connection.unsubscribe(channel);
+  }
+
+  /**
+   * Throws unless every channel named after a key of the lock connection (ioredis keyPrefix
+   * `lockConnectionPrefix`) can be subscribed here: ioredis puts this connection's own keyPrefix
+   * before a sharded channel, so it must begin the lock connection's.
+   */
+  checkChannelPrefix(lockConnectionPrefix: string): void {
+    if (lockConnectionPrefix.startsWith(this.shardedPrefix)) return;
+    throw new LockOptionsError(
+      `The subscriber connection's ioredis keyPrefix "${this.shardedPrefix}" does not begin the lock connection's ` +
+        `("${lockConnectionPrefix}"), so it could not hear the lock's releases: give both the same keyPrefix.`,
+    );
+  }
+
+  /** A sharded channel as given to ioredis, which puts this connection's keyPrefix back (see checkChannelPrefix). */
+  private asSent(channel: string): string {
+    return channel.slice(this.shardedPrefix.length);
   }
 
   listen(onMessage: (channel: string, message: string) => void, onReady: () => void): void {

@@ -225,9 +225,21 @@ export const SUBSCRIPTION_LINGER_MS = 2_000;
 export class LockWaiters {
   private readonly channels = new Map<string, ChannelWaiters>();
 
-  constructor(private readonly pubsub: PubSub) {
+  /**
+   * `redisPrefix`: the command connection's ioredis keyPrefix. The scripts publish on channels named
+   * after their (prefixed) keys, so the subscriber listens on `redisPrefix + channel`, and a message
+   * names its channel with the prefix.
+   */
+  constructor(
+    private readonly pubsub: PubSub,
+    private readonly redisPrefix = '',
+  ) {
+    const cut = redisPrefix.length;
     pubsub.listen(
-      (channel, message) => this.channels.get(channel)?.deliver(message),
+      (channel, message) => {
+        if (cut > 0) channel = channel.startsWith(redisPrefix) ? channel.slice(cut) : '';
+        this.channels.get(channel)?.deliver(message);
+      },
       () => this.channels.forEach((waiters) => waiters.wakeAll()),
     );
   }
@@ -261,7 +273,7 @@ export class LockWaiters {
 
   private subscribe(channel: string, waiters: ChannelWaiters): Promise<unknown> {
     if (!waiters.subscribed) {
-      const subscribe = waiters.operation.then(() => this.pubsub.subscribe(channel));
+      const subscribe = waiters.operation.then(() => this.pubsub.subscribe(this.redisPrefix + channel));
       waiters.subscribed = subscribe;
       waiters.operation = subscribe.then(
         () => void (waiters.live = waiters.subscribed === subscribe),
@@ -338,7 +350,9 @@ export class LockWaiters {
     if (waiters.members.size > 0) return;
     waiters.subscribed = undefined;
     waiters.live = false;
-    const unsubscribe = waiters.operation.then(() => this.pubsub.unsubscribe(channel)).catch(() => undefined);
+    const unsubscribe = waiters.operation
+      .then(() => this.pubsub.unsubscribe(this.redisPrefix + channel))
+      .catch(() => undefined);
     waiters.operation = unsubscribe;
     void unsubscribe.then(() => {
       if (waiters.members.size === 0 && !waiters.subscribed && this.channels.get(channel) === waiters) {

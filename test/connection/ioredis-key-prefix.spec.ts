@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import Redis, { Cluster } from 'ioredis';
+import { createLockClient, LockClient, LockOptionsError, runInLockScope, type LockHandle } from '../../lib';
+import { clusterSlot } from '../../lib/engine/cluster-slot';
+import { quietLogger, sleep } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
+
+/**
+ * An application's own ioredis client often carries a `keyPrefix` (one namespace per service on a
+ * shared Redis). ioredis puts it before every key a command names, so before every lock key, and the
+ * scripts publish each release on a channel named after those keys; but it puts nothing before a
+ * classic SUBSCRIBE's channel, and a message names its channel in full. The waiters must listen on,
+ * and recognise, the prefixed channel, or every hand-over falls back on a waiter's timer (a second
+ * or more per release).
+ */
+
+const single = () => sharedTopology('single').masters[0];
+const clusterNodes = () => sharedTopology('cluster').masters;
+
+/** Each kind: how to take it, with the options a waiter and a holder pass. */
+const KINDS: [kind: string, take: (c: LockClient, name: string, o: object) => Promise<LockHandle>][] = [
+  ['reentrant', (c, name, o) => c.getLock(name).lock(o)],
+  ['fair', (c, name, o) => c.getFairLock(name).lock(o)],
+  ['simple', (c, name, o) => c.getSimpleLock(name).lock(o)],
+  ['write', (c, name, o) => c.getReadWriteLock(name).writeLock().lock(o)],
+  ['read after write', (c, name, o) => c.getReadWriteLock(name).readLock().lock(o)],
+  ['semaphore', (c, name, o) => c.getSemaphore(name, { permits: 1 }).acquire(o)],
+];
+
+/** What a 'read after write' waiter waits behind: the write lock of the same name. */
+const holderOf = (kind: string) => KINDS.find(([k]) => k === (kind === 'read after write' ? 'write' : kind))![1];
+
+describe.each([
+  ['an ioredis client', 'app:', () => new Redis({ ...single(), keyPrefix: 'app:' })],
+  ['an ioredis Cluster', 'app:', () => new Cluster(clusterNodes(), { keyPrefix: 'app:' })],
+  ['an ioredis Cluster, hash-tagged', '{app}:', () => new Cluster(clusterNodes(), { keyPrefix: '{app}:' })],
+])('%s with keyPrefix %s', (_label, ioPrefix, make) => {
+  const prefix = `kp-${randomUUID().slice(0, 8)}`;
+  let holderClient: Redis | Cluster;
+  let waiterClient: Redis | Cluster;
+  let holder: LockClient;
+  let waiter: LockClient;
+
+  beforeAll(async () => {
+    [holderClient, waiterClient] = [make(), make()];
+    // Two lock clients: a release reaches the waiter only through Redis, as between two processes.
+    holder = await createLockClient({
+      connection: { type: 'client', client: holderClient },
+      keyPrefix: prefix,
+      logger: quietLogger,
+    });
+    waiter = await createLockClient({
+      connection: { type: 'client', client: waiterClient },
+      keyPrefix: prefix,
+      logger: quietLogger,
+    });
+  });
+  afterAll(async () => {
+    await Promise.all([holder.close(), waiter.close()]);
+    await Promise.all([holderClient.quit(), waiterClient.quit()]);
+  });
+
+  it('keeps the lock keys under the ioredis prefix', async () => {
+    const held = await holder.getLock('where').lock({ leaseTime: 20_000 });
+    const plain = holderClient.isCluster ? new Cluster(clusterNodes()) : new Redis(single());
+    try {
+      expect(await plain.exists(`${ioPrefix}${prefix}:{where}`)).toBe(1);
+      expect(await plain.exists(`${prefix}:{where}`)).toBe(0);
+    } finally {
+      await held.release();
+      plain.disconnect();
+    }
+  });
+
+  it.each(KINDS.map(([kind]) => kind))("%s: a release wakes the other client's waiter at once", async (kind) => {
+    const name = `wake-${kind.replace(/ /g, '-')}`;
+    const held = await holderOf(kind)(holder, name, { leaseTime: 20_000 });
+    const waiting = KINDS.find(([k]) => k === kind)![1](waiter, name, { waitTime: 15_000, leaseTime: 20_000 });
+    await sleep(300);
+    const releasedAt = Date.now();
+    await held.release();
+    const next = await waiting;
+    // Woken by the release's message. Without it a waiter re-checks on its own a second after it
+    // started waiting: about 700 ms after this release.
+    expect(Date.now() - releasedAt).toBeLessThan(450);
+    expect(await next.release()).toBe('released');
+  });
+
+  it('a hot key changes hands between the two clients without waiting out timers', async () => {
+    const acquisitions = new Map<LockClient, number>([
+      [holder, 0],
+      [waiter, 0],
+    ]);
+    const until = Date.now() + 1_500;
+    const loop = (locks: LockClient) =>
+      runInLockScope(
+        async () => {
+          while (Date.now() < until) {
+            const handle = await locks.getLock('hot').lock({ waitTime: 5_000 });
+            acquisitions.set(locks, acquisitions.get(locks)! + 1);
+            await handle.release();
+          }
+        },
+        { newScope: true },
+      );
+    await Promise.all([loop(holder), loop(waiter), loop(holder), loop(waiter)]);
+    // Turns of 10 ms pass the key back and forth: hundreds each on any machine. On timers alone a
+    // client whose turn message is lost takes the key about once a second.
+    expect(acquisitions.get(holder)).toBeGreaterThan(50);
+    expect(acquisitions.get(waiter)).toBeGreaterThan(50);
+  });
+});
+
+describe.each([
+  ['single', () => ({ type: 'single' as const, ...single(), redisOptions: { keyPrefix: 'own:' } })],
+  ['cluster', () => ({ type: 'cluster' as const, nodes: clusterNodes(), clusterOptions: { keyPrefix: 'own:' } })],
+])('our own %s connections with an ioredis keyPrefix', (_type, connection) => {
+  it('put it before the keys, and wake a waiter at once', async () => {
+    const keyPrefix = `kp-${randomUUID().slice(0, 8)}`;
+    const [holder, waiter] = await Promise.all(
+      [0, 1].map(() => createLockClient({ connection: connection(), keyPrefix, logger: quietLogger })),
+    );
+    try {
+      const held = await holder.getLock('own').lock({ leaseTime: 20_000 });
+      const plain = holder.redis.isCluster ? new Cluster(clusterNodes()) : new Redis(single());
+      expect(await plain.exists(`own:${keyPrefix}:{own}`)).toBe(1);
+      plain.disconnect();
+      const waiting = waiter.getLock('own').lock({ waitTime: 10_000 });
+      await sleep(300);
+      const releasedAt = Date.now();
+      await held.release();
+      await (await waiting).release();
+      expect(Date.now() - releasedAt).toBeLessThan(450);
+    } finally {
+      await Promise.all([holder.close(), waiter.close()]);
+    }
+  });
+});
+
+describe('an ioredis Cluster with a keyPrefix', () => {
+  it('replica sync WAITs on the master that holds the prefixed keys', async () => {
+    const cluster = new Cluster(clusterNodes(), { keyPrefix: '{app}:' });
+    const locks = await createLockClient({
+      connection: { type: 'client', client: cluster },
+      keyPrefix: `kp-${randomUUID().slice(0, 8)}`,
+      logger: quietLogger,
+    });
+    try {
+      await cluster.ping();
+      const masterOf = (key: string) => cluster.slots[clusterSlot(key)][0];
+      // A name whose own hash tag lives on another master than the prefix's: the keys live with '{app}'.
+      let name = '';
+      for (let i = 0; !name; i++) {
+        const candidate = `elsewhere-${i}`;
+        if (masterOf(candidate) !== masterOf('app')) name = candidate;
+      }
+      const waitCalls = async () => {
+        const counts = new Map<string, number>();
+        for (const node of cluster.nodes('master')) {
+          const stats = (await node.info('commandstats')).match(/cmdstat_wait:calls=(\d+)/);
+          counts.set(`${node.options.host}:${node.options.port}`, Number(stats?.[1] ?? 0));
+        }
+        return counts;
+      };
+      const before = await waitCalls();
+      const handle = await locks.getLock(name).lock({ leaseTime: 10_000 });
+      const after = await waitCalls();
+      await handle.release();
+      const grew = [...after].filter(([node, calls]) => calls > (before.get(node) ?? 0)).map(([node]) => node);
+      expect(grew).toEqual([masterOf('app')]);
+    } finally {
+      await locks.close();
+      await cluster.quit();
+    }
+  });
+
+  it('the watchdog renews locks whose keys share a slot only with the prefix', async () => {
+    // 'a{' opens a hash tag that the lock key closes: the slot of `a{<prefix>:{name}` is that of
+    // `<prefix>:{name`, unrelated to the slot of `name`. Renewals grouped by the slot of `name`
+    // would send keys of two slots in one script call.
+    const cluster = new Cluster(clusterNodes(), { keyPrefix: 'a{' });
+    const keyPrefix = `kp-${randomUUID().slice(0, 8)}`;
+    const locks = await createLockClient({
+      connection: { type: 'client', client: cluster },
+      keyPrefix,
+      watchdogTimeout: 900,
+      logger: quietLogger,
+    });
+    try {
+      const names = ['w-0'];
+      for (let i = 0; names.length < 4; i++) if (clusterSlot(`w-x${i}`) === clusterSlot('w-0')) names.push(`w-x${i}`);
+      expect(new Set(names.map((n) => clusterSlot(`a{${keyPrefix}:{${n}}`))).size).toBeGreaterThan(1);
+      const lost: unknown[] = [];
+      locks.on('lockLost', (error) => lost.push(error));
+      const held = await Promise.all(names.map((n) => locks.getLock(n).lock()));
+      await sleep(3 * 900);
+      expect(lost).toEqual([]);
+      for (const [i, n] of names.entries()) {
+        expect(held[i].isLost).toBe(false);
+        expect(await locks.getLock(n).remainTimeToLive()).toBeGreaterThan(0);
+      }
+      expect(await Promise.all(held.map((h) => h.release()))).toEqual(names.map(() => 'released'));
+    } finally {
+      await locks.close();
+      await cluster.quit();
+    }
+  });
+
+  it('refuses, before any lock, a subscriber that could not hear the releases', async () => {
+    const client = new Cluster(clusterNodes(), { keyPrefix: 'app:' });
+    const subscriber = new Cluster(clusterNodes(), { keyPrefix: 'other:', shardedSubscribers: true });
+    try {
+      const made = createLockClient({ connection: { type: 'client', client, subscriber }, logger: quietLogger });
+      await expect(made).rejects.toThrow(LockOptionsError);
+      await expect(made).rejects.toThrow(/keyPrefix "other:" does not begin the lock connection's \("app:"\)/);
+      // A subscriber without a prefix hears them: ioredis adds nothing, the channel is given in full.
+      subscriber.disconnect();
+      const plain = new Cluster(clusterNodes(), { shardedSubscribers: true });
+      const holderLocks = await createLockClient({ connection: { type: 'client', client }, logger: quietLogger });
+      const waiterLocks = await createLockClient({
+        connection: { type: 'client', client, subscriber: plain },
+        logger: quietLogger,
+      });
+      try {
+        const held = await holderLocks.getLock('heard').lock({ leaseTime: 20_000 });
+        const waiting = waiterLocks.getLock('heard').lock({ waitTime: 10_000 });
+        await sleep(300);
+        const releasedAt = Date.now();
+        await held.release();
+        await (await waiting).release();
+        expect(Date.now() - releasedAt).toBeLessThan(450);
+      } finally {
+        await Promise.all([holderLocks.close(), waiterLocks.close()]);
+        plain.disconnect();
+      }
+    } finally {
+      subscriber.disconnect();
+      await client.quit();
+    }
+  });
+});
