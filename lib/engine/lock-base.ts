@@ -9,7 +9,15 @@ import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle
 import { checkAcquireOptions, type AcquireOptions } from './options';
 import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE } from './validation';
 import { currentScope, runInLockScope } from './owner-scope';
-import { FORCE_UNLOCK, PASS_WAKE, RENEW_MANY, type WaitingFlag } from './scripts/catalog';
+import {
+  FORCE_UNLOCK,
+  HOLD_STATE,
+  PASS_WAKE,
+  RENEW_MANY,
+  type HoldKind,
+  type HoldStateReply,
+  type WaitingFlag,
+} from './scripts/catalog';
 import type { AttemptStatus, ReleaseReply } from './scripts/replies';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { refreshSlotsSoon } from './slot-refresh';
@@ -202,12 +210,18 @@ export abstract class LockBase implements ReleaseReplayer {
    * twice and leave the lock behind for a lease.
    */
   protected async grantOfUnknownAttempt(holder: string, known: number): Promise<Grant | undefined> {
-    const [count, fence] = await Promise.all([
-      this.engine.redis.hget(this.keys.lock, holder).catch(otherKindAsNull),
-      this.engine.redis.get(this.keys.fence),
-    ]);
+    const [, count, fence] = await this.readHold(this.keys.lock, holder, 'hash');
     if (count === null || Number(count) < 1 || Number(count) <= known) return undefined;
     return { fencingToken: Number(fence), reentered: known > 0 };
+  }
+
+  /**
+   * The lease left on `holdKey`, `holder`'s hold in it (of `kind`; null when none or another kind
+   * holds the name) and the fencing counter, read in one script call: on the master even through a
+   * Cluster client that sends plain reads to replicas (see hold-state-2.lua).
+   */
+  protected readHold(holdKey: string, holder: string, kind: HoldKind): Promise<HoldStateReply> {
+    return HOLD_STATE.run(this.engine.redis, { lock: holdKey, fence: this.keys.fence }, { holder, kind });
   }
 
   /** Undoes an attempt whose outcome we never learned, if it was granted (idempotent: safe to repeat). */
@@ -322,13 +336,13 @@ export abstract class LockBase implements ReleaseReplayer {
   /** Whether anyone holds the lock. */
   async isLocked(): Promise<boolean> {
     await this.settleOwnRelease();
-    return (await this.bounded(this.engine.redis.exists(this.keys.lock), 'isLocked')) === 1;
+    return (await this.bounded(this.readHold(this.keys.lock, '', 'hash'), 'isLocked'))[0] !== -2;
   }
 
   /** Remaining lease in ms; -2 when not locked (Redis PTTL semantics). */
   async remainTimeToLive(): Promise<number> {
     await this.settleOwnRelease();
-    return this.bounded(this.engine.redis.pttl(this.keys.lock), 'remainTimeToLive');
+    return (await this.bounded(this.readHold(this.keys.lock, '', 'hash'), 'remainTimeToLive'))[0];
   }
 
   /** A release of this process's still held back in its turn (see ProcessTurns.settle) lands before a read. */
@@ -353,7 +367,7 @@ export abstract class LockBase implements ReleaseReplayer {
     if (owner === undefined) return 0;
     await this.settleOwnRelease();
     const holder = this.engine.registry.redisIdOf(key, owner);
-    const count = await this.bounded(this.engine.redis.hget(key, holder), 'getHoldCount');
+    const [, count] = await this.bounded(this.readHold(key, holder, 'hash'), 'getHoldCount');
     return count === null ? 0 : Number(count);
   }
 
@@ -785,10 +799,4 @@ export abstract class LockBase implements ReleaseReplayer {
       held.armExpiry();
     }
   }
-}
-
-/** A key holding another lock kind's value (WRONGTYPE) holds nothing of ours; other errors stand. */
-export function otherKindAsNull(error: Error): null {
-  if (/^WRONGTYPE/.test(error.message)) return null;
-  throw error;
 }

@@ -6,7 +6,6 @@ import { lockKeys, readWriteKeys, type LockKeys, type ReadWriteKeys } from './ke
 import {
   attemptOutcome,
   LockBase,
-  otherKindAsNull,
   type Grant,
   type RawRelease,
   type WaitBehaviour,
@@ -139,10 +138,7 @@ export class ReadLock extends ReadWriteSide {
   protected override async abandonWait(): Promise<void> {}
 
   protected override async grantOfUnknownAttempt(holder: string, known: number): Promise<Grant | undefined> {
-    const [count, fence] = await Promise.all([
-      this.engine.redis.hget(this.rw.readCounts, holder).catch(otherKindAsNull),
-      this.engine.redis.get(this.rw.fence),
-    ]);
+    const [, count, fence] = await this.readHold(this.rw.readCounts, holder, 'hash');
     if (count === null || Number(count) <= known) return undefined;
     return { fencingToken: Number(fence ?? 0), reentered: known > 0 };
   }

@@ -229,10 +229,7 @@ class PermitLock extends LockBase {
 
   /** The unanswered attempt's member is in the holds: it was granted. */
   protected override async grantOfUnknownAttempt(holder: string): Promise<Grant | undefined> {
-    const [deadline, fence] = await Promise.all([
-      this.engine.redis.zscore(this.semaphore.holds, holder),
-      this.engine.redis.get(this.semaphore.fence),
-    ]);
+    const [, deadline, fence] = await this.readHold(this.semaphore.holds, holder, 'zset');
     return deadline === null ? undefined : { fencingToken: Number(fence), reentered: false, holder };
   }
 

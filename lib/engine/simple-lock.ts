@@ -3,15 +3,7 @@ import type { LockKindName } from './lock-events';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { HeldLock, RenewalKind } from './held-lock';
-import {
-  attemptOutcome,
-  LockBase,
-  otherKindAsNull,
-  type Grant,
-  type RawRelease,
-  type AttemptRequest,
-  waitingFlag,
-} from './lock-base';
+import { attemptOutcome, LockBase, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
 import type { LockContext } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { assertOptionsObject, checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
@@ -126,10 +118,7 @@ export class SimpleLock extends LockBase {
 
   /** The unanswered attempt's token is the lock's value: it was granted. */
   protected override async grantOfUnknownAttempt(token: string): Promise<Grant | undefined> {
-    const [value, fence] = await Promise.all([
-      this.engine.redis.get(this.keys.lock).catch(otherKindAsNull),
-      this.engine.redis.get(this.keys.fence),
-    ]);
+    const [, value, fence] = await this.readHold(this.keys.lock, token, 'string');
     return value === token ? { fencingToken: Number(fence), reentered: false, holder: token } : undefined;
   }
 

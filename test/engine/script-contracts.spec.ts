@@ -71,7 +71,7 @@ describe('script contracts', () => {
       'semaphore-set-permits-4.lua',
       'simple-lock-4.lua',
     ]);
-    const readsOnly = new Set(['inspect-5.lua', 'rw-read-pttl-1.lua', 'semaphore-state-2.lua']);
+    const readsOnly = new Set(['hold-state-2.lua', 'inspect-5.lua', 'rw-read-pttl-1.lua', 'semaphore-state-2.lua']);
     const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
     const firstLines = Object.fromEntries(files.map((file) => [file, loadedScript(file).source.split('\n', 1)[0]]));
     const expected = Object.fromEntries(
@@ -166,6 +166,7 @@ describe('script contracts', () => {
       call(catalog.SEMAPHORE_STATE, { configuredLimit: 2 }, [2, 0]),
       call(catalog.SEMAPHORE_PASS, { clientId: 'c', configuredLimit: 2, publish }, false),
       call(catalog.INSPECT, {}, ['none', -2, [], null, [], []]),
+      call(catalog.HOLD_STATE, { holder: 'c:1', kind: 'hash' }, [-2, null, null]),
     ];
 
     it('covers every declared script', () => {

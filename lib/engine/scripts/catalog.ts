@@ -241,6 +241,20 @@ export const INSPECT = defineScript({
   reply: asIs<InspectReply>,
 });
 
+/** What records a kind's holds (see hold-state-2.lua). */
+export type HoldKind = 'hash' | 'string' | 'zset';
+
+/** [PTTL of the hold key, the holder's hold (false: none), the fencing counter (false: none)]. */
+export type HoldStateReply = [number, string | null, string | null];
+
+/** One read of a hold and its fence, always on the master (see hold-state-2.lua). */
+export const HOLD_STATE = defineScript({
+  file: 'hold-state-2.lua',
+  keys: ['lock', 'fence'],
+  args: { holder: str, kind: arg<HoldKind>() },
+  reply: asIs<HoldStateReply>,
+});
+
 /**
  * The watchdog's renewal of many holds in one call: keys and (kind, lease, owner) triples laid out
  * per hold (see renew-many-n.lua); one reply per hold, 1 renewed, 0 no longer held.
@@ -272,4 +286,5 @@ export const ALL_SCRIPTS = [
   SEMAPHORE_STATE,
   SEMAPHORE_PASS,
   INSPECT,
+  HOLD_STATE,
 ] as const;
