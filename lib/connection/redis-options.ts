@@ -25,6 +25,8 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     commandTimeout: options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
+    // Integer replies stay numbers (fencing tokens, hold counts): see LockClient's check.
+    stringNumbers: false,
     lazyConnect: true,
     // A connection that never came up should not keep the process alive for ioredis's default 2 s.
     disconnectTimeout: options.redisOptions?.disconnectTimeout ?? 200,

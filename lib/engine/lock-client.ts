@@ -107,6 +107,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     }
     const keyPrefix = options.keyPrefix ?? 'lock';
     assertKeyPrefix(keyPrefix);
+    assertIntegerReplies(options.redis);
     const redis = (this.redis = options.redis);
     this.clientId = options.clientId ?? randomUUID();
     this.keyPrefix = keyPrefix;
@@ -303,6 +304,21 @@ export function subscriberFor(client: RedisClient): RedisClient {
   return client.isCluster
     ? (client as Cluster).duplicate(undefined, { shardedSubscribers: true, enableOfflineQueue: true })
     : (client as Redis).duplicate({ enableOfflineQueue: true });
+}
+
+/**
+ * ioredis `stringNumbers` turns every integer reply into a string: fencing tokens would compare as
+ * text ('10' < '9') and the engine would misread its scripts' replies. Refused up front.
+ */
+function assertIntegerReplies(client: RedisClient): void {
+  const options = client.isCluster ? (client as Cluster).options.redisOptions : (client as Redis).options;
+  if (!options?.stringNumbers) return;
+  throw new LockOptionsError(
+    'The ioredis client has stringNumbers: true, which turns integer replies (fencing tokens, hold counts) ' +
+      'into strings. Give the lock client a connection without it, e.g. client.duplicate({ stringNumbers: false }).',
+    undefined,
+    { option: 'redis', value: 'stringNumbers: true' },
+  );
 }
 
 function assertTelemetryOptions(telemetry: unknown): void {
