@@ -11,15 +11,21 @@
 -- ARGV[3]  stale-waiter timeout in ms (waiters refresh their deadline more often than this)
 -- ARGV[4]  acceptance lease in ms (a lock handed to a waiter lives this long until accepted)
 -- ARGV[5]  publish command      'publish' or 'spublish'
+-- ARGV[6]  holds before         the holds the caller knows the owner has ('' = not said): one more in
+--                               the hash means this attempt already landed (see repeated-attempt.lua)
 -- Returns  {'granted', token}    acquired (or accepted a hand-off); token = its fencing token
 --          {'reentered', token}  re-entered
+--                                (a repeat that already landed: the same reply as its first run; nothing changes)
 --          {'refused', pttl}     queued (or still queued): wait for a message or pttl
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include fair-queue.lua
+--!include repeated-attempt.lua
 local lease, owner, staleAfter = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5])
 if bad then return bad end
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+local heldBefore, badHeld = heldBeforeArgument(ARGV[6])
+if badHeld then return badHeld end
 if not staleAfter or staleAfter < 1 or staleAfter > 2147483647 or staleAfter % 1 ~= 0 then
   return redis.error_reply('BADARG stale-waiter timeout must be whole ms in 1..2147483647, got ' .. tostring(ARGV[3]))
 end
@@ -36,6 +42,9 @@ if held == '0' then
   redis.call('hset', fair.lock, owner, 1)
   redis.call('pexpire', fair.lock, lease)
   return {'granted', tonumber(redis.call('get', fair.fence))}
+end
+if held and alreadyLanded(held, heldBefore) then
+  return {heldBefore == 0 and 'granted' or 'reentered', tonumber(redis.call('get', fair.fence))}
 end
 if held then
   redis.call('hincrby', fair.lock, owner, 1)

@@ -15,9 +15,13 @@
 -- ARGV[6]  prior hold count     the holds the client counted for the prior owner before its release ('' = unknown)
 -- ARGV[7]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
 --                               one; see fencing-tokens.lua)
+-- ARGV[8]  holds before         the holds the caller knows the owner has ('' = not said): one more in
+--                               the hash means this attempt already landed (see repeated-attempt.lua)
 -- Returns  {'granted', token, others}  acquired; token = new fencing token (the first of the ARGV[7] taken
 --                                 from KEYS[2]); others = 1 when other processes wait for the lock, else 0
 --          {'reentered', token}   hold count + 1; token = the current holder's token
+--                                 (a repeat that already landed: the same reply as its first run, the
+--                                 token the fencing counter's current value, 'others' 0; nothing changes)
 --          {'refused', pttl}      held by another owner, or free but handed over to another process;
 --                                 pttl = how long that lasts at most, in ms
 --          error BADARG before any write when an argument is unusable (nothing is changed)
@@ -25,6 +29,7 @@
 --!include hand-over.lua
 --!include release-in-turn.lua
 --!include fencing-tokens.lua
+--!include repeated-attempt.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -37,6 +42,8 @@ local prior, priorHolds, badPrior = priorRelease(ARGV[5], ARGV[6])
 if badPrior then return badPrior end
 local tokens, badTokens = tokenCountArgument(ARGV[7])
 if badTokens then return badTokens end
+local heldBefore, badHeld = heldBeforeArgument(ARGV[8])
+if badHeld then return badHeld end
 if prior then releaseInTurn(KEYS[1], prior, priorHolds) end
 
 if redis.call('exists', KEYS[1]) == 0 then
@@ -54,6 +61,11 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then
+  if alreadyLanded(redis.call('hget', KEYS[1], owner), heldBefore) then
+    local token = tonumber(redis.call('get', KEYS[2]) or '0')
+    if heldBefore == 0 then return {'granted', token, 0} end
+    return {'reentered', token}
+  end
   redis.call('hincrby', KEYS[1], owner, 1)
   -- never shorten the lease an outer hold (or its watchdog) relies on
   if redis.call('pttl', KEYS[1]) < lease then

@@ -14,6 +14,9 @@
 --                               one; see fencing-tokens.lua)
 -- Returns  {'granted', fencingToken, others}  acquired (the first of the ARGV[6] tokens taken); others = 1
 --                                     when other processes wait for the lock, else 0
+--                                     (a repeat of an attempt that already landed, its connection gone
+--                                     before the reply: the lock holds this token; the current counter
+--                                     value, others 0, nothing changes)
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
 --                                     but handed over to another process; pttl = how long that lasts at most
 --          error BADARG before any write when an argument is unusable
@@ -40,6 +43,8 @@ if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   local others = othersWaiting(KEYS[3], client)
   return {'granted', takeTokens(KEYS[2], tokens, others), others and 1 or 0}
 end
+-- pcall: a hash here is another lock kind's hold, not ours
+if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0'), 0} end
 registerWaiting(KEYS[3], client, flag)
 local ttl = redis.call('pttl', KEYS[1])
 if ttl == -2 and reservedTtl then ttl = reservedTtl end

@@ -67,7 +67,7 @@ export class FairLock extends HashLock {
     };
   }
 
-  protected async attempt({ owner, leaseMs, payload }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, payload, heldBefore }: AttemptRequest): Promise<Attempt<Grant>> {
     // The release handed us the lock and said so. Accept it before the caller runs: after a failover
     // the message may come from a master whose hand-off the promoted replica never received, and a
     // holder that started on the message alone would overlap the one the new master grants.
@@ -93,6 +93,7 @@ export class FairLock extends HashLock {
       staleWaiterTimeout,
       acceptanceLease,
       publish,
+      heldBefore,
     });
     return attemptOutcome(status, value);
   }

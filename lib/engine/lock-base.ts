@@ -85,6 +85,11 @@ export interface AttemptRequest {
   prior?: DeferredRelease;
   /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in a contended turn. */
   tokens: number;
+  /**
+   * The holds this client knows `holder` has before the attempt. A kind that counts holds sends it, so
+   * that a repeat of an attempt that already landed changes nothing (see lua/include/repeated-attempt.lua).
+   */
+  heldBefore: number;
 }
 
 /** An attempt made by a caller that waits if refused. */
@@ -441,18 +446,16 @@ export abstract class LockBase implements ReleaseReplayer {
           const mayLend = this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
           const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = mayLend ? TURN_TOKENS : 1;
+          const heldBefore = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens };
+            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens, heldBefore };
             result = await this.bounded(this.attempt(request), 'lock');
           } catch (error) {
             if (prior) this.sendDeferredInBackground(prior); // it may not have landed
-            if (error instanceof RedisUnavailableError) {
-              const known = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
-              unknown = { holder, localOwner, known, sentAt };
-            }
+            if (error instanceof RedisUnavailableError) unknown = { holder, localOwner, known: heldBefore, sentAt };
             throw error;
           }
           if (prior) this.turns?.carried(prior);

@@ -119,8 +119,8 @@ export class ReadLock extends ReadWriteSide {
     return [this.rw.readers, this.rw.readCounts];
   }
 
-  protected async attempt({ owner, leaseMs }: AttemptRequest): Promise<Attempt<Grant>> {
-    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner });
+  protected async attempt({ owner, leaseMs, heldBefore }: AttemptRequest): Promise<Attempt<Grant>> {
+    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, heldBefore });
     return attemptOutcome(status, value);
   }
 
@@ -175,9 +175,10 @@ export class WriteLock extends ReadWriteSide {
       READ_WRITE_LOCK_DEFAULTS.writerIntentTimeout;
   }
 
-  protected async attempt({ owner, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, waiting, heldBefore }: AttemptRequest): Promise<Attempt<Grant>> {
     const intent = waiting ? this.writerIntentTimeout : 0;
-    const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, intentMs: intent });
+    const args = { leaseMs, owner, intentMs: intent, heldBefore };
+    const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, args);
     if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
     return attemptOutcome(status, value);
   }

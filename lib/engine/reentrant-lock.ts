@@ -16,7 +16,14 @@ import { LOCK, UNLOCK } from './scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
-  protected async attempt({ holder, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({
+    holder,
+    leaseMs,
+    waiting,
+    prior,
+    tokens,
+    heldBefore,
+  }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const [status, value, othersWaiting] = await LOCK.run(redis, this.keys, {
       leaseMs,
@@ -26,6 +33,7 @@ export class ReentrantLock extends HashLock {
       priorOwner: prior?.holder ?? '',
       priorHolds: prior?.expectedHolds ?? '',
       tokens,
+      heldBefore,
     });
     return attemptOutcome(status, value, undefined, othersWaiting);
   }

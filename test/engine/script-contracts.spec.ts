@@ -112,7 +112,16 @@ describe('script contracts', () => {
     const calls = [
       call(
         catalog.LOCK,
-        { leaseMs: 5000, owner: 'c:1', clientId: 'c', waiting: 'once', priorOwner: '', priorHolds: '', tokens: 1 },
+        {
+          leaseMs: 5000,
+          owner: 'c:1',
+          clientId: 'c',
+          waiting: 'once',
+          priorOwner: '',
+          priorHolds: '',
+          tokens: 1,
+          heldBefore: 0,
+        },
         turnGrant,
       ),
       call(
@@ -130,7 +139,7 @@ describe('script contracts', () => {
       call(catalog.SIMPLE_UNLOCK, { token: 't', publish, message: 'm', handOver: 'pass', clientId: 'c' }, 'not-locked'),
       call(
         catalog.FAIR_LOCK,
-        { leaseMs: 5000, owner: 'c:1', staleWaiterTimeout: 5000, acceptanceLease: 1000, publish },
+        { leaseMs: 5000, owner: 'c:1', staleWaiterTimeout: 5000, acceptanceLease: 1000, publish, heldBefore: 0 },
         grant,
       ),
       call(
@@ -140,10 +149,10 @@ describe('script contracts', () => {
       ),
       call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1' }, false),
       call(catalog.FAIR_ABANDON, { owner: 'c:1' }, false),
-      call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1' }, ['granted', 0]),
+      call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', heldBefore: 0 }, ['granted', 0]),
       call(catalog.READ_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
       call(catalog.READ_PTTL, {}, -2),
-      call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0 }, grant),
+      call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0, heldBefore: 0 }, grant),
       call(catalog.WRITE_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
       call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
       call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish }, false),

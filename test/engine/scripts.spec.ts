@@ -1,7 +1,10 @@
-import { lockKeys } from '../../lib/internal';
+import { lockKeys, readWriteKeys } from '../../lib/internal';
 import {
+  FAIR_LOCK,
   FORCE_UNLOCK,
   LOCK,
+  READ_LOCK,
+  WRITE_LOCK,
   PASS_WAKE,
   RENEW_MANY,
   SIMPLE_LOCK,
@@ -30,6 +33,7 @@ describe('lua scripts', () => {
       priorOwner: '',
       priorHolds: '',
       tokens: 1,
+      heldBefore: '',
     });
   /** `client`: the releasing process's client id (what 'keep' compares the waiting registry with). */
   const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass', client = 'pa') =>
@@ -257,7 +261,16 @@ describe('lua scripts', () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
     const withPrior = (owner: string, priorOwner: string, priorHolds: number | '' = 1) =>
-      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: 'pa', waiting: '0', priorOwner, priorHolds, tokens: 1 });
+      LOCK.run(redis, k, {
+        leaseMs: 5000,
+        owner,
+        clientId: 'pa',
+        waiting: '0',
+        priorOwner,
+        priorHolds,
+        tokens: 1,
+        heldBefore: '',
+      });
     try {
       expect(await lock(k, 'pa:1', 5000, 'pa')).toEqual(['granted', 1, 0]);
       await lock(k, 'p1:x', 5000, 'p1'); // another process waits
@@ -298,7 +311,16 @@ describe('lua scripts', () => {
   it('lock-4 / simple-lock-4 with a token count: a grant takes a block only while other processes wait, and the next grant comes after the whole block; re-entries and refusals take none', async () => {
     const k = keys();
     const reentrant = (owner: string, tokens: number, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
-      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId, waiting, priorOwner: '', priorHolds: '', tokens });
+      LOCK.run(redis, k, {
+        leaseMs: 5000,
+        owner,
+        clientId,
+        waiting,
+        priorOwner: '',
+        priorHolds: '',
+        tokens,
+        heldBefore: '',
+      });
     expect(await reentrant('pa:1', 32)).toEqual(['granted', 1, 0]); // nobody else waits: one token
     expect((await reentrant('pb:1', 32, 'pb', '0'))[0]).toBe('refused'); // process pb waits now
     expect(await reentrant('pa:1', 32)).toEqual(['reentered', 1]);
@@ -391,5 +413,105 @@ describe('lua scripts', () => {
     } finally {
       await sub.close();
     }
+  });
+
+  describe('an attempt sent again after its reply was lost (its first run landed)', () => {
+    type Reply = [string, ...unknown[]];
+    /** Each kind that counts holds: its attempt with the holds the caller knew, and where it counts them. */
+    const counting: [
+      kind: string,
+      attempt: (heldBefore: number | '') => Promise<Reply>,
+      count: () => Promise<string | null>,
+    ][] = [];
+    const k = keys();
+    const rw = readWriteKeys(prefix, `s${++n}`);
+    const base = { owner: 'c:1', leaseMs: 5000 };
+    counting.push(
+      [
+        'lock-4',
+        (heldBefore) =>
+          LOCK.run(redis, k, {
+            ...base,
+            clientId: 'c',
+            waiting: 'once',
+            priorOwner: '',
+            priorHolds: '',
+            tokens: 1,
+            heldBefore,
+          }),
+        () => redis.hget(k.lock, 'c:1'),
+      ],
+      [
+        'fair-lock-5',
+        (heldBefore) => {
+          const fair = lockKeys(prefix, 'fair-repeat');
+          return FAIR_LOCK.run(redis, fair, {
+            ...base,
+            staleWaiterTimeout: 5000,
+            acceptanceLease: 1000,
+            publish: 'publish',
+            heldBefore,
+          });
+        },
+        () => redis.hget(lockKeys(prefix, 'fair-repeat').lock, 'c:1'),
+      ],
+      [
+        'rw-write-lock-5',
+        (heldBefore) => WRITE_LOCK.run(redis, rw, { ...base, intentMs: 0, heldBefore }),
+        () => redis.hget(rw.write, 'c:1'),
+      ],
+    );
+
+    it.each(counting)('%s counts one hold, and says what its first run said', async (_kind, attempt, count) => {
+      expect(await attempt(0)).toEqual(await attempt(0)); // granted, then the repeat
+      expect(await count()).toBe('1');
+      const reentry = await attempt(1);
+      expect(reentry[0]).toBe('reentered');
+      expect(await attempt(1)).toEqual(reentry);
+      expect(await count()).toBe('2');
+      // Not said (''): every run counts, as before.
+      await attempt('');
+      expect(await count()).toBe('3');
+      await expect(attempt(-1)).rejects.toThrow(/BADARG holds before/);
+      await expect(attempt(1.5)).rejects.toThrow(/BADARG holds before/);
+      expect(await count()).toBe('3');
+    });
+
+    it('rw-read-lock-5 counts one read hold', async () => {
+      const reads = readWriteKeys(prefix, 'read-repeat');
+      const read = (heldBefore: number | '') => READ_LOCK.run(redis, reads, { ...base, heldBefore });
+      expect(await read(0)).toEqual(['granted', 0]);
+      expect(await read(0)).toEqual(['granted', 0]);
+      expect(await read(1)).toEqual(['reentered', 0]);
+      expect(await read(1)).toEqual(['reentered', 0]);
+      expect(await redis.hget(reads.readCounts, 'c:1')).toBe('2');
+    });
+
+    it('simple-lock-4 with the same token is granted again, takes no new fencing token, and holds one lock', async () => {
+      const s = keys();
+      const attempt = () =>
+        SIMPLE_LOCK.run(redis, s, {
+          token: 'c:1:t',
+          leaseMs: 5000,
+          clientId: 'c',
+          waiting: '0',
+          priorToken: '',
+          tokens: 1,
+        });
+      expect(await attempt()).toEqual(['granted', 1, 0]);
+      expect(await attempt()).toEqual(['granted', 1, 0]);
+      expect(await redis.get(s.lock)).toBe('c:1:t');
+      expect(await redis.get(s.fence)).toBe('1');
+      // Another token is still refused.
+      const other = await SIMPLE_LOCK.run(redis, s, {
+        token: 'c:2:t',
+        leaseMs: 5000,
+        clientId: 'c',
+        waiting: 'once',
+        priorToken: '',
+        tokens: 1,
+      });
+      expect(other[0]).toBe('refused');
+    });
   });
 });

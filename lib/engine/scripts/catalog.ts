@@ -19,6 +19,8 @@ type ExpectedHolds = number | '';
 const publish = arg<PublishCommand>();
 const waiting = arg<WaitingFlag>();
 const expectedHolds = arg<ExpectedHolds>();
+/** An attempt's holds before it, as the client counts them, or '' when not said (see repeated-attempt.lua). */
+const heldBefore = arg<number | ''>();
 
 // The reentrant and simple locks: the lock with its process-waiting registry and hand-over.
 
@@ -54,7 +56,16 @@ function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
 export const { attempt: LOCK, release: UNLOCK } = turnTakingScripts(
   [
     'lock-4.lua',
-    { leaseMs: num, owner: str, clientId: str, waiting, priorOwner: str, priorHolds: expectedHolds, tokens: num },
+    {
+      leaseMs: num,
+      owner: str,
+      clientId: str,
+      waiting,
+      priorOwner: str,
+      priorHolds: expectedHolds,
+      tokens: num,
+      heldBefore,
+    },
   ],
   ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver, clientId: str }],
 );
@@ -87,7 +98,7 @@ export const FORCE_UNLOCK = defineScript({
 export const FAIR_LOCK = defineScript({
   file: 'fair-lock-5.lua',
   keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
-  args: { leaseMs: num, owner: str, staleWaiterTimeout: num, acceptanceLease: num, publish },
+  args: { leaseMs: num, owner: str, staleWaiterTimeout: num, acceptanceLease: num, publish, heldBefore },
   reply: asIs<AttemptReply>,
 });
 
@@ -133,7 +144,7 @@ function sideRelease<K extends string>(file: string, keys: readonly K[]) {
 export const READ_LOCK = defineScript({
   file: 'rw-read-lock-5.lua',
   keys: SIDE_ATTEMPT_KEYS,
-  args: { leaseMs: num, owner: str },
+  args: { leaseMs: num, owner: str, heldBefore },
   reply: asIs<AttemptReply>,
 });
 
@@ -141,7 +152,7 @@ export const READ_LOCK = defineScript({
 export const WRITE_LOCK = defineScript({
   file: 'rw-write-lock-5.lua',
   keys: SIDE_ATTEMPT_KEYS,
-  args: { leaseMs: num, owner: str, intentMs: num },
+  args: { leaseMs: num, owner: str, intentMs: num, heldBefore },
   reply: asIs<WriteAttemptReply>,
 });
 

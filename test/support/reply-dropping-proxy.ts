@@ -1,0 +1,62 @@
+import net from 'node:net';
+
+/**
+ * A TCP proxy in front of a Redis that can lose one reply: the next reply from Redis that matches a
+ * pattern is swallowed and both sides of that connection are closed, as when a connection dies after
+ * Redis ran a command but before its reply reached the client.
+ */
+export class ReplyDroppingProxy {
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  private dropNext?: RegExp;
+  /** Replies swallowed so far. */
+  dropped = 0;
+
+  private constructor(private readonly upstream: { host: string; port: number }) {
+    this.server = net.createServer((client) => this.pipe(client));
+  }
+
+  static async start(upstream: { host: string; port: number }): Promise<ReplyDroppingProxy> {
+    const proxy = new ReplyDroppingProxy(upstream);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Loses the next reply whose bytes match `pattern`, and the connection it came on. */
+  dropNextReply(pattern: RegExp): void {
+    this.dropNext = pattern;
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private pipe(client: net.Socket): void {
+    const server = net.connect(this.upstream.port, this.upstream.host);
+    for (const socket of [client, server]) {
+      this.sockets.add(socket);
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        client.destroy();
+        server.destroy();
+      });
+      socket.on('error', () => undefined);
+    }
+    client.on('data', (data) => server.write(data));
+    server.on('data', (data) => {
+      if (this.dropNext?.test(data.toString('latin1'))) {
+        this.dropNext = undefined;
+        this.dropped++;
+        client.destroy();
+        server.destroy();
+        return;
+      }
+      client.write(data);
+    });
+  }
+}
