@@ -30,6 +30,20 @@ const KINDS: [kind: string, take: (c: LockClient, name: string, o: object) => Pr
 /** What a 'read after write' waiter waits behind: the write lock of the same name. */
 const holderOf = (kind: string) => KINDS.find(([k]) => k === (kind === 'read after write' ? 'write' : kind))![1];
 
+/** Takes a lock with `hold`, starts `wait` for it, releases, and checks that the release woke the waiter. */
+async function expectReleaseWakesWaiter(hold: () => Promise<LockHandle>, wait: () => Promise<LockHandle>) {
+  const held = await hold();
+  const waiting = wait();
+  await sleep(300);
+  const releasedAt = Date.now();
+  await held.release();
+  const next = await waiting;
+  // Woken by the release's message. Without it a waiter re-checks on its own a second after it
+  // started waiting: about 700 ms after this release.
+  expect(Date.now() - releasedAt).toBeLessThan(450);
+  expect(await next.release()).toBe('released');
+}
+
 describe.each([
   ['an ioredis client', 'app:', () => new Redis({ ...single(), keyPrefix: 'app:' })],
   ['an ioredis Cluster', 'app:', () => new Cluster(clusterNodes(), { keyPrefix: 'app:' })],
@@ -74,16 +88,10 @@ describe.each([
 
   it.each(KINDS.map(([kind]) => kind))("%s: a release wakes the other client's waiter at once", async (kind) => {
     const name = `wake-${kind.replace(/ /g, '-')}`;
-    const held = await holderOf(kind)(holder, name, { leaseTime: 20_000 });
-    const waiting = KINDS.find(([k]) => k === kind)![1](waiter, name, { waitTime: 15_000, leaseTime: 20_000 });
-    await sleep(300);
-    const releasedAt = Date.now();
-    await held.release();
-    const next = await waiting;
-    // Woken by the release's message. Without it a waiter re-checks on its own a second after it
-    // started waiting: about 700 ms after this release.
-    expect(Date.now() - releasedAt).toBeLessThan(450);
-    expect(await next.release()).toBe('released');
+    await expectReleaseWakesWaiter(
+      () => holderOf(kind)(holder, name, { leaseTime: 20_000 }),
+      () => KINDS.find(([k]) => k === kind)![1](waiter, name, { waitTime: 15_000, leaseTime: 20_000 }),
+    );
   });
 
   it('a hot key changes hands between the two clients without waiting out timers', async () => {
@@ -121,16 +129,17 @@ describe.each([
       [0, 1].map(() => createLockClient({ connection: connection(), keyPrefix, logger: quietLogger })),
     );
     try {
-      const held = await holder.getLock('own').lock({ leaseTime: 20_000 });
       const plain = holder.redis.isCluster ? new Cluster(clusterNodes()) : new Redis(single());
-      expect(await plain.exists(`own:${keyPrefix}:{own}`)).toBe(1);
-      plain.disconnect();
-      const waiting = waiter.getLock('own').lock({ waitTime: 10_000 });
-      await sleep(300);
-      const releasedAt = Date.now();
-      await held.release();
-      await (await waiting).release();
-      expect(Date.now() - releasedAt).toBeLessThan(450);
+      const hold = async () => {
+        const held = await holder.getLock('own').lock({ leaseTime: 20_000 });
+        expect(await plain.exists(`own:${keyPrefix}:{own}`)).toBe(1);
+        return held;
+      };
+      try {
+        await expectReleaseWakesWaiter(hold, () => waiter.getLock('own').lock({ waitTime: 10_000 }));
+      } finally {
+        plain.disconnect();
+      }
     } finally {
       await Promise.all([holder.close(), waiter.close()]);
     }
@@ -222,13 +231,10 @@ describe('an ioredis Cluster with a keyPrefix', () => {
         logger: quietLogger,
       });
       try {
-        const held = await holderLocks.getLock('heard').lock({ leaseTime: 20_000 });
-        const waiting = waiterLocks.getLock('heard').lock({ waitTime: 10_000 });
-        await sleep(300);
-        const releasedAt = Date.now();
-        await held.release();
-        await (await waiting).release();
-        expect(Date.now() - releasedAt).toBeLessThan(450);
+        await expectReleaseWakesWaiter(
+          () => holderLocks.getLock('heard').lock({ leaseTime: 20_000 }),
+          () => waiterLocks.getLock('heard').lock({ waitTime: 10_000 }),
+        );
       } finally {
         await Promise.all([holderLocks.close(), waiterLocks.close()]);
         plain.disconnect();
