@@ -1,4 +1,4 @@
-import { RedisRefusedError, RedisUnavailableError, refusalCode } from './errors';
+import { LockOptionsError, RedisRefusedError, RedisUnavailableError, refusalCode } from './errors';
 
 /**
  * Races a Redis operation against a deadline so that an unreachable Redis yields a RedisUnavailableError
@@ -31,6 +31,7 @@ export function bounded<T>(
         deadline.expire = undefined;
         const refusal = refusalCode(error);
         if (refusal) return reject(new RedisRefusedError(describe.key, describe.name, refusal, error as Error));
+        if (isSubscriberMode(error)) return reject(subscriberModeError(describe.key));
         if (!isConnectionError(error)) return reject(error);
         describe.onUnavailable?.();
         reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs, error));
@@ -112,6 +113,20 @@ function deadlinesOf(timeoutMs: number): DeadlineQueue {
     queues.set(timeoutMs, queue);
   }
   return queue;
+}
+
+/** ioredis 5 (RESP2) refuses any other command on a connection that has subscribed to a channel. */
+function isSubscriberMode(error: unknown): boolean {
+  return error instanceof Error && /^Connection in subscriber mode/.test(error.message);
+}
+
+function subscriberModeError(key: string | undefined): LockOptionsError {
+  return new LockOptionsError(
+    'The lock connection is subscribed to a channel, and ioredis then refuses every other command: give the ' +
+      'lock client a connection that does not subscribe (e.g. client.duplicate()).',
+    key,
+    { option: 'redis', value: 'a subscribed connection' },
+  );
 }
 
 /**

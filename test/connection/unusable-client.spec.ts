@@ -58,3 +58,30 @@ describe('ioredis stringNumbers', () => {
     }
   });
 });
+
+/** The application's own pub/sub connection passed as the lock connection (ioredis 5, RESP2). */
+describe('a subscribed ioredis client', () => {
+  it('gets LockOptionsError naming the lock at once, even with a wait, and nothing is written', async () => {
+    const client = new Redis(sharedTopology('single').masters[0]);
+    const plain = new Redis(sharedTopology('single').masters[0]);
+    const keyPrefix = `sub-${randomUUID().slice(0, 8)}`;
+    await client.subscribe(`${keyPrefix}:app-events`);
+    const locks = new LockClient({ redis: client, keyPrefix, logger: quietLogger });
+    try {
+      const startedAt = Date.now();
+      const error = await locks
+        .getLock('orders')
+        .lock({ waitTime: 5_000 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error).toMatchObject({ name: 'LockOptionsError', key: 'orders' });
+      expect((error as Error).message).toMatch(/subscribed to a channel.*client\.duplicate\(\)/);
+      expect(Date.now() - startedAt).toBeLessThan(1_000);
+      expect(await plain.keys(`${keyPrefix}:*`)).toEqual([]);
+    } finally {
+      await locks.close();
+      client.disconnect();
+      plain.disconnect();
+    }
+  });
+});
