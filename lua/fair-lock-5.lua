@@ -44,6 +44,7 @@ if held == '0' then
   return {'granted', tonumber(redis.call('get', fair.fence))}
 end
 if held and alreadyLanded(held, heldBefore) then
+  extendLease(fair.lock, lease)
   return {heldBefore == 0 and 'granted' or 'reentered', tonumber(redis.call('get', fair.fence))}
 end
 if held then

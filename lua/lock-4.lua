@@ -62,6 +62,7 @@ end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then
   if alreadyLanded(redis.call('hget', KEYS[1], owner), heldBefore) then
+    extendLease(KEYS[1], lease)
     local token = tonumber(redis.call('get', KEYS[2]) or '0')
     if heldBefore == 0 then return {'granted', token, 0} end
     return {'reentered', token}

@@ -39,6 +39,8 @@ end
 pruneReaders(readers, counts, now)
 if redis.call('hexists', counts, owner) == 1 then
   if alreadyLanded(redis.call('hget', counts, owner), heldBefore) then
+    redis.call('zadd', readers, math.max(tonumber(redis.call('zscore', readers, owner)), now + lease), owner)
+    touchReaders(readers, counts, now)
     return {heldBefore == 0 and 'granted' or 'reentered', token}
   end
   redis.call('hincrby', counts, owner, 1)

@@ -41,6 +41,7 @@ local now = nowMs()
 
 if redis.call('hexists', writeKey, owner) == 1 then
   if alreadyLanded(redis.call('hget', writeKey, owner), heldBefore) then
+    extendLease(writeKey, lease)
     return {heldBefore == 0 and 'granted' or 'reentered', tonumber(redis.call('get', fence) or '0')}
   end
   redis.call('hincrby', writeKey, owner, 1)

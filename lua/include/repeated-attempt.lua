@@ -14,6 +14,13 @@ local function heldBeforeArgument(value)
   return holds
 end
 
+-- The lease of `key` made at least `lease` ms, as the attempt asked. A repeat finds it set already; but
+-- the same reply also answers a caller that lost track of a hold whose lease is nearly over (its
+-- record expired here a moment before Redis expired the key), and that caller counts on a full lease.
+local function extendLease(key, lease)
+  if redis.call('pttl', key) < lease then redis.call('pexpire', key, lease) end
+end
+
 -- Whether a holder with `count` holds (a number, or a hold count string) is already one past `heldBefore`.
 local function alreadyLanded(count, heldBefore)
   return heldBefore ~= nil and tonumber(count) == heldBefore + 1
