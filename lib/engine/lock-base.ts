@@ -86,10 +86,11 @@ export interface AttemptRequest {
   /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in a contended turn. */
   tokens: number;
   /**
-   * The holds this client knows `holder` has before the attempt. A kind that counts holds sends it, so
-   * that a repeat of an attempt that already landed changes nothing (see lua/include/repeated-attempt.lua).
+   * The holds this client knows `holder` has before the attempt ('' when another attempt of the same
+   * holder is under way). A kind that counts holds sends it, so that a repeat of an attempt that
+   * already landed changes nothing (see lua/include/repeated-attempt.lua, LockRegistry.holdsBeforeAttempt).
    */
-  heldBefore: number;
+  heldBefore: number | '';
 }
 
 /** An attempt made by a caller that waits if refused. */
@@ -446,7 +447,7 @@ export abstract class LockBase implements ReleaseReplayer {
           const mayLend = this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
           const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = mayLend ? TURN_TOKENS : 1;
-          const heldBefore = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
+          const { heldBefore, done } = registry.holdsBeforeAttempt(this.keys.lock, holder);
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
@@ -455,8 +456,13 @@ export abstract class LockBase implements ReleaseReplayer {
             result = await this.bounded(this.attempt(request), 'lock');
           } catch (error) {
             if (prior) this.sendDeferredInBackground(prior); // it may not have landed
-            if (error instanceof RedisUnavailableError) unknown = { holder, localOwner, known: heldBefore, sentAt };
+            if (error instanceof RedisUnavailableError) {
+              const known = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
+              unknown = { holder, localOwner, known, sentAt };
+            }
             throw error;
+          } finally {
+            done();
           }
           if (prior) this.turns?.carried(prior);
           if (!result.acquired) {

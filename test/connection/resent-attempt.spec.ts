@@ -102,3 +102,40 @@ describe("a lock attempt re-sent by the application's ioredis client after its r
     await next.release();
   });
 });
+
+describe('concurrent acquisitions of one lock by one owner (a scope running two branches at once)', () => {
+  it.each(['reentrant', 'fair', 'write', 'read'])(
+    '%s: both re-enter, none is lost, and two releases free it',
+    async (kind) => {
+      const locks = new LockClient({
+        redis: new Redis(sharedTopology('single').masters[0]),
+        keyPrefix: `ca-${randomUUID().slice(0, 8)}`,
+        logger: quietLogger,
+      });
+      const lost: unknown[] = [];
+      locks.on('lockLost', (error) => lost.push(error));
+      const lock =
+        kind === 'reentrant'
+          ? locks.getLock('both')
+          : kind === 'fair'
+            ? locks.getFairLock('both')
+            : kind === 'write'
+              ? locks.getReadWriteLock('both').writeLock()
+              : locks.getReadWriteLock('both').readLock();
+      try {
+        await runInLockScope(async () => {
+          const [a, b] = await Promise.all([lock.lock({ leaseTime: 10_000 }), lock.lock({ leaseTime: 10_000 })]);
+          expect(await lock.getHoldCount()).toBe(2);
+          expect([a.signal.aborted, b.signal.aborted]).toEqual([false, false]);
+          expect(await a.release()).toBe('decremented');
+          expect(await b.release()).toBe('released');
+        });
+        expect(await lock.isLocked()).toBe(false);
+        expect(lost).toEqual([]);
+      } finally {
+        await locks.close();
+        locks.redis.disconnect();
+      }
+    },
+  );
+});
