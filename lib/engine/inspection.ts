@@ -1,5 +1,5 @@
 import type { LockKeys } from './keys';
-import type { RedisClient } from './redis-client';
+import { ioredisKeyPrefix, type RedisClient } from './redis-client';
 import { INSPECT } from './scripts/catalog';
 
 /** One owner's holds on a lock. */
@@ -57,7 +57,7 @@ export async function inspectLock(redis: RedisClient, name: string, keys: LockKe
   const held = holders.length > 0;
   return {
     name,
-    key: keys.lock,
+    key: ioredisKeyPrefix(redis) + keys.lock, // as Redis names it: an ioredis keyPrefix comes first
     state: !held ? 'free' : holders.every((h) => h.holdCount === 0) ? 'handing-over' : 'held',
     holdKind: type === 'hash' ? 'counted' : type === 'string' ? 'token' : undefined,
     holders,

@@ -80,6 +80,8 @@ describe.each([
     try {
       expect(await plain.exists(`${ioPrefix}${prefix}:{where}`)).toBe(1);
       expect(await plain.exists(`${prefix}:{where}`)).toBe(0);
+      // inspect() names the key as Redis does.
+      expect((await holder.inspect('where')).key).toBe(`${ioPrefix}${prefix}:{where}`);
     } finally {
       await held.release();
       plain.disconnect();
