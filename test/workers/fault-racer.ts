@@ -98,7 +98,9 @@ async function main(): Promise<void> {
     return ok;
   };
 
-  for (const event of ['close', 'reconnecting', 'ready', 'error', '+node', '-node']) {
+  // 'end' too: a connection ioredis gives up on is connected again by the library (lifecycle.ts), and a
+  // stall after it is told apart from one inside a connect only by this event.
+  for (const event of ['close', 'reconnecting', 'ready', 'error', 'end', '+node', '-node']) {
     locks.redis.on(event, (arg: unknown) =>
       result.connection.push([epochNow(), arg instanceof Error ? `${event} ${arg.message}` : event]),
     );
