@@ -1,3 +1,5 @@
+import { ioredisKeyPrefix, type RedisClient } from './redis-client';
+
 /** Redis Cluster's key -> slot mapping: CRC16 (XMODEM) of the hash tag (or the whole key) mod 16384. */
 const TABLE = (() => {
   const table = new Uint16Array(256);
@@ -18,4 +20,9 @@ export function clusterSlot(key: string): number {
   let crc = 0;
   for (const byte of Buffer.from(key)) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff];
   return crc % 16384;
+}
+
+/** The slot of `key` sent through `client`, as Redis computes it: after ioredis put its keyPrefix (maybe a hash tag) first. */
+export function slotThrough(client: RedisClient, key: string): number {
+  return clusterSlot(ioredisKeyPrefix(client) + key);
 }

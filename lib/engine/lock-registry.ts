@@ -54,7 +54,7 @@ export class LockRegistry {
     const id = heldLockId(key, owner);
     const others = this.attempting.get(id) ?? 0;
     this.attempting.set(id, others + 1);
-    const recorded = this.locks.get(id) ?? (this.lentTo.size === 0 ? undefined : this.lentTo.get(id));
+    const recorded = this.recordOf(id);
     return {
       heldBefore: others === 0 ? (recorded?.holdCount ?? 0) : '',
       done: () => {
@@ -67,7 +67,10 @@ export class LockRegistry {
 
   /** The record of `owner`'s hold on `key`, by its Redis id or, for a hold lent to it, its local owner. */
   get(key: string, owner: string): HeldLock | undefined {
-    const id = heldLockId(key, owner);
+    return this.recordOf(heldLockId(key, owner));
+  }
+
+  private recordOf(id: string): HeldLock | undefined {
     return this.locks.get(id) ?? (this.lentTo.size === 0 ? undefined : this.lentTo.get(id));
   }
 

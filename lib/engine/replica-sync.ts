@@ -1,9 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import { bounded } from './bounded';
-import { clusterSlot } from './cluster-slot';
+import { slotThrough } from './cluster-slot';
 import { LockOptionsError, RedisUnavailableError, ReplicaSyncError } from './errors';
 import type { LockLogger } from './logger';
-import { ioredisKeyPrefix, type RedisClient } from './redis-client';
+import type { RedisClient } from './redis-client';
 import { durationProblem, show, TIMEOUT_RULE, wholeMilliseconds } from './validation';
 
 /**
@@ -170,7 +170,7 @@ export class ReplicaCounts {
 }
 
 function masterForKey(cluster: Cluster, key: string): Redis | undefined {
-  const [masterKey] = cluster.slots[clusterSlot(ioredisKeyPrefix(cluster) + key)] ?? [];
+  const [masterKey] = cluster.slots[slotThrough(cluster, key)] ?? [];
   return cluster.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === masterKey);
 }
 

@@ -2,8 +2,8 @@ import type { ChainableCommander } from 'ioredis';
 import { bounded } from './bounded';
 import type { HeldLock } from './held-lock';
 import type { LockLogger } from './logger';
-import { ioredisKeyPrefix, type RedisClient } from './redis-client';
-import { clusterSlot } from './cluster-slot';
+import type { RedisClient } from './redis-client';
+import { slotThrough } from './cluster-slot';
 import { RENEW_MANY } from './scripts/catalog';
 import { registerScripts } from './scripts/loader';
 
@@ -108,9 +108,7 @@ export class Watchdog {
   private async renewAll(batch: HeldLock[]): Promise<(number | Error)[]> {
     registerScripts(this.client);
     const indexes = batch.map((_, i) => i);
-    // The slot of a key as Redis sees it: ioredis puts its keyPrefix (maybe a hash tag) before it.
-    const prefix = ioredisKeyPrefix(this.client);
-    const groups = this.client.isCluster ? groupBy(indexes, (i) => clusterSlot(prefix + batch[i].key)) : [indexes];
+    const groups = this.client.isCluster ? groupBy(indexes, (i) => slotThrough(this.client, batch[i].key)) : [indexes];
     const calls = groups.flatMap((group) => chunks(group, RENEWALS_PER_CALL));
     const argumentsOf = (call: number[]): [string[], (string | number)[]] => [
       call.flatMap((i) => batch[i].renewalKeys),
