@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { revivedAfterEnd } from '../engine/connection-end';
 import { reconnectDelay } from './redis-options';
 
 type Connection = Redis | Cluster;
@@ -52,6 +53,7 @@ export async function quitAll(connections: Connection[]): Promise<void> {
   await Promise.all(
     connections.map(async (c) => {
       closing.add(c);
+      revivedAfterEnd(c, false);
       // QUIT only a live connection (on a reconnecting one it could wait for a dead server forever).
       if (c.status === 'ready') await c.quit().catch(() => undefined);
       // QUIT leaves side connections open (a sentinel client's failover detector): close those too.
@@ -68,6 +70,7 @@ export async function quitAll(connections: Connection[]): Promise<void> {
  * process unable to lock while every other recovers.
  */
 function reviveWhenEnded(connection: Connection): void {
+  revivedAfterEnd(connection, true);
   let attempt = 0;
   connection.on('ready', () => (attempt = 0));
   connection.on('end', () => {

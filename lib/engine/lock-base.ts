@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { acquireLoop, type AcquireLoopOptions, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
+import { closedForGood } from './connection-end';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, RedisUnavailableError } from './errors';
 import type { Acquisition, HeldLock, HoldOps, RenewalKind } from './held-lock';
@@ -22,7 +23,7 @@ import type { AttemptStatus, ReleaseReply } from './scripts/replies';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
-import { sleep } from './sleep';
+import { settledWithin, sleep } from './sleep';
 import type { LockLogger } from './logger';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
@@ -671,9 +672,9 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /**
    * Releases one hold recorded by this client (`held.release()`). If Redis cannot take it (see
-   * isOutage), resolves 'pending' (after one operationTimeout at most) and keeps sending the release (it
-   * is idempotent) until it lands or the lease has certainly ended, so a failover never leaves the lock
-   * behind for a lease.
+   * isOutage), sends it again (it is idempotent) until it lands or the lease has certainly ended, so a
+   * failover never leaves the lock behind for a lease; resolves 'pending' if none landed within one
+   * operationTimeout.
    */
   private async release(held: HeldLock): Promise<ReleaseOutcome> {
     if (held.released) return 'released';
@@ -696,20 +697,22 @@ export abstract class LockBase implements ReleaseReplayer {
     const { turns } = this;
     const handOver = turns && final ? turns.handOverFor() : 'pass';
     if (turns && handOver === 'keep' && turns.deferred(held, expectedHolds)) return 'released';
+    const startedAt = Date.now();
     let raw: RawRelease;
     try {
       raw = await this.bounded(send(handOver), 'unlock');
     } catch (error) {
-      if (!isOutage(error) || this.engine.redis.status === 'end') {
+      if (!isOutage(error) || closedForGood(this.engine.redis)) {
         held.releaseFailed(final);
         throw error;
       }
-      this.engine.registry.inFlightFor(
-        held.key,
-        held.owner,
-        this.retryRelease(held, () => send(), final),
-      );
-      return 'pending';
+      const retried = this.retryRelease(held, () => send(), final);
+      this.engine.registry.inFlightFor(held.key, held.owner, retried);
+      // The caller waits for the repeats up to one operationTimeout in all: a reconnect (a failover's
+      // switch, a revived connection) is over well within it, and then the answer is a final one.
+      const result = await settledWithin(retried, startedAt + this.engine.operationTimeout - Date.now());
+      if (result instanceof Error) throw result;
+      return result ?? 'pending';
     }
     return this.settleRelease(held, raw, final, false, handOver);
   }
@@ -775,7 +778,12 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */
-  private async retryRelease(held: HeldLock, send: () => Promise<RawRelease>, final: boolean): Promise<void> {
+  /** Resolves to the release's outcome once it lands, or to the error it gave up on (never rejects). */
+  private async retryRelease(
+    held: HeldLock,
+    send: () => Promise<RawRelease>,
+    final: boolean,
+  ): Promise<ReleaseOutcome | Error> {
     const { logger, operationTimeout, redis } = this.engine;
     logger.warn(`Could not reach Redis to release lock "${this.name}"; retrying until it lands or the lease ends.`);
     try {
@@ -783,10 +791,11 @@ export abstract class LockBase implements ReleaseReplayer {
       // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
       const until = held.expiresAt + operationTimeout;
       const raw = await retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
-      this.settleRelease(held, raw, final, true);
+      return this.settleRelease(held, raw, final, true);
     } catch (error) {
       held.forget(); // the lease is over (or Redis refused): nothing of ours is left to release
       logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);
+      return error as Error;
     }
   }
 

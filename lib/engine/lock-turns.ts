@@ -1,3 +1,4 @@
+import { closedForGood } from './connection-end';
 import type { EngineContext } from './engine-context';
 import { isOutage } from './outage';
 import type { HeldLock, Lendable } from './held-lock';
@@ -198,7 +199,7 @@ export class LockTurns {
       const raw = await this.lock.sendRelease(release);
       if (raw === 'released' || raw === 'kept') this.carried(release);
     } catch (error) {
-      if (isOutage(error) && this.engine.redis.status !== 'end') {
+      if (isOutage(error) && !closedForGood(this.engine.redis)) {
         this.lock.sendReleaseInBackground(release);
       } else {
         this.engine.logger.warn(`Could not release lock "${this.lock.name}": ${(error as Error).message}`);

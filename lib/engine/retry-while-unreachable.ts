@@ -1,4 +1,5 @@
 import { bounded } from './bounded';
+import { closedForGood } from './connection-end';
 import { nextReady } from './next-ready';
 import { isOutage } from './outage';
 import type { RedisClient } from './redis-client';
@@ -30,7 +31,7 @@ export async function retryWhileUnreachable<T>(
     try {
       return await bounded(send(), operationTimeout, { key, name });
     } catch (error) {
-      if (!isOutage(error) || Date.now() >= until || redis.status === 'end') throw error;
+      if (!isOutage(error) || Date.now() >= until || closedForGood(redis)) throw error;
       refreshSlotsSoon(redis);
     }
     // Back off, but go again the moment the connection is back: every ms here keeps the lock blocked.

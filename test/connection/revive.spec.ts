@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type Redis from 'ioredis';
-import { createLockClient, type LockClient } from '../../lib';
-import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import { createLockClient, RedisUnavailableError, type LockClient } from '../../lib';
+import { connect, eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 
 /**
  * A connection the library opened that ends without the library closing it (ioredis gives a
@@ -51,6 +51,34 @@ describe('connections that end on their own come back', () => {
     const handle = await waiting;
     expect(Date.now() - releasedAt).toBeLessThan(2_000); // woken, not left to the 30 s lease or the wait
     await handle.release();
+  });
+
+  it('a release sent while the lock connection has ended (before its revival) lands once it is back: released, not given up', async () => {
+    const lock = locks.getLock('released-across-end');
+    const handle = await lock.lock({ leaseTime: 60_000 });
+    const redis = locks.redis as Redis;
+    const ended = once(redis, 'end');
+    redis.disconnect();
+    await ended; // 'end' now; the revival comes 50 ms later
+    expect(await handle.release()).toBe('released');
+    expect(await other.locks.getLock('released-across-end').isLocked()).toBe(false); // not left to the minute-long lease
+  });
+
+  it('a release on a connection of the application that ended stays an error at once: nobody revives it', async () => {
+    const client = connect(singlePort());
+    const yours = await createLockClient({ connection: { type: 'client', client }, keyPrefix: prefix });
+    try {
+      const handle = await yours.getLock('ended-for-good').lock({ leaseTime: 60_000 });
+      const ended = once(client, 'end');
+      client.disconnect();
+      await ended;
+      const started = Date.now();
+      await expect(handle.release()).rejects.toThrow(RedisUnavailableError);
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      await yours.close();
+      await other.redis.del(`${prefix}:{ended-for-good}`);
+    }
   });
 
   it('a client the library closed stays closed', async () => {

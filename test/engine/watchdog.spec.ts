@@ -1,5 +1,6 @@
 import { LockClient, LockLostError } from '../../lib';
 import { engineOf } from '../../lib/internal';
+import { DEFAULT_OPERATION_TIMEOUT } from '../../lib/engine/lock-client';
 import { connect, eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('watchdog', () => {
@@ -114,27 +115,43 @@ describe('watchdog', () => {
     expect(quietLogger.warnings.some((w) => w.includes('"stolen"'))).toBe(true);
   });
 
-  it('a release that cannot reach Redis stops the renewals, says pending, and is sent again until it lands', async () => {
-    const failOnce = () =>
-      jest
-        .spyOn(client.redis, 'sendCommand')
-        .mockImplementationOnce(() => Promise.reject(new Error('Connection is closed.')) as never);
+  afterEach(() => jest.restoreAllMocks()); // a failed test leaves no cut-off behind
+
+  // Every command of this client fails as on a dropped connection until `mockRestore()`.
+  const cutOff = () =>
+    jest
+      .spyOn(client.redis, 'sendCommand')
+      .mockImplementation(() => Promise.reject(new Error('Connection is closed.')) as never);
+
+  it('a release that cannot reach Redis for longer than operationTimeout stops the renewals, says pending, and is sent again until it lands', async () => {
     const watched = client.locks.getLock('failed-release');
     const handle = await watched.lock();
-    let send = failOnce();
+    let send = cutOff();
+    const started = Date.now();
     expect(await handle.release()).toBe('pending');
-    send.mockRestore();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(DEFAULT_OPERATION_TIMEOUT - 50); // it tried that long
     expect(engineOf(client.locks).watchdog.size).toBe(0); // nobody keeps a lock alive that its holder gave up
+    send.mockRestore();
     await eventually(async () => !(await watched.isLocked()), 5_000);
 
     // With a minute-long lease only the retried release can have removed it.
     const leased = client.locks.getLock('failed-release-leased');
     const leasedHandle = await leased.lock({ leaseTime: 60_000 });
-    send = failOnce();
+    send = cutOff();
     expect(await leasedHandle.release()).toBe('pending');
     send.mockRestore();
     await eventually(async () => !(await leased.isLocked()), 5_000);
     await eventually(() => client.locks.heldLockCount === 0, 5_000);
+  });
+
+  it('a release that cannot reach Redis for a moment (a reconnect) is sent again and says released', async () => {
+    const lock = client.locks.getLock('failed-release-briefly');
+    const handle = await lock.lock({ leaseTime: 60_000 });
+    const send = cutOff();
+    setTimeout(() => send.mockRestore(), 300);
+    expect(await handle.release()).toBe('released');
+    expect(await lock.isLocked()).toBe(false);
+    expect(client.locks.heldLockCount).toBe(0);
   });
 
   it('extend() renews now and throws LockLostError once the lock is gone', async () => {
