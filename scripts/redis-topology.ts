@@ -27,7 +27,9 @@
  *               A clash fails fast with "port(s) ... in use".
  *   REDIS_TOPOLOGY_PORT_SHIFT   moves all of the above by a multiple of 10 (two runs on one machine).
  *   7400-7449   DEV_BASE_PORTS: `npm run redis:up` by hand and the demo
- *   17100-17449 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
+ *   7450-7489   TLS topologies (StartOptions.tls) of test/connection/tls.spec.ts: single 7450,
+ *               sentinel 7460, cluster 7470, replica 7480
+ *   17100-17479 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
  *
  * State: stateDirFor(kind, basePort) holds topology.json plus one dir per node, named by its port,
  * with redis.conf or sentinel.conf, redis.pid and redis.log. Nodes run daemonized (they never keep
@@ -62,7 +64,9 @@ import {
   sentinelReady,
   waitUntil,
   withClient,
+  type Endpoint,
 } from './topology/probes';
+import { createTlsFiles, type TlsFiles } from './topology/tls';
 import { formatHostPort, type HostPort } from './tooling';
 
 export type TopologyKind = 'single' | 'replica' | 'sentinel' | 'cluster' | 'multi';
@@ -96,6 +100,11 @@ export interface RunningTopology {
   sentinels: HostPort[];
   /** sentinel only: 'mymaster' */
   sentinelMasterName?: string;
+  /**
+   * Started with `tls: true`: every node (sentinels too) listens for TLS only, on the ports above, and
+   * replicas, sentinels and the cluster bus talk TLS among themselves. Clients trust `caFile`.
+   */
+  tls?: TlsFiles;
   nodes: TopologyNode[];
 }
 
@@ -188,6 +197,8 @@ export interface StartOptions {
   log?: (line: string) => void;
   /** Abort a start in progress: what was started so far is stopped and the promise rejects. */
   signal?: AbortSignal;
+  /** Nodes that speak TLS only (see RunningTopology.tls). */
+  tls?: boolean;
 }
 
 export async function startTopology(kind: TopologyKind, opts: StartOptions = {}): Promise<RunningTopology> {
@@ -214,6 +225,7 @@ export async function startTopology(kind: TopologyKind, opts: StartOptions = {})
   const layout = layoutFor(kind, basePort);
   await assertPortsFree(t.name, [...layout.servers, ...layout.sentinels, ...layout.busPorts]);
   claimStateDir(t);
+  if (opts.tls) t.tls = createTlsFiles(path.join(t.stateDir, 'tls'));
   persist(t);
   try {
     await STARTERS[kind](ctx, layout);
@@ -285,7 +297,8 @@ export async function restartNode(t: RunningTopology, port: number): Promise<voi
   await terminateProcesses([processOf(node)]);
   node.pid = await startDaemon(daemonArgs(node.role, node.dir), nodeFiles(node.dir));
   persist(t);
-  await waitUntil(`${t.name}: restarted ${node.role} ${formatHostPort(node.address)}`, answersPing(node.address), {
+  const restarted = endpointOf(t, node.address);
+  await waitUntil(`${t.name}: restarted ${node.role} ${formatHostPort(node.address)}`, answersPing(restarted), {
     logFile: nodeFiles(node.dir).logFile,
   });
 }
@@ -363,13 +376,17 @@ const STARTERS: Record<TopologyKind, (ctx: StartContext, layout: Layout) => Prom
       'cluster-config-file nodes.conf',
       'cluster-node-timeout 2000',
       'cluster-require-full-coverage no',
+      ...(ctx.t.tls ? ['tls-cluster yes'] : []),
     ];
     const nodes = await allSettledOrThrow(layout.servers.map((port) => launchNode(ctx, port, 'master', clusterConfig)));
     await waitAll(ctx, nodes, 'cluster node', answersPing);
     ctx.signal?.throwIfAborted();
     const create = await run(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map(formatHostPort), '--cluster-replicas', '1', '--cluster-yes'],
+      [
+        ...redisCliTlsArgs(ctx.t),
+        ...['--cluster', 'create', ...nodes.map(formatHostPort), '--cluster-replicas', '1', '--cluster-yes'],
+      ],
       { timeoutMs: 60_000, signal: ctx.signal },
     );
     if (create.code !== 0) {
@@ -378,7 +395,9 @@ const STARTERS: Record<TopologyKind, (ctx: StartContext, layout: Layout) => Prom
     await waitAll(ctx, nodes, 'cluster node', (a) => clusterNodeReady(a, nodes.length / 2, 1));
 
     // redis-cli picks which nodes become masters; record what it did.
-    const view = parseClusterNodes(String(await withClient(nodes[0], (c) => c.call('CLUSTER', 'NODES'))));
+    const view = parseClusterNodes(
+      String(await withClient(endpointOf(ctx.t, nodes[0]), (c) => c.call('CLUSTER', 'NODES'))),
+    );
     for (const node of ctx.t.nodes) {
       const line = view.find((l) => l.port === node.address.port);
       node.role = line?.flags.includes('slave') ? 'replica' : 'master';
@@ -415,7 +434,7 @@ async function launchNode(ctx: StartContext, port: number, role: NodeRole, extra
   fs.mkdirSync(dir, { recursive: true });
   const config = [
     `bind ${HOST}`,
-    `port ${port}`,
+    ...(ctx.t.tls ? tlsConfig(ctx.t.tls, port) : [`port ${port}`]),
     'protected-mode no',
     'daemonize yes',
     `pidfile ${quote(files.pidFile)}`,
@@ -439,16 +458,43 @@ async function waitAll(
   ctx: StartContext,
   addresses: HostPort[],
   what: string,
-  probeFor: (address: HostPort) => Probe,
+  probeFor: (address: Endpoint) => Probe,
 ): Promise<void> {
   await allSettledOrThrow(
     addresses.map((a) =>
-      waitUntil(`${ctx.t.name}: ${what} ${formatHostPort(a)}`, probeFor(a), {
+      waitUntil(`${ctx.t.name}: ${what} ${formatHostPort(a)}`, probeFor(endpointOf(ctx.t, a)), {
         logFile: nodeFiles(path.join(ctx.t.stateDir, String(a.port))).logFile,
         signal: ctx.signal,
       }),
     ),
   );
+}
+
+/**
+ * A TLS node: the TLS port instead of the plain one, its certificate, and TLS on every link it opens
+ * (a replica to its master, a sentinel to the nodes and other sentinels, the cluster bus: `tls-cluster`).
+ * A cluster bus port is the TLS port + 10000, as it would be for a plain one.
+ */
+function tlsConfig(tls: TlsFiles, port: number): string[] {
+  return [
+    'port 0',
+    `tls-port ${port}`,
+    `tls-cert-file ${quote(tls.certFile)}`,
+    `tls-key-file ${quote(tls.keyFile)}`,
+    `tls-ca-cert-file ${quote(tls.caFile)}`,
+    'tls-auth-clients no',
+    'tls-replication yes',
+  ];
+}
+
+/** How to reach a node of `t` with a client of ours: its address, and the CA for a TLS topology. */
+export function endpointOf(t: RunningTopology, address: HostPort): Endpoint {
+  return t.tls ? { ...address, tls: { ca: fs.readFileSync(t.tls.caFile) } } : address;
+}
+
+/** redis-cli's flags for a TLS topology's nodes. */
+function redisCliTlsArgs(t: RunningTopology): string[] {
+  return t.tls ? ['--tls', '--cacert', t.tls.caFile] : [];
 }
 
 /** Like Promise.all, but waits for every launch to settle so none finishes after cleanup ran. */

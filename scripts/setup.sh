@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One set-up command for a fresh machine (`npm run setup`): Redis >= 7 (redis-server + redis-cli,
-# which the tests start themselves on ports 7100-7449), then the npm dependencies.
+# which the tests start themselves on ports 7100-7489) and openssl (the TLS tests make their own
+# certificates), then the npm dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,8 @@ redis_ok() {
   command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 &&
     [ "$(redis_major)" -ge "$REQUIRED_MAJOR" ] 2>/dev/null
 }
+
+tools_ok() { redis_ok && command -v openssl >/dev/null 2>&1; }
 
 install_redis_with_apt() {
   echo "Installing redis-server and redis-tools with apt-get..."
@@ -26,22 +29,22 @@ install_redis_with_apt() {
     trap "rm -f $policy" EXIT # also on failure
   fi
   apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools
+  DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools openssl
   if [ "$added" = yes ]; then
     rm -f "$policy"
     trap - EXIT
   fi
 }
 
-if ! redis_ok; then
+if ! tools_ok; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     install_redis_with_apt
   else
     cat >&2 <<MSG
-Redis >= ${REQUIRED_MAJOR} is required (redis-server and redis-cli on PATH); found: $(redis-server --version 2>/dev/null || echo none).
-Install it, then run "npm run setup" again:
-  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y redis-server redis-tools
-  macOS:         brew install redis
+Redis >= ${REQUIRED_MAJOR} (redis-server and redis-cli on PATH) and openssl are required; found: $(redis-server --version 2>/dev/null || echo "no redis-server"), $(openssl version 2>/dev/null || echo "no openssl").
+Install them, then run "npm run setup" again:
+  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y redis-server redis-tools openssl
+  macOS:         brew install redis openssl
   other:         https://redis.io/docs/latest/operate/oss_and_stack/install/
 The tests start their own redis-server processes; no Redis service needs to run.
 MSG
@@ -60,3 +63,4 @@ echo "node:         $(node --version)"
 echo "npm:          $(npm --version)"
 echo "redis-server: $(redis-server --version)"
 echo "redis-cli:    $(redis-cli --version)"
+echo "openssl:      $(openssl version)"

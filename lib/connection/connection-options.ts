@@ -50,6 +50,12 @@ export interface SentinelConnectionOptions extends CommonConnectionOptions {
   masterName: string;
   sentinelUsername?: string;
   sentinelPassword?: string;
+  /**
+   * TLS to the sentinels themselves: true, or Node TLS options. Default: as `tls` (the master and
+   * replicas), since a deployment that encrypts one usually encrypts both; false for sentinels that
+   * take plain connections beside TLS nodes.
+   */
+  sentinelTls?: boolean | NonNullable<RedisOptions['tls']>;
 }
 
 /** Redis Cluster: scripts stay on one slot (hash tags); notifications use sharded pub/sub. */

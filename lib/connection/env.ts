@@ -16,10 +16,11 @@ import type { RedisLockClientOptions } from './create-lock-client';
  * | REDIS_SENTINELS              | sentinel: host:port,host:port                                  |
  * | REDIS_SENTINEL_MASTER        | sentinel: monitored master name                                |
  * | REDIS_SENTINEL_PASSWORD      | sentinel: password of the sentinels themselves (optional)      |
+ * | REDIS_SENTINEL_TLS           | sentinel: true / false, TLS to the sentinels (default REDIS_TLS) |
  * | REDIS_NODES                  | cluster: host:port,host:port (seed nodes)                      |
  * | REDIS_USERNAME, REDIS_PASSWORD | ACL user and password (never logged)                         |
  * | REDIS_DB                     | database index (not cluster)                                   |
- * | REDIS_TLS                    | true / false                                                   |
+ * | REDIS_TLS                    | true / false (a rediss:// REDIS_URL says true)                 |
  * | REDIS_COMMAND_TIMEOUT        | ms before a command to a frozen server fails (default 2000)    |
  * | REDIS_LOCK_PREFIX            | key prefix of every lock (default "lock")                      |
  * | REDIS_LOCK_WATCHDOG_TIMEOUT  | watchdog lease in ms (default 30000)                           |
@@ -33,6 +34,7 @@ export const LOCK_ENV_VARIABLES = [
   'REDIS_SENTINELS',
   'REDIS_SENTINEL_MASTER',
   'REDIS_SENTINEL_PASSWORD',
+  'REDIS_SENTINEL_TLS',
   'REDIS_NODES',
   'REDIS_USERNAME',
   'REDIS_PASSWORD',
@@ -92,6 +94,8 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
       // Credentials in the master URL count, unless REDIS_USERNAME / REDIS_PASSWORD say otherwise.
       common.username ??= credentials?.username ? decodeURIComponent(credentials.username) : undefined;
       common.password ??= credentials?.password ? decodeURIComponent(credentials.password) : undefined;
+      // As for a single server's URL: rediss:// is TLS unless REDIS_TLS says otherwise.
+      common.tls ??= credentials?.protocol === 'rediss:' ? true : undefined;
       const replicas = addresses(problems, 'REDIS_REPLICAS', value('REDIS_REPLICAS') ?? '', 0);
       if (master) connection = { type, master, replicas, ...common };
       break;
@@ -104,6 +108,7 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
         sentinels,
         masterName: masterName ?? '',
         sentinelPassword: value('REDIS_SENTINEL_PASSWORD'),
+        sentinelTls: boolean(problems, 'REDIS_SENTINEL_TLS', value('REDIS_SENTINEL_TLS')),
         ...common,
       };
       break;

@@ -21,7 +21,7 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     username: options.username ?? options.redisOptions?.username,
     password: options.password ?? options.redisOptions?.password,
     db: options.db ?? options.redisOptions?.db,
-    tls: options.tls === true ? {} : options.tls === false ? undefined : (options.tls ?? options.redisOptions?.tls),
+    tls: tlsOptions(options.tls) ?? (options.tls === false ? undefined : options.redisOptions?.tls),
     commandTimeout: options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
     maxRetriesPerRequest: 0,
     enableOfflineQueue: false,
@@ -32,6 +32,11 @@ export function lockConnectionOptions(options: CommonConnectionOptions): RedisOp
     disconnectTimeout: options.redisOptions?.disconnectTimeout ?? 200,
     retryStrategy: options.redisOptions?.retryStrategy ?? reconnectDelay,
   };
+}
+
+/** ioredis's `tls` for our `tls` option: true is TLS with Node's defaults, false or none is no TLS. */
+export function tlsOptions(tls: CommonConnectionOptions['tls']): RedisOptions['tls'] {
+  return tls === true ? {} : tls === false ? undefined : tls;
 }
 
 /**

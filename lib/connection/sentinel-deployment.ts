@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { BaseDeployment } from './base-deployment';
 import type { SentinelConnectionOptions } from './connection-options';
-import { DEFAULT_COMMAND_TIMEOUT, lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
+import { DEFAULT_COMMAND_TIMEOUT, lockConnectionOptions, SUBSCRIBER_OVERRIDES, tlsOptions } from './redis-options';
 
 /**
  * A sentinel-managed master. Both connections ask the sentinels for the master, and watch the
@@ -13,12 +13,17 @@ export class SentinelDeployment extends BaseDeployment<Redis> {
   readonly type = 'sentinel' as const;
 
   constructor(options: SentinelConnectionOptions) {
+    const nodeOptions = lockConnectionOptions(options);
     const connection = {
-      ...lockConnectionOptions(options),
+      ...nodeOptions,
       sentinels: options.sentinels,
       name: options.masterName,
       sentinelUsername: options.sentinelUsername,
       sentinelPassword: options.sentinelPassword,
+      // ioredis ignores `tls` in sentinel mode (a plain connection to a TLS master fails its handshake
+      // forever) unless told to use it for the nodes; the sentinels have TLS options of their own.
+      enableTLSForSentinelMode: nodeOptions.tls !== undefined,
+      sentinelTLS: options.sentinelTls === undefined ? nodeOptions.tls : tlsOptions(options.sentinelTls),
       failoverDetector: true,
       sentinelCommandTimeout: options.commandTimeout ?? DEFAULT_COMMAND_TIMEOUT,
       // Fresh sentinel answers on every reconnect, so a demoted master is not reused.

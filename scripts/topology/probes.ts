@@ -9,10 +9,14 @@ import { logTail } from './processes';
 /** A probe result: `undefined` when ready, otherwise what is not ready yet (for the timeout error). */
 export type Probe = () => Promise<string | undefined>;
 
-export async function withClient<T>(address: HostPort, fn: (client: Redis) => Promise<T>): Promise<T> {
+/** A node to probe: its address, and for a TLS topology the CA its certificate is signed by. */
+export type Endpoint = HostPort & { tls?: { ca: Buffer } };
+
+export async function withClient<T>(address: Endpoint, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({
     host: address.host,
     port: address.port,
+    tls: address.tls,
     lazyConnect: true,
     enableReadyCheck: false, // sentinels and loading nodes must still be probeable
     enableOfflineQueue: false,
@@ -82,12 +86,12 @@ function instances(reply: unknown): Record<string, string>[] {
 const unhealthy = (flags: string): boolean => /s_down|o_down|disconnected/.test(flags);
 
 export const answersPing =
-  (address: HostPort): Probe =>
+  (address: Endpoint): Probe =>
   () =>
     withClient(address, async (c) => ((await c.ping()) === 'PONG' ? undefined : 'PING did not answer PONG'));
 
 export const replicaLinked =
-  (address: HostPort): Probe =>
+  (address: Endpoint): Probe =>
   () =>
     withClient(address, async (c) => {
       const info = parseInfo(await c.info('replication'));
@@ -96,7 +100,7 @@ export const replicaLinked =
     });
 
 export const masterHasOnlineReplicas =
-  (address: HostPort, expected: number): Probe =>
+  (address: Endpoint, expected: number): Probe =>
   () =>
     withClient(address, async (c) => {
       const info = parseInfo(await c.info('replication'));
@@ -106,7 +110,7 @@ export const masterHasOnlineReplicas =
 
 /** The sentinel knows the master, all its replicas (linked) and every other sentinel. */
 export const sentinelReady =
-  (sentinel: HostPort, masterName: string, master: HostPort, replicas: number, otherSentinels: number): Probe =>
+  (sentinel: Endpoint, masterName: string, master: HostPort, replicas: number, otherSentinels: number): Probe =>
   () =>
     withClient(sentinel, async (c) => {
       const addr = (await c.call('SENTINEL', 'get-master-addr-by-name', masterName)) as string[] | null;
@@ -148,7 +152,7 @@ export function parseClusterNodes(text: string): ClusterNodeLine[] {
  * behind `redis-cli --cluster create`), and if it is a replica itself, its replication link is up.
  */
 export const clusterNodeReady =
-  (address: HostPort, masters: number, replicasPerMaster: number): Probe =>
+  (address: Endpoint, masters: number, replicasPerMaster: number): Probe =>
   () =>
     withClient(address, async (c) => {
       const info = parseInfo(String(await c.call('CLUSTER', 'INFO')));

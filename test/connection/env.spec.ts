@@ -50,6 +50,35 @@ describe('lockOptionsFromEnv', () => {
       },
     ],
     [
+      'master-slave with a rediss:// URL: TLS, unless REDIS_TLS says otherwise',
+      { REDIS_DEPLOY_TYPE: 'master-slave', REDIS_URL: 'rediss://10.0.0.1:6380' },
+      { connection: { type: 'master-slave', master: { host: '10.0.0.1', port: 6380 }, replicas: [], tls: true } },
+    ],
+    [
+      'master-slave with a rediss:// URL and REDIS_TLS=false',
+      { REDIS_DEPLOY_TYPE: 'master-slave', REDIS_URL: 'rediss://10.0.0.1:6380', REDIS_TLS: 'false' },
+      { connection: { type: 'master-slave', master: { host: '10.0.0.1', port: 6380 }, replicas: [], tls: false } },
+    ],
+    [
+      'sentinel with TLS to the nodes but not to the sentinels',
+      {
+        REDIS_DEPLOY_TYPE: 'sentinel',
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_MASTER: 'mymaster',
+        REDIS_TLS: 'true',
+        REDIS_SENTINEL_TLS: 'false',
+      },
+      {
+        connection: {
+          type: 'sentinel',
+          sentinels: [{ host: 's1', port: 26379 }],
+          masterName: 'mymaster',
+          tls: true,
+          sentinelTls: false,
+        },
+      },
+    ],
+    [
       'sentinel',
       { REDIS_DEPLOY_TYPE: 'sentinel', REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_MASTER: 'mymaster' },
       {
@@ -114,6 +143,16 @@ describe('lockOptionsFromEnv', () => {
         'REDIS_TLS must be true or false; got "maybe"',
         'REDIS_LOCK_PREFIX must be a non-empty string without "{" or "}"',
       ],
+    ],
+    [
+      'a sentinel TLS flag that is not a boolean',
+      {
+        REDIS_DEPLOY_TYPE: 'sentinel',
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_MASTER: 'm',
+        REDIS_SENTINEL_TLS: 'on',
+      },
+      ['REDIS_SENTINEL_TLS must be true or false; got "on"'],
     ],
     [
       'master-slave without the master',
