@@ -5,6 +5,7 @@
  *   npm run redis:up -- sentinel cluster         the listed kinds (single replica sentinel cluster multi)
  *   npm run redis:up -- all                      all five kinds
  *   npm run redis:up -- replica --base-port 7500 one kind on another base port
+ *   npm run redis:up -- sentinel --tls           nodes that take TLS only (prints the CA file to trust)
  *   npm run redis:down                           every topology under the state root; skips those whose
  *                                                starter still runs (a jest run) unless --force
  *   npm run redis:down -- sentinel               the dev topology of that kind (or --base-port N)
@@ -29,7 +30,7 @@ import {
   TopologyKind,
 } from './redis-topology';
 
-const USAGE = `usage: tsx scripts/redis-cli.ts up   [all | kind ...] [--base-port N]
+const USAGE = `usage: tsx scripts/redis-cli.ts up   [all | kind ...] [--base-port N] [--tls]
        tsx scripts/redis-cli.ts down [all | kind ...] [--base-port N] [--force]
 kinds: ${TOPOLOGY_KINDS.join(' ')}`;
 
@@ -38,6 +39,7 @@ interface Args {
   kinds: TopologyKind[];
   basePort?: number;
   force: boolean;
+  tls: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -46,9 +48,11 @@ function parseArgs(argv: string[]): Args {
   const kinds = new Set<TopologyKind>();
   let basePort: number | undefined;
   let force = false;
+  let tls = false;
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i];
     if (arg === '--force') force = true;
+    else if (arg === '--tls' && command === 'up') tls = true;
     else if (arg === '--base-port' || arg.startsWith('--base-port=')) {
       const value = arg.includes('=') ? arg.split('=')[1] : rest[++i];
       basePort = Number(value);
@@ -61,12 +65,12 @@ function parseArgs(argv: string[]): Args {
   }
   if (command === 'up' && kinds.size === 0) kinds.add('single');
   if (basePort !== undefined && kinds.size !== 1) throw new UsageError('--base-port needs exactly one kind');
-  return { command, kinds: [...kinds], basePort, force };
+  return { command, kinds: [...kinds], basePort, force, tls };
 }
 
 class UsageError extends Error {}
 
-async function up({ kinds, basePort }: Args): Promise<number> {
+async function up({ kinds, basePort, tls }: Args): Promise<number> {
   const abort = new AbortController();
   const onSignal = (): void => {
     console.error('\ninterrupted: stopping what was started so far...');
@@ -76,7 +80,9 @@ async function up({ kinds, basePort }: Args): Promise<number> {
   process.once('SIGTERM', onSignal);
   try {
     const results = await Promise.allSettled(
-      kinds.map((kind) => startTopology(kind, { basePort: basePort ?? DEV_BASE_PORTS[kind], signal: abort.signal })),
+      kinds.map((kind) =>
+        startTopology(kind, { basePort: basePort ?? DEV_BASE_PORTS[kind], signal: abort.signal, tls }),
+      ),
     );
     const started = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     if (abort.signal.aborted) {
@@ -143,6 +149,7 @@ function printTopology(verb: string, t: RunningTopology, note: (pid: number) => 
     console.log(`  ${node.role.padEnd(8)} ${address.padEnd(16)} pid ${node.pid}${note(node.pid)}`);
   }
   if (t.sentinelMasterName) console.log(`  sentinel master name: ${t.sentinelMasterName}`);
+  if (t.tls) console.log(`  TLS only; trust the CA in ${t.tls.caFile} (e.g. NODE_EXTRA_CA_CERTS)`);
   console.log(`  state: ${t.stateDir}`);
 }
 
