@@ -6,27 +6,26 @@
 -- KEYS[4]  fencing counter
 -- KEYS[5]  channel prefix       the new holder is told on <KEYS[5]>:<first segment of its owner id>,
 --                               message '<owner id>|<fencing token>': it holds the lock from now on
--- ARGV[1]  owner id ('' with ARGV[5] = '1')
+-- ARGV[1]  owner id
 -- ARGV[2]  lease in ms, re-applied while holds remain
 -- ARGV[3]  acceptance lease in ms for the waiter the lock is handed to
 -- ARGV[4]  publish command      'publish' or 'spublish'
--- ARGV[5]  '1' = force: release whoever holds it; also used by a waiter that gives up (abandon)
--- ARGV[6]  expected hold count before this release, as the client counts it ('' = unknown): a repeat
+-- ARGV[5]  expected hold count before this release, as the client counts it ('' = unknown): a repeat
 --          of a release that already landed (sent again after an unknown outcome) changes nothing
 -- Returns  'released' (and handed over if anyone waits), 'decremented' (holds remain, or a repeat),
 --          'not-locked', 'not-owner' (locked by another owner: nothing changed);
 --          error BADARG before any write when an argument is unusable
 --!include fair-queue.lua
 --!include release-arguments.lua
-local owner, force = ARGV[1], ARGV[5] == '1'
-if not force and (not owner or owner == '') then return redis.error_reply('BADARG owner id is empty') end
+local owner = ARGV[1]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
 local bad = fairArgumentProblem(ARGV[2], ARGV[3]) or publishCommandProblem(ARGV[4])
 if bad then return bad end
 local expected = nil
-if ARGV[6] ~= nil and ARGV[6] ~= '' then
-  expected = tonumber(ARGV[6])
+if ARGV[5] ~= nil and ARGV[5] ~= '' then
+  expected = tonumber(ARGV[5])
   if not expected or expected < 1 or expected > 2147483647 or expected % 1 ~= 0 then
-    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[6]))
+    return redis.error_reply('BADARG expected hold count must be a whole number >= 1, got ' .. tostring(ARGV[5]))
   end
 end
 local lease = tonumber(ARGV[2])
@@ -40,17 +39,15 @@ if redis.call('exists', fair.lock) == 0 then
   handToNextWaiter(fair)
   return 'not-locked'
 end
-if not force then
-  local count = redis.pcall('hget', fair.lock, owner)
-  count = type(count) == 'string' and tonumber(count) or nil
-  -- The lock exists (checked above): no hold of this owner means another owner's.
-  local shortcut = releaseShortcut(count, function() return true end, expected)
-  if shortcut then return shortcut end
-  if count > 1 then
-    redis.call('hincrby', fair.lock, owner, -1)
-    if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
-    return 'decremented'
-  end
+local count = redis.pcall('hget', fair.lock, owner)
+count = type(count) == 'string' and tonumber(count) or nil
+-- The lock exists (checked above): no hold of this owner means another owner's.
+local shortcut = releaseShortcut(count, function() return true end, expected)
+if shortcut then return shortcut end
+if count > 1 then
+  redis.call('hincrby', fair.lock, owner, -1)
+  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  return 'decremented'
 end
 redis.call('del', fair.lock)
 handToNextWaiter(fair)

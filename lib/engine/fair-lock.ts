@@ -5,7 +5,8 @@ import { HashLock } from './hash-lock';
 import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from './lock-base';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import { retryWhileUnreachable } from './retry-while-unreachable';
-import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
+import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
+import { randomUUID } from 'node:crypto';
 
 export interface FairLockOptions {
   /**
@@ -99,16 +100,11 @@ export class FairLock extends HashLock {
   }
 
   protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
-    return this.runUnlock(owner, leaseMs, false, expectedHolds);
-  }
-
-  private runUnlock(owner: string, leaseMs: number, force: boolean, expectedHolds?: number): Promise<RawRelease> {
     return FAIR_UNLOCK.run(this.engine.redis, this.keys, {
       owner,
       leaseMs,
       acceptanceLease: this.acceptanceLease,
       publish: this.engine.publishCommand,
-      force: force ? '1' : '0',
       expectedHolds: expectedHolds ?? '',
     });
   }
@@ -139,6 +135,12 @@ export class FairLock extends HashLock {
 
   /** Deletes the lock whoever holds it and hands it to the next waiter. True when it was locked. */
   override async forceUnlock(): Promise<boolean> {
-    return (await this.bounded(this.runUnlock('', this.acceptanceLease, true), 'forceUnlock')) === 'released';
+    const { redis, publishCommand } = this.engine;
+    const force = FAIR_FORCE_UNLOCK.run(redis, this.keys, {
+      acceptanceLease: this.acceptanceLease,
+      publish: publishCommand,
+      callId: randomUUID(),
+    });
+    return this.bounded(force, 'forceUnlock');
   }
 }

@@ -9,9 +9,11 @@
  * - `next`: reentrant and simple locks: the client id a free lock is reserved for, for a few ms, after
  *   its holder's process passed it on (see lua/include/hand-over.lua);
  * - `queue`: the fair lock's FIFO queue of waiter ids;
- * - `deadlines`: the fair lock's sorted set of waiter id -> deadline (Redis server time, ms).
+ * - `deadlines`: the fair lock's sorted set of waiter id -> deadline (Redis server time, ms);
+ * - `forced`: a hash of recent forceUnlock call ids -> outcome, so a repeat of one changes nothing
+ *   (lua/include/force-once.lua); it lives 10 minutes after the latest.
  */
-export type LockKeys = KeySet<'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines'>;
+export type LockKeys = KeySet<'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines' | 'forced'>;
 
 /**
  * The keys of semaphore `name`: a namespace of their own under the name's hash tag, so a lock and a
@@ -33,10 +35,11 @@ export type SemaphoreKeys = KeySet<'holds' | 'limit' | 'fence' | 'channel' | 'wa
  * - `writers`: waiting writers' intents, a sorted set owner -> deadline (Redis server time, ms);
  * - `fence`: the fencing-token counter, incremented by each write grant;
  * - `readChannel`: releases that may let readers in; every waiting reader's process listens;
- * - `writeChannel`: releases that may let a writer in; every waiting writer's process listens.
+ * - `writeChannel`: releases that may let a writer in; every waiting writer's process listens;
+ * - `forced`: recent forceUnlock calls of either side (see LockKeys).
  */
 export type ReadWriteKeys = KeySet<
-  'write' | 'readers' | 'readCounts' | 'writers' | 'fence' | 'readChannel' | 'writeChannel'
+  'write' | 'readers' | 'readCounts' | 'writers' | 'fence' | 'readChannel' | 'writeChannel' | 'forced'
 >;
 
 type KeySet<K extends string> = { readonly [P in K]: string };
@@ -58,6 +61,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     next: ':next',
     queue: ':queue',
     deadlines: ':deadlines',
+    forced: ':forced',
   });
 }
 
@@ -81,6 +85,7 @@ export function readWriteKeys(prefix: string, name: string): ReadWriteKeys {
     fence: ':rw:fence',
     readChannel: ':rw:unlock:read',
     writeChannel: ':rw:unlock:write',
+    forced: ':rw:forced',
   });
 }
 

@@ -364,7 +364,7 @@ export abstract class LockBase implements ReleaseReplayer {
     await this.settleOwnRelease();
     const { redis, publishCommand } = this.engine;
     return this.bounded(
-      FORCE_UNLOCK.run(redis, this.keys, { publish: publishCommand, message: 'force' }),
+      FORCE_UNLOCK.run(redis, this.keys, { publish: publishCommand, message: 'force', callId: randomUUID() }),
       'forceUnlock',
     );
   }

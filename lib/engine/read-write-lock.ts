@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import { LockUpgradeError } from './errors';
@@ -94,7 +95,8 @@ abstract class ReadWriteSide extends LockBase {
 
   protected forceSide(side: 'read' | 'write'): Promise<boolean> {
     const { redis, publishCommand } = this.engine;
-    return this.bounded(READ_WRITE_FORCE_UNLOCK.run(redis, this.rw, { side, publish: publishCommand }), 'forceUnlock');
+    const force = READ_WRITE_FORCE_UNLOCK.run(redis, this.rw, { side, publish: publishCommand, callId: randomUUID() });
+    return this.bounded(force, 'forceUnlock');
   }
 
   /** How many holds of this side the current scope's owner (or `owner`) has; 0 when none. */

@@ -187,6 +187,7 @@ class PermitLock extends LockBase {
       next: holds,
       queue: holds,
       deadlines: holds,
+      forced: holds,
     }));
     this.defaultLeaseTime = defaultLeaseTime;
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { LockClient, runInLockScope, type LockHandle } from '../../lib';
-import { quietLogger } from '../support/engine';
+import { LockClient, runInLockScope, type LockBase, type LockHandle } from '../../lib';
+import { quietLogger, sleep } from '../support/engine';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { sharedTopology } from '../support/topologies';
 
@@ -100,6 +100,55 @@ describe("a lock attempt re-sent by the application's ioredis client after its r
     const next = await locks.getLock(name).lock({ waitTime: 2_000 });
     expect(next.fencingToken).toBeGreaterThan(handle.fencingToken);
     await next.release();
+  });
+});
+
+describe("a force unlock re-sent by the application's ioredis client after its reply was lost", () => {
+  let proxy: ReplyDroppingProxy;
+  let redis: Redis;
+  const clients: LockClient[] = [];
+  const keyPrefix = `rf-${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    proxy = await ReplyDroppingProxy.start(sharedTopology('single').masters[0]);
+    redis = new Redis({ host: '127.0.0.1', port: proxy.port }); // ioredis defaults: re-sends
+    await redis.ping();
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    for (const c of clients) c.redis.disconnect();
+    redis.disconnect();
+    await proxy.close();
+  });
+
+  /** A lock client of its own, as another process would have. */
+  const client = (connection = new Redis(sharedTopology('single').masters[0])) => {
+    const locks = new LockClient({ redis: connection, keyPrefix, logger: quietLogger });
+    clients.push(locks);
+    return locks;
+  };
+  const KINDS: [string, (locks: LockClient, name: string) => LockBase][] = [
+    ['reentrant', (locks, name) => locks.getLock(name)],
+    ['fair', (locks, name) => locks.getFairLock(name)],
+    ['simple', (locks, name) => locks.getSimpleLock(name)],
+    ['write', (locks, name) => locks.getReadWriteLock(name).writeLock()],
+  ];
+
+  it.each(KINDS)('%s: the repeat leaves the lock that a woken waiter took meanwhile', async (kind, lockOf) => {
+    const name = `force-${kind}`;
+    const [admin, holder, waiter] = [client(redis), client(), client()];
+    const first = await lockOf(holder, name).lock({ leaseTime: 30_000 });
+    const waiting = lockOf(waiter, name).lock({ waitTime: 10_000, leaseTime: 30_000 });
+    await sleep(200); // parked: the force wakes it, and it takes the lock before ioredis sends the force again
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/^:1\r\n$/);
+    expect(await lockOf(admin, name).forceUnlock()).toBe(true);
+    expect(proxy.dropped).toBe(dropped + 1); // the reply was lost, and the force sent again
+    const second = await waiting;
+    await sleep(200);
+    expect(await lockOf(holder, name).isLocked()).toBe(true); // the repeat did not delete the new hold
+    expect(await second.release()).toBe('released');
+    expect(await first.release()).toBe('expired');
   });
 });
 

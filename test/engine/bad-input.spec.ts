@@ -290,11 +290,7 @@ describe('bad input', () => {
         ['fair-accept-1.lua', [k.lock], [lease, 'owner']],
         ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
         ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', lease, 'publish', 'released', '', 'pass']],
-        [
-          'fair-unlock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          ['o', lease, 2000, 'publish', '0', ''],
-        ],
+        ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
@@ -304,6 +300,7 @@ describe('bad input', () => {
 
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
+      const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced];
       const calls: [string, string[], (string | number)[]][] = [
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, '', 'client', '0']],
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', 'yes']],
@@ -315,7 +312,7 @@ describe('bad input', () => {
         ['fair-abandon-3.lua', [k.lock, k.queue, k.deadlines], ['']],
         ['renew-many-n.lua', [k.lock], ['list', 1000, 'owner']],
         ['renew-many-n.lua', [k.lock], ['hash', 1000]],
-        ['force-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['flushall', 'x']],
+        ['force-unlock-5.lua', [k.lock, k.channel, k.waiting, k.next, k.forced], ['flushall', 'x', 'id']],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'del', 'x', 'pass']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
@@ -334,16 +331,17 @@ describe('bad input', () => {
         ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '', '2.5']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '', '1001']],
-        [
-          'fair-unlock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          ['o', 1000, 2000, 'publish', '0', 'x'],
-        ],
+        ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', 1000, 2000, 'publish', 'x']],
+        // A force without its call id (see force-once.lua), or with unusable settings.
+        ['force-unlock-5.lua', [k.lock, k.channel, k.waiting, k.next, k.forced], ['publish', 'x', '']],
+        ['fair-force-unlock-6.lua', fairForceKeys, [0, 'publish', 'id']],
+        ['fair-force-unlock-6.lua', fairForceKeys, [1000, 'flushall', 'id']],
+        ['fair-force-unlock-6.lua', fairForceKeys, [1000, 'publish', '']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
-      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next)).toBe(0);
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next, k.forced)).toBe(0);
     });
 
     it('a malformed release leaves the held lock exactly as it was', async () => {

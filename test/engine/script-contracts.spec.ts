@@ -130,7 +130,7 @@ describe('script contracts', () => {
         'not-locked',
       ),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
-      call(catalog.FORCE_UNLOCK, { publish, message: 'm' }, false),
+      call(catalog.FORCE_UNLOCK, { publish, message: 'm', callId: 'f1' }, false),
       call(
         catalog.SIMPLE_LOCK,
         { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once', priorToken: '', tokens: 1 },
@@ -144,9 +144,10 @@ describe('script contracts', () => {
       ),
       call(
         catalog.FAIR_UNLOCK,
-        { owner: 'c:1', leaseMs: 5000, acceptanceLease: 1000, publish, force: '0', expectedHolds: '' },
+        { owner: 'c:1', leaseMs: 5000, acceptanceLease: 1000, publish, expectedHolds: '' },
         'not-locked',
       ),
+      call(catalog.FAIR_FORCE_UNLOCK, { acceptanceLease: 1000, publish, callId: 'f1' }, false),
       call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1' }, false),
       call(catalog.FAIR_ABANDON, { owner: 'c:1' }, false),
       call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', heldBefore: 0 }, ['granted', 0]),
@@ -155,7 +156,7 @@ describe('script contracts', () => {
       call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0, heldBefore: 0 }, grant),
       call(catalog.WRITE_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
       call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
-      call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish }, false),
+      call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish, callId: 'f1' }, false),
       call(
         catalog.SEMAPHORE_ACQUIRE,
         {

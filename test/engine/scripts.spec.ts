@@ -1,7 +1,9 @@
 import { lockKeys, readWriteKeys } from '../../lib/internal';
 import {
+  FAIR_FORCE_UNLOCK,
   FAIR_LOCK,
   FORCE_UNLOCK,
+  READ_WRITE_FORCE_UNLOCK,
   LOCK,
   READ_LOCK,
   WRITE_LOCK,
@@ -400,19 +402,74 @@ describe('lua scripts', () => {
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 
-  it('force-unlock-4: deletes whoever holds it and wakes a waiting process', async () => {
+  it('force-unlock-5: deletes whoever holds it and wakes a waiting process', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
     try {
       await lock(k, 'a');
       await lock(k, 'p1:x', 5000, 'p1');
-      const force = () => FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'f' });
-      expect(await force()).toBe(true);
-      expect(await force()).toBe(false);
+      const force = (callId: string) => FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'f', callId });
+      expect(await force('f1')).toBe(true);
+      expect(await force('f2')).toBe(false);
       expect(await sub.heard()).toEqual(['p1']);
     } finally {
       await sub.close();
     }
+  });
+
+  describe('a force unlock sent again after its reply was lost (its first run landed)', () => {
+    const rwWrite = (owner: string) =>
+      WRITE_LOCK.run(redis, readWriteKeys(prefix, 'force-rw'), { leaseMs: 5000, owner, intentMs: 0, heldBefore: '' });
+    const kinds: [
+      kind: string,
+      take: (owner: string) => Promise<unknown>,
+      force: (callId: string) => Promise<boolean>,
+      holder: () => Promise<unknown>,
+    ][] = [];
+    const k = keys();
+    kinds.push([
+      'force-unlock-5',
+      (owner) => lock(k, owner),
+      (callId) => FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'f', callId }),
+      () => redis.hgetall(k.lock),
+    ]);
+    const fair = keys();
+    kinds.push([
+      'fair-force-unlock-6',
+      (owner) =>
+        FAIR_LOCK.run(redis, fair, {
+          leaseMs: 5000,
+          owner,
+          staleWaiterTimeout: 5000,
+          acceptanceLease: 1000,
+          publish: 'publish',
+          heldBefore: '',
+        }),
+      (callId) => FAIR_FORCE_UNLOCK.run(redis, fair, { acceptanceLease: 1000, publish: 'publish', callId }),
+      () => redis.hgetall(fair.lock),
+    ]);
+    const rw = readWriteKeys(prefix, 'force-rw');
+    kinds.push([
+      'rw-force-unlock-6',
+      rwWrite,
+      (callId) => READ_WRITE_FORCE_UNLOCK.run(redis, rw, { side: 'write', publish: 'publish', callId }),
+      () => redis.hgetall(rw.write),
+    ]);
+
+    it.each(kinds)(
+      '%s: the repeat leaves the lock someone took in between, and replies as the first run did',
+      async (_kind, take, force, holder) => {
+        await take('first');
+        expect(await force('call-1')).toBe(true);
+        await take('second'); // the unlock woke a waiter, which took the lock before the repeat came
+        expect(await force('call-1')).toBe(true); // the same reply
+        expect(await holder()).toEqual({ second: '1' }); // and its hold is still there
+        expect(await force('call-2')).toBe(true); // another call is another force
+        expect(await holder()).toEqual({});
+        expect(await force('call-3')).toBe(false);
+        expect(await force('call-3')).toBe(false);
+      },
+    );
   });
 
   describe('an attempt sent again after its reply was lost (its first run landed)', () => {

@@ -314,7 +314,7 @@ describe('ReadWriteLock', () => {
   });
 
   it('each read-write script called with malformed arguments writes nothing', async () => {
-    const { write, readers, readCounts, writers, fence, readChannel, writeChannel } = rwOf().keys;
+    const { write, readers, readCounts, writers, fence, readChannel, writeChannel, forced } = rwOf().keys;
     const lockKeys5 = [write, readers, readCounts, writers, fence];
     const calls: [string, string[], (string | number)[]][] = [
       ['rw-read-lock-5.lua', lockKeys5, ['1500.5', 'owner']],
@@ -327,12 +327,21 @@ describe('ReadWriteLock', () => {
       ['rw-write-unlock-4.lua', [write, readers, readChannel, writeChannel], ['owner', 'abc', 'publish', '']],
       ['rw-write-unlock-4.lua', [write, readers, readChannel, writeChannel], ['', 1_000, 'publish', '']],
       ['rw-write-abandon-3.lua', [write, writers, readChannel], ['owner', 'flushall']],
-      ['rw-force-unlock-5.lua', [write, readers, readCounts, readChannel, writeChannel], ['both', 'publish']],
+      [
+        'rw-force-unlock-6.lua',
+        [write, readers, readCounts, readChannel, writeChannel, forced],
+        ['both', 'publish', 'id'],
+      ],
+      [
+        'rw-force-unlock-6.lua',
+        [write, readers, readCounts, readChannel, writeChannel, forced],
+        ['write', 'publish', ''],
+      ],
     ];
     for (const [script, keys, args] of calls) {
       await expect(runScriptUnchecked(client.redis, script, keys, args)).rejects.toThrow(/BADARG/);
     }
-    expect(await client.redis.exists(write, readers, readCounts, writers, fence)).toBe(0);
+    expect(await client.redis.exists(write, readers, readCounts, writers, fence, forced)).toBe(0);
   });
 
   it('bad input raises LockOptionsError before any Redis call', async () => {

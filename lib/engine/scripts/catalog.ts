@@ -84,11 +84,11 @@ export const PASS_WAKE = defineScript({
   reply: yesNo,
 });
 
-/** Yes: it was locked (deleted, and a waiting process woken). */
+/** Yes: it was locked (deleted, and a waiting process woken). A repeat of one `callId` changes nothing. */
 export const FORCE_UNLOCK = defineScript({
-  file: 'force-unlock-4.lua',
-  keys: RELEASE_KEYS,
-  args: { publish, message: str },
+  file: 'force-unlock-5.lua',
+  keys: [...RELEASE_KEYS, 'forced'],
+  args: { publish, message: str, callId: str },
   reply: yesNo,
 });
 
@@ -102,11 +102,19 @@ export const FAIR_LOCK = defineScript({
   reply: asIs<AttemptReply>,
 });
 
+/** Yes: it was locked (deleted, and handed to the next live waiter). A repeat of one `callId` changes nothing. */
+export const FAIR_FORCE_UNLOCK = defineScript({
+  file: 'fair-force-unlock-6.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'forced'],
+  args: { acceptanceLease: num, publish, callId: str },
+  reply: yesNo,
+});
+
 /** Releases one hold; the last one hands the lock to the next live waiter. */
 export const FAIR_UNLOCK = defineScript({
   file: 'fair-unlock-5.lua',
   keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
-  args: { owner: str, leaseMs: num, acceptanceLease: num, publish, force: arg<'1' | '0'>(), expectedHolds },
+  args: { owner: str, leaseMs: num, acceptanceLease: num, publish, expectedHolds },
   reply: asIs<Exclude<ReleaseReply, 'kept'>>,
 });
 
@@ -178,11 +186,11 @@ export const WRITE_ABANDON = defineScript({
   reply: yesNo,
 });
 
-/** Yes: that side was held. */
+/** Yes: that side was held. A repeat of one `callId` changes nothing. */
 export const READ_WRITE_FORCE_UNLOCK = defineScript({
-  file: 'rw-force-unlock-5.lua',
-  keys: ['write', 'readers', 'readCounts', 'readChannel', 'writeChannel'],
-  args: { side: arg<'read' | 'write'>(), publish },
+  file: 'rw-force-unlock-6.lua',
+  keys: ['write', 'readers', 'readCounts', 'readChannel', 'writeChannel', 'forced'],
+  args: { side: arg<'read' | 'write'>(), publish, callId: str },
   reply: yesNo,
 });
 
@@ -282,6 +290,7 @@ export const ALL_SCRIPTS = [
   SIMPLE_UNLOCK,
   FAIR_LOCK,
   FAIR_UNLOCK,
+  FAIR_FORCE_UNLOCK,
   FAIR_ACCEPT,
   FAIR_ABANDON,
   READ_LOCK,

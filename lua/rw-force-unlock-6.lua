@@ -5,12 +5,16 @@
 -- KEYS[3]  read hold counts
 -- KEYS[4]  read wake channel
 -- KEYS[5]  write wake channel
+-- KEYS[6]  force calls          (see force-once.lua)
 -- ARGV[1]  side                 'write' or 'read'
 -- ARGV[2]  publish command      'publish' or 'spublish'
--- Returns  1 deleted, 0 that side was not locked; error BADARG (nothing changed) for unusable arguments
+-- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
+-- Returns  1 deleted, 0 that side was not locked (a repeat: what the first run returned);
+--          error BADARG (nothing changed) for unusable arguments
 --!include server-time.lua
 --!include rw-readers.lua
-local writeKey, readers, counts, readChannel, writeChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+--!include force-once.lua
+local writeKey, readers, counts, readChannel, writeChannel, forced = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local side, publish = ARGV[1], ARGV[2]
 if side ~= 'write' and side ~= 'read' then
   return redis.error_reply('BADARG side must be write or read, got ' .. tostring(side))
@@ -18,6 +22,10 @@ end
 if publish ~= 'publish' and publish ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(publish))
 end
+local callId, bad = forceCallArgument(ARGV[3])
+if bad then return bad end
+local earlier = earlierForce(forced, callId)
+if earlier then return earlier end
 local now = nowMs()
 local deleted
 if side == 'write' then
@@ -26,9 +34,9 @@ else
   deleted = liveReaders(readers, now) > 0
   redis.call('del', readers, counts)
 end
-if not deleted then return 0 end
+if not deleted then return rememberForce(forced, callId, 0) end
 redis.call(publish, readChannel, 'force')
 if liveReaders(readers, now) == 0 and redis.call('exists', writeKey) == 0 then
   redis.call(publish, writeChannel, 'force')
 end
-return 1
+return rememberForce(forced, callId, 1)
