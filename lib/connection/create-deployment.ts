@@ -84,5 +84,12 @@ export function connectionProblems(options: ConnectionOptions | undefined): stri
     const problem = durationProblem('commandTimeout', options.commandTimeout, TIMEOUT_RULE);
     if (problem) problems.push(problem);
   }
+  for (const field of ['tls', 'sentinelTls'] as const) {
+    const value = (options as Partial<Record<typeof field, unknown>>)[field];
+    // ioredis would take a string here as TLS options and fail at connect time, far from the cause.
+    if (value !== undefined && typeof value !== 'boolean' && (value === null || typeof value !== 'object')) {
+      problems.push(`${field} must be true, false or Node TLS options (an object); got ${JSON.stringify(value)}`);
+    }
+  }
   return problems;
 }

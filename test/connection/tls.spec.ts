@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { createLockClient, RedisUnavailableError, type ConnectionOptions, type LockClient } from '../../lib';
+import {
+  ConnectionConfigError,
+  createLockClient,
+  RedisUnavailableError,
+  type ConnectionOptions,
+  type LockClient,
+} from '../../lib';
 import { startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { quietLogger } from '../support/engine';
 import { startWorker } from '../support/workers';
@@ -171,6 +177,23 @@ describe('TLS deployments', () => {
       await locks.close();
     }
   }, 60_000);
+
+  it('tls or sentinelTls that is neither a boolean nor TLS options is refused before connecting, by name', async () => {
+    const error = await createLockClient({
+      connection: {
+        type: 'sentinel',
+        sentinels: [{ host: '127.0.0.1', port: 1 }],
+        masterName: 'm',
+        tls: 'true' as unknown as boolean,
+        sentinelTls: 1 as unknown as boolean,
+      },
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectionConfigError);
+    expect((error as ConnectionConfigError).problems).toEqual([
+      'tls must be true, false or Node TLS options (an object); got "true"',
+      'sentinelTls must be true, false or Node TLS options (an object); got 1',
+    ]);
+  });
 
   it('the nodes take nothing but TLS: a plain connection is refused', async () => {
     const plain = new Redis({
