@@ -29,7 +29,9 @@
  *   7400-7449   DEV_BASE_PORTS: `npm run redis:up` by hand and the demo
  *   7450-7489   TLS topologies (StartOptions.tls) of test/connection/tls.spec.ts: single 7450,
  *               sentinel 7460, cluster 7470, replica 7480
- *   17100-17479 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
+ *   7490-7519   password topologies (StartOptions.password) of test/connection/auth.spec.ts: single
+ *               7490, sentinel 7500, cluster 7510
+ *   17100-17519 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
  *
  * State: stateDirFor(kind, basePort) holds topology.json plus one dir per node, named by its port,
  * with redis.conf or sentinel.conf, redis.pid and redis.log. Nodes run daemonized (they never keep
@@ -105,6 +107,11 @@ export interface RunningTopology {
    * replicas, sentinels and the cluster bus talk TLS among themselves. Clients trust `caFile`.
    */
   tls?: TlsFiles;
+  /**
+   * Started with `password`: every node requires it (`requirepass`, and `masterauth` for replication),
+   * sentinels too, and they use it to reach the nodes and one another.
+   */
+  password?: string;
   nodes: TopologyNode[];
 }
 
@@ -199,6 +206,8 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Nodes that speak TLS only (see RunningTopology.tls). */
   tls?: boolean;
+  /** Nodes and sentinels that require this password (see RunningTopology.password). */
+  password?: string;
 }
 
 export async function startTopology(kind: TopologyKind, opts: StartOptions = {}): Promise<RunningTopology> {
@@ -226,6 +235,7 @@ export async function startTopology(kind: TopologyKind, opts: StartOptions = {})
   await assertPortsFree(t.name, [...layout.servers, ...layout.sentinels, ...layout.busPorts]);
   claimStateDir(t);
   if (opts.tls) t.tls = createTlsFiles(path.join(t.stateDir, 'tls'));
+  if (opts.password !== undefined) t.password = opts.password;
   persist(t);
   try {
     await STARTERS[kind](ctx, layout);
@@ -359,6 +369,9 @@ const STARTERS: Record<TopologyKind, (ctx: StartContext, layout: Layout) => Prom
       `sentinel down-after-milliseconds ${name} 1000`, // fast failover tests
       `sentinel failover-timeout ${name} 3000`,
       `sentinel parallel-syncs ${name} 1`,
+      ...(ctx.t.password === undefined
+        ? []
+        : [`sentinel auth-pass ${name} ${quote(ctx.t.password)}`, `sentinel sentinel-pass ${quote(ctx.t.password)}`]),
     ];
     ctx.t.sentinels = await allSettledOrThrow(
       layout.sentinels.map((port) => launchNode(ctx, port, 'sentinel', monitor)),
@@ -384,7 +397,7 @@ const STARTERS: Record<TopologyKind, (ctx: StartContext, layout: Layout) => Prom
     const create = await run(
       'redis-cli',
       [
-        ...redisCliTlsArgs(ctx.t),
+        ...redisCliArgs(ctx.t),
         ...['--cluster', 'create', ...nodes.map(formatHostPort), '--cluster-replicas', '1', '--cluster-yes'],
       ],
       { timeoutMs: 60_000, signal: ctx.signal },
@@ -435,6 +448,7 @@ async function launchNode(ctx: StartContext, port: number, role: NodeRole, extra
   const config = [
     `bind ${HOST}`,
     ...(ctx.t.tls ? tlsConfig(ctx.t.tls, port) : [`port ${port}`]),
+    ...(ctx.t.password === undefined ? [] : passwordConfig(ctx.t.password, role)),
     'protected-mode no',
     'daemonize yes',
     `pidfile ${quote(files.pidFile)}`,
@@ -487,14 +501,26 @@ function tlsConfig(tls: TlsFiles, port: number): string[] {
   ];
 }
 
-/** How to reach a node of `t` with a client of ours: its address, and the CA for a TLS topology. */
-export function endpointOf(t: RunningTopology, address: HostPort): Endpoint {
-  return t.tls ? { ...address, tls: { ca: fs.readFileSync(t.tls.caFile) } } : address;
+/** A node of a topology with a password: clients must AUTH, and replicas (or a sentinel) AUTH to masters. */
+function passwordConfig(password: string, role: NodeRole): string[] {
+  return [`requirepass ${quote(password)}`, ...(role === 'sentinel' ? [] : [`masterauth ${quote(password)}`])];
 }
 
-/** redis-cli's flags for a TLS topology's nodes. */
-function redisCliTlsArgs(t: RunningTopology): string[] {
-  return t.tls ? ['--tls', '--cacert', t.tls.caFile] : [];
+/** How to reach a node of `t` with a client of ours: its address, the CA of a TLS topology, its password. */
+export function endpointOf(t: RunningTopology, address: HostPort): Endpoint {
+  return {
+    ...address,
+    ...(t.tls ? { tls: { ca: fs.readFileSync(t.tls.caFile) } } : {}),
+    ...(t.password === undefined ? {} : { password: t.password }),
+  };
+}
+
+/** redis-cli's flags for a topology's nodes: TLS, password. */
+function redisCliArgs(t: RunningTopology): string[] {
+  return [
+    ...(t.tls ? ['--tls', '--cacert', t.tls.caFile] : []),
+    ...(t.password === undefined ? [] : ['-a', t.password, '--no-auth-warning']),
+  ];
 }
 
 /** Like Promise.all, but waits for every launch to settle so none finishes after cleanup ran. */

@@ -15,6 +15,7 @@ import type { RedisLockClientOptions } from './create-lock-client';
  * | REDIS_REPLICAS               | master-slave: host:port,host:port                              |
  * | REDIS_SENTINELS              | sentinel: host:port,host:port                                  |
  * | REDIS_SENTINEL_MASTER        | sentinel: monitored master name                                |
+ * | REDIS_SENTINEL_USERNAME      | sentinel: ACL user of the sentinels themselves (optional)      |
  * | REDIS_SENTINEL_PASSWORD      | sentinel: password of the sentinels themselves (optional)      |
  * | REDIS_SENTINEL_TLS           | sentinel: true / false, TLS to the sentinels (default REDIS_TLS) |
  * | REDIS_NODES                  | cluster: host:port,host:port (seed nodes)                      |
@@ -33,6 +34,7 @@ export const LOCK_ENV_VARIABLES = [
   'REDIS_REPLICAS',
   'REDIS_SENTINELS',
   'REDIS_SENTINEL_MASTER',
+  'REDIS_SENTINEL_USERNAME',
   'REDIS_SENTINEL_PASSWORD',
   'REDIS_SENTINEL_TLS',
   'REDIS_NODES',
@@ -107,6 +109,7 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
         type,
         sentinels,
         masterName: masterName ?? '',
+        sentinelUsername: value('REDIS_SENTINEL_USERNAME'),
         sentinelPassword: value('REDIS_SENTINEL_PASSWORD'),
         sentinelTls: boolean(problems, 'REDIS_SENTINEL_TLS', value('REDIS_SENTINEL_TLS')),
         ...common,

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { revivedAfterEnd } from '../engine/connection-end';
 import { reconnectDelay } from './redis-options';
+import { refusedCredentials } from './refused-credentials';
 
 type Connection = Redis | Cluster;
 
@@ -30,7 +31,22 @@ export function lastConnectionError(connections: readonly Connection[]): Error |
 function untilReady(connection: Connection): Promise<void> {
   watch(connection);
   if (connection.status === 'ready') return Promise.resolve();
-  const ready = new Promise<void>((resolve) => connection.once('ready', resolve));
+  const ready = new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      connection.off('error', onError);
+      resolve();
+    };
+    // Credentials Redis refuses stay refused: fail now, naming the option, not at the deadline.
+    const onError = (error: Error) => {
+      const refused = refusedCredentials(error);
+      if (!refused) return;
+      connection.off('ready', onReady);
+      connection.off('error', onError);
+      reject(refused);
+    };
+    connection.once('ready', onReady);
+    connection.on('error', onError);
+  });
   // Its rejection is the first failed attempt, which the connection retries: not ours to report.
   if (connection.status === 'wait') connection.connect().catch(() => undefined);
   return ready;

@@ -9,14 +9,15 @@ import { logTail } from './processes';
 /** A probe result: `undefined` when ready, otherwise what is not ready yet (for the timeout error). */
 export type Probe = () => Promise<string | undefined>;
 
-/** A node to probe: its address, and for a TLS topology the CA its certificate is signed by. */
-export type Endpoint = HostPort & { tls?: { ca: Buffer } };
+/** A node to probe: its address, the CA of a TLS topology, the password of one that requires it. */
+export type Endpoint = HostPort & { tls?: { ca: Buffer }; password?: string };
 
 export async function withClient<T>(address: Endpoint, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({
     host: address.host,
     port: address.port,
     tls: address.tls,
+    password: address.password,
     lazyConnect: true,
     enableReadyCheck: false, // sentinels and loading nodes must still be probeable
     enableOfflineQueue: false,

@@ -60,13 +60,15 @@ describe('lockOptionsFromEnv', () => {
       { connection: { type: 'master-slave', master: { host: '10.0.0.1', port: 6380 }, replicas: [], tls: false } },
     ],
     [
-      'sentinel with TLS to the nodes but not to the sentinels',
+      'sentinel with TLS to the nodes but not to the sentinels, and an ACL user of the sentinels',
       {
         REDIS_DEPLOY_TYPE: 'sentinel',
         REDIS_SENTINELS: 's1:26379',
         REDIS_SENTINEL_MASTER: 'mymaster',
         REDIS_TLS: 'true',
         REDIS_SENTINEL_TLS: 'false',
+        REDIS_SENTINEL_USERNAME: 'watcher',
+        REDIS_SENTINEL_PASSWORD: 'pw',
       },
       {
         connection: {
@@ -75,6 +77,8 @@ describe('lockOptionsFromEnv', () => {
           masterName: 'mymaster',
           tls: true,
           sentinelTls: false,
+          sentinelUsername: 'watcher',
+          sentinelPassword: 'pw',
         },
       },
     ],
