@@ -27,11 +27,9 @@
  *               A clash fails fast with "port(s) ... in use".
  *   REDIS_TOPOLOGY_PORT_SHIFT   moves all of the above by a multiple of 10 (two runs on one machine).
  *   7400-7449   DEV_BASE_PORTS: `npm run redis:up` by hand and the demo
- *   7450-7489   TLS topologies (StartOptions.tls) of test/connection/tls.spec.ts: single 7450,
- *               sentinel 7460, cluster 7470, replica 7480
- *   7490-7519   password topologies (StartOptions.password) of test/connection/auth.spec.ts: single
- *               7490, sentinel 7500, cluster 7510
- *   17100-17519 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
+ *   7450-7479   TLS-only, password-protected topologies (StartOptions.tls, .password) of
+ *               test/connection/managed-redis.spec.ts: single 7450, sentinel 7460, cluster 7470
+ *   17100-17479 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
  *
  * State: stateDirFor(kind, basePort) holds topology.json plus one dir per node, named by its port,
  * with redis.conf or sentinel.conf, redis.pid and redis.log. Nodes run daemonized (they never keep

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One set-up command for a fresh machine (`npm run setup`): Redis >= 7 (redis-server + redis-cli,
-# which the tests start themselves on ports 7100-7489) and openssl (the TLS tests make their own
+# which the tests start themselves on ports 7100-7479) and openssl (the TLS tests make their own
 # certificates), then the npm dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-import { RedisUnavailableError } from '../engine/errors';
+import { ConnectionConfigError, RedisUnavailableError } from '../engine/errors';
 import { engineOf, type LockClient } from '../engine/lock-client';
 import type { ConnectionOptions } from './connection-options';
 import {
@@ -31,7 +31,17 @@ export async function connectRedLockMasters(
   const deployments = masters.map(deploymentFor);
   const timeout = connectTimeout(settings.operationTimeout);
   const quorum = Math.floor(masters.length / 2) + 1;
-  const ready = await readyMasters(deployments, timeout, quorum);
+  const { ready, misconfigured } = await readyMasters(deployments, timeout, quorum);
+  if (misconfigured.length > 0) {
+    // Refused credentials (or another configuration error) never heal by waiting: fail start-up loudly,
+    // even where a majority could go on without that master.
+    await Promise.all(deployments.map((d) => d.close().catch(() => undefined)));
+    throw new ConnectionConfigError(
+      misconfigured.flatMap(({ index, error }) =>
+        error.problems.map((problem) => `RedLock master ${describeConnection(masters[index])}: ${problem}`),
+      ),
+    );
+  }
   const unreachable = ready.flatMap((isReady, i) => (isReady ? [] : [describeConnection(masters[i])]));
   if (masters.length - unreachable.length < quorum) {
     await Promise.all(deployments.map((d) => d.close().catch(() => undefined)));
@@ -50,24 +60,37 @@ export async function connectRedLockMasters(
   return clients;
 }
 
+interface MastersState {
+  /** Which masters were ready. */
+  ready: boolean[];
+  /** Masters whose connect failed on their configuration (refused credentials, a wrong ROLE). */
+  misconfigured: { index: number; error: ConnectionConfigError }[];
+}
+
 /**
  * Connects every master within `timeout`; resolves once all have connected or given up, or
  * REDLOCK_STRAGGLER_GRACE_MS after `quorum` of them are ready. Which ones were ready by then.
  */
-function readyMasters(deployments: readonly RedisDeployment[], timeout: number, quorum: number): Promise<boolean[]> {
-  const ready = deployments.map(() => false);
+function readyMasters(deployments: readonly RedisDeployment[], timeout: number, quorum: number): Promise<MastersState> {
+  const state: MastersState = { ready: deployments.map(() => false), misconfigured: [] };
   return new Promise((resolve) => {
     let settled = 0;
     let readyCount = 0;
     const settle = () => {
-      if (++settled === deployments.length) resolve(ready);
+      if (++settled === deployments.length) resolve(state);
     };
     deployments.forEach((deployment, i) =>
-      connectWithin(deployment, timeout).then(() => {
-        ready[i] = true;
-        if (++readyCount === quorum) setTimeout(() => resolve(ready), REDLOCK_STRAGGLER_GRACE_MS);
-        settle();
-      }, settle),
+      connectWithin(deployment, timeout).then(
+        () => {
+          state.ready[i] = true;
+          if (++readyCount === quorum) setTimeout(() => resolve(state), REDLOCK_STRAGGLER_GRACE_MS);
+          settle();
+        },
+        (error: unknown) => {
+          if (error instanceof ConnectionConfigError) state.misconfigured.push({ index: i, error });
+          settle();
+        },
+      ),
     );
   });
 }

@@ -501,7 +501,11 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     // Holds of about 110 ms: within a 1 s turn A holds it about 9 times at most; 12 take some 1.35 s,
     // within the stretch (3 x 1 s), and each is short enough (under 250 ms) for 12 to fit in it. (With
     // a 200 ms turn and 25 ms holds, a loaded CI machine stretched holds past their 50 ms bar.)
-    expect(await holdsInTurn('stretched', 110, 1_000)).toBe(12);
+    // Whole turns of 12: on a loaded machine the waiting process may wake after the lock's 50 ms
+    // reservation for it has lapsed, and the passer then takes one more whole turn (seen once in CI: 24).
+    const holds = await holdsInTurn('stretched', 110, 1_000);
+    expect(holds).toBeGreaterThanOrEqual(12);
+    expect(holds % 12).toBe(0);
   });
 
   it('a turn of long holds is not stretched past turnTime: its moves cost little next to them', async () => {
