@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { ConnectionConfigError } from '../engine/errors';
 import { keyPrefixProblem, MAX_TIMEOUT_MS } from '../engine/validation';
 import { readHostPorts, redisUrlAddress, redisUrlProblem } from './addresses';
@@ -22,6 +23,7 @@ import type { RedisLockClientOptions } from './create-lock-client';
  * | REDIS_USERNAME, REDIS_PASSWORD | ACL user and password (never logged)                         |
  * | REDIS_DB                     | database index (not cluster)                                   |
  * | REDIS_TLS                    | true / false (a rediss:// REDIS_URL says true)                 |
+ * | REDIS_TLS_CA_FILE            | PEM file of the CA that signed the servers' certificates (TLS) |
  * | REDIS_COMMAND_TIMEOUT        | ms before a command to a frozen server fails (default 2000)    |
  * | REDIS_LOCK_PREFIX            | key prefix of every lock (default "lock")                      |
  * | REDIS_LOCK_WATCHDOG_TIMEOUT  | watchdog lease in ms (default 30000)                           |
@@ -42,6 +44,7 @@ export const LOCK_ENV_VARIABLES = [
   'REDIS_PASSWORD',
   'REDIS_DB',
   'REDIS_TLS',
+  'REDIS_TLS_CA_FILE',
   'REDIS_COMMAND_TIMEOUT',
   'REDIS_LOCK_PREFIX',
   'REDIS_LOCK_WATCHDOG_TIMEOUT',
@@ -72,7 +75,7 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     username: value('REDIS_USERNAME'),
     password: value('REDIS_PASSWORD'),
     db: integer(problems, 'REDIS_DB', value('REDIS_DB'), 0),
-    tls: boolean(problems, 'REDIS_TLS', value('REDIS_TLS')),
+    tls: tlsFromEnv(problems, boolean(problems, 'REDIS_TLS', value('REDIS_TLS')), value('REDIS_TLS_CA_FILE')),
     commandTimeout: integer(problems, 'REDIS_COMMAND_TIMEOUT', value('REDIS_COMMAND_TIMEOUT'), 1, MAX_TIMEOUT_MS),
   };
   const required = (name: string) => {
@@ -111,7 +114,7 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
         masterName: masterName ?? '',
         sentinelUsername: value('REDIS_SENTINEL_USERNAME'),
         sentinelPassword: value('REDIS_SENTINEL_PASSWORD'),
-        sentinelTls: boolean(problems, 'REDIS_SENTINEL_TLS', value('REDIS_SENTINEL_TLS')),
+        sentinelTls: sentinelTls(boolean(problems, 'REDIS_SENTINEL_TLS', value('REDIS_SENTINEL_TLS')), common.tls),
         ...common,
       };
       break;
@@ -160,6 +163,33 @@ function integer(
     return undefined;
   }
   return n;
+}
+
+/**
+ * REDIS_TLS, and a private CA to trust from REDIS_TLS_CA_FILE (read now, so a wrong path is reported
+ * with the other problems). A CA file means TLS, unless REDIS_TLS=false says otherwise: a contradiction.
+ */
+function tlsFromEnv(
+  problems: string[],
+  tls: boolean | undefined,
+  caFile: string | undefined,
+): CommonConnectionOptions['tls'] {
+  if (caFile === undefined) return tls;
+  if (tls === false) {
+    problems.push('REDIS_TLS_CA_FILE is set but REDIS_TLS=false: drop one of them');
+    return tls;
+  }
+  try {
+    return { ca: readFileSync(caFile) };
+  } catch (error) {
+    problems.push(`REDIS_TLS_CA_FILE cannot be read: ${(error as Error).message}`);
+    return tls;
+  }
+}
+
+/** REDIS_SENTINEL_TLS=true trusts the CA of REDIS_TLS_CA_FILE too; unset, the sentinels follow the nodes. */
+function sentinelTls(flag: boolean | undefined, nodes: CommonConnectionOptions['tls']): CommonConnectionOptions['tls'] {
+  return flag === true && typeof nodes === 'object' ? nodes : flag;
 }
 
 function boolean(problems: string[], name: string, raw: string | undefined): boolean | undefined {

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConnectionConfigError, lockOptionsFromEnv } from '../../lib';
 
 describe('lockOptionsFromEnv', () => {
@@ -196,6 +199,41 @@ describe('lockOptionsFromEnv', () => {
     expect((error as ConnectionConfigError).name).toBe('ConnectionConfigError');
     expect((error as ConnectionConfigError).problems).toHaveLength(messages.length);
     for (const message of messages) expect((error as Error).message).toContain(message);
+  });
+
+  it('REDIS_TLS_CA_FILE: TLS trusting that CA; a path that cannot be read or REDIS_TLS=false is a problem', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ca-'));
+    try {
+      const caFile = join(dir, 'ca.crt');
+      writeFileSync(caFile, '-----BEGIN CERTIFICATE-----\nnot checked here\n-----END CERTIFICATE-----\n');
+      const { connection } = lockOptionsFromEnv({ REDIS_URL: 'rediss://cache:6380', REDIS_TLS_CA_FILE: caFile });
+      expect((connection as { tls: { ca: Buffer } }).tls.ca).toEqual(readFileSync(caFile));
+      const sentinel = lockOptionsFromEnv({
+        REDIS_DEPLOY_TYPE: 'sentinel',
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_MASTER: 'm',
+        REDIS_TLS_CA_FILE: caFile,
+        REDIS_SENTINEL_TLS: 'true',
+      }).connection as { sentinelTls: { ca: Buffer } };
+      expect(sentinel.sentinelTls.ca).toEqual(readFileSync(caFile)); // the sentinels trust that CA too
+
+      const problems = (env: Record<string, string>) => {
+        try {
+          lockOptionsFromEnv(env);
+        } catch (error) {
+          return (error as ConnectionConfigError).problems;
+        }
+        return [];
+      };
+      expect(problems({ REDIS_TLS_CA_FILE: join(dir, 'missing.crt') })).toEqual([
+        expect.stringMatching(/^REDIS_TLS_CA_FILE cannot be read: ENOENT/),
+      ]);
+      expect(problems({ REDIS_TLS_CA_FILE: caFile, REDIS_TLS: 'false' })).toEqual([
+        'REDIS_TLS_CA_FILE is set but REDIS_TLS=false: drop one of them',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('never puts a password into an error message', () => {

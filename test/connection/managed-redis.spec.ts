@@ -146,13 +146,12 @@ describe('managed Redis: TLS only, a password everywhere', () => {
       }),
     ],
     [
-      'cluster, REDIS_TLS and REDIS_PASSWORD',
+      'cluster, REDIS_TLS_CA_FILE and REDIS_PASSWORD',
       () => ({
         REDIS_DEPLOY_TYPE: 'cluster',
         REDIS_NODES: hostPorts(topology('cluster').masters),
-        REDIS_TLS: 'true',
+        REDIS_TLS_CA_FILE: caFile('cluster'),
         REDIS_PASSWORD: PASSWORD,
-        NODE_EXTRA_CA_CERTS: caFile('cluster'),
       }),
     ],
   ])(
