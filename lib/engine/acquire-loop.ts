@@ -25,6 +25,11 @@ export interface AcquireLoopOptions<T> extends JoinOptions {
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
   maxSleep?: number;
   /**
+   * The connection ended and nobody will connect it again (see closedForGood): an outage is then not
+   * waited out, since no attempt can get through any more.
+   */
+  connectionGone?: () => boolean;
+  /**
    * The first attempt is all but sure to be granted (it carries this process's own release of the
    * lock, made in its turn): no seat is taken before it, as it would be left again at once.
    */
@@ -48,11 +53,12 @@ class OutageAllowance {
     private readonly waitTime: number | undefined,
     private readonly deadline: number,
     private readonly operationTimeout: number,
+    private readonly connectionGone: () => boolean = () => false,
   ) {}
 
   /** Whether to keep waiting after `error`; if so, `retryIn()` says when to try again. */
   tolerates(error: unknown): boolean {
-    if (!isOutage(error) || this.waitTime === 0) return false;
+    if (!isOutage(error) || this.waitTime === 0 || this.connectionGone()) return false;
     this.since ??= Date.now();
     return Date.now() < this.giveUpAt();
   }
@@ -82,7 +88,7 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
   const { waitTime, signal, waiters, channel } = options;
   signal?.throwIfAborted();
   const deadline = waitTime === undefined ? Infinity : Date.now() + waitTime;
-  const outage = new OutageAllowance(waitTime, deadline, options.operationTimeout);
+  const outage = new OutageAllowance(waitTime, deadline, options.operationTimeout, options.connectionGone);
   // Already subscribed (a hot key): take a seat before the first attempt, so a release right after
   // it cannot be missed and no second attempt is needed once subscribed. Not for an attempt expected
   // to be granted (most acquisitions inside a turn): a refusal then costs that second attempt instead.

@@ -423,6 +423,7 @@ export abstract class LockBase implements ReleaseReplayer {
         waitTime: options.waitTime,
         signal: options.signal,
         operationTimeout: this.engine.operationTimeout,
+        connectionGone: () => closedForGood(this.engine.redis),
         expectGrant: this.turns?.carriesRelease(),
         ...behaviour,
         channel: behaviour.channel ?? this.keys.channel,

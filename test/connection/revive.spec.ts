@@ -64,7 +64,7 @@ describe('connections that end on their own come back', () => {
     expect(await other.locks.getLock('released-across-end').isLocked()).toBe(false); // not left to the minute-long lease
   });
 
-  it('a release on a connection of the application that ended stays an error at once: nobody revives it', async () => {
+  it('a release or a wait on a connection of the application that ended fails at once: nobody revives it', async () => {
     const client = connect(singlePort());
     const yours = await createLockClient({ connection: { type: 'client', client }, keyPrefix: prefix });
     try {
@@ -72,8 +72,14 @@ describe('connections that end on their own come back', () => {
       const ended = once(client, 'end');
       client.disconnect();
       await ended;
-      const started = Date.now();
+      let started = Date.now();
       await expect(handle.release()).rejects.toThrow(RedisUnavailableError);
+      expect(Date.now() - started).toBeLessThan(1_000);
+      // Nor does a wait sit it out: no attempt can get through any more.
+      started = Date.now();
+      await expect(yours.getLock('ended-for-good-too').lock({ waitTime: 10_000 })).rejects.toThrow(
+        RedisUnavailableError,
+      );
       expect(Date.now() - started).toBeLessThan(1_000);
     } finally {
       await yours.close();
