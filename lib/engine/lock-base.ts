@@ -778,8 +778,10 @@ export abstract class LockBase implements ReleaseReplayer {
     for (let i = 0; i < 10 && (await this.releaseOnce(holder, leaseMs)) === 'decremented'; i++);
   }
 
-  /** Sends a release that could not reach Redis again, backing off, until it lands or the lease is over. */
-  /** Resolves to the release's outcome once it lands, or to the error it gave up on (never rejects). */
+  /**
+   * Sends a release that could not reach Redis again, backing off, until it lands or the lease is over.
+   * Resolves to the release's outcome once it lands, or to the error it gave up on (never rejects).
+   */
   private async retryRelease(
     held: HeldLock,
     send: () => Promise<RawRelease>,
