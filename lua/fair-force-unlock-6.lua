@@ -13,8 +13,7 @@
 --          error BADARG before any write when an argument is unusable
 --!include fair-queue.lua
 --!include force-once.lua
--- The lease argument is only checked by the shared rule: a force sets none.
-local bad = fairArgumentProblem('1', ARGV[1]) or publishCommandProblem(ARGV[2])
+local bad = acceptanceLeaseProblem(ARGV[1]) or publishCommandProblem(ARGV[2])
 if bad then return bad end
 local callId, badCall = forceCallArgument(ARGV[3])
 if badCall then return badCall end

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
@@ -6,7 +7,6 @@ import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type 
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
-import { randomUUID } from 'node:crypto';
 
 export interface FairLockOptions {
   /**

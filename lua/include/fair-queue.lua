@@ -5,16 +5,22 @@
 -- `fair` holds the keys and settings of one call: lock, queue, deadlines, fence, channel (prefix),
 -- publish, acceptanceLease, now.
 
--- The BADARG reply for a lease, an acceptance lease or a publish command both fair scripts refuse, or nil.
-local function fairArgumentProblem(leaseArg, acceptanceArg)
-  local lease, acceptance = tonumber(leaseArg), tonumber(acceptanceArg)
-  if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-    return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(leaseArg))
-  end
+-- The BADARG reply for an acceptance lease the fair scripts refuse, or nil.
+local function acceptanceLeaseProblem(acceptanceArg)
+  local acceptance = tonumber(acceptanceArg)
   if not acceptance or acceptance < 1 or acceptance > 2147483647 or acceptance % 1 ~= 0 then
     return redis.error_reply('BADARG acceptance lease must be whole ms in 1..2147483647, got ' .. tostring(acceptanceArg))
   end
   return nil
+end
+
+-- The BADARG reply for a lease or an acceptance lease both fair scripts refuse, or nil.
+local function fairArgumentProblem(leaseArg, acceptanceArg)
+  local lease = tonumber(leaseArg)
+  if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+    return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(leaseArg))
+  end
+  return acceptanceLeaseProblem(acceptanceArg)
 end
 
 -- Drops the dead waiters at the head of the queue.
