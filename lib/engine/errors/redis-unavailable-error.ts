@@ -13,7 +13,9 @@ export class RedisUnavailableError extends LockError {
     cause?: unknown,
     readonly address?: string,
   ) {
-    const why = isError(cause) ? `: ${cause.message.replace(/\.$/, '')}` : '';
+    // Wrapping another of its kind (a connect deadline that ran out): say what that one wraps, not its advice again.
+    const reason = cause instanceof RedisUnavailableError ? cause.cause : cause;
+    const why = isError(reason) ? `: ${reason.message.replace(/\.$/, '')}` : '';
     const what =
       operation === 'connect' && address
         ? `Could not connect to Redis at ${address} within ${timeoutMs} ms${why}.`
