@@ -29,7 +29,9 @@
  *   7400-7449   DEV_BASE_PORTS: `npm run redis:up` by hand and the demo
  *   7450-7479   TLS-only, password-protected topologies (StartOptions.tls, .password) of
  *               test/connection/managed-redis.spec.ts: single 7450, sentinel 7460, cluster 7470
- *   17100-17479 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
+ *   7480-7499   mutual-TLS topologies (StartOptions.tlsClientAuth) of test/connection/mutual-tls.spec.ts:
+ *               cluster 7480, single 7486, sentinel 7490
+ *   17100-17499 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
  *
  * State: stateDirFor(kind, basePort) holds topology.json plus one dir per node, named by its port,
  * with redis.conf or sentinel.conf, redis.pid and redis.log. Nodes run daemonized (they never keep
@@ -105,6 +107,8 @@ export interface RunningTopology {
    * replicas, sentinels and the cluster bus talk TLS among themselves. Clients trust `caFile`.
    */
   tls?: TlsFiles;
+  /** Started with `tlsClientAuth`: nodes and sentinels accept only clients that present `tls.clientCertFile`. */
+  tlsClientAuth?: boolean;
   /**
    * Started with `password`: every node requires it (`requirepass`, and `masterauth` for replication),
    * sentinels too, and they use it to reach the nodes and one another.
@@ -204,6 +208,8 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Nodes that speak TLS only (see RunningTopology.tls). */
   tls?: boolean;
+  /** With `tls`: nodes and sentinels also require a client certificate signed by the topology's CA (mutual TLS). */
+  tlsClientAuth?: boolean;
   /** Nodes and sentinels that require this password (see RunningTopology.password). */
   password?: string;
 }
@@ -233,6 +239,7 @@ export async function startTopology(kind: TopologyKind, opts: StartOptions = {})
   await assertPortsFree(t.name, [...layout.servers, ...layout.sentinels, ...layout.busPorts]);
   claimStateDir(t);
   if (opts.tls) t.tls = createTlsFiles(path.join(t.stateDir, 'tls'));
+  if (opts.tls && opts.tlsClientAuth) t.tlsClientAuth = true;
   if (opts.password !== undefined) t.password = opts.password;
   persist(t);
   try {
@@ -445,7 +452,7 @@ async function launchNode(ctx: StartContext, port: number, role: NodeRole, extra
   fs.mkdirSync(dir, { recursive: true });
   const config = [
     `bind ${HOST}`,
-    ...(ctx.t.tls ? tlsConfig(ctx.t.tls, port) : [`port ${port}`]),
+    ...(ctx.t.tls ? tlsConfig(ctx.t.tls, port, ctx.t.tlsClientAuth === true) : [`port ${port}`]),
     ...(ctx.t.password === undefined ? [] : passwordConfig(ctx.t.password, role)),
     'protected-mode no',
     'daemonize yes',
@@ -487,14 +494,14 @@ async function waitAll(
  * (a replica to its master, a sentinel to the nodes and other sentinels, the cluster bus: `tls-cluster`).
  * A cluster bus port is the TLS port + 10000, as it would be for a plain one.
  */
-function tlsConfig(tls: TlsFiles, port: number): string[] {
+function tlsConfig(tls: TlsFiles, port: number, clientAuth: boolean): string[] {
   return [
     'port 0',
     `tls-port ${port}`,
     `tls-cert-file ${quote(tls.certFile)}`,
     `tls-key-file ${quote(tls.keyFile)}`,
     `tls-ca-cert-file ${quote(tls.caFile)}`,
-    'tls-auth-clients no',
+    `tls-auth-clients ${clientAuth ? 'yes' : 'no'}`,
     'tls-replication yes',
   ];
 }
@@ -508,15 +515,23 @@ function passwordConfig(password: string, role: NodeRole): string[] {
 export function endpointOf(t: RunningTopology, address: HostPort): Endpoint {
   return {
     ...address,
-    ...(t.tls ? { tls: { ca: fs.readFileSync(t.tls.caFile) } } : {}),
+    ...(t.tls ? { tls: tlsClientOptions(t, t.tls) } : {}),
     ...(t.password === undefined ? {} : { password: t.password }),
   };
+}
+
+/** What a client of `t` needs for TLS: the CA, and the client certificate where nodes ask for one. */
+function tlsClientOptions(t: RunningTopology, tls: TlsFiles): NonNullable<Endpoint['tls']> {
+  const ca = fs.readFileSync(tls.caFile);
+  if (!t.tlsClientAuth) return { ca };
+  return { ca, cert: fs.readFileSync(tls.clientCertFile), key: fs.readFileSync(tls.clientKeyFile) };
 }
 
 /** redis-cli's flags for a topology's nodes: TLS, password. */
 function redisCliArgs(t: RunningTopology): string[] {
   return [
     ...(t.tls ? ['--tls', '--cacert', t.tls.caFile] : []),
+    ...(t.tls && t.tlsClientAuth ? ['--cert', t.tls.clientCertFile, '--key', t.tls.clientKeyFile] : []),
     ...(t.password === undefined ? [] : ['-a', t.password, '--no-auth-warning']),
   ];
 }

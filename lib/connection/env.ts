@@ -24,6 +24,8 @@ import type { RedisLockClientOptions } from './create-lock-client';
  * | REDIS_DB                     | database index (not cluster)                                   |
  * | REDIS_TLS                    | true / false (a rediss:// REDIS_URL says true)                 |
  * | REDIS_TLS_CA_FILE            | PEM file of the CA that signed the servers' certificates (TLS) |
+ * | REDIS_TLS_CERT_FILE          | PEM client certificate, for servers with tls-auth-clients (TLS) |
+ * | REDIS_TLS_KEY_FILE           | PEM private key of that certificate (both or neither)         |
  * | REDIS_COMMAND_TIMEOUT        | ms before a command to a frozen server fails (default 2000)    |
  * | REDIS_LOCK_PREFIX            | key prefix of every lock (default "lock")                      |
  * | REDIS_LOCK_WATCHDOG_TIMEOUT  | watchdog lease in ms (default 30000)                           |
@@ -45,6 +47,8 @@ export const LOCK_ENV_VARIABLES = [
   'REDIS_DB',
   'REDIS_TLS',
   'REDIS_TLS_CA_FILE',
+  'REDIS_TLS_CERT_FILE',
+  'REDIS_TLS_KEY_FILE',
   'REDIS_COMMAND_TIMEOUT',
   'REDIS_LOCK_PREFIX',
   'REDIS_LOCK_WATCHDOG_TIMEOUT',
@@ -75,7 +79,11 @@ export function lockOptionsFromEnv(env: Env = process.env): RedisLockClientOptio
     username: value('REDIS_USERNAME'),
     password: value('REDIS_PASSWORD'),
     db: integer(problems, 'REDIS_DB', value('REDIS_DB'), 0),
-    tls: tlsFromEnv(problems, boolean(problems, 'REDIS_TLS', value('REDIS_TLS')), value('REDIS_TLS_CA_FILE')),
+    tls: tlsFromEnv(problems, boolean(problems, 'REDIS_TLS', value('REDIS_TLS')), {
+      ca: value('REDIS_TLS_CA_FILE'),
+      cert: value('REDIS_TLS_CERT_FILE'),
+      key: value('REDIS_TLS_KEY_FILE'),
+    }),
     commandTimeout: integer(problems, 'REDIS_COMMAND_TIMEOUT', value('REDIS_COMMAND_TIMEOUT'), 1, MAX_TIMEOUT_MS),
   };
   const required = (name: string) => {
@@ -165,29 +173,40 @@ function integer(
   return n;
 }
 
+/** The PEM files of TLS settings, by the option each one fills (see tlsFromEnv). */
+const TLS_FILE_VARIABLES = { ca: 'REDIS_TLS_CA_FILE', cert: 'REDIS_TLS_CERT_FILE', key: 'REDIS_TLS_KEY_FILE' } as const;
+type TlsFiles = Partial<Record<keyof typeof TLS_FILE_VARIABLES, string>>;
+
 /**
- * REDIS_TLS, and a private CA to trust from REDIS_TLS_CA_FILE (read now, so a wrong path is reported
- * with the other problems). A CA file means TLS, unless REDIS_TLS=false says otherwise: a contradiction.
+ * REDIS_TLS, with the files of TLS settings: a private CA to trust, a client certificate and its key
+ * to present (REDIS_TLS_*_FILE). They are read now, so a wrong path is reported with the other
+ * problems. A file means TLS, unless REDIS_TLS=false says otherwise: a contradiction. A certificate
+ * goes with its key: one without the other is reported too.
  */
-function tlsFromEnv(
-  problems: string[],
-  tls: boolean | undefined,
-  caFile: string | undefined,
-): CommonConnectionOptions['tls'] {
-  if (caFile === undefined) return tls;
+function tlsFromEnv(problems: string[], tls: boolean | undefined, files: TlsFiles): CommonConnectionOptions['tls'] {
+  const given = (Object.keys(TLS_FILE_VARIABLES) as (keyof TlsFiles)[]).filter((option) => files[option] !== undefined);
+  if (given.length === 0) return tls;
   if (tls === false) {
-    problems.push('REDIS_TLS_CA_FILE is set but REDIS_TLS=false: drop one of them');
+    for (const option of given)
+      problems.push(`${TLS_FILE_VARIABLES[option]} is set but REDIS_TLS=false: drop one of them`);
     return tls;
   }
-  try {
-    return { ca: readFileSync(caFile) };
-  } catch (error) {
-    problems.push(`REDIS_TLS_CA_FILE cannot be read: ${(error as Error).message}`);
-    return tls;
+  if ((files.cert === undefined) !== (files.key === undefined)) {
+    const [has, lacks] = files.cert === undefined ? ['KEY', 'CERT'] : ['CERT', 'KEY'];
+    problems.push(`REDIS_TLS_${has}_FILE is set without REDIS_TLS_${lacks}_FILE: a client certificate needs both`);
   }
+  const options: Partial<Record<keyof TlsFiles, Buffer>> = {};
+  for (const option of given) {
+    try {
+      options[option] = readFileSync(files[option]!);
+    } catch (error) {
+      problems.push(`${TLS_FILE_VARIABLES[option]} cannot be read: ${(error as Error).message}`);
+    }
+  }
+  return options;
 }
 
-/** REDIS_SENTINEL_TLS=true trusts the CA of REDIS_TLS_CA_FILE too; unset, the sentinels follow the nodes. */
+/** REDIS_SENTINEL_TLS=true uses the files of REDIS_TLS_*_FILE too; unset, the sentinels follow the nodes. */
 function sentinelTls(flag: boolean | undefined, nodes: CommonConnectionOptions['tls']): CommonConnectionOptions['tls'] {
   return flag === true && typeof nodes === 'object' ? nodes : flag;
 }

@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { revivedAfterEnd } from '../engine/connection-end';
 import { reconnectDelay } from './redis-options';
 import { refusedCredentials } from './refused-credentials';
+import { refusedTls } from './refused-tls';
 
 type Connection = Redis | Cluster;
 
@@ -36,9 +37,10 @@ function untilReady(connection: Connection): Promise<void> {
       connection.off('error', onError);
       resolve();
     };
-    // Credentials Redis refuses stay refused: fail now, naming the option, not at the deadline.
+    // Credentials Redis refuses, or a TLS handshake that fails on its settings, stay so: fail now,
+    // naming the option, not at the deadline.
     const onError = (error: Error) => {
-      const refused = refusedCredentials(error);
+      const refused = refusedCredentials(error) ?? refusedTls(error);
       if (!refused) return;
       connection.off('ready', onReady);
       connection.off('error', onError);
@@ -72,10 +74,22 @@ export async function quitAll(connections: Connection[]): Promise<void> {
       revivedAfterEnd(c, false);
       // QUIT only a live connection (on a reconnecting one it could wait for a dead server forever).
       if (c.status === 'ready') await c.quit().catch(() => undefined);
+      absorbLateSocketErrors(c);
       // QUIT leaves side connections open (a sentinel client's failover detector): close those too.
       c.disconnect();
     }),
   );
+}
+
+/**
+ * A TLS socket ended during its handshake can report a second error after the one ioredis listens
+ * for once (the server's alert answering the client's abort): unheard, Node would throw it and end
+ * the process. Closing a connection that is still connecting (a start-up that failed fast, a close
+ * during a reconnect) must not do that, so its sockets get a listener that drops late errors.
+ */
+function absorbLateSocketErrors(connection: Connection): void {
+  const nodes = 'nodes' in connection && typeof connection.nodes === 'function' ? connection.nodes() : [connection];
+  for (const node of nodes as Redis[]) node.stream?.on('error', () => undefined);
 }
 
 /**

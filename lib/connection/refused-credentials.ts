@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { ConnectionConfigError } from '../engine/errors';
 
 /**
@@ -8,7 +9,7 @@ import { ConnectionConfigError } from '../engine/errors';
 const REFUSED = /\b(WRONGPASS|NOAUTH)\b|\binvalid (password|username-password pair)\b/;
 
 /** ioredis reports a sentinel's refusal inside its own error ("All sentinels are unreachable… Last error: …"). */
-const FROM_SENTINELS = /^All sentinels are unreachable/;
+export const FROM_SENTINELS = /^All sentinels are unreachable/;
 
 /**
  * The configuration error to fail a start-up with when `error`, reported by a connection, is Redis
@@ -28,8 +29,9 @@ export function refusedCredentials(error: unknown): ConnectionConfigError | unde
 }
 
 /** The error's message, and those of what it wraps (a Cluster's last node error, a cause). */
-function errorMessages(error: unknown, depth = 0): string[] {
-  if (!(error instanceof Error) || depth > 3) return [];
+export function errorMessages(error: unknown, depth = 0): string[] {
+  // Node's own socket errors come from another realm under a vm context (jest's): instanceof misses them.
+  if (!(error instanceof Error || types.isNativeError(error)) || depth > 3) return [];
   const inner = error as Error & { lastNodeError?: unknown; cause?: unknown };
   return [error.message, ...errorMessages(inner.lastNodeError, depth + 1), ...errorMessages(inner.cause, depth + 1)];
 }

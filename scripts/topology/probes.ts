@@ -10,7 +10,7 @@ import { logTail } from './processes';
 export type Probe = () => Promise<string | undefined>;
 
 /** A node to probe: its address, the CA of a TLS topology, the password of one that requires it. */
-export type Endpoint = HostPort & { tls?: { ca: Buffer }; password?: string };
+export type Endpoint = HostPort & { tls?: { ca: Buffer; cert?: Buffer; key?: Buffer }; password?: string };
 
 export async function withClient<T>(address: Endpoint, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({

@@ -1,8 +1,9 @@
 /**
  * TLS material for a topology whose nodes speak only TLS (what managed Redis offers): a throwaway
  * certificate authority and one server certificate for 127.0.0.1 signed by it, made with the openssl
- * command line (Node has no API to sign certificates). Clients trust `caFile`; servers do not ask
- * clients for certificates.
+ * command line (Node has no API to sign certificates). Clients trust `caFile`. A client certificate
+ * signed by the same CA (`clientCertFile`, `clientKeyFile`) is for nodes that ask for one
+ * (`tls-auth-clients yes`, see StartOptions.tlsClientAuth); the nodes use their own between themselves.
  */
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -12,12 +13,20 @@ export interface TlsFiles {
   caFile: string;
   certFile: string;
   keyFile: string;
+  clientCertFile: string;
+  clientKeyFile: string;
 }
 
 export function createTlsFiles(dir: string): TlsFiles {
   fs.mkdirSync(dir, { recursive: true });
   const file = (name: string) => path.join(dir, name);
-  const files = { caFile: file('ca.crt'), certFile: file('redis.crt'), keyFile: file('redis.key') };
+  const files = {
+    caFile: file('ca.crt'),
+    certFile: file('redis.crt'),
+    keyFile: file('redis.key'),
+    clientCertFile: file('client.crt'),
+    clientKeyFile: file('client.key'),
+  };
   const ecKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   fs.writeFileSync(file('san.ext'), 'subjectAltName=IP:127.0.0.1\n');
   openssl([
@@ -37,6 +46,11 @@ export function createTlsFiles(dir: string): TlsFiles {
   openssl([
     'x509', '-req', '-in', file('redis.csr'), '-CA', files.caFile, '-CAkey', file('ca.key'), '-CAcreateserial',
     '-out', files.certFile, '-days', '7', '-extfile', file('san.ext'),
+  ]); // prettier-ignore
+  openssl(['req', ...ecKey, '-keyout', files.clientKeyFile, '-out', file('client.csr'), '-subj', '/CN=lock client']);
+  openssl([
+    'x509', '-req', '-in', file('client.csr'), '-CA', files.caFile, '-CAkey', file('ca.key'), '-CAcreateserial',
+    '-out', files.clientCertFile, '-days', '7',
   ]); // prettier-ignore
   return files;
 }

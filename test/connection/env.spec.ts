@@ -236,6 +236,55 @@ describe('lockOptionsFromEnv', () => {
     }
   });
 
+  it('REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE: a client certificate, both or neither, read at parse time', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'client-cert-'));
+    try {
+      const [caFile, certFile, keyFile] = ['ca.crt', 'client.crt', 'client.key'].map((f) => join(dir, f));
+      for (const file of [caFile, certFile, keyFile]) writeFileSync(file, `PEM of ${file}\n`);
+      const files = { REDIS_TLS_CA_FILE: caFile, REDIS_TLS_CERT_FILE: certFile, REDIS_TLS_KEY_FILE: keyFile };
+      const { connection } = lockOptionsFromEnv({ REDIS_URL: 'redis://cache:6380', ...files });
+      expect((connection as { tls: unknown }).tls).toEqual({
+        ca: readFileSync(caFile),
+        cert: readFileSync(certFile),
+        key: readFileSync(keyFile),
+      }); // files mean TLS, even with a redis:// URL
+      const sentinel = lockOptionsFromEnv({
+        REDIS_DEPLOY_TYPE: 'sentinel',
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_MASTER: 'm',
+        REDIS_SENTINEL_TLS: 'true',
+        REDIS_TLS_CERT_FILE: certFile,
+        REDIS_TLS_KEY_FILE: keyFile,
+      }).connection as { sentinelTls: { cert: Buffer } };
+      expect(sentinel.sentinelTls.cert).toEqual(readFileSync(certFile)); // presented to the sentinels too
+
+      const problems = (env: Record<string, string>) => {
+        try {
+          lockOptionsFromEnv(env);
+        } catch (error) {
+          return (error as ConnectionConfigError).problems;
+        }
+        return [];
+      };
+      expect(problems({ REDIS_TLS_CERT_FILE: certFile })).toEqual([
+        'REDIS_TLS_CERT_FILE is set without REDIS_TLS_KEY_FILE: a client certificate needs both',
+      ]);
+      expect(problems({ REDIS_TLS_KEY_FILE: keyFile })).toEqual([
+        'REDIS_TLS_KEY_FILE is set without REDIS_TLS_CERT_FILE: a client certificate needs both',
+      ]);
+      expect(problems({ REDIS_TLS_CERT_FILE: certFile, REDIS_TLS_KEY_FILE: join(dir, 'missing.key') })).toEqual([
+        expect.stringMatching(/^REDIS_TLS_KEY_FILE cannot be read: ENOENT/),
+      ]);
+      expect(problems({ ...files, REDIS_TLS: 'false' })).toEqual([
+        'REDIS_TLS_CA_FILE is set but REDIS_TLS=false: drop one of them',
+        'REDIS_TLS_CERT_FILE is set but REDIS_TLS=false: drop one of them',
+        'REDIS_TLS_KEY_FILE is set but REDIS_TLS=false: drop one of them',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('never puts a password into an error message', () => {
     const env = {
       REDIS_DEPLOY_TYPE: 'master-slave',

@@ -1,0 +1,57 @@
+import { ConnectionConfigError } from '../engine/errors';
+import { errorMessages, FROM_SENTINELS } from './refused-credentials';
+
+/**
+ * TLS handshakes that fail on the settings of one side or the other: a certificate missing, refused
+ * or not trusted, a name that does not match, TLS spoken to a plain port. Waiting does not fix them,
+ * so connecting stops at the first one instead of retrying until its deadline. Matched on the
+ * message, not the error code: ioredis passes a sentinel's error on inside a message of its own.
+ */
+const RULES: { test: RegExp; fix: string }[] = [
+  {
+    test: /alert certificate required/i,
+    fix: 'Redis requires a client certificate (tls-auth-clients): give tls.cert and tls.key (REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE)',
+  },
+  {
+    test: /alert (unknown ca|bad certificate|certificate unknown|certificate expired|certificate revoked|unsupported certificate|access denied)/i,
+    fix: 'Redis refused the client certificate: give one signed by a CA its tls-ca-cert-file trusts, in tls.cert and tls.key (REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE)',
+  },
+  {
+    test: /self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate chain too long/i,
+    fix: "Redis's certificate is not signed by a CA this client trusts: give that CA in tls.ca (REDIS_TLS_CA_FILE)",
+  },
+  {
+    test: /certificate has expired|certificate is not yet valid/i,
+    fix: "Redis's certificate is outside its validity period: renew it on the server (or correct this machine's clock)",
+  },
+  {
+    test: /does not match certificate's altnames/i,
+    fix: "Redis's certificate does not name the host connected to: connect by a name or address it lists, or set tls.servername",
+  },
+  {
+    test: /wrong version number|packet length too long|unknown protocol/i,
+    fix: 'Redis does not speak TLS on this port: drop tls (REDIS_TLS=false, a redis:// URL) or connect to its tls-port',
+  },
+];
+
+/**
+ * The configuration error to fail a start-up with when `error`, reported by a connection, is a TLS
+ * handshake that fails on its settings; undefined for any other error (those are retried).
+ */
+export function refusedTls(error: unknown): ConnectionConfigError | undefined {
+  const messages = errorMessages(error);
+  for (const { test, fix } of RULES) {
+    const failed = messages.find((m) => test.test(m));
+    if (failed === undefined) continue;
+    const toSentinels = messages.some((m) => FROM_SENTINELS.test(m));
+    const where = toSentinels ? ' (to the sentinels: their TLS settings are sentinelTls, REDIS_SENTINEL_TLS)' : '';
+    return new ConnectionConfigError([`${fix}${where}; the handshake failed with: ${openSslReason(failed)}`]);
+  }
+  return undefined;
+}
+
+/** OpenSSL's reason ("tlsv13 alert certificate required") out of its long error line, else the message. */
+function openSslReason(message: string): string {
+  const reason = /:SSL routines:[^:]*:([^:]+):/.exec(message);
+  return (reason ? reason[1] : message.split('\n')[0]).trim();
+}
