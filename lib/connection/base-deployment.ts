@@ -1,7 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RedisPubSub } from '../engine/pubsub';
 import type { HostPort } from './connection-options';
+import { DEFAULT_REDIS_PORT } from './addresses';
 import { connectAll, lastConnectionError, quitAll } from './lifecycle';
+import { tlsRefusalWhile } from './refused-tls';
+import type { TlsTarget } from './tls-probe';
 import type { RedisDeployment } from './redis-deployment';
 
 type Connection = Redis | Cluster;
@@ -15,6 +18,8 @@ export interface DeploymentConnections<C extends Connection> {
   replicas?: readonly HostPort[];
   /** The ones this deployment opened, and so connects and closes; default both. */
   owned?: readonly C[];
+  /** Where TLS is spoken, for telling why connecting fails (see tlsRefusalWhile); default from `client`'s options. */
+  tlsTargets?: readonly TlsTarget[];
 }
 
 /**
@@ -30,10 +35,18 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
   readonly publishCommand: 'publish' | 'spublish';
   readonly replicas: readonly HostPort[];
   protected readonly owned: readonly C[];
+  private readonly tlsTargets: readonly TlsTarget[];
 
-  protected constructor({ client, subscriber, replicas = [], owned = [client, subscriber] }: DeploymentConnections<C>) {
+  protected constructor({
+    client,
+    subscriber,
+    replicas = [],
+    owned = [client, subscriber],
+    tlsTargets,
+  }: DeploymentConnections<C>) {
     this.client = client;
     this.owned = owned;
+    this.tlsTargets = tlsTargets ?? (client.isCluster ? [] : tlsTargetsOf(client as Redis));
     this.replicas = replicas;
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
     this.pubsub = new RedisPubSub(subscriber, client.isCluster, false);
@@ -44,7 +57,9 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
    * Failed connection attempts are retried until both are ready: the caller bounds the wait.
    */
   async ready(): Promise<void> {
-    await connectAll([...this.owned]);
+    const connecting = connectAll([...this.owned]);
+    // A TLS setting Redis refuses fails now, whether or not the connections' own errors show it.
+    await Promise.race([connecting, tlsRefusalWhile(connecting, this.tlsTargets)]);
     try {
       await this.verify();
     } catch (error) {
@@ -64,4 +79,26 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
 
   /** Throws when the connected deployment is not what the options promised. */
   protected async verify(): Promise<void> {}
+}
+
+/** ioredis's defaults for an address that leaves them out. */
+const DEFAULT_HOST = 'localhost';
+const DEFAULT_SENTINEL_PORT = 26379;
+
+/** A server's address and TLS options, or a sentinel client's sentinels and theirs; none without TLS. */
+function tlsTargetsOf(client: Redis): TlsTarget[] {
+  const { options } = client;
+  if (options.sentinels) {
+    const tls = options.sentinelTLS;
+    if (!tls) return [];
+    return options.sentinels.map(({ host, port }) => ({
+      host: host ?? DEFAULT_HOST,
+      port: port ?? DEFAULT_SENTINEL_PORT,
+      tls,
+      sentinel: true,
+    }));
+  }
+  return options.tls
+    ? [{ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_REDIS_PORT, tls: options.tls }]
+    : [];
 }

@@ -31,7 +31,9 @@ export class ClusterDeployment extends BaseDeployment<Cluster> {
       // Sharded subscriptions go to the node serving each channel's slot, and follow it on resharding.
       shardedSubscribers: true,
     };
+    const { tls } = redisOptions;
     super({
+      tlsTargets: tls ? options.nodes.map(({ host, port }) => ({ host, port, tls })) : [],
       client: new Cluster(options.nodes, clusterOptions),
       subscriber: new Cluster(options.nodes, {
         ...clusterOptions,

@@ -1,5 +1,7 @@
 import { ConnectionConfigError } from '../engine/errors';
+import { settledWithin } from '../engine/sleep';
 import { errorMessages, FROM_SENTINELS } from './refused-credentials';
+import { tlsHandshakeError, type TlsTarget } from './tls-probe';
 
 /**
  * TLS handshakes that fail on the settings of one side or the other: a certificate missing, refused
@@ -13,7 +15,7 @@ const RULES: { test: RegExp; fix: string }[] = [
     fix: 'Redis requires a client certificate (tls-auth-clients): give tls.cert and tls.key (REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE)',
   },
   {
-    test: /alert (unknown ca|bad certificate|certificate unknown|certificate expired|certificate revoked|unsupported certificate|access denied)/i,
+    test: /alert (unknown ca|bad certificate|certificate unknown|certificate expired|certificate revoked|unsupported certificate|access denied|decrypt error)/i,
     fix: 'Redis refused the client certificate: give one signed by a CA its tls-ca-cert-file trusts, in tls.cert and tls.key (REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE)',
   },
   {
@@ -29,7 +31,7 @@ const RULES: { test: RegExp; fix: string }[] = [
     fix: "Redis's certificate does not name the host connected to: connect by a name or address it lists, or set tls.servername",
   },
   {
-    test: /wrong version number|packet length too long|unknown protocol/i,
+    test: /wrong version number|packet length too long|unknown protocol|does not speak TLS on this port/i,
     fix: 'Redis does not speak TLS on this port: drop tls (REDIS_TLS=false, a redis:// URL) or connect to its tls-port',
   },
 ];
@@ -38,16 +40,43 @@ const RULES: { test: RegExp; fix: string }[] = [
  * The configuration error to fail a start-up with when `error`, reported by a connection, is a TLS
  * handshake that fails on its settings; undefined for any other error (those are retried).
  */
-export function refusedTls(error: unknown): ConnectionConfigError | undefined {
+export function refusedTls(error: unknown, fromSentinel = false): ConnectionConfigError | undefined {
   const messages = errorMessages(error);
   for (const { test, fix } of RULES) {
     const failed = messages.find((m) => test.test(m));
     if (failed === undefined) continue;
-    const toSentinels = messages.some((m) => FROM_SENTINELS.test(m));
+    const toSentinels = fromSentinel || messages.some((m) => FROM_SENTINELS.test(m));
     const where = toSentinels ? ' (to the sentinels: their TLS settings are sentinelTls, REDIS_SENTINEL_TLS)' : '';
     return new ConnectionConfigError([`${fix}${where}; the handshake failed with: ${openSslReason(failed)}`]);
   }
   return undefined;
+}
+
+/** How long connecting may take before a handshake of our own looks for a TLS refusal. */
+const PROBE_AFTER_MS = 500;
+/** How long that handshake may take. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+/**
+ * Rejects with the configuration error that a TLS handshake of our own with `targets` finds, when
+ * `connecting` has not settled within PROBE_AFTER_MS (one handshake per target, once); otherwise
+ * never settles. The connections' own errors do not always show it (see tlsHandshakeError).
+ */
+export async function tlsRefusalWhile(connecting: Promise<unknown>, targets: readonly TlsTarget[]): Promise<never> {
+  const settled = settledWithin(
+    connecting.then(
+      () => true,
+      () => true,
+    ),
+    PROBE_AFTER_MS,
+  );
+  if (targets.length > 0 && !(await settled)) {
+    for (const target of targets) {
+      const refused = refusedTls(await tlsHandshakeError(target, PROBE_TIMEOUT_MS), target.sentinel === true);
+      if (refused) throw refused;
+    }
+  }
+  return new Promise<never>(() => undefined);
 }
 
 /** OpenSSL's reason ("tlsv13 alert certificate required") out of its long error line, else the message. */

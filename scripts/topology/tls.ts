@@ -17,7 +17,8 @@ export interface TlsFiles {
   clientKeyFile: string;
 }
 
-export function createTlsFiles(dir: string): TlsFiles {
+/** `caName`: the CA's common name (a CA of another name signs certificates no topology of ours trusts). */
+export function createTlsFiles(dir: string, caName = 'test CA'): TlsFiles {
   fs.mkdirSync(dir, { recursive: true });
   const file = (name: string) => path.join(dir, name);
   const files = {
@@ -40,7 +41,7 @@ export function createTlsFiles(dir: string): TlsFiles {
     '-days',
     '7',
     '-subj',
-    '/CN=test CA',
+    `/CN=${caName}`,
   ]);
   openssl(['req', ...ecKey, '-keyout', files.keyFile, '-out', file('redis.csr'), '-subj', '/CN=127.0.0.1']);
   openssl([

@@ -1,20 +1,25 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import {
   ConnectionConfigError,
+  connectRedLockMasters,
   createLockClient,
   lockOptionsFromEnv,
   type ConnectionOptions,
   type LockClient,
 } from '../../lib';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { createTlsFiles } from '../../scripts/topology/tls';
 import { quietLogger } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 
 /**
  * Mutual TLS: nodes and sentinels that ask every client for a certificate signed by their CA
- * (`tls-auth-clients yes`). A client that presents the right one locks on every deployment. On a
- * single server, a certificate missing, or a server certificate this client does not trust or that
- * does not name the host, fails start-up at once with an error that names the setting to fix. Private
+ * (`tls-auth-clients yes`). A client that presents the right one locks on every deployment. A
+ * certificate missing or refused, or a server certificate this client does not trust or that does
+ * not name the host, fails start-up at once with an error that names the setting to fix, on every
+ * deployment, not after the connect deadline. Private
  * topologies on 7480-7499 (see scripts/redis-topology.ts), started one after another.
  */
 const PORTS = { cluster: 7480, single: 7486, sentinel: 7490 } as const;
@@ -46,6 +51,16 @@ describe('mutual TLS: a client certificate required everywhere', () => {
     cert: readFileSync(files(kind).clientCertFile),
     key: readFileSync(files(kind).clientKeyFile),
   });
+
+  /** A client certificate of another CA, which no node trusts (made once per kind, on first use). */
+  const stranger = (kind: Kind) => {
+    const other = createTlsFiles(join(topologies[kind]!.stateDir, 'stranger'), 'stranger CA');
+    return {
+      ca: readFileSync(files(kind).caFile),
+      cert: readFileSync(other.clientCertFile),
+      key: readFileSync(other.clientKeyFile),
+    };
+  };
 
   const connectionTo = (kind: Kind, tls: object, more: Partial<ConnectionOptions> = {}): ConnectionOptions => {
     const t = topologies[kind]!;
@@ -107,24 +122,55 @@ describe('mutual TLS: a client certificate required everywhere', () => {
     return (failure as Error).message;
   };
 
-  // A single server reports the handshake's own error. Not yet covered: a certificate of an unknown CA
-  // (TLS 1.3 lets the ready check fail first, with a plain "Stream isn't writeable"), and sentinels or
-  // a Cluster, through which ioredis passes on only "Connection is closed": those wait out the deadline.
-  const refusals: [string, () => object, RegExp][] = [
+  const refusals: [string, (kind: Kind) => object, RegExp][] = [
     [
       'no client certificate',
-      () => ({ ca: readFileSync(files('single').caFile) }),
+      (kind) => ({ ca: readFileSync(files(kind).caFile) }),
       /requires a client certificate.*REDIS_TLS_CERT_FILE.*certificate required/,
     ],
+    ['a certificate of another CA', stranger, /refused the client certificate.*unknown ca/],
     [
       'no trust in the server certificate',
-      () => ({ cert: trusted('single').cert, key: trusted('single').key }),
+      (kind) => ({ cert: trusted(kind).cert, key: trusted(kind).key }),
       /not signed by a CA this client trusts.*REDIS_TLS_CA_FILE.*self-signed certificate/,
     ],
   ];
+  const refusalCases = kinds.flatMap((kind) =>
+    refusals.map(([what, tls, message]) => [kind, what, tls, message] as const),
+  );
 
-  it.each(refusals)('single, %s: start-up fails at once, naming the setting', async (_what, tls, message) => {
-    expect(await refusedStartUp(connectionTo('single', tls()))).toMatch(message);
+  it.each(refusalCases)('%s, %s: start-up fails at once, naming the setting', async (kind, _what, tls, message) => {
+    expect(await refusedStartUp(connectionTo(kind, tls(kind)))).toMatch(message);
+  });
+
+  it('sentinel: sentinels that refuse a client without a certificate are named as such', async () => {
+    const connection = connectionTo('sentinel', trusted('sentinel'), {
+      sentinelTls: { ca: readFileSync(files('sentinel').caFile) },
+    });
+    expect(await refusedStartUp(connection)).toMatch(
+      /requires a client certificate.*\(to the sentinels: .*sentinelTls/,
+    );
+  });
+
+  it('RedLock: a master that refuses a client without a certificate fails start-up at once, named', async () => {
+    const masters = [
+      connectionTo('single', trusted('single')),
+      connectionTo('single', { ca: readFileSync(files('single').caFile) }),
+      connectionTo('single', trusted('single')),
+    ];
+    const startedAt = Date.now();
+    const failure = await connectRedLockMasters(masters, { logger: quietLogger }).then(
+      async (clients) => {
+        await Promise.all(clients.map((c) => c.close()));
+        return undefined;
+      },
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ConnectionConfigError);
+    expect(Date.now() - startedAt).toBeLessThan(FAST_MS);
+    expect((failure as ConnectionConfigError).problems).toEqual([
+      expect.stringMatching(/^RedLock master .*requires a client certificate/),
+    ]);
   });
 
   it('single, a client to a host its certificate does not name: start-up fails at once, naming tls.servername', async () => {
@@ -135,6 +181,18 @@ describe('mutual TLS: a client certificate required everywhere', () => {
       tls: trusted('single'),
     };
     expect(await refusedStartUp(connection as ConnectionOptions)).toMatch(/does not name the host.*tls\.servername/);
+  });
+
+  it('TLS to a server that speaks plain text fails start-up soon, saying so, not after the connect deadline', async () => {
+    const plain = sharedTopology('single').masters[0];
+    const startedAt = Date.now();
+    const failure = await createLockClient({
+      connection: { type: 'single', ...plain, tls: true },
+      logger: quietLogger,
+    }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(ConnectionConfigError);
+    expect((failure as Error).message).toMatch(/does not speak TLS on this port: drop tls/);
+    expect(Date.now() - startedAt).toBeLessThan(6_000); // a TLS handshake that never ends costs 2 s of probing
   });
 
   it('from the environment: REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE present the certificate; without them start-up fails at once', async () => {

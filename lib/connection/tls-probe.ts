@@ -1,0 +1,56 @@
+import * as net from 'node:net';
+import * as tls from 'node:tls';
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
+
+/** A node a deployment reaches over TLS, with the options it uses there (see BaseDeployment.tlsTargets). */
+export interface TlsTarget {
+  host: string;
+  port: number;
+  tls: TlsConnectionOptions;
+  /** A sentinel (its TLS options are sentinelTls), not a data node. */
+  sentinel?: boolean;
+}
+
+/**
+ * One TLS handshake with `target`, then a PING, and the error that ended it, if any; undefined when
+ * the server answered or nothing happened within `timeoutMs`. A server that does not take the
+ * handshake but answers a PING in plain text gets an error of its own (PLAIN_TEXT_ANSWER). ioredis swallows a sentinel's TLS
+ * error and reports a Cluster node's as "Connection is closed", and under TLS 1.3 a refused client
+ * certificate arrives after the handshake, where its ready check may fail first with a plain
+ * "Stream isn't writeable": a handshake of our own sees the error itself.
+ */
+export async function tlsHandshakeError(target: TlsTarget, timeoutMs: number): Promise<Error | undefined> {
+  const outcome = await exchange(tls.connect({ ...target.tls, host: target.host, port: target.port }), timeoutMs);
+  if (outcome === 'answered') return undefined;
+  if (outcome !== 'silent') return outcome;
+  // No handshake at all: a server that speaks plain text waits for the end of a line that never comes.
+  const plain = await exchange(net.connect({ host: target.host, port: target.port }), timeoutMs);
+  return plain === 'answered' ? new Error(PLAIN_TEXT_ANSWER) : undefined;
+}
+
+/** What tlsHandshakeError reports for a server that answers a plain-text PING (see refused-tls.ts). */
+export const PLAIN_TEXT_ANSWER = 'the server answered a plain-text PING: it does not speak TLS on this port';
+
+/**
+ * Sends PING once `socket` is connected (after its handshake, for TLS) and reports how it went: the
+ * error that ended it, 'answered' for a Redis reply (PONG, NOAUTH: the connection was taken),
+ * 'silent' for none within `timeoutMs`. A TLS server's alert arrives instead of a reply when it refuses.
+ */
+function exchange(socket: net.Socket, timeoutMs: number): Promise<Error | 'answered' | 'silent'> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done('silent'), timeoutMs);
+    timer.unref();
+    function done(outcome: Error | 'answered' | 'silent'): void {
+      clearTimeout(timer);
+      socket.removeAllListeners();
+      socket.on('error', () => undefined); // a late alert must not become an unhandled error
+      socket.destroy();
+      resolve(outcome);
+    }
+    socket.once('error', done);
+    socket.once(socket instanceof tls.TLSSocket ? 'secureConnect' : 'connect', () => socket.write('PING\r\n'));
+    // A Redis reply (a TLS server's alert record, which starts with byte 0x15, is no answer to a plain PING).
+    socket.once('data', (data: Buffer) => done(/^[+-]/.test(data.toString('latin1', 0, 1)) ? 'answered' : 'silent'));
+    socket.once('close', () => done('silent'));
+  });
+}
