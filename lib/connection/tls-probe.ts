@@ -13,11 +13,11 @@ export interface TlsTarget {
 
 /**
  * One TLS handshake with `target`, then a PING, and the error that ended it, if any; undefined when
- * the server answered or nothing happened within `timeoutMs`. A server that does not take the
- * handshake but answers a PING in plain text gets an error of its own (PLAIN_TEXT_ANSWER). ioredis swallows a sentinel's TLS
- * error and reports a Cluster node's as "Connection is closed", and under TLS 1.3 a refused client
- * certificate arrives after the handshake, where its ready check may fail first with a plain
- * "Stream isn't writeable": a handshake of our own sees the error itself.
+ * the server answered or nothing happened within `timeoutMs`. A server that takes no handshake but
+ * answers a PING in plain text gets an error of its own (PLAIN_TEXT_ANSWER). ioredis swallows a
+ * sentinel's TLS error and reports a Cluster node's as "Connection is closed", and under TLS 1.3 a
+ * refused client certificate arrives after the handshake, where its ready check may fail first with
+ * a plain "Stream isn't writeable": a handshake of our own sees the error itself.
  */
 export async function tlsHandshakeError(target: TlsTarget, timeoutMs: number): Promise<Error | undefined> {
   const outcome = await exchange(tls.connect({ ...target.tls, host: target.host, port: target.port }), timeoutMs);
@@ -28,8 +28,8 @@ export async function tlsHandshakeError(target: TlsTarget, timeoutMs: number): P
   return plain === 'answered' ? new Error(PLAIN_TEXT_ANSWER) : undefined;
 }
 
-/** What tlsHandshakeError reports for a server that answers a plain-text PING (see refused-tls.ts). */
-export const PLAIN_TEXT_ANSWER = 'the server answered a plain-text PING: it does not speak TLS on this port';
+/** What tlsHandshakeError reports for a server that answers a plain-text PING (refused-tls.ts knows its words). */
+const PLAIN_TEXT_ANSWER = 'the server answered a plain-text PING: it does not speak TLS on this port';
 
 /**
  * Sends PING once `socket` is connected (after its handshake, for TLS) and reports how it went: the

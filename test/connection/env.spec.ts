@@ -4,6 +4,16 @@ import { join } from 'node:path';
 import { ConnectionConfigError, lockOptionsFromEnv } from '../../lib';
 
 describe('lockOptionsFromEnv', () => {
+  /** The problems lockOptionsFromEnv reports for `env` (none: it parsed). */
+  const problems = (env: Record<string, string>): string[] => {
+    try {
+      lockOptionsFromEnv(env);
+    } catch (error) {
+      return [...(error as ConnectionConfigError).problems];
+    }
+    return [];
+  };
+
   const good: [string, Record<string, string>, unknown][] = [
     ['defaults to a local single server', {}, { connection: { type: 'single', url: 'redis://127.0.0.1:6379' } }],
     [
@@ -217,14 +227,6 @@ describe('lockOptionsFromEnv', () => {
       }).connection as { sentinelTls: { ca: Buffer } };
       expect(sentinel.sentinelTls.ca).toEqual(readFileSync(caFile)); // the sentinels trust that CA too
 
-      const problems = (env: Record<string, string>) => {
-        try {
-          lockOptionsFromEnv(env);
-        } catch (error) {
-          return (error as ConnectionConfigError).problems;
-        }
-        return [];
-      };
       expect(problems({ REDIS_TLS_CA_FILE: join(dir, 'missing.crt') })).toEqual([
         expect.stringMatching(/^REDIS_TLS_CA_FILE cannot be read: ENOENT/),
       ]);
@@ -258,14 +260,6 @@ describe('lockOptionsFromEnv', () => {
       }).connection as { sentinelTls: { cert: Buffer } };
       expect(sentinel.sentinelTls.cert).toEqual(readFileSync(certFile)); // presented to the sentinels too
 
-      const problems = (env: Record<string, string>) => {
-        try {
-          lockOptionsFromEnv(env);
-        } catch (error) {
-          return (error as ConnectionConfigError).problems;
-        }
-        return [];
-      };
       expect(problems({ REDIS_TLS_CERT_FILE: certFile })).toEqual([
         'REDIS_TLS_CERT_FILE is set without REDIS_TLS_KEY_FILE: a client certificate needs both',
       ]);
