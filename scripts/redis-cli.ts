@@ -6,6 +6,7 @@
  *   npm run redis:up -- all                      all five kinds
  *   npm run redis:up -- replica --base-port 7500 one kind on another base port
  *   npm run redis:up -- sentinel --tls           nodes that take TLS only (prints the CA file to trust)
+ *   npm run redis:up -- single --tls --client-auth  ...that also require a client certificate (prints its files)
  *   npm run redis:down                           every topology under the state root; skips those whose
  *                                                starter still runs (a jest run) unless --force
  *   npm run redis:down -- sentinel               the dev topology of that kind (or --base-port N)
@@ -30,7 +31,7 @@ import {
   TopologyKind,
 } from './redis-topology';
 
-const USAGE = `usage: tsx scripts/redis-cli.ts up   [all | kind ...] [--base-port N] [--tls]
+const USAGE = `usage: tsx scripts/redis-cli.ts up   [all | kind ...] [--base-port N] [--tls [--client-auth]]
        tsx scripts/redis-cli.ts down [all | kind ...] [--base-port N] [--force]
 kinds: ${TOPOLOGY_KINDS.join(' ')}`;
 
@@ -40,6 +41,7 @@ interface Args {
   basePort?: number;
   force: boolean;
   tls: boolean;
+  clientAuth: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -49,10 +51,12 @@ function parseArgs(argv: string[]): Args {
   let basePort: number | undefined;
   let force = false;
   let tls = false;
+  let clientAuth = false;
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i];
     if (arg === '--force') force = true;
     else if (arg === '--tls' && command === 'up') tls = true;
+    else if (arg === '--client-auth' && command === 'up') clientAuth = true;
     else if (arg === '--base-port' || arg.startsWith('--base-port=')) {
       const value = arg.includes('=') ? arg.split('=')[1] : rest[++i];
       basePort = Number(value);
@@ -65,12 +69,13 @@ function parseArgs(argv: string[]): Args {
   }
   if (command === 'up' && kinds.size === 0) kinds.add('single');
   if (basePort !== undefined && kinds.size !== 1) throw new UsageError('--base-port needs exactly one kind');
-  return { command, kinds: [...kinds], basePort, force, tls };
+  if (clientAuth && !tls) throw new UsageError('--client-auth goes with --tls');
+  return { command, kinds: [...kinds], basePort, force, tls, clientAuth };
 }
 
 class UsageError extends Error {}
 
-async function up({ kinds, basePort, tls }: Args): Promise<number> {
+async function up({ kinds, basePort, tls, clientAuth }: Args): Promise<number> {
   const abort = new AbortController();
   const onSignal = (): void => {
     console.error('\ninterrupted: stopping what was started so far...');
@@ -81,7 +86,12 @@ async function up({ kinds, basePort, tls }: Args): Promise<number> {
   try {
     const results = await Promise.allSettled(
       kinds.map((kind) =>
-        startTopology(kind, { basePort: basePort ?? DEV_BASE_PORTS[kind], signal: abort.signal, tls }),
+        startTopology(kind, {
+          basePort: basePort ?? DEV_BASE_PORTS[kind],
+          signal: abort.signal,
+          tls,
+          tlsClientAuth: clientAuth,
+        }),
       ),
     );
     const started = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
@@ -150,6 +160,9 @@ function printTopology(verb: string, t: RunningTopology, note: (pid: number) => 
   }
   if (t.sentinelMasterName) console.log(`  sentinel master name: ${t.sentinelMasterName}`);
   if (t.tls) console.log(`  TLS only; trust the CA in ${t.tls.caFile} (e.g. NODE_EXTRA_CA_CERTS)`);
+  if (t.tls && t.tlsClientAuth) {
+    console.log(`  client certificate required: ${t.tls.clientCertFile}, key ${t.tls.clientKeyFile}`);
+  }
   console.log(`  state: ${t.stateDir}`);
 }
 

@@ -19,6 +19,17 @@ const RULES: { test: RegExp; fix: string }[] = [
     fix: 'Redis refused the client certificate: give one signed by a CA its tls-ca-cert-file trusts, in tls.cert and tls.key (REDIS_TLS_CERT_FILE, REDIS_TLS_KEY_FILE)',
   },
   {
+    // TLS 1.2 has no "certificate required": a server missing one answers with a handshake failure.
+    test: /alert handshake failure/i,
+    fix:
+      'Redis refused the TLS handshake: it requires a client certificate (give tls.cert and tls.key: REDIS_TLS_CERT_FILE, ' +
+      'REDIS_TLS_KEY_FILE), or takes no cipher this client offers (its tls-ciphers)',
+  },
+  {
+    test: /alert protocol version|unsupported protocol/i,
+    fix: 'Redis and this client share no TLS version: compare its tls-protocols with tls.minVersion and tls.maxVersion',
+  },
+  {
     test: /self[- ]signed certificate|unable to verify the first certificate|unable to get (local )?issuer certificate|certificate chain too long/i,
     fix: "Redis's certificate is not signed by a CA this client trusts: give that CA in tls.ca (REDIS_TLS_CA_FILE)",
   },
