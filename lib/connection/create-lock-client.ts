@@ -4,11 +4,15 @@ import { DEFAULT_OPERATION_TIMEOUT, LockClient, type LockClientOptions } from '.
 import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/validation';
 import type { ConnectionOptions } from './connection-options';
 import { createDeployment, isRedisDeployment } from './create-deployment';
+import { connectionProblem } from './connection-problem';
 import { describeConnection } from './describe-connection';
 import type { RedisDeployment } from './redis-deployment';
 
 /** Everything a LockClient takes besides its connections. */
-export type LockClientSettings = Omit<LockClientOptions, 'redis' | 'pubsub' | 'publishCommand' | 'onClose'>;
+export type LockClientSettings = Omit<
+  LockClientOptions,
+  'redis' | 'pubsub' | 'publishCommand' | 'onClose' | 'connectionProblem'
+>;
 
 export interface RedisLockClientOptions extends LockClientSettings {
   /** The deployment to connect to (or one you built). */
@@ -60,6 +64,7 @@ export function lockClientOver(deployment: RedisDeployment, settings: LockClient
     pubsub: deployment.pubsub,
     publishCommand: deployment.publishCommand,
     onClose: () => deployment.close(),
+    connectionProblem: () => connectionProblem(deployment.lastConnectionError?.()),
   });
 }
 

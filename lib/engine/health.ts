@@ -5,7 +5,17 @@ import type { Watchdog } from './watchdog';
 export interface LockClientHealth {
   healthy: boolean;
   /** The lock connection: answers PING within operationTimeout. */
-  redis: { healthy: boolean; status: string; pingMs?: number; error?: string };
+  redis: {
+    healthy: boolean;
+    status: string;
+    pingMs?: number;
+    error?: string;
+    /**
+     * While it is not ready: why its latest connection attempt failed, naming the setting to fix when
+     * Redis refused it (a password or certificate rotated on the server while this client runs).
+     */
+    connectionError?: string;
+  };
   /** The subscriber waiters sleep on: not cut off (it connects on the first wait, so 'wait' is fine). */
   subscriber: { healthy: boolean; status: string };
   /** The renewals of watched leases: on schedule (lag within one interval). */
@@ -34,6 +44,10 @@ export async function checkHealth(
     redis.error = (error as Error).message;
   }
   redis.status = client.redis.status; // after the PING: what it found
+  if (!redis.healthy) {
+    const problem = client.connectionProblem();
+    if (problem !== undefined) redis.connectionError = problem;
+  }
   const subscriberStatus = client.subscriberStatus;
   const subscriber = { healthy: SUBSCRIBER_OK.has(subscriberStatus), status: subscriberStatus };
   const watchdog = { healthy: lagMs <= client.watchdogTimeout / 3, watchedLocks, lagMs };

@@ -69,6 +69,11 @@ export interface LockClientOptions {
   telemetry?: false | LockTelemetryOptions;
   /** Runs at the end of `close()`: how a client created from a deployment closes its connections. */
   onClose?: () => Promise<void>;
+  /**
+   * Why the connections of a client created from a deployment fail to connect, if they do (see
+   * LockClientHealth's `redis.connectionError`).
+   */
+  connectionProblem?: () => string | undefined;
 }
 
 /** Longest any single Redis operation may take before RedisUnavailableError, unless configured. */
@@ -96,6 +101,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private readonly engine: EngineContext;
   private readonly pubsub: PubSub;
   private readonly onClose?: () => Promise<void>;
+  /** See LockClientOptions.connectionProblem. */
+  readonly connectionProblem: () => string | undefined;
   private readonly evictionCheck: EvictionCheck;
   private closed = false;
   private stopTelemetry?: () => void;
@@ -119,6 +126,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const replicaSync = checkReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;
+    this.connectionProblem = options.connectionProblem ?? (() => undefined);
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
     this.pubsub = options.pubsub ?? new RedisPubSub(subscriberFor(redis), sharded, true);

@@ -10,7 +10,7 @@ import {
   type LockClient,
 } from '../../lib';
 import { startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { quietLogger } from '../support/engine';
+import { eventually, quietLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { startWorker } from '../support/workers';
 
@@ -214,6 +214,27 @@ describe('managed Redis: TLS only, a password everywhere', () => {
       expect(Date.now() - started).toBeLessThan(3_000);
     },
   );
+
+  it('a password changed on the server while the client runs: health names it, and it recovers once the password is back', async () => {
+    const master = topology('single').masters[0];
+    const admin = new Redis({ ...master, tls: tls('single'), password: PASSWORD, lazyConnect: true });
+    const locks = await createLockClient({ connection: single(), operationTimeout: 1_000, logger: quietLogger });
+    try {
+      await admin.connect();
+      await admin.config('SET', 'requirepass', 'rotated');
+      await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes'); // our connections reconnect with the old one
+      await eventually(async () => {
+        const { redis } = await locks.health();
+        return !redis.healthy && /refused the username and password.*WRONGPASS/.test(redis.connectionError ?? '');
+      }, 15_000);
+      await admin.config('SET', 'requirepass', PASSWORD);
+      await eventually(async () => (await locks.health()).healthy, 15_000);
+    } finally {
+      await admin.config('SET', 'requirepass', PASSWORD).catch(() => undefined);
+      admin.disconnect();
+      await locks.close();
+    }
+  }, 60_000);
 
   it('RedLock: a master that refuses the credentials fails start-up, though a majority answers', async () => {
     const [a, b] = sharedTopology('multi').masters;

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import Redis from 'ioredis';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import {
@@ -11,7 +12,7 @@ import {
 } from '../../lib';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { createTlsFiles } from '../../scripts/topology/tls';
-import { quietLogger } from '../support/engine';
+import { eventually, quietLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
 /**
@@ -194,6 +195,35 @@ describe('mutual TLS: a client certificate required everywhere', () => {
     expect((failure as Error).message).toMatch(/does not speak TLS on this port: drop tls/);
     expect(Date.now() - startedAt).toBeLessThan(6_000); // a TLS handshake that never ends costs 2 s of probing
   });
+
+  it('a client certificate the server stops trusting while the client runs: health says so, and it recovers once trusted again', async () => {
+    const { masters, tls } = topologies.single!;
+    const admin = new Redis({ ...masters[0], tls: trusted('single'), lazyConnect: true });
+    const locks = await createLockClient({
+      connection: connectionTo('single', trusted('single')),
+      operationTimeout: 1_000,
+      logger: quietLogger,
+    });
+    const otherCa = createTlsFiles(join(topologies.single!.stateDir, 'rotated'), 'rotated CA').caFile;
+    try {
+      await admin.connect();
+      expect((await locks.health()).healthy).toBe(true);
+      // The server's CA for client certificates is rotated; our connections are cut and must reconnect.
+      await admin.config('SET', 'tls-ca-cert-file', otherCa);
+      await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await eventually(async () => {
+        const { redis } = await locks.health();
+        return !redis.healthy && /refused the client certificate/.test(redis.connectionError ?? '');
+      }, 15_000);
+      await admin.config('SET', 'tls-ca-cert-file', tls!.caFile);
+      await eventually(async () => (await locks.health()).healthy, 15_000);
+      expect((await locks.health()).redis.connectionError).toBeUndefined();
+    } finally {
+      await admin.config('SET', 'tls-ca-cert-file', tls!.caFile).catch(() => undefined);
+      admin.disconnect();
+      await locks.close();
+    }
+  }, 60_000);
 
   it('from the environment: REDIS_TLS_CERT_FILE and REDIS_TLS_KEY_FILE present the certificate; without them start-up fails at once', async () => {
     const { caFile, clientCertFile, clientKeyFile } = files('single');
