@@ -10,7 +10,13 @@ type Connection = Redis | Cluster;
 const closing = new WeakSet<Connection>();
 const watched = new WeakSet<Connection>();
 /** A connection's latest error, while it is not ready (cleared once it is). */
-const lastErrors = new WeakMap<Connection, Error>();
+const lastErrors = new WeakMap<Connection, { error: Error; at: number; refusal: boolean }>();
+/**
+ * One failed attempt can report Redis's refusal and then the plain failure it causes (TLS 1.3: the
+ * server's alert, then the ready check's "Stream isn't writeable"): within this long, the refusal stays
+ * the one reported, since it says why.
+ */
+const SAME_ATTEMPT_MS = 1_000;
 
 /**
  * Connects lazily created connections and resolves once every one is ready. A failed attempt is not
@@ -25,7 +31,7 @@ export async function connectAll(connections: Connection[]): Promise<void> {
 
 /** The latest error of the first of `connections` that is not ready, if any reported one. */
 export function lastConnectionError(connections: readonly Connection[]): Error | undefined {
-  for (const c of connections) if (c.status !== 'ready' && lastErrors.has(c)) return lastErrors.get(c);
+  for (const c of connections) if (c.status !== 'ready' && lastErrors.has(c)) return lastErrors.get(c)!.error;
   return undefined;
 }
 
@@ -61,7 +67,12 @@ function untilReady(connection: Connection): Promise<void> {
 function watch(connection: Connection): void {
   if (watched.has(connection)) return;
   watched.add(connection);
-  connection.on('error', (error: Error) => lastErrors.set(connection, error));
+  connection.on('error', (error: Error) => {
+    const refusal = (refusedCredentials(error) ?? refusedTls(error)) !== undefined;
+    const previous = lastErrors.get(connection);
+    if (previous?.refusal && !refusal && Date.now() - previous.at < SAME_ATTEMPT_MS) return;
+    lastErrors.set(connection, { error, at: Date.now(), refusal });
+  });
   connection.on('ready', () => lastErrors.delete(connection));
   reviveWhenEnded(connection);
 }

@@ -10,7 +10,7 @@ import {
   type LockClient,
 } from '../../lib';
 import { startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { eventually, quietLogger } from '../support/engine';
+import { eventually, quietLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { startWorker } from '../support/workers';
 
@@ -215,10 +215,12 @@ describe('managed Redis: TLS only, a password everywhere', () => {
     },
   );
 
-  it('a password changed on the server while the client runs: health names it, and it recovers once the password is back', async () => {
+  it('a password changed on the server while the client runs: health and one warning name it; it recovers once the password is back', async () => {
     const master = topology('single').masters[0];
     const admin = new Redis({ ...master, tls: tls('single'), password: PASSWORD, lazyConnect: true });
-    const locks = await createLockClient({ connection: single(), operationTimeout: 1_000, logger: quietLogger });
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => warnings.push(message), error: () => undefined };
+    const locks = await createLockClient({ connection: single(), operationTimeout: 1_000, logger });
     try {
       await admin.connect();
       await admin.config('SET', 'requirepass', 'rotated');
@@ -227,8 +229,11 @@ describe('managed Redis: TLS only, a password everywhere', () => {
         const { redis } = await locks.health();
         return !redis.healthy && /refused the username and password.*WRONGPASS/.test(redis.connectionError ?? '');
       }, 15_000);
+      await sleep(1_500); // a few more reconnect attempts, each refused
       await admin.config('SET', 'requirepass', PASSWORD);
       await eventually(async () => (await locks.health()).healthy, 15_000);
+      const refusals = warnings.filter((w) => /refuses the lock connection as it reconnects: .*WRONGPASS/.test(w));
+      expect(refusals).toHaveLength(1); // once, not once per attempt
     } finally {
       await admin.config('SET', 'requirepass', PASSWORD).catch(() => undefined);
       admin.disconnect();

@@ -196,13 +196,14 @@ describe('mutual TLS: a client certificate required everywhere', () => {
     expect(Date.now() - startedAt).toBeLessThan(6_000); // a TLS handshake that never ends costs 2 s of probing
   });
 
-  it('a client certificate the server stops trusting while the client runs: health says so, and it recovers once trusted again', async () => {
+  it('a client certificate the server stops trusting while the client runs: health and a warning say so, and it recovers once trusted again', async () => {
     const { masters, tls } = topologies.single!;
     const admin = new Redis({ ...masters[0], tls: trusted('single'), lazyConnect: true });
+    const warnings: string[] = [];
     const locks = await createLockClient({
       connection: connectionTo('single', trusted('single')),
       operationTimeout: 1_000,
-      logger: quietLogger,
+      logger: { warn: (message: string) => warnings.push(message), error: () => undefined },
     });
     const otherCa = createTlsFiles(join(topologies.single!.stateDir, 'rotated'), 'rotated CA').caFile;
     try {
@@ -215,6 +216,9 @@ describe('mutual TLS: a client certificate required everywhere', () => {
         const { redis } = await locks.health();
         return !redis.healthy && /refused the client certificate/.test(redis.connectionError ?? '');
       }, 15_000);
+      expect(warnings.join('\n')).toMatch(
+        /refuses the lock connection as it reconnects: .*refused the client certificate/,
+      );
       await admin.config('SET', 'tls-ca-cert-file', tls!.caFile);
       await eventually(async () => (await locks.health()).healthy, 15_000);
       expect((await locks.health()).redis.connectionError).toBeUndefined();
