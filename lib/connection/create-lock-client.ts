@@ -1,13 +1,10 @@
 import { bounded } from '../engine/bounded';
 import { LockError, RedisUnavailableError } from '../engine/errors';
 import { DEFAULT_OPERATION_TIMEOUT, engineOf, LockClient, type LockClientOptions } from '../engine/lock-client';
-import type { LockLogger } from '../engine/logger';
 import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/validation';
 import type { ConnectionOptions } from './connection-options';
 import { createDeployment, isRedisDeployment } from './create-deployment';
-import { connectionProblem } from './connection-problem';
-import { refusedCredentials } from './refused-credentials';
-import { refusedTls } from './refused-tls';
+import { connectionProblem, warnWhenRefused } from './refused-settings';
 import { describeConnection } from './describe-connection';
 import type { RedisDeployment } from './redis-deployment';
 
@@ -71,26 +68,6 @@ export function lockClientOver(deployment: RedisDeployment, settings: LockClient
   });
   warnWhenRefused(deployment.client, engineOf(client).logger);
   return client;
-}
-
-/** A refusal is warned of at most this often while it repeats (every reconnect attempt meets it). */
-const REFUSAL_WARNING_INTERVAL_MS = 60_000;
-
-/**
- * Warns when Redis refuses the lock connection's settings as it reconnects (a password or client CA
- * rotated on the server while the application runs): retried like an outage, it would otherwise show
- * only as locks that time out. Once per distinct refusal, and again a minute later if it goes on.
- */
-function warnWhenRefused(connection: RedisDeployment['client'], logger: LockLogger): void {
-  let last: { text: string; at: number } | undefined;
-  connection.on('error', (error: Error) => {
-    const refused = refusedCredentials(error) ?? refusedTls(error);
-    if (!refused) return;
-    const text = refused.problems.join('; ');
-    if (last?.text === text && Date.now() - last.at < REFUSAL_WARNING_INTERVAL_MS) return;
-    last = { text, at: Date.now() };
-    logger.warn(`Redis refuses the lock connection as it reconnects: ${text}`);
-  });
 }
 
 /** How long connecting (and verifying) a deployment may take: three operation timeouts (default 9 s). */

@@ -1,8 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { revivedAfterEnd } from '../engine/connection-end';
 import { reconnectDelay } from './redis-options';
-import { refusedCredentials } from './refused-credentials';
-import { refusedTls } from './refused-tls';
+import { refusedSettings } from './refused-settings';
 
 type Connection = Redis | Cluster;
 
@@ -46,7 +45,7 @@ function untilReady(connection: Connection): Promise<void> {
     // Credentials Redis refuses, or a TLS handshake that fails on its settings, stay so: fail now,
     // naming the option, not at the deadline.
     const onError = (error: Error) => {
-      const refused = refusedCredentials(error) ?? refusedTls(error);
+      const refused = refusedSettings(error);
       if (!refused) return;
       connection.off('ready', onReady);
       connection.off('error', onError);
@@ -68,7 +67,7 @@ function watch(connection: Connection): void {
   if (watched.has(connection)) return;
   watched.add(connection);
   connection.on('error', (error: Error) => {
-    const refusal = (refusedCredentials(error) ?? refusedTls(error)) !== undefined;
+    const refusal = refusedSettings(error) !== undefined;
     const previous = lastErrors.get(connection);
     if (previous?.refusal && !refusal && Date.now() - previous.at < SAME_ATTEMPT_MS) return;
     lastErrors.set(connection, { error, at: Date.now(), refusal });

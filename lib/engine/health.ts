@@ -30,6 +30,8 @@ export async function checkHealth(
   client: LockClient,
   renewals: Watchdog,
   ping: () => Promise<unknown>,
+  /** Why the lock connection fails to connect, if it does (see LockClientOptions.connectionProblem). */
+  connectionProblem: () => string | undefined,
 ): Promise<LockClientHealth> {
   // Read before the PING's await: a renewal round that runs meanwhile must not hide a lag seen now.
   const lagMs = renewals.lagMs;
@@ -45,7 +47,7 @@ export async function checkHealth(
   }
   redis.status = client.redis.status; // after the PING: what it found
   if (!redis.healthy) {
-    const problem = client.connectionProblem();
+    const problem = connectionProblem();
     if (problem !== undefined) redis.connectionError = problem;
   }
   const subscriberStatus = client.subscriberStatus;

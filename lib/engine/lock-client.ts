@@ -101,8 +101,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private readonly engine: EngineContext;
   private readonly pubsub: PubSub;
   private readonly onClose?: () => Promise<void>;
-  /** See LockClientOptions.connectionProblem. */
-  readonly connectionProblem: () => string | undefined;
+  private readonly connectionProblem: () => string | undefined;
   private readonly evictionCheck: EvictionCheck;
   private closed = false;
   private stopTelemetry?: () => void;
@@ -250,7 +249,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   health(): Promise<LockClientHealth> {
     const ping = () => bounded(this.redis.ping(), this.operationTimeout, { name: 'health check' });
-    return checkHealth(this, this.engine.watchdog, ping);
+    return checkHealth(this, this.engine.watchdog, ping, this.connectionProblem);
   }
 
   /** The subscriber connection's state (see health()). */
