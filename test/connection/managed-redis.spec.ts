@@ -7,10 +7,9 @@ import {
   createLockClient,
   RedisUnavailableError,
   type ConnectionOptions,
-  type LockClient,
 } from '../../lib';
 import { startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { eventually, quietLogger, sleep } from '../support/engine';
+import { eventually, expectReleaseToWakeAnotherClient, quietLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { startWorker } from '../support/workers';
 
@@ -102,23 +101,9 @@ describe('managed Redis: TLS only, a password everywhere', () => {
     '%s: locks, and a release wakes a waiter of another client at once',
     async (_label, connection) => {
       const keyPrefix = `managed-${randomUUID().slice(0, 8)}`;
-      const open = () => createLockClient({ connection: connection(), keyPrefix, logger: quietLogger });
-      const clients: LockClient[] = [];
-      try {
-        const [a, b] = [await open(), await open()];
-        clients.push(a, b);
-        const held = await a.getLock('managed').lock({ leaseTime: 30_000 });
-        const waiting = b.getLock('managed').lock({ waitTime: 20_000 });
-        await new Promise((resolve) => setTimeout(resolve, 300)); // parked on its channel
-        const releasedAt = Date.now();
-        expect(await held.release()).toBe('released');
-        const next = await waiting;
-        expect(Date.now() - releasedAt).toBeLessThan(1_000); // woken by the message, not the 30 s lease
-        expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
-        expect(await next.release()).toBe('released');
-      } finally {
-        await Promise.all(clients.map((c) => c.close()));
-      }
+      await expectReleaseToWakeAnotherClient(() =>
+        createLockClient({ connection: connection(), keyPrefix, logger: quietLogger }),
+      );
     },
     60_000,
   );

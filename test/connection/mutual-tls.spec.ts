@@ -8,11 +8,10 @@ import {
   createLockClient,
   lockOptionsFromEnv,
   type ConnectionOptions,
-  type LockClient,
 } from '../../lib';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { createTlsFiles } from '../../scripts/topology/tls';
-import { eventually, quietLogger } from '../support/engine';
+import { eventually, expectReleaseToWakeAnotherClient, quietLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
 /**
@@ -87,23 +86,9 @@ describe('mutual TLS: a client certificate required everywhere', () => {
     '%s: with its certificate a client locks, and a release wakes a waiter at once',
     async (kind) => {
       const keyPrefix = `mtls-${randomUUID().slice(0, 8)}`;
-      const open = () =>
-        createLockClient({ connection: connectionTo(kind, trusted(kind)), keyPrefix, logger: quietLogger });
-      const clients: LockClient[] = [];
-      try {
-        const [a, b] = [await open(), await open()];
-        clients.push(a, b);
-        const held = await a.getLock('mutual').lock({ leaseTime: 30_000 });
-        const waiting = b.getLock('mutual').lock({ waitTime: 20_000 });
-        await new Promise((resolve) => setTimeout(resolve, 300)); // parked on its channel
-        const releasedAt = Date.now();
-        expect(await held.release()).toBe('released');
-        const next = await waiting;
-        expect(Date.now() - releasedAt).toBeLessThan(1_000); // woken by the message, not the 30 s lease
-        expect(await next.release()).toBe('released');
-      } finally {
-        await Promise.all(clients.map((c) => c.close()));
-      }
+      await expectReleaseToWakeAnotherClient(() =>
+        createLockClient({ connection: connectionTo(kind, trusted(kind)), keyPrefix, logger: quietLogger }),
+      );
     },
     60_000,
   );

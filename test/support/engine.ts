@@ -103,3 +103,27 @@ export function watchCommands(
 export function isAttemptOn(command: SentCommand, lockKey: string): boolean {
   return /^eval/.test(command.name) && command.args[2] === lockKey && String(command.args[3]).endsWith(':fence');
 }
+
+/**
+ * Two clients from `open` (e.g. two applications on one deployment): one holds a lock, the other
+ * waits for it, and the release wakes the waiter at once (by its message, not the 30 s lease), with
+ * a newer fencing token. Both clients are closed after.
+ */
+export async function expectReleaseToWakeAnotherClient(open: () => Promise<LockClient>): Promise<void> {
+  const clients: LockClient[] = [];
+  try {
+    const [a, b] = [await open(), await open()];
+    clients.push(a, b);
+    const held = await a.getLock('wake-another').lock({ leaseTime: 30_000 });
+    const waiting = b.getLock('wake-another').lock({ waitTime: 20_000 });
+    await sleep(300); // parked on its channel
+    const releasedAt = Date.now();
+    expect(await held.release()).toBe('released');
+    const next = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    expect(next.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(await next.release()).toBe('released');
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+}
