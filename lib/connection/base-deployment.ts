@@ -85,17 +85,26 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
 const DEFAULT_HOST = 'localhost';
 const DEFAULT_SENTINEL_PORT = 26379;
 
-/** A server's address and TLS options, or a sentinel client's sentinels and theirs; none without TLS. */
+/**
+ * A server's address and TLS options; or a sentinel client's sentinels and theirs, with how to reach
+ * the master they name; none without TLS.
+ */
 function tlsTargetsOf(client: Redis): TlsTarget[] {
   const { options } = client;
   if (options.sentinels) {
-    const tls = options.sentinelTLS;
-    if (!tls) return [];
+    const masterTls = options.enableTLSForSentinelMode ? options.tls : undefined;
+    if (!options.sentinelTLS && !masterTls) return [];
+    const sentinel = {
+      masterName: options.name ?? '',
+      username: options.sentinelUsername ?? undefined,
+      password: options.sentinelPassword ?? undefined,
+      masterTls,
+    };
     return options.sentinels.map(({ host, port }) => ({
       host: host ?? DEFAULT_HOST,
       port: port ?? DEFAULT_SENTINEL_PORT,
-      tls,
-      sentinel: true,
+      tls: options.sentinelTLS,
+      sentinel,
     }));
   }
   return options.tls

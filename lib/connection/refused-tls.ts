@@ -1,7 +1,7 @@
 import { ConnectionConfigError } from '../engine/errors';
 import { settledWithin } from '../engine/sleep';
 import { errorMessages, FROM_SENTINELS } from './refused-credentials';
-import { tlsHandshakeError, type TlsTarget } from './tls-probe';
+import { masterNamedBy, tlsHandshakeError, type TlsTarget } from './tls-probe';
 
 /**
  * TLS handshakes that fail on the settings of one side or the other: a certificate missing, refused
@@ -82,9 +82,17 @@ export async function tlsRefusalWhile(connecting: Promise<unknown>, targets: rea
     PROBE_AFTER_MS,
   );
   if (targets.length > 0 && !(await settled)) {
+    let masterProbed = false;
     for (const target of targets) {
-      const refused = refusedTls(await tlsHandshakeError(target, PROBE_TIMEOUT_MS), target.sentinel === true);
+      const refused = refusedTls(await tlsHandshakeError(target, PROBE_TIMEOUT_MS), target.sentinel !== undefined);
       if (refused) throw refused;
+      if (masterProbed || !target.sentinel?.masterTls) continue;
+      // Sentinels that take the connection say where the master is: its refusal is the nodes' settings.
+      const master = await masterNamedBy(target, PROBE_TIMEOUT_MS);
+      if (!master) continue;
+      masterProbed = true;
+      const refusedByMaster = refusedTls(await tlsHandshakeError(master, PROBE_TIMEOUT_MS));
+      if (refusedByMaster) throw refusedByMaster;
     }
   }
   return new Promise<never>(() => undefined);

@@ -1,14 +1,54 @@
 import * as net from 'node:net';
+import Redis from 'ioredis';
 import * as tls from 'node:tls';
 import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls';
 
-/** A node a deployment reaches over TLS, with the options it uses there (see BaseDeployment.tlsTargets). */
+/** A node a deployment dials, with the TLS options it uses there (see BaseDeployment.tlsTargets). */
 export interface TlsTarget {
   host: string;
   port: number;
-  tls: TlsConnectionOptions;
-  /** A sentinel (its TLS options are sentinelTls), not a data node. */
-  sentinel?: boolean;
+  /** undefined: plain text (a sentinel's, while the nodes speak TLS). */
+  tls?: TlsConnectionOptions;
+  /** Set for a sentinel: how to ask it for the master, and how the master is reached. */
+  sentinel?: SentinelFacts;
+}
+
+export interface SentinelFacts {
+  masterName: string;
+  username?: string;
+  password?: string;
+  /** The nodes' TLS options; undefined: they speak plain text. */
+  masterTls?: TlsConnectionOptions;
+}
+
+/** The master `sentinel` names, or undefined when it does not answer in time. */
+export async function masterNamedBy(target: TlsTarget, timeoutMs: number): Promise<TlsTarget | undefined> {
+  const facts = target.sentinel;
+  if (!facts) return undefined;
+  const sentinel = new Redis({
+    host: target.host,
+    port: target.port,
+    tls: target.tls,
+    username: facts.username,
+    password: facts.password,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+  });
+  sentinel.on('error', () => undefined);
+  try {
+    await sentinel.connect();
+    const reply = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', facts.masterName)) as string[] | null;
+    return reply ? { host: reply[0], port: Number(reply[1]), tls: facts.masterTls } : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    sentinel.disconnect();
+  }
 }
 
 /**
@@ -20,6 +60,7 @@ export interface TlsTarget {
  * a plain "Stream isn't writeable": a handshake of our own sees the error itself.
  */
 export async function tlsHandshakeError(target: TlsTarget, timeoutMs: number): Promise<Error | undefined> {
+  if (target.tls === undefined) return undefined;
   const outcome = await exchange(tls.connect({ ...target.tls, host: target.host, port: target.port }), timeoutMs);
   if (outcome === 'answered') return undefined;
   if (outcome !== 'silent') return outcome;

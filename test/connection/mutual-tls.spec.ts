@@ -138,6 +138,19 @@ describe('mutual TLS: a client certificate required everywhere', () => {
     );
   });
 
+  it('sentinel: a master that refuses a client without a certificate, behind sentinels that take it, is named', async () => {
+    const connection = connectionTo(
+      'sentinel',
+      { ca: readFileSync(files('sentinel').caFile) },
+      {
+        sentinelTls: trusted('sentinel'),
+      },
+    );
+    const message = await refusedStartUp(connection);
+    expect(message).toMatch(/requires a client certificate.*certificate required/);
+    expect(message).not.toMatch(/to the sentinels/);
+  });
+
   it('RedLock: a master that refuses a client without a certificate fails start-up at once, named', async () => {
     const masters = [
       connectionTo('single', trusted('single')),
