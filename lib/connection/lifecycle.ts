@@ -98,8 +98,8 @@ export async function quitAll(connections: Connection[]): Promise<void> {
  * during a reconnect) must not do that, so its sockets get a listener that drops late errors.
  */
 function absorbLateSocketErrors(connection: Connection): void {
-  const nodes = 'nodes' in connection && typeof connection.nodes === 'function' ? connection.nodes() : [connection];
-  for (const node of nodes as Redis[]) node.stream?.on('error', () => undefined);
+  const nodes = connection.isCluster ? (connection as Cluster).nodes() : [connection as Redis];
+  for (const node of nodes) node.stream?.on('error', () => undefined);
 }
 
 /**

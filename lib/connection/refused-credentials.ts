@@ -1,5 +1,5 @@
-import { types } from 'node:util';
 import { ConnectionConfigError } from '../engine/errors';
+import { isError } from '../engine/errors/is-error';
 
 /**
  * Redis's answers to credentials it will not take: a wrong password or user (WRONGPASS; "invalid
@@ -30,8 +30,7 @@ export function refusedCredentials(error: unknown): ConnectionConfigError | unde
 
 /** The error's message, and those of what it wraps (a Cluster's last node error, a cause). */
 export function errorMessages(error: unknown, depth = 0): string[] {
-  // Node's own socket errors come from another realm under a vm context (jest's): instanceof misses them.
-  if (!(error instanceof Error || types.isNativeError(error)) || depth > 3) return [];
+  if (!isError(error) || depth > 3) return [];
   const inner = error as Error & { lastNodeError?: unknown; cause?: unknown };
   return [error.message, ...errorMessages(inner.lastNodeError, depth + 1), ...errorMessages(inner.cause, depth + 1)];
 }

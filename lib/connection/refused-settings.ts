@@ -1,5 +1,5 @@
-import { types } from 'node:util';
 import type { ConnectionConfigError } from '../engine/errors';
+import { isError } from '../engine/errors/is-error';
 import type { LockLogger } from '../engine/logger';
 import type { RedisClient } from '../engine/redis-client';
 import { refusedCredentials } from './refused-credentials';
@@ -18,7 +18,7 @@ export function refusedSettings(error: unknown): ConnectionConfigError | undefin
  * settings, else the error's own message; undefined for no error.
  */
 export function connectionProblem(error: Error | undefined): string | undefined {
-  if (error === undefined || !(error instanceof Error || types.isNativeError(error))) return undefined;
+  if (!isError(error)) return undefined;
   return refusedSettings(error)?.problems.join('; ') ?? error.message;
 }
 

@@ -1,4 +1,4 @@
-import { types } from 'node:util';
+import { isError } from './is-error';
 import { LockError } from './lock-error';
 
 /**
@@ -22,9 +22,4 @@ export class RedisUnavailableError extends LockError {
         : `Redis${address ? ` at ${address}` : ''} did not complete "${operation}"${key ? ` for lock "${key}"` : ''} within ${timeoutMs} ms${why}.`;
     super(`${what} Check that Redis is reachable; the client reconnects by itself.`, key, { cause });
   }
-}
-
-/** Also an Error made in another realm (Node's own socket errors, seen from a vm context such as jest's). */
-function isError(value: unknown): value is Error {
-  return value instanceof Error || types.isNativeError(value);
 }
