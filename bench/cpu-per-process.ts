@@ -55,7 +55,6 @@ import {
   type Contender,
   type ContenderId,
 } from './lib/contenders';
-import { HandOffFloor } from './lib/hand-off-floor';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
 import { sleep } from '../scripts/tooling';
 
@@ -68,15 +67,12 @@ const list = (value: string | undefined, fallback: string): string[] => (value ?
 type ToWorker = { type: 'go' } | { type: 'stop' };
 type FromWorker = { type: 'ready' } | { type: 'done'; acquisitions: number };
 
-/** What this trial measures: a contender of `npm run bench` (bench/lib/contenders.ts), or the hand-off floor. */
-type TrialId = ContenderId | 'hand-off-floor';
 type TrialContender = Pick<Contender, 'acquire' | 'ready' | 'close'>;
-const TRIAL_IDS: readonly TrialId[] = [...CONTENDER_IDS, 'hand-off-floor'];
 
 /** One contender on `port`, connections ready. */
-async function contenderOn(port: number, id: TrialId): Promise<{ redis: Redis; contender: TrialContender }> {
+async function contenderOn(port: number, id: ContenderId): Promise<{ redis: Redis; contender: TrialContender }> {
   const redis = new Redis({ host: '127.0.0.1', port });
-  const contender = id === 'hand-off-floor' ? new HandOffFloor(redis) : createContender(id, redis);
+  const contender = createContender(id, redis);
   await contender.ready();
   return { redis, contender };
 }
@@ -90,7 +86,7 @@ async function acquireOnce(redis: Redis, contender: TrialContender, sectionMs: n
 }
 
 /** One worker: `node bench/cpu-per-process.ts worker <port> <contender> <sectionMs>`. */
-async function worker(port: number, id: TrialId, sectionMs: number): Promise<void> {
+async function worker(port: number, id: ContenderId, sectionMs: number): Promise<void> {
   const { redis, contender } = await contenderOn(port, id);
   let stop = false;
   let acquisitions = 0;
@@ -111,7 +107,7 @@ async function worker(port: number, id: TrialId, sectionMs: number): Promise<voi
 }
 
 /** `iterations` uncontended acquire + release cycles of contender `id` (see the header). */
-async function loop(id: TrialId, iterations: number, port: number): Promise<void> {
+async function loop(id: ContenderId, iterations: number, port: number): Promise<void> {
   const { redis, contender } = await contenderOn(port, id);
   for (let i = 0; i < iterations; i++) await (await contender.acquire(KEY))();
   await contender.close();
@@ -119,7 +115,7 @@ async function loop(id: TrialId, iterations: number, port: number): Promise<void
 }
 
 /** `in-turn` (see the header): one forked process per measurement, so no contender inherits another's compiled code. */
-function inTurn(port: number, id: TrialId): Promise<string> {
+function inTurn(port: number, id: ContenderId): Promise<string> {
   const child = fork(__filename, ['in-turn-worker', String(port), id], {
     execArgv: process.execArgv,
     env: { ...process.env, [TURN_TIME_ENV]: '60000' },
@@ -130,7 +126,7 @@ function inTurn(port: number, id: TrialId): Promise<string> {
   });
 }
 
-async function inTurnWorker(port: number, id: TrialId): Promise<void> {
+async function inTurnWorker(port: number, id: ContenderId): Promise<void> {
   const looping = await contenderOn(port, id);
   const waiting = await contenderOn(port, id);
   const { redis } = looping;
@@ -205,7 +201,7 @@ function commandCounts(commandstats: string): Map<string, number> {
   return counts;
 }
 
-async function measure(port: number, id: TrialId, processes: number, sectionMs: number): Promise<string> {
+async function measure(port: number, id: ContenderId, processes: number, sectionMs: number): Promise<string> {
   const admin = new Redis({ host: '127.0.0.1', port });
   await admin.del(COUNTER);
   const workers: ChildProcess[] = Array.from({ length: processes }, () =>
@@ -252,20 +248,20 @@ async function measure(port: number, id: TrialId, processes: number, sectionMs: 
 async function main(): Promise<void> {
   if (process.argv[2] === 'worker') {
     const [port, id, sectionMs] = process.argv.slice(3);
-    return worker(Number(port), id as TrialId, Number(sectionMs));
+    return worker(Number(port), id as ContenderId, Number(sectionMs));
   }
   if (process.argv[2] === 'loop') {
     const [id, iterations, port] = process.argv.slice(3);
-    return loop(id as TrialId, Number(iterations), Number(port));
+    return loop(id as ContenderId, Number(iterations), Number(port));
   }
   if (process.argv[2] === 'in-turn-worker') {
     const [port, id] = process.argv.slice(3);
-    return inTurnWorker(Number(port), id as TrialId);
+    return inTurnWorker(Number(port), id as ContenderId);
   }
   if (!fs.existsSync('/proc/self/task')) throw new Error('bench/cpu-per-process.ts reads /proc: Linux only.');
-  const ids = list(env.CONTENDERS, 'reentrant,redlock,raw') as TrialId[];
+  const ids = list(env.CONTENDERS, 'reentrant,redlock,raw') as ContenderId[];
   for (const id of ids) {
-    if (!TRIAL_IDS.includes(id)) throw new Error(`CONTENDERS: unknown ${id} (${TRIAL_IDS.join(', ')})`);
+    if (!CONTENDER_IDS.includes(id)) throw new Error(`CONTENDERS: unknown ${id} (${CONTENDER_IDS.join(', ')})`);
   }
   const counts = list(env.PROCESSES, '1,2,4,8').map(Number);
   const sectionMs = Number(env.SECTION_MS ?? 1);

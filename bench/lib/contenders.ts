@@ -4,6 +4,8 @@ import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
 import { Mutex, Semaphore, TimeoutError } from 'redis-semaphore';
 import { LockClient, RedisPubSub } from './subject';
 import { sleep } from '../../scripts/tooling';
+import { HandOffFloor } from './hand-off-floor';
+import { RedissonScript } from './redisson-script';
 
 /**
  * Every lock under test behind one small interface. Each contender waits until it gets the lock:
@@ -35,6 +37,8 @@ export const CONTENDER_IDS = [
   'permits',
   'rs-semaphore',
   'read',
+  'redisson-script',
+  'hand-off-floor',
 ] as const;
 export type ContenderId = (typeof CONTENDER_IDS)[number];
 
@@ -59,6 +63,8 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
   permits: 'ours: semaphore',
   'rs-semaphore': 'redis-semaphore Semaphore',
   read: 'ours: read lock',
+  'redisson-script': "Redisson's lock script, bare",
+  'hand-off-floor': 'wake-one FIFO floor',
 };
 
 /** What each contender runs with, for the report. */
@@ -79,6 +85,10 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
   permits: `\`getSemaphore(name, { permits: ${SHARED_LIMIT} }).acquire()\`: one permit, watchdog lease, woken by releases (pub/sub)`,
   'rs-semaphore': `\`redis-semaphore\` 5.8.0 \`Semaphore\` of ${SHARED_LIMIT}, all defaults (lockTimeout 10 s, acquireTimeout 10 s, retryInterval 10 ms)`,
   read: '`getReadWriteLock(name).readLock().lock()`: watchdog lease, shared with every other reader',
+  'redisson-script':
+    "written here (bench/lib/redisson-script.ts): Redisson RLock's acquire and release scripts (owner hash, PEXPIRE, publish on the last release) called directly, nothing around them; uncontended latency only",
+  'hand-off-floor':
+    'written here (bench/lib/hand-off-floor.ts): a queue, a reservation for the next process and a message to it alone, every grant moving to the next process in line as with the fair lock; no re-entry, fencing, watchdog, bounds or failover care; hot keys only',
 };
 
 /** Polling locks: they retry on a timer instead of being told about a release. */
@@ -90,20 +100,32 @@ export const OURS: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant',
  */
 export const BASELINES: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentrant-no-otel']);
 
+/**
+ * Reference designs written here, the least a lock of that design can cost on this machine: not
+ * peers, not in the goals or the chart. `redisson-script` is measured uncontended, `hand-off-floor`
+ * on the hot keys.
+ */
+export const FLOORS: ReadonlySet<ContenderId> = new Set<ContenderId>(['redisson-script', 'hand-off-floor']);
+
 /** Locks that admit several holders at once (a semaphore, a read lock): measured in the shared-holders scenario only. */
 export const SHARED_HOLDERS: ReadonlySet<ContenderId> = new Set<ContenderId>(['permits', 'rs-semaphore', 'read']);
 
 /**
- * Who runs where: `locks` (parallel, many waiters, the chart): the mutexes; `overhead` (uncontended,
- * hot keys): those plus the baselines; `shared`: the shared holders plus our reentrant lock, the
- * exclusive reference.
+ * Who runs where: `locks` (parallel, many waiters, the chart): the mutexes; `uncontended` and `hot`:
+ * those plus the baselines and the floor of that scenario; `shared`: the shared holders plus our
+ * reentrant lock, the exclusive reference.
  */
-export function contendersFor(ids: readonly ContenderId[], scenario: 'locks' | 'overhead' | 'shared'): ContenderId[] {
+export function contendersFor(
+  ids: readonly ContenderId[],
+  scenario: 'locks' | 'uncontended' | 'hot' | 'shared',
+): ContenderId[] {
   switch (scenario) {
     case 'locks':
-      return ids.filter((id) => !BASELINES.has(id) && !SHARED_HOLDERS.has(id));
-    case 'overhead':
-      return ids.filter((id) => !SHARED_HOLDERS.has(id));
+      return ids.filter((id) => !BASELINES.has(id) && !SHARED_HOLDERS.has(id) && !FLOORS.has(id));
+    case 'uncontended':
+      return ids.filter((id) => !SHARED_HOLDERS.has(id) && id !== 'hand-off-floor');
+    case 'hot':
+      return ids.filter((id) => !SHARED_HOLDERS.has(id) && id !== 'redisson-script');
     case 'shared':
       return ids.filter((id) => SHARED_HOLDERS.has(id) || id === 'reentrant');
   }
@@ -123,6 +145,8 @@ export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   permits: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'rs-semaphore': SCRIPTS,
   read: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  'redisson-script': SCRIPTS,
+  'hand-off-floor': [...SCRIPTS, 'subscribe'],
 };
 
 const LEASE_MS = 30_000;
@@ -153,6 +177,10 @@ export function createContender(id: ContenderId, redis: Redis, options: Contende
       return new OurLock(id, redis, options);
     case 'rs-semaphore':
       return new RedisSemaphoreContender(id, (key) => new Semaphore(redis, key, SHARED_LIMIT));
+    case 'redisson-script':
+      return new RedissonScript(redis);
+    case 'hand-off-floor':
+      return new HandOffFloor(redis);
   }
 }
 

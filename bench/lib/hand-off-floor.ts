@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
-import type { Release } from './contenders';
+import type { Contender, Release } from './contenders';
 
 /**
  * The least a lock that wakes one waiting process per release can do, written for the side trial
@@ -10,7 +10,9 @@ import type { Release } from './contenders';
  * watchdog, operation bounds, failover care or turns: what is left is the cost of moving a lock to
  * another process (two script calls, a message, a scheduler wake-up), to set ours against.
  */
-export class HandOffFloor {
+export class HandOffFloor implements Contender {
+  readonly id = 'hand-off-floor' as const;
+  readonly giveUps = 0;
   private readonly me = randomUUID();
   private readonly subscriber: Redis;
   private wake?: () => void;

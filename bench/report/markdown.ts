@@ -405,6 +405,53 @@ function failoverSection(f: FailoverResult): string {
 // ---------------------------------------------------------------------------------------------
 // Analysis: what limits each missed target, with the numbers of this run.
 
+/**
+ * The fair lock's throughput target against the wake-one FIFO floor (bench/lib/hand-off-floor.ts),
+ * when it was missed and the floor ran: how far the least a lock that moves at every grant can do
+ * gets on this machine, in each hot-key scenario.
+ */
+function fifoFloorAnalysis(r: BenchResults, fairMissed: boolean): string | undefined {
+  const scenarios = [
+    { name: 'the hot key', result: r.hotKey },
+    { name: 'the 1 ms section', result: r.hotKey1ms },
+  ].flatMap(({ name, result }) => {
+    const floor = result?.rows['hand-off-floor'];
+    const fair = result?.rows.fair;
+    const best = result && bestOf(POLLING, result.rows, (row) => row.perSecond);
+    return floor && fair && best ? [{ name, floor, fair, best }] : [];
+  });
+  if (!fairMissed || scenarios.length === 0) return undefined;
+  return prose('analysis', 'fifo-floor', {
+    scenarios: each(scenarios, (s) => s.name),
+    'floor.rate': each(scenarios, (s) => `${int(s.floor.perSecond)}/s`),
+    'floor.share': each(scenarios, (s) => `${n(s.floor.perSecond / s.best.value)}×`),
+    bestPeers: each(scenarios, (s) => label(s.best.id)),
+    'floor.crossProcessShare': each(scenarios, (s) => pct(s.floor.crossProcessShare)),
+    'fair.share': each(scenarios, (s) => `${n(s.fair.perSecond / s.best.value)}×`),
+    'fair.ofFloor': each(scenarios, (s) => `${n(s.fair.perSecond / s.floor.perSecond)}×`),
+    verdict: prose(
+      'analysis',
+      scenarios.every((s) => s.floor.perSecond < 0.95 * s.best.value)
+        ? 'fifo-floor-below-target'
+        : 'fifo-floor-reaches-target',
+    ),
+  });
+}
+
+/** The contender of `ids` with the highest `value` among `rows`. */
+function bestOf<T>(
+  ids: ReadonlySet<ContenderId>,
+  rows: Partial<Record<ContenderId, T>>,
+  value: (row: T) => number,
+): { id: ContenderId; value: number } | undefined {
+  let best: { id: ContenderId; value: number } | undefined;
+  for (const id of ids) {
+    const row = rows[id];
+    if (row && (!best || value(row) > best.value)) best = { id, value: value(row) };
+  }
+  return best;
+}
+
 function analysis(r: BenchResults, targets: TargetRow[]): string {
   const out: string[] = [prose('analysis', 'heading'), ''];
   const missed = (prefix: string): TargetRow[] => targets.filter((t) => !t.met && t.target.startsWith(prefix));
@@ -436,6 +483,19 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
       }),
       '',
     );
+    const redisson = u.rows['redisson-script'];
+    if (redisson) {
+      out.push(
+        prose('analysis', 'uncontended-floor', {
+          acquireRtt: n(redisson.acquireRtt),
+          releaseRtt: n(redisson.releaseRtt),
+          redisUs: n(redisson.redisUs, 1),
+          verdict: prose('analysis', redisson.acquireRtt > 1.15 ? 'floor-above-bound' : 'floor-within-bound'),
+          'ours.aboveFloorUs': each(ours, (id) => us(u.rows[id]!.acquireP50 - redisson.acquireP50)),
+        }),
+        '',
+      );
+    }
   }
 
   const noSdk = missed('No-SDK telemetry');
@@ -605,6 +665,12 @@ function analysis(r: BenchResults, targets: TargetRow[]): string {
       '',
     );
   }
+
+  const fifoFloor = fifoFloorAnalysis(
+    r,
+    missed('Hot key: throughput ≥ 0.95').length + missed('Hot key, 1 ms: throughput ≥ 0.95').length > 0,
+  );
+  if (fifoFloor) out.push(fifoFloor, '');
 
   if (missed('100 waiters').length > 0 && w) {
     out.push(

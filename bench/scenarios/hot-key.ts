@@ -58,7 +58,7 @@ export function runHotKey1ms(ctx: BenchContext): Promise<HotKeyResult> {
 async function hotKey(ctx: BenchContext, options: HotKeyOptions): Promise<HotKeyResult> {
   const { hotProcesses, hotWarmupMs, hotWindowMs, rounds } = ctx.config;
   const { name, sectionMs } = options;
-  const ids = contendersFor(ctx.config.contenders, 'overhead');
+  const ids = contendersFor(ctx.config.contenders, 'hot');
   const perRound = new Map<ContenderId, ContendedMeasurement[]>(ids.map((id) => [id, []]));
   const warmup: Partial<Record<ContenderId, number[]>> = {};
   for (const id of ids) {

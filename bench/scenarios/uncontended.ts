@@ -77,7 +77,7 @@ function lockUsec(commandstats: string, id: ContenderId): number {
 
 export async function runUncontended(ctx: BenchContext): Promise<UncontendedResult> {
   const n = ctx.config.uncontendedIterations;
-  const ids = contendersFor(ctx.config.contenders, 'overhead');
+  const ids = contendersFor(ctx.config.contenders, 'uncontended');
   const redis = new Redis({ port: ctx.port, host: '127.0.0.1' });
   const contenders = ids.map((id) => createContender(id, redis));
   await Promise.all(contenders.map((c) => c.ready()));

@@ -32,6 +32,12 @@ function variants(): BenchResults[] {
   hot.rows.reentrant!.jain = 0.5;
   const uncontended = other.uncontended!.rows;
   uncontended.reentrant!.clientCpuUs = 2 * uncontended['reentrant-no-otel']!.clientCpuUs; // telemetry costs
+  // The floors' other verdicts: the bare Redisson script on the other side of the 1.15 RTT bound, and
+  // the wake-one FIFO floor on the other side of 0.95 × the best polling lock.
+  const redisson = uncontended['redisson-script']!;
+  redisson.acquireRtt = redisson.acquireRtt > 1.15 ? 1 : 2;
+  const floor = hot.rows['hand-off-floor']!;
+  floor.perSecond = floor.perSecond < 0.95 * hot.rows.redlock!.perSecond ? 1e9 : 1;
   const empty = published();
   for (const key of ['uncontended', 'parallel', 'hotKey', 'hotKey1ms', 'shared', 'waiters', 'watchdog'] as const)
     delete empty[key];
