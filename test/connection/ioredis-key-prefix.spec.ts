@@ -150,12 +150,16 @@ describe.each([
 
 describe('an ioredis Cluster with a keyPrefix', () => {
   it('replica sync WAITs on the master that holds the prefixed keys', async () => {
-    const cluster = new Cluster(clusterNodes(), { keyPrefix: '{app}:' });
+    // Other specs lock on this Cluster at the same time, and their replica syncs WAIT too: only this
+    // client's WAITs count, told by its connections' name (CLIENT LIST) and address (MONITOR).
+    const connectionName = `kp-${randomUUID().slice(0, 8)}`;
+    const cluster = new Cluster(clusterNodes(), { keyPrefix: '{app}:', redisOptions: { connectionName } });
     const locks = await createLockClient({
       connection: { type: 'client', client: cluster },
       keyPrefix: `kp-${randomUUID().slice(0, 8)}`,
       logger: quietLogger,
     });
+    const monitors: Redis[] = [];
     try {
       await cluster.ping();
       const masterOf = (key: string) => cluster.slots[clusterSlot(key)][0];
@@ -165,21 +169,34 @@ describe('an ioredis Cluster with a keyPrefix', () => {
         const candidate = `elsewhere-${i}`;
         if (masterOf(candidate) !== masterOf('app')) name = candidate;
       }
-      const waitCalls = async () => {
-        const counts = new Map<string, number>();
-        for (const node of cluster.nodes('master')) {
-          const stats = (await node.info('commandstats')).match(/cmdstat_wait:calls=(\d+)/);
-          counts.set(`${node.options.host}:${node.options.port}`, Number(stats?.[1] ?? 0));
-        }
-        return counts;
-      };
-      const before = await waitCalls();
+      const masters = await Promise.all(
+        cluster.nodes('master').map(async (node) => {
+          const { host, port } = node.options;
+          const admin = new Redis({ host, port });
+          const monitor = await admin.monitor(); // a connection of its own
+          admin.disconnect();
+          monitors.push(monitor);
+          const waitsFrom: string[] = [];
+          monitor.on('monitor', (_time: string, args: string[], source: string) => {
+            if (args[0]?.toLowerCase() === 'wait') waitsFrom.push(source);
+          });
+          return { address: `${host}:${port}`, node, waitsFrom };
+        }),
+      );
       const handle = await locks.getLock(name).lock({ leaseTime: 10_000 });
-      const after = await waitCalls();
+      await sleep(200); // the monitors' copies of the commands are on their way
+      const waitedOn: string[] = [];
+      for (const { address, node, waitsFrom } of masters) {
+        const ours = String(await node.client('LIST'))
+          .split('\n')
+          .filter((line) => line.includes(` name=${connectionName} `))
+          .map((line) => /\baddr=(\S+)/.exec(line)![1]);
+        if (waitsFrom.some((source) => ours.includes(source))) waitedOn.push(address);
+      }
       await handle.release();
-      const grew = [...after].filter(([node, calls]) => calls > (before.get(node) ?? 0)).map(([node]) => node);
-      expect(grew).toEqual([masterOf('app')]);
+      expect(waitedOn).toEqual([masterOf('app')]);
     } finally {
+      for (const monitor of monitors) monitor.disconnect();
       await locks.close();
       await cluster.quit();
     }
