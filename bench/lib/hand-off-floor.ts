@@ -3,12 +3,13 @@ import type Redis from 'ioredis';
 import type { Contender, Release } from './contenders';
 
 /**
- * The least a lock that wakes one waiting process per release can do, written for the side trial
- * bench/cpu-per-process.ts (not a contender of `npm run bench`): a refused process queues itself in
- * a list; a release pops the next process, reserves the free lock for it for a second and publishes
- * to that process alone, which takes the lock on the message. No owner scopes, re-entry, fencing,
- * watchdog, operation bounds, failover care or turns: what is left is the cost of moving a lock to
- * another process (two script calls, a message, a scheduler wake-up), to set ours against.
+ * The least a lock that wakes one waiting process per release can do: the fair lock's floor on the
+ * hot keys of `npm run bench` (a floor, not a peer: see FLOORS), and a contender of the side trial
+ * bench/cpu-per-process.ts. One waiter per process (a single wake-up slot). A refused process queues
+ * itself in a list; a release pops the next process, reserves the free lock for it for a second and
+ * publishes to that process alone, which takes the lock on the message. No owner scopes, re-entry,
+ * fencing, watchdog, operation bounds, failover care or turns: what is left is the cost of moving a
+ * lock to another process (two script calls, a message, a scheduler wake-up), to set ours against.
  */
 export class HandOffFloor implements Contender {
   readonly id = 'hand-off-floor' as const;

@@ -6,7 +6,7 @@ import type { Contender, Release } from './contenders';
 /**
  * The floor of a Redisson-style reentrant lock on one connection: the two scripts Redisson's RLock
  * runs (a hash of owner -> hold count with PEXPIRE; a release that counts down, deletes and
- * publishes), written here from their documented behaviour and called with nothing around them: no
+ * publishes), written here after what those scripts do, and called with nothing around them: no
  * fencing counter, waiting registry, operation bound, watchdog or record of the hold. Measured in the
  * uncontended scenario only, as the least latency a lock of this data structure can have on this
  * machine; a refused attempt simply retries after 5 ms, which that scenario never needs.
