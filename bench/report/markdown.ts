@@ -16,7 +16,7 @@ import type { MachineInfo } from './machine';
 import { formatLikeRepo } from './format';
 import { prose } from './prose';
 import { renderSvg } from './svg';
-import { evaluateTargets, type TargetRow } from './targets';
+import { best as bestOf, evaluateTargets, type TargetRow } from './targets';
 
 export interface BenchResults {
   config: BenchConfig;
@@ -417,7 +417,7 @@ function fifoFloorAnalysis(r: BenchResults, fairMissed: boolean): string | undef
   ].flatMap(({ name, result }) => {
     const floor = result?.rows['hand-off-floor'];
     const fair = result?.rows.fair;
-    const best = result && bestOf(POLLING, result.rows, (row) => row.perSecond);
+    const best = result && bestOf([...POLLING], result.rows, (row) => row.perSecond, 'max');
     return floor && fair && best ? [{ name, floor, fair, best }] : [];
   });
   if (!fairMissed || scenarios.length === 0) return undefined;
@@ -436,20 +436,6 @@ function fifoFloorAnalysis(r: BenchResults, fairMissed: boolean): string | undef
         : 'fifo-floor-reaches-target',
     ),
   });
-}
-
-/** The contender of `ids` with the highest `value` among `rows`. */
-function bestOf<T>(
-  ids: ReadonlySet<ContenderId>,
-  rows: Partial<Record<ContenderId, T>>,
-  value: (row: T) => number,
-): { id: ContenderId; value: number } | undefined {
-  let best: { id: ContenderId; value: number } | undefined;
-  for (const id of ids) {
-    const row = rows[id];
-    if (row && (!best || value(row) > best.value)) best = { id, value: value(row) };
-  }
-  return best;
 }
 
 function analysis(r: BenchResults, targets: TargetRow[]): string {

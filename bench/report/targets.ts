@@ -20,7 +20,8 @@ const POLLING_PEERS: ContenderId[] = CONTENDER_IDS.filter((id) => POLLING.has(id
 
 const f = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
-function best<T>(
+/** The contender of `ids` with the highest (`max`) or lowest (`min`) finite `value` among `rows`. */
+export function best<T>(
   ids: ContenderId[],
   rows: Partial<Record<ContenderId, T>>,
   value: (row: T) => number,

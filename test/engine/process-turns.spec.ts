@@ -98,6 +98,9 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
    * run, which tries the lock by design (and may take it in a moment it is free). The waiter's timer
    * runs in this process, so a round shorter than QUIET_RECHECK_MS from the start of its wait is exact.
    */
+  /** Whether a waiter that began to wait at `since` may have made its re-check by now (see inTimeForRecheck). */
+  const pastRecheck = (since: number) => Date.now() - since >= QUIET_RECHECK_MS;
+
   async function inTimeForRecheck<T>(scenario: (round: number) => Promise<T | undefined>): Promise<T> {
     for (let round = 1; round <= 3; round++) {
       const result = await scenario(round);
@@ -115,19 +118,18 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     const { acquired: waiting } = await waitingOn(b, name);
     const bScripts = countScripts(b, lockOf(b.locks, name).keys.lock);
     const aScripts = countScripts(a, lockOf(a.locks, name).keys.lock);
-    const recheckMayHaveRun = () => Date.now() - waitStartedAt >= QUIET_RECHECK_MS;
     await held.release();
     for (let i = 0; i < 20; i++) {
       const again = await lockOf(a.locks, name)
         .lock({ leaseTime: 60_000, waitTime: 5_000 })
         .catch((error: unknown) => {
-          if (recheckMayHaveRun()) return undefined;
+          if (pastRecheck(waitStartedAt)) return undefined;
           throw error;
         });
       if (!again) return undefined;
       await again.release();
     }
-    if (recheckMayHaveRun()) return undefined;
+    if (pastRecheck(waitStartedAt)) return undefined;
     return { waiting, aScripts, bScripts };
   }
 
@@ -190,7 +192,7 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await first.release();
     // Past B's re-check, B may hold the lock (60 s) and the local waiters wait on: the round is set aside.
     const served = await Promise.race([Promise.all(locals).then(() => true), sleep(5_000).then(() => false)]);
-    if (Date.now() - waitStartedAt >= QUIET_RECHECK_MS) return undefined;
+    if (pastRecheck(waitStartedAt)) return undefined;
     if (!served) throw new Error('the local waiters did not get the lock within 5 s');
     return { order, bScripts, bWaiting };
   }
