@@ -97,28 +97,44 @@ describe.each([
   });
 
   it('a hot key changes hands between the two clients without waiting out timers', async () => {
-    const acquisitions = new Map<LockClient, number>([
-      [holder, 0],
-      [waiter, 0],
-    ]);
-    const until = Date.now() + 1_500;
+    // Passing the key on wakes the other client and reserves the key for it for 50 ms. Should it not
+    // hear the message, it takes the key once the reservation lapses: an upper quartile of 25-40 ms
+    // (measured so), against a few ms when it hears. A machine slowed by the specs beside this one
+    // stretches hand-overs too, so a round that misses is measured again (at most three).
+    const rounds: { count: number; upperQuartile: number }[] = [];
+    while (rounds.length < 3 && (rounds.length === 0 || rounds.at(-1)!.upperQuartile >= 15)) {
+      rounds.push(await measureHandOvers());
+    }
+    expect(rounds.at(-1)!.count).toBeGreaterThanOrEqual(HAND_OVERS);
+    expect(rounds.at(-1)!.upperQuartile).toBeLessThan(15);
+  });
+
+  const HAND_OVERS = 40;
+
+  /**
+   * Two loops on each client take the key until it has changed clients HAND_OVERS times (within 15 s).
+   * A hand-over lasts from the start of the release that passed the key on to the other client's grant.
+   */
+  async function measureHandOvers(): Promise<{ count: number; upperQuartile: number }> {
+    const handOvers: number[] = [];
+    let last: { locks: LockClient; releasingAt: number } | undefined;
+    const until = Date.now() + 15_000;
     const loop = (locks: LockClient) =>
       runInLockScope(
         async () => {
-          while (Date.now() < until) {
+          while (handOvers.length < HAND_OVERS && Date.now() < until) {
             const handle = await locks.getLock('hot').lock({ waitTime: 5_000 });
-            acquisitions.set(locks, acquisitions.get(locks)! + 1);
+            if (last && last.locks !== locks) handOvers.push(Date.now() - last.releasingAt);
+            last = { locks, releasingAt: Date.now() };
             await handle.release();
           }
         },
         { newScope: true },
       );
     await Promise.all([loop(holder), loop(waiter), loop(holder), loop(waiter)]);
-    // Turns of 10 ms pass the key back and forth: hundreds each on any machine. On timers alone a
-    // client whose turn message is lost takes the key about once a second.
-    expect(acquisitions.get(holder)).toBeGreaterThan(50);
-    expect(acquisitions.get(waiter)).toBeGreaterThan(50);
-  });
+    const sorted = handOvers.sort((a, b) => a - b);
+    return { count: sorted.length, upperQuartile: sorted[Math.floor(sorted.length * 0.75)] ?? Infinity };
+  }
 });
 
 describe.each([
