@@ -29,7 +29,8 @@ if count > 1 then
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
   return 'decremented'
 end
-redis.call('del', writeKey)
+-- Published before the delete (see simple-unlock-4.lua): a refused publish leaves the hold as it was.
 redis.call(publish, readChannel, 'released')
 if liveReaders(readers, nowMs()) == 0 then redis.call(publish, writeChannel, 'released') end
+redis.call('del', writeKey)
 return 'released'

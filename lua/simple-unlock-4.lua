@@ -31,8 +31,10 @@ end
 if type(value) ~= 'string' or value ~= ARGV[1] then
   return 'not-owner'
 end
-redis.call('del', KEYS[1])
+-- Published before the delete (subscribers hear it once the script is over either way): a user that
+-- may not publish here is refused before anything changed, and keeps its hold.
 redis.call(ARGV[2], KEYS[2], ARGV[3] or '')
+redis.call('del', KEYS[1])
 if ARGV[4] == 'keep' then
   return othersWaiting(KEYS[3], ARGV[5]) and 'kept' or 'released'
 end

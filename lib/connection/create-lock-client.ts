@@ -2,6 +2,7 @@ import { bounded } from '../engine/bounded';
 import { LockError, RedisUnavailableError } from '../engine/errors';
 import { DEFAULT_OPERATION_TIMEOUT, engineOf, LockClient, type LockClientOptions } from '../engine/lock-client';
 import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/validation';
+import { checkChannelAccess } from './channel-access';
 import type { ConnectionOptions } from './connection-options';
 import { createDeployment, isRedisDeployment } from './create-deployment';
 import { connectionProblem, warnWhenRefused } from './refused-settings';
@@ -30,7 +31,7 @@ export async function createLockClient(options: RedisLockClientOptions): Promise
   const deployment = deploymentFor(connection);
   try {
     await connectWithin(deployment, connectTimeout(settings.operationTimeout));
-    return lockClientOver(deployment, settings);
+    return await checkedLockClientOver(deployment, settings);
   } catch (error) {
     const cause = causeOf(error, deployment);
     await deployment.close().catch(() => undefined);
@@ -68,6 +69,21 @@ export function lockClientOver(deployment: RedisDeployment, settings: LockClient
   });
   warnWhenRefused(deployment.client, engineOf(client).logger);
   return client;
+}
+
+/**
+ * lockClientOver, once the deployment's Redis user is seen to reach the lock channels
+ * (checkChannelAccess); if not, the client is closed again and the refusal thrown.
+ */
+async function checkedLockClientOver(deployment: RedisDeployment, settings: LockClientSettings): Promise<LockClient> {
+  const client = lockClientOver(deployment, settings);
+  try {
+    await checkChannelAccess(deployment, client.keyPrefix, client.operationTimeout);
+    return client;
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** How long connecting (and verifying) a deployment may take: three operation timeouts (default 9 s). */

@@ -1,5 +1,6 @@
 import { ConnectionConfigError, RedisUnavailableError } from '../engine/errors';
 import { engineOf, type LockClient } from '../engine/lock-client';
+import { checkChannelAccess } from './channel-access';
 import type { ConnectionOptions } from './connection-options';
 import {
   connectTimeout,
@@ -52,6 +53,17 @@ export async function connectRedLockMasters(
   }
   // Independent masters have no replicas to wait for.
   const clients = deployments.map((deployment) => lockClientOver(deployment, { ...settings, replicaSync: false }));
+  // Each master that answered lets this user reach the lock channels (one that joins later is not checked).
+  try {
+    await Promise.all(
+      clients.flatMap((client, i) =>
+        ready[i] ? [checkChannelAccess(deployments[i], client.keyPrefix, client.operationTimeout)] : [],
+      ),
+    );
+  } catch (error) {
+    await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+    throw error;
+  }
   if (unreachable.length > 0) {
     engineOf(clients[0]).logger.warn(
       `RedLock masters not reachable yet (they join once they answer): ${unreachable.join(', ')}`,

@@ -3,10 +3,11 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import {
+  connectRedLockMasters,
   createLockClient,
   RedisRefusedError,
   RedisUnavailableError,
-  type LockClient,
+  LockClient,
   type LockHandle,
 } from '../../lib';
 import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
@@ -198,6 +199,85 @@ describe('Redis refusals', () => {
     } finally {
       await admin.call('ACL', 'DELUSER', 'no-scripts');
     }
+  });
+
+  describe("a user without the lock channels (a new user's default on Redis 7: resetchannels)", () => {
+    const USER = 'no-channels';
+    beforeEach(() => admin.call('ACL', 'SETUSER', USER, 'reset', 'on', '>x', '~*', 'resetchannels', '+@all'));
+    afterEach(() => admin.call('ACL', 'DELUSER', USER));
+
+    const connectionsOf = async (user: string) =>
+      String(await admin.client('LIST'))
+        .split('\n')
+        .filter((line) => line.includes(` user=${user} `)).length;
+
+    /** What start-up must say: NOPERM, with the channel pattern to grant. */
+    const expectChannelRefusal = (error: unknown, prefix: string) => {
+      expect(error).toBeInstanceOf(RedisRefusedError);
+      expect((error as RedisRefusedError).code).toBe('NOPERM');
+      expect((error as RedisRefusedError).message).toContain(`Grant the user the lock channels: &${prefix}:*`);
+    };
+
+    it('createLockClient fails with RedisRefusedError (NOPERM) naming the channels, and leaves no connection open', async () => {
+      // Without the check it would start, take and release uncontended locks, and fail at the first wait.
+      const error = await client({ username: USER, keyPrefix: 'lock' }).catch((e: unknown) => e);
+      expectChannelRefusal(error, 'lock');
+      await eventually(async () => (await connectionsOf(USER)) === 0, 5_000);
+      expect(await admin.dbsize()).toBe(0);
+    });
+
+    it('connectRedLockMasters fails the same way', async () => {
+      const master = {
+        type: 'single' as const,
+        host: '127.0.0.1',
+        port: PORT,
+        redisOptions: { username: USER, password: 'x' },
+      };
+      const error = await connectRedLockMasters([master, master, master], { keyPrefix: 'rl', logger }).catch(
+        (e: unknown) => e,
+      );
+      expectChannelRefusal(error, 'rl');
+      await eventually(async () => (await connectionsOf(USER)) === 0, 5_000);
+    });
+
+    it('a client built on such a connection by hand: a refused release keeps the hold, a wait fails typed', async () => {
+      const redis = new Redis({ port: PORT, username: USER, password: 'x', maxRetriesPerRequest: 1 });
+      const locks = new LockClient({ redis, keyPrefix: `rf-${randomUUID().slice(0, 8)}`, logger });
+      try {
+        const holds: LockHandle[] = [];
+        for (const [kind, take] of [
+          ['simple', (name: string) => locks.getSimpleLock(name).lock()],
+          ['write', (name: string) => locks.getReadWriteLock(name).writeLock().lock()],
+        ] as const) {
+          const held = await take(kind); // uncontended: no channel involved
+          holds.push(held);
+          const keys = await keysOf(locks, kind);
+          // Every release of these kinds publishes: refused, typed, and before anything changed.
+          const refused = await held.release().catch((e: unknown) => e);
+          expect(refused).toBeInstanceOf(RedisRefusedError);
+          expect((refused as RedisRefusedError).code).toBe('NOPERM');
+          expect((refused as RedisRefusedError).key).toBe(kind);
+          expect(await keysOf(locks, kind)).toEqual(keys);
+          // A wait cannot subscribe: refused at once, not after its waitTime.
+          const startedAt = Date.now();
+          const waited = await take(kind).catch((e: unknown) => e);
+          expect(waited).toBeInstanceOf(RedisRefusedError);
+          expect((waited as RedisRefusedError).code).toBe('NOPERM');
+          expect(Date.now() - startedAt).toBeLessThan(2_000);
+        }
+        // Granted the channels, the holds (still theirs) are released as usual.
+        await admin.call('ACL', 'SETUSER', USER, `&${locks.keyPrefix}:*`);
+        for (const held of holds) {
+          expect(held.isLost).toBe(false);
+          expect(await held.release()).toBe('released');
+        }
+        const left = [...(await keysOf(locks, 'simple')), ...(await keysOf(locks, 'write'))];
+        expect(left.filter((key) => !key.endsWith(':fence'))).toEqual([]); // fencing counters stay
+      } finally {
+        await locks.close();
+        redis.disconnect();
+      }
+    });
   });
 
   it("a user with just the README's permissions can take, wait for, inspect and release every kind of lock", async () => {

@@ -16,9 +16,16 @@ const ADVICE = {
 
 export type RedisRefusal = keyof typeof ADVICE;
 
+/**
+ * Redis 7.0's reply when an ACL refuses a command a script runs ("can't run this command", "can't
+ * access at least one of the keys", "can't publish to the channel"); later versions answer NOPERM.
+ */
+const SCRIPT_ACL_REFUSAL = /^ERR The user executing the script can't /;
+
 /** The refusal code a Redis error reply starts with, if it is one of those above. */
 export function refusalCode(error: unknown): RedisRefusal | undefined {
   if (!(error instanceof Error)) return undefined;
+  if (SCRIPT_ACL_REFUSAL.test(error.message)) return 'NOPERM';
   const code = /^(OOM|MISCONF|NOPERM)\b/.exec(error.message)?.[1];
   return code as RedisRefusal | undefined;
 }
@@ -34,12 +41,13 @@ export class RedisRefusedError extends LockError {
     readonly operation: string,
     readonly code: RedisRefusal,
     cause: Error,
+    /** What to grant or change, when the caller knows more than the code says. */
+    hint?: string,
   ) {
     const reply = cause.message.replace(/\.? script: .*$/s, '').replace(/\.$/, '');
-    super(
-      `Redis refused "${operation}"${key === undefined ? '' : ` for lock "${key}"`}: ${reply}. ${ADVICE[code]}`,
-      key,
-      { cause },
-    );
+    const advice = hint === undefined ? ADVICE[code] : `${hint} ${ADVICE[code]}`;
+    super(`Redis refused "${operation}"${key === undefined ? '' : ` for lock "${key}"`}: ${reply}. ${advice}`, key, {
+      cause,
+    });
   }
 }
