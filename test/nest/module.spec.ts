@@ -7,6 +7,7 @@ import {
   LockOptionsError,
   LockService,
   nestLockLogger,
+  RedisRefusedError,
   RedisUnavailableError,
   REDIS_LOCK_MODULE_OPTIONS,
   RedisLockModule,
@@ -197,6 +198,24 @@ describe('RedisLockModule', () => {
     // The last refused attempt is the cause, not the deadline.
     expect(error.message).toMatch(/^Could not connect to Redis at 127\.0\.0\.1:1 within 900 ms: connect ECONNREFUSED/);
     expect(Date.now() - startedAt).toBeLessThan(10_000);
+  });
+
+  it('fails at startup when its Redis user may not use the lock channels, naming what to grant', async () => {
+    // Redis 7 gives a new user no channels: it could take uncontended locks, and fail at the first wait.
+    const user = `no-channels-${prefix}`;
+    await redis.call('ACL', 'SETUSER', user, 'on', '>x', `~${prefix}:*`, 'resetchannels', '+@all');
+    try {
+      const connectionName = `channels-${prefix}`;
+      const connection = singleConnection(connectionName);
+      connection.redisOptions = { ...connection.redisOptions, username: user, password: 'x' };
+      const error = await bootError([RedisLockModule.forRoot(lockOptions(prefix, { connection }))]);
+      expect(error).toBeInstanceOf(RedisRefusedError);
+      expect(error).toMatchObject({ name: 'RedisRefusedError', code: 'NOPERM' });
+      expect(error.message).toContain(`Grant the user the lock channels: &${prefix}:*`);
+      expect(await connectionsNamed(redis, connectionName)).toBe(0);
+    } finally {
+      await redis.call('ACL', 'DELUSER', user);
+    }
   });
 
   it('fails at startup on an invalid @DistributedLock, naming the class and method, leaving no connection', async () => {
