@@ -4,7 +4,8 @@ import { ioredisKeyPrefix } from '../engine/redis-client';
 import type { RedisDeployment } from './redis-deployment';
 
 /**
- * Checks at start-up that the connection's Redis user may publish and subscribe on the lock channels.
+ * Checks at start-up that the connection's Redis user may publish and subscribe on the lock channels
+ * (where the lock connection is ready then: a client passed in may not be).
  * Redis 7 gives a new ACL user no channel at all (acl-pubsub-default resetchannels): such a user takes
  * and releases uncontended locks, and only the first wait fails. Better found before the first
  * contended key in production: throws RedisRefusedError (code NOPERM), naming the pattern to grant.
@@ -18,6 +19,9 @@ export async function checkChannelAccess(
   operationTimeout: number,
 ): Promise<void> {
   const { client, pubsub, publishCommand } = deployment;
+  // A client the user passed in may still be connecting, or find Redis down: its start-up does not wait
+  // for Redis, and neither does this check. It runs where the lock connection is ready.
+  if (client.status !== 'ready') return;
   const ioPrefix = ioredisKeyPrefix(client);
   const channel = `${ioPrefix}${keyPrefix}:channel-check`;
   const hint = `Grant the user the lock channels: &${ioPrefix}${keyPrefix}:* (Redis 7 gives new users none).`;

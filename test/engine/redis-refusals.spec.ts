@@ -240,6 +240,42 @@ describe('Redis refusals', () => {
       await eventually(async () => (await connectionsOf(USER)) === 0, 5_000);
     });
 
+    it('a client passed in: refused if it is ready at start-up (and left open), not waited for if it is not', async () => {
+      const ready = new Redis({ port: PORT, username: USER, password: 'x' });
+      const lazy = new Redis({ port: PORT, username: USER, password: 'x', lazyConnect: true });
+      try {
+        await ready.ping();
+        const error = await createLockClient({
+          connection: { type: 'client', client: ready },
+          keyPrefix: 'own',
+          logger,
+        }).catch((e: unknown) => e);
+        expectChannelRefusal(error, 'own');
+        expect(ready.status).toBe('ready'); // the user's to close
+        // Not connected yet: start-up does not wait for Redis, so nothing is checked; the first wait says it.
+        const locks = await createLockClient({
+          connection: { type: 'client', client: lazy },
+          keyPrefix: 'own',
+          logger,
+        });
+        try {
+          const held = await locks.getLock('late').lock();
+          const waited = await locks
+            .getLock('late')
+            .lock({ waitTime: 1_000 })
+            .catch((e: unknown) => e);
+          expect(waited).toMatchObject({ name: 'RedisRefusedError', code: 'NOPERM' });
+          await admin.call('ACL', 'SETUSER', USER, '&own:*');
+          expect(await held.release()).toBe('released');
+        } finally {
+          await locks.close();
+        }
+      } finally {
+        ready.disconnect();
+        lazy.disconnect();
+      }
+    });
+
     it('a client built on such a connection by hand: a refused release keeps the hold, a wait fails typed', async () => {
       const redis = new Redis({ port: PORT, username: USER, password: 'x', maxRetriesPerRequest: 1 });
       const locks = new LockClient({ redis, keyPrefix: `rf-${randomUUID().slice(0, 8)}`, logger });
