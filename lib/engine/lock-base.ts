@@ -415,6 +415,8 @@ export abstract class LockBase implements ReleaseReplayer {
     let refusedBefore = false;
     /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
     let grantedIn = 0;
+    /** The last attempt was lent a hold of this process (see lentHold): nothing was written. */
+    let lentGrant = false;
     const startedAt = Date.now();
     try {
       const outcome = await acquireLoop<HeldLock>({
@@ -430,6 +432,7 @@ export abstract class LockBase implements ReleaseReplayer {
         attempt: async (payload, othersWaiting) => {
           const { registry } = this.engine;
           grantedIn = this.engine.replicaSync.epoch;
+          lentGrant = false;
           if (unknown) {
             const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
             const { holder, localOwner, sentAt } = unknown;
@@ -442,7 +445,10 @@ export abstract class LockBase implements ReleaseReplayer {
           const localOwner = this.holderFor(owner);
           const prior = this.turns?.attempting();
           const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label });
-          if (lent) return { acquired: true, value: lent };
+          if (lent) {
+            lentGrant = true;
+            return { acquired: true, value: lent };
+          }
           // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
           // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
           // if Redis finds other processes waiting.
@@ -490,7 +496,8 @@ export abstract class LockBase implements ReleaseReplayer {
       if (outcome.acquired) {
         const held = outcome.value;
         const handle = new LockHandle(held);
-        const syncing = this.syncReplicas(handle, grantedIn);
+        // A lent hold is one Redis granted earlier, synced then, and unchanged since: no WAIT.
+        const syncing = lentGrant ? undefined : this.syncReplicas(handle, grantedIn);
         if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held))) {
           // The grant went down with the master that made it: wait for the lock again, for what is
           // left of waitTime, on the master that serves it now.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { createLockClient, type LockClient, type ReplicaSyncSetting } from '../../lib';
+import { createLockClient, runInLockScope, type LockClient, type ReplicaSyncSetting } from '../../lib';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { recordingLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
@@ -33,10 +33,10 @@ describe("replica sync 'auto' (the default)", () => {
     if (topology) await stopTopology(topology);
   });
 
-  const client = async (replicaSync?: ReplicaSyncSetting): Promise<LockClient> => {
+  const client = async (replicaSync?: ReplicaSyncSetting, keyPrefix = `rs-${randomUUID().slice(0, 8)}`) => {
     const locks = await createLockClient({
       connection: { type: 'master-slave', master: topology.masters[0], replicas: topology.replicas },
-      keyPrefix: `rs-${randomUUID().slice(0, 8)}`,
+      keyPrefix,
       replicaSync,
       logger,
     });
@@ -65,6 +65,36 @@ describe("replica sync 'auto' (the default)", () => {
     expect(await waitCalls(admin)).toBe(before + 1);
     expect(onReplicas).toContain(1);
     expect(warnings).toEqual([]);
+  });
+
+  it('on a hot key, every grant Redis makes is waited on, a hold lent on inside a turn is not', async () => {
+    // Two clients, as two processes: the key moves between them in turns. Each move is a grant Redis
+    // makes, and WAITs; inside a turn most acquisitions are lent the hold, which changed nothing in Redis.
+    const keyPrefix = `rs-${randomUUID().slice(0, 8)}`;
+    const [a, b] = [await client(undefined, keyPrefix), await client(undefined, keyPrefix)];
+    const before = await waitCalls(admin);
+    let acquisitions = 0;
+    let moves = 0;
+    let last: LockClient | undefined;
+    const until = Date.now() + 10_000;
+    const loop = (locks: LockClient) =>
+      runInLockScope(
+        async () => {
+          while (moves < 30 && Date.now() < until) {
+            const handle = await locks.getLock('hot').lock({ waitTime: 5_000 });
+            acquisitions++;
+            if (last !== undefined && last !== locks) moves++;
+            last = locks;
+            await handle.release();
+          }
+        },
+        { newScope: true },
+      );
+    await Promise.all([loop(a), loop(b), loop(a), loop(b)]);
+    const waits = (await waitCalls(admin)) - before;
+    expect(moves).toBeGreaterThanOrEqual(30);
+    expect(waits).toBeGreaterThanOrEqual(moves);
+    expect(waits).toBeLessThan(acquisitions / 3);
   });
 
   it('replicas that do not answer: one stall, a warning, the lock kept; no wait again until they are read afresh', async () => {
