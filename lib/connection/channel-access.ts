@@ -4,8 +4,7 @@ import { ioredisKeyPrefix } from '../engine/redis-client';
 import type { RedisDeployment } from './redis-deployment';
 
 /**
- * Checks at start-up that the connection's Redis user may publish and subscribe on the lock channels
- * (where the lock connection is ready then: a client passed in may not be).
+ * Checks at start-up that the connection's Redis user may publish and subscribe on the lock channels.
  * Redis 7 gives a new ACL user no channel at all (acl-pubsub-default resetchannels): such a user takes
  * and releases uncontended locks, and only the first wait fails. Better found before the first
  * contended key in production: throws RedisRefusedError (code NOPERM), naming the pattern to grant.
