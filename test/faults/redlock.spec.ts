@@ -2,13 +2,14 @@ import Redis from 'ioredis';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { singlePort, sleep, testPrefix } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
+import { CLOCK_TOLERANCE_MS } from './support';
 import type { RedLockRacerResult } from '../workers/redlock-racer';
 
 /**
  * Issue #13, RedLock with 2 of its 5 masters SIGKILLed mid-run: 8 processes (test/workers/redlock-racer.ts)
  * whose ioredis clients are at their defaults (offline queue on: a command to a dead master waits
- * for its reconnect) race on one name, with a racy counter on the shared single server. No two
- * critical sections overlap, no update is lost, and the rate after the kill is at least half the
+ * for its reconnect) race on one name, with a racy counter on the shared single server. No critical
+ * section finds another process inside, no update is lost, and the rate after the kill is at least half the
  * rate before it. Private multi topology on port 7340 (7340-7344).
  */
 const BASE_PORT = 7340;
@@ -22,13 +23,16 @@ interface Section {
   end: number;
 }
 
-/** Sections that began while another process's section was still running. */
-function overlaps(sections: Section[]): number {
+/**
+ * Sections that began, by the racers' own clocks, more than CLOCK_TOLERANCE_MS before another process's
+ * section ended: a diagnostic only, since each racer's epoch clock is its own (see support.ts).
+ */
+function clockOverlaps(sections: Section[]): number {
   let count = 0;
   let open: Section[] = [];
   for (const s of [...sections].sort((a, b) => a.start - b.start)) {
     open = open.filter((o) => o.end > s.start);
-    if (open.some((o) => o.proc !== s.proc)) count++;
+    if (open.some((o) => o.proc !== s.proc && o.end - s.start > CLOCK_TOLERANCE_MS)) count++;
     open.push(s);
   }
   return count;
@@ -50,7 +54,7 @@ describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
     if (topology) await stopTopology(topology);
   });
 
-  it('clients at their defaults: no overlap, no lost update, and at least half the rate after the kill', async () => {
+  it('clients at their defaults: no double grant, no lost update, and at least half the rate after the kill', async () => {
     const ports = topology.masters.map((m) => m.port);
     const counterKey = `${prefix}:redlock-fault:counter`;
     const env = {
@@ -86,15 +90,18 @@ describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
     const firstAfter = sections.filter((s) => s.requested >= killedAt).sort((a, b) => a.start - b.start)[0];
     const outage = firstAfter ? firstAfter.start - killedAt : Infinity;
     const lost = sections.length - Number(await counter.get(counterKey));
+    const crowded = results.reduce((sum, r) => sum + r.crowded, 0);
     process.stdout.write(
       `\n[fault] RedLock, 2 of 5 masters SIGKILLed, ${RACERS} processes, ioredis defaults\n` +
         `  rate before ${rateBefore.toFixed(0)}/s, after (outage included) ${rateAfter.toFixed(0)}/s; ` +
         `outage (kill -> first section requested after it) ${Math.round(outage)} ms\n` +
-        `  ${sections.length} sections, overlaps ${overlaps(sections)}, lost updates ${lost}; ` +
+        `  ${sections.length} sections, double grants ${crowded}, lost updates ${lost}, ` +
+        `timestamp overlaps ${clockOverlaps(sections)}; ` +
         `errors: ${errors.join(', ') || 'none'}\n`,
     );
 
-    expect(overlaps(sections)).toBe(0);
+    // Mutual exclusion, checked on the counter server: no clock involved.
+    expect(crowded).toBe(0);
     expect(lost).toBe(0);
     expect(before).toBeGreaterThan(0);
     expect(rateAfter).toBeGreaterThanOrEqual(rateBefore / 2);

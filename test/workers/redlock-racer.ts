@@ -2,8 +2,9 @@
 // as a user would, with ioredis clients at their defaults (offline queue, 20 retries per request,
 // auto-reconnect). Loops on LOCK_NAME until "stop" on stdin; inside each critical section a racy
 // GET / SET of COUNTER_KEY on a never-faulted Redis (COUNTER_PORT), so overlapping holders lose
-// updates. Records [requested, start, end] of every section in high-resolution epoch ms (comparable
-// across the processes of one machine). Prints "ready" once connected, its result as JSON at the end.
+// updates, and counts the sections that found another process inside. Records [requested, start, end]
+// of every section in high-resolution epoch ms (comparable across the processes of one machine to a few
+// ms). Prints "ready" once connected, its result as JSON at the end.
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import { LockClient, RedLock } from '../../lib';
@@ -14,6 +15,8 @@ export interface RedLockRacerResult {
   sections: [number, number, number][];
   /** Errors of withLock, by name (a lock that could not be taken, never a double grant). */
   errors: Record<string, number>;
+  /** Sections that found another process inside, counted on the counter server (no clock involved). */
+  crowded: number;
 }
 
 const env = process.env;
@@ -30,16 +33,19 @@ async function main(): Promise<void> {
   createInterface({ input: process.stdin }).on('line', (line) => (stopped ||= line === 'stop'));
   console.log('ready');
 
-  const result: RedLockRacerResult = { sections: [], errors: {} };
+  const insideKey = `${counterKey}:inside`;
+  const result: RedLockRacerResult = { sections: [], errors: {}, crowded: 0 };
   while (!stopped) {
     const requested = epochNow();
     try {
       await redLock.withLock(
         async () => {
           const start = epochNow();
+          if ((await counter.incr(insideKey)) > 1) result.crowded++;
           const value = Number(await counter.get(counterKey));
           await new Promise((resolve) => setTimeout(resolve, 1)); // widen the race window
           await counter.set(counterKey, String(value + 1));
+          await counter.decr(insideKey);
           result.sections.push([requested, start, epochNow()]);
         },
         { waitTime: 10_000 },
