@@ -2,7 +2,7 @@ import Redis from 'ioredis';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { singlePort, sleep, testPrefix } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
-import { CLOCK_TOLERANCE_MS } from './support';
+import { timestampOverlaps } from './support';
 import type { RedLockRacerResult } from '../workers/redlock-racer';
 
 /**
@@ -15,28 +15,6 @@ import type { RedLockRacerResult } from '../workers/redlock-racer';
 const BASE_PORT = 7340;
 const RACERS = 8;
 const PHASE_MS = 4_000;
-
-interface Section {
-  proc: number;
-  requested: number;
-  start: number;
-  end: number;
-}
-
-/**
- * Sections that began, by the racers' own clocks, more than CLOCK_TOLERANCE_MS before another process's
- * section ended: a diagnostic only, since each racer's epoch clock is its own (see support.ts).
- */
-function clockOverlaps(sections: Section[]): number {
-  let count = 0;
-  let open: Section[] = [];
-  for (const s of [...sections].sort((a, b) => a.start - b.start)) {
-    open = open.filter((o) => o.end > s.start);
-    if (open.some((o) => o.proc !== s.proc && o.end - s.start > CLOCK_TOLERANCE_MS)) count++;
-    open.push(s);
-  }
-  return count;
-}
 
 describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
   const prefix = testPrefix();
@@ -96,7 +74,7 @@ describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
         `  rate before ${rateBefore.toFixed(0)}/s, after (outage included) ${rateAfter.toFixed(0)}/s; ` +
         `outage (kill -> first section requested after it) ${Math.round(outage)} ms\n` +
         `  ${sections.length} sections, double grants ${crowded}, lost updates ${lost}, ` +
-        `timestamp overlaps ${clockOverlaps(sections)}; ` +
+        `timestamp overlaps ${timestampOverlaps([...sections].sort((a, b) => a.start - b.start))}; ` +
         `errors: ${errors.join(', ') || 'none'}\n`,
     );
 

@@ -76,7 +76,7 @@ export function sectionsOf(results: FaultRacerResult[]): Section[] {
  * still running: a diagnostic for failure reports. The racers' clocks are not one clock (see
  * CLOCK_TOLERANCE_MS), so the check of mutual exclusion is RaceReport.doubleGrants (crowded sections).
  */
-export function timestampOverlaps(sections: Section[]): number {
+export function timestampOverlaps(sections: Timed[]): number {
   return overlappingPairs(sections).length;
 }
 
@@ -89,10 +89,16 @@ export function timestampOverlaps(sections: Section[]): number {
  */
 export const CLOCK_TOLERANCE_MS = 5;
 
-/** Each section that began more than the clocks' tolerance before another process's section ended, with that section. */
-export function overlappingPairs(sections: Section[]): [Section, Section][] {
-  const pairs: [Section, Section][] = [];
-  let open: Section[] = [];
+/** What the timestamp checks read of a section: its process and its own clock's start and end. */
+type Timed = Pick<Section, 'proc' | 'start' | 'end'>;
+
+/**
+ * Each section that began more than the clocks' tolerance before another process's section ended, with
+ * that section. `sections` in order of start (see sectionsOf).
+ */
+export function overlappingPairs<S extends Timed>(sections: S[]): [S, S][] {
+  const pairs: [S, S][] = [];
+  let open: S[] = [];
   for (const s of sections) {
     open = open.filter((o) => o.end > s.start);
     const other = open.find((o) => o.proc !== s.proc && o.end - s.start > CLOCK_TOLERANCE_MS);
