@@ -3,8 +3,9 @@
 -- holds and semaphore permits).
 -- KEYS     the keys of each lock in ARGV order (a variable number; on a Cluster all in one slot): one
 --          key for 'hash', 'string' and 'permit', two for 'read' (the readers zset, then the
---          read-count hash)
--- ARGV     three values per lock: kind ('hash': owner is a field of the lock hash; 'string': the
+--          read-count hash) and for 'held' (the lock hash, then its hold ids, see hold-ids.lua)
+-- ARGV     three values per lock: kind ('hash': owner is a field of the lock hash; 'held': the same,
+--          with the hold ids' hash kept alive as long as the lock; 'string': the
 --          lock's value is the owner's token; 'read': a read hold of a read-write lock, owner ->
 --          expiry in the readers zset; 'permit': owner is a member of a semaphore's holds, see
 --          include/semaphore-holds.lua), lease in ms, owner id, token or member
@@ -15,20 +16,21 @@
 -- failing the renewal of every other lock in the call.
 --!include server-time.lua
 --!include rw-readers.lua
+--!include hold-ids.lua
 if #ARGV % 3 ~= 0 then
   return redis.error_reply('BADARG expected 3 arguments per lock, got ' .. #ARGV)
 end
 local locks, keyCount, leases = #ARGV / 3, 0, {}
 for i = 1, locks do
   local kind, lease = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1])
-  if kind ~= 'hash' and kind ~= 'string' and kind ~= 'read' and kind ~= 'permit' then
-    return redis.error_reply('BADARG kind must be hash, string, read or permit, got ' .. tostring(kind))
+  if kind ~= 'hash' and kind ~= 'held' and kind ~= 'string' and kind ~= 'read' and kind ~= 'permit' then
+    return redis.error_reply('BADARG kind must be hash, held, string, read or permit, got ' .. tostring(kind))
   end
   if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
     return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3 * i - 1]))
   end
   leases[i] = lease
-  keyCount = keyCount + (kind == 'read' and 2 or 1)
+  keyCount = keyCount + ((kind == 'read' or kind == 'held') and 2 or 1)
 end
 if keyCount ~= #KEYS then
   return redis.error_reply('BADARG expected ' .. keyCount .. ' keys for these kinds, got ' .. #KEYS)
@@ -38,9 +40,13 @@ local results, k, now = {}, 1, nil
 for i = 1, locks do
   local kind, owner, key = ARGV[3 * i - 2], ARGV[3 * i], KEYS[k]
   local held
-  if kind == 'hash' then
+  if kind == 'hash' or kind == 'held' then
     held = redis.pcall('hexists', key, owner) == 1
     if held then redis.call('pexpire', key, leases[i]) end
+    if kind == 'held' then
+      if held then keepGrants(KEYS[k + 1], leases[i]) end
+      k = k + 1
+    end
   elseif kind == 'string' then
     held = redis.pcall('get', key) == owner
     if held then redis.call('pexpire', key, leases[i]) end

@@ -15,6 +15,8 @@ import type { Watchdog } from './watchdog';
 export interface EngineContext {
   readonly redis: RedisClient;
   readonly clientId: string;
+  /** A fresh id for an acquisition attempt's hold (see hold-ids.ts). */
+  readonly newHoldId: () => string;
   readonly keyPrefix: string;
   readonly watchdogTimeout: number;
   readonly operationTimeout: number;

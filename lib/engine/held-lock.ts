@@ -7,13 +7,15 @@ import { setLongTimeout, type LongTimer } from './long-timer';
  * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock,
  * write side of a read-write lock), `string` when the lock's value is the owner's token (simple lock),
  * `read` for a read hold (its expiry in the readers zset; renewalKeys: that zset, then the read counts),
- * `permit` when the owner is a member of a semaphore's holds (its score the lease's end).
+ * `permit` when the owner is a member of a semaphore's holds (its score the lease's end), `held` for
+ * a reentrant lock's hash whose holds are recorded by id (renewalKeys: the lock, then its hold ids).
  */
-export type RenewalKind = 'hash' | 'string' | 'read' | 'permit';
+export type RenewalKind = 'hash' | 'held' | 'string' | 'read' | 'permit';
 
 /** How the lock kind that granted a hold releases and extends it (LockBase's own steps). */
 export interface HoldOps {
-  release(lock: HeldLock): Promise<ReleaseOutcome>;
+  /** Releases hold `holdId` of `lock` (none given: its newest). */
+  release(lock: HeldLock, holdId?: string): Promise<ReleaseOutcome>;
   extend(lock: HeldLock, leaseTime?: number): Promise<void>;
 }
 
@@ -35,6 +37,10 @@ export interface Acquisition {
   key: string;
   /** The id Redis records the hold under, which renewals and releases name. */
   owner: string;
+  /** This hold's own id (see lua/include/hold-ids.lua): made for the attempt that took it. */
+  holdId: string;
+  /** The owner was the caller's (AcquireOptions.owner), which other processes may share. */
+  explicitOwner: boolean;
   /** Who holds it here, when not `owner` itself: a hold lent on in a turn keeps its Redis id (see ProcessTurns). */
   localOwner?: string;
   leaseMs: number;
@@ -72,6 +78,8 @@ export class HeldLock {
   readonly localOwner: string;
   /** Set while the hold may be lent on in its process's turn. */
   readonly lendable?: Lendable;
+  /** The owner was the caller's (AcquireOptions.owner), which other processes may share. */
+  readonly explicitOwner: boolean;
   leaseMs: number;
   /** Renewed by the watchdog (no explicit leaseTime). */
   watched: boolean;
@@ -81,7 +89,8 @@ export class HeldLock {
   readonly renewalKeys: readonly string[];
   /** The lock kind that releases and extends it. */
   private readonly ops: HoldOps;
-  holdCount = 1;
+  /** The ids of the holds this client has, oldest first (see lua/include/hold-ids.lua). */
+  private readonly holdIds: string[];
   lost = false;
   /** Redis reported the last hold released; later releases of it are no-ops. */
   released = false;
@@ -104,6 +113,7 @@ export class HeldLock {
     this.owner = a.owner;
     this.localOwner = a.localOwner ?? a.owner;
     this.lendable = a.lendable;
+    this.explicitOwner = a.explicitOwner;
     this.leaseMs = a.leaseMs;
     this.watched = a.watched;
     this.fencingToken = a.fencingToken;
@@ -111,9 +121,20 @@ export class HeldLock {
     this.renewalKeys = a.renewalKeys ?? [a.key];
     this.ops = a.ops;
     this.label = a.label;
+    this.holdIds = [a.holdId];
     this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
     this.expiresAt = a.expiresAt ?? a.sentAt + a.leaseMs;
+  }
+
+  /** Holds this client has (1 = first acquisition). */
+  get holdCount(): number {
+    return this.holdIds.length;
+  }
+
+  /** Whether hold `holdId` is one this client still has. */
+  has(holdId: string): boolean {
+    return this.holdIds.includes(holdId);
   }
 
   get controller(): AbortController {
@@ -125,7 +146,7 @@ export class HeldLock {
 
   /** The owner took it again (`a`): one more hold, renewed by the watchdog if `a` asked for it. */
   reenter(a: Acquisition): void {
-    this.holdCount++;
+    this.holdIds.push(a.holdId);
     if (a.watched && !this.watched) {
       this.watched = true;
       this.leaseMs = a.leaseMs;
@@ -134,9 +155,9 @@ export class HeldLock {
     if (this.watched) this.registry.watchdog.watch(this); // also after a release that failed
   }
 
-  /** Releases one hold (see LockBase's release). */
-  release(): Promise<ReleaseOutcome> {
-    return this.ops.release(this);
+  /** Releases hold `holdId` (none given: the newest; see LockBase's release). */
+  release(holdId?: string): Promise<ReleaseOutcome> {
+    return this.ops.release(this, holdId);
   }
 
   /** Renews the lease now, or sets it to `leaseTime` ms (see LockBase's extend). */
@@ -174,17 +195,18 @@ export class HeldLock {
    * Before sending a release: counts the hold as released at once (so concurrent releases of one
    * owner each expect the right count) and stops renewals when it is the last one.
    */
-  beginRelease(): { expectedHolds: number; final: boolean } {
-    const expectedHolds = Math.max(1, this.holdCount);
-    this.holdCount = expectedHolds - 1;
-    const final = this.holdCount === 0;
+  beginRelease(holdId?: string): { expectedHolds: number; final: boolean; holdId: string } {
+    const expectedHolds = this.holdCount;
+    const at = holdId === undefined ? this.holdIds.length - 1 : this.holdIds.indexOf(holdId);
+    const [released] = this.holdIds.splice(at, 1);
+    const final = this.holdIds.length === 0;
     if (final) this.registry.watchdog.unwatch(this);
-    return { expectedHolds, final };
+    return { expectedHolds, final, holdId: released };
   }
 
-  /** The release failed for a reason other than an unreachable Redis: the hold is still ours. */
-  releaseFailed(final: boolean): void {
-    this.holdCount++;
+  /** The release of `holdId` failed for a reason other than an unreachable Redis: the hold is still ours. */
+  releaseFailed(final: boolean, holdId: string): void {
+    this.holdIds.push(holdId);
     if (final) this.stillHeld();
   }
 

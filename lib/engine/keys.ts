@@ -11,9 +11,13 @@
  * - `queue`: the fair lock's FIFO queue of waiter ids;
  * - `deadlines`: the fair lock's sorted set of waiter id -> deadline (Redis server time, ms);
  * - `forced`: a hash of recent forceUnlock call ids -> outcome, so a repeat of one changes nothing
- *   (lua/include/force-once.lua); it lives 10 minutes after the latest.
+ *   (lua/include/force-once.lua); it lives 10 minutes after the latest;
+ * - `grants`: the reentrant lock's holds by id, hold id -> its record, living as long as the lock and a
+ *   minute after its holds end (lua/include/hold-ids.lua).
  */
-export type LockKeys = KeySet<'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines' | 'forced'>;
+export type LockKeys = KeySet<
+  'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines' | 'forced' | 'grants'
+>;
 
 /**
  * The keys of semaphore `name`: a namespace of their own under the name's hash tag, so a lock and a
@@ -62,6 +66,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     queue: ':queue',
     deadlines: ':deadlines',
     forced: ':forced',
+    grants: ':grants',
   });
 }
 

@@ -35,8 +35,14 @@ import type { SyncVerdict } from './replica-sync';
 /** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
 type HoldFacts = Pick<
   Acquisition,
-  'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable'
+  'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable' | 'holdId' | 'explicitOwner'
 >;
+
+/** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
+interface Taken {
+  held: HeldLock;
+  holdId: string;
+}
 
 /**
  * How long, in operation timeouts, a grant whose master stopped answering before its replicas did is
@@ -92,6 +98,8 @@ export interface AttemptRequest {
    * already landed changes nothing (see lua/include/repeated-attempt.lua, LockRegistry.holdsBeforeAttempt).
    */
   heldBefore: number | '';
+  /** This attempt's own id: the hold it takes is recorded under it (see lua/include/hold-ids.lua). */
+  holdId: string;
 }
 
 /** An attempt made by a caller that waits if refused. */
@@ -155,13 +163,15 @@ export abstract class LockBase implements ReleaseReplayer {
   /**
    * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
    * with it, sending the same release again after an unknown outcome is harmless. `handOver`: see
-   * ProcessTurns (kinds that do not take turns ignore it).
+   * ProcessTurns (kinds that do not take turns ignore it). `holdId`: the hold this release ends, for a
+   * kind that records holds by id (none: any one hold of `owner`, under an id of the call's own).
    */
   protected abstract releaseOnce(
     owner: string,
     leaseMs: number,
     expectedHolds?: number,
     handOver?: HandOver,
+    holdId?: string,
   ): Promise<RawRelease>;
   /** How this kind's holds are renewed (watchdog, extend). */
   protected abstract readonly renewal: RenewalKind;
@@ -214,9 +224,9 @@ export abstract class LockBase implements ReleaseReplayer {
    * An attempt whose reply never came (the connection dropped, a failover) may have been granted.
    * Asked before the next attempt: if Redis shows `holder` with more holds than the `known` ones, that
    * grant is ours (returned, with its fencing token); sending the attempt again instead would count it
-   * twice and leave the lock behind for a lease.
+   * twice and leave the lock behind for a lease. (A kind that records holds by id asks for `holdId`.)
    */
-  protected async grantOfUnknownAttempt(holder: string, known: number): Promise<Grant | undefined> {
+  protected async grantOfUnknownAttempt(holder: string, known: number, _holdId: string): Promise<Grant | undefined> {
     const [, count, fence] = await this.readHold(this.keys.lock, holder, 'hash');
     if (count === null || Number(count) < 1 || Number(count) <= known) return undefined;
     return { fencingToken: Number(fence), reentered: known > 0 };
@@ -232,9 +242,21 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /** Undoes an attempt whose outcome we never learned, if it was granted (idempotent: safe to repeat). */
-  protected undoUnknownAttempt(holder: string, leaseMs: number, known: number): Promise<RawRelease> {
-    return this.releaseOnce(holder, leaseMs, known + 1);
+  protected undoUnknownAttempt(holder: string, leaseMs: number, known: number, holdId: string): Promise<RawRelease> {
+    return this.releaseOnce(holder, leaseMs, known + 1, 'pass', holdId);
   }
+
+  /**
+   * Whether a release of `holder`'s hold may be sent again after a failover (see RecentReleases): a
+   * kind whose releases name their hold (a hold id, a simple lock's token) always; otherwise only for
+   * an owner of this client's own making, which no other process can hold meanwhile.
+   */
+  protected replaysSafely(explicitOwner: boolean): boolean {
+    return this.recordsHoldIds || !explicitOwner;
+  }
+
+  /** Whether this kind's scripts record each hold under its own id (see lua/include/hold-ids.lua). */
+  protected readonly recordsHoldIds: boolean = false;
 
   /**
    * A wait that ended without the lock (`waited`: it was not a single attempt). The reentrant and
@@ -335,6 +357,8 @@ export abstract class LockBase implements ReleaseReplayer {
     }
     const held = this.findHeld(owner);
     if (held) return this.release(held);
+    // A hold this client did not record (another process's, with an explicit owner): any one of the
+    // owner's holds, under an id of this call's own where the kind records holds by id.
     const raw = await this.bounded(this.releaseOnce(owner, this.engine.watchdogTimeout), 'unlock');
     if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
     return raw === 'kept' ? 'released' : raw;
@@ -401,6 +425,7 @@ export abstract class LockBase implements ReleaseReplayer {
   private async acquire(options: AcquireOptions, defaultWaitTime?: number): Promise<LockHandle | { ttl: number }> {
     options = checkAcquireOptions(this.name, options, defaultWaitTime);
     const owner = this.ownerForAcquire(options.owner);
+    const explicitOwner = options.owner !== undefined;
     const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
     const watched = leaseTime === undefined;
     const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
@@ -411,7 +436,7 @@ export abstract class LockBase implements ReleaseReplayer {
     const settling = this.engine.registry.settled(this.keys.lock, owner);
     if (settling) await settling;
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
-    let unknown: { holder: string; localOwner: string; known: number; sentAt: number } | undefined;
+    let unknown: { holder: string; localOwner: string; known: number; sentAt: number; holdId: string } | undefined;
     let refusedBefore = false;
     /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
     let grantedIn = 0;
@@ -419,7 +444,7 @@ export abstract class LockBase implements ReleaseReplayer {
     let lentGrant = false;
     const startedAt = Date.now();
     try {
-      const outcome = await acquireLoop<HeldLock>({
+      const outcome = await acquireLoop<Taken>({
         key: this.name,
         waiters: this.engine.waiters,
         waitTime: options.waitTime,
@@ -434,39 +459,52 @@ export abstract class LockBase implements ReleaseReplayer {
           grantedIn = this.engine.replicaSync.epoch;
           lentGrant = false;
           if (unknown) {
-            const grant = await this.bounded(this.grantOfUnknownAttempt(unknown.holder, unknown.known), 'lock');
-            const { holder, localOwner, sentAt } = unknown;
+            const { holder, localOwner, sentAt, known, holdId } = unknown;
+            const grant = await this.bounded(this.grantOfUnknownAttempt(holder, known, holdId), 'lock');
             unknown = undefined;
             if (grant) {
-              const hold = { leaseMs, watched, sentAt, label, localOwner, expiresAt: undefined, lendable: undefined };
-              return { acquired: true, value: this.recordHold(holder, grant, hold) };
+              const hold = {
+                leaseMs,
+                watched,
+                sentAt,
+                label,
+                localOwner,
+                expiresAt: undefined,
+                lendable: undefined,
+                holdId,
+                explicitOwner,
+              };
+              return { acquired: true, value: { held: this.recordHold(holder, grant, hold), holdId } };
             }
           }
           const localOwner = this.holderFor(owner);
           const prior = this.turns?.attempting();
-          const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label });
+          const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label, explicitOwner });
           if (lent) {
             lentGrant = true;
-            return { acquired: true, value: lent };
+            return { acquired: true, value: { held: lent, holdId: prior.holdId } };
           }
           // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
           // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
           // if Redis finds other processes waiting.
-          const mayLend = this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
+          // An explicit owner's hold is recorded under the owner itself, contended or not: any process
+          // may share that owner, re-enter its hold or unlock it by owner.
+          const mayLend = !explicitOwner && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
           const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = mayLend ? TURN_TOKENS : 1;
           const { heldBefore, done } = registry.holdsBeforeAttempt(this.keys.lock, holder);
+          const holdId = this.engine.newHoldId();
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens, heldBefore };
+            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens, heldBefore, holdId };
             result = await this.bounded(this.attempt(request), 'lock');
           } catch (error) {
             if (prior) this.sendDeferredInBackground(prior); // it may not have landed
             if (error instanceof RedisUnavailableError) {
               const known = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
-              unknown = { holder, localOwner, known, sentAt };
+              unknown = { holder, localOwner, known, sentAt, holdId };
             }
             throw error;
           } finally {
@@ -489,16 +527,18 @@ export abstract class LockBase implements ReleaseReplayer {
             localOwner,
             expiresAt: undefined,
             lendable: this.turns?.spareTokens(value, tokens, sentAt),
+            holdId,
+            explicitOwner,
           });
-          return { acquired: true, value: held };
+          return { acquired: true, value: { held, holdId } };
         },
       });
       if (outcome.acquired) {
-        const held = outcome.value;
-        const handle = new LockHandle(held);
+        const { held, holdId } = outcome.value;
+        const handle = new LockHandle(held, holdId);
         // A lent hold is one Redis granted earlier, synced then, and unchanged since: no WAIT.
         const syncing = lentGrant ? undefined : this.syncReplicas(handle, grantedIn);
-        if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held))) {
+        if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId))) {
           // The grant went down with the master that made it: wait for the lock again, for what is
           // left of waitTime, on the master that serves it now.
           const { waitTime } = options;
@@ -526,7 +566,7 @@ export abstract class LockBase implements ReleaseReplayer {
       }));
       return { ttl: outcome.ttl };
     } catch (error) {
-      if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.known);
+      if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.known, unknown.holdId);
       await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
       throw error;
     }
@@ -540,7 +580,7 @@ export abstract class LockBase implements ReleaseReplayer {
   private lentHold(
     prior: DeferredRelease,
     localOwner: string,
-    wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label'>,
+    wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label' | 'explicitOwner'>,
   ): HeldLock | undefined {
     const { turns } = this;
     const lent = turns?.lend(prior, wanted.watched, wanted.leaseMs);
@@ -556,6 +596,8 @@ export abstract class LockBase implements ReleaseReplayer {
       localOwner,
       expiresAt: prior.expiresAt,
       lendable: lent.lendable,
+      holdId: prior.holdId,
+      explicitOwner: wanted.explicitOwner,
     });
     turns.lent(held);
     return held;
@@ -593,6 +635,8 @@ export abstract class LockBase implements ReleaseReplayer {
       name: this.name,
       key: this.keys.lock,
       owner: holder,
+      holdId: hold.holdId,
+      explicitOwner: hold.explicitOwner,
       localOwner: hold.localOwner,
       leaseMs: hold.leaseMs,
       watched: hold.watched,
@@ -600,7 +644,7 @@ export abstract class LockBase implements ReleaseReplayer {
       renewal: this.renewal,
       renewalKeys: this.renewalKeys,
       ops: (this.holdOps ??= {
-        release: (lock) => this.release(lock),
+        release: (lock, holdId) => this.release(lock, holdId),
         extend: (lock, leaseTime) => this.extend(lock, leaseTime),
       }),
       sentAt: hold.sentAt,
@@ -621,10 +665,10 @@ export abstract class LockBase implements ReleaseReplayer {
    * The caller gave up (an error) after an attempt whose reply never came: if Redis granted it, nobody
    * will use or renew that hold, so take it back, retrying through the outage until the lease is over.
    */
-  private undoInBackground(holder: string, leaseMs: number, known: number): void {
+  private undoInBackground(holder: string, leaseMs: number, known: number, holdId: string): void {
     // Nothing to undo once the lease is over.
     this.sendInBackground(holder, leaseMs, 'undo unanswered attempt', () =>
-      this.undoUnknownAttempt(holder, leaseMs, known),
+      this.undoUnknownAttempt(holder, leaseMs, known, holdId),
     );
   }
 
@@ -661,17 +705,17 @@ export abstract class LockBase implements ReleaseReplayer {
    * is nothing of ours to release). Redis unreachable for that long: the record is dropped,
    * the hold taken back in the background should it be there after all, and RedisUnavailableError.
    */
-  private async survivedFailover(held: HeldLock): Promise<boolean> {
+  private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
     const { redis, operationTimeout } = this.engine;
     const until = Date.now() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
-    const check = () => this.grantOfUnknownAttempt(held.owner, 0);
+    const check = () => this.grantOfUnknownAttempt(held.owner, 0, holdId);
     try {
       if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: this.name, name: 'lock' })) {
         return true;
       }
     } catch (error) {
       held.forget();
-      this.undoInBackground(held.owner, held.leaseMs, 0);
+      this.undoInBackground(held.owner, held.leaseMs, 0, holdId);
       throw error;
     }
     held.forget();
@@ -684,9 +728,9 @@ export abstract class LockBase implements ReleaseReplayer {
    * failover never leaves the lock behind for a lease; resolves 'pending' if none landed within one
    * operationTimeout.
    */
-  private async release(held: HeldLock): Promise<ReleaseOutcome> {
+  private async release(held: HeldLock, holdId?: string): Promise<ReleaseOutcome> {
     if (held.released) return 'released';
-    const outcome = await this.releaseHold(held);
+    const outcome = await this.releaseHold(held, holdId);
     this.engine.lockEvent('released', () => ({
       name: this.name,
       kind: this.kind,
@@ -698,23 +742,24 @@ export abstract class LockBase implements ReleaseReplayer {
     return outcome;
   }
 
-  private async releaseHold(held: HeldLock): Promise<ReleaseOutcome> {
-    const { expectedHolds, final } = held.beginRelease();
+  private async releaseHold(held: HeldLock, which?: string): Promise<ReleaseOutcome> {
+    const { expectedHolds, final, holdId } = held.beginRelease(which);
     // A repeat is sent late: the turn is surely over by then.
-    const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver);
+    const send = (handOver: HandOver = 'pass') =>
+      this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver, holdId);
     const { turns } = this;
     const handOver = turns && final ? turns.handOverFor() : 'pass';
-    if (turns && handOver === 'keep' && turns.deferred(held, expectedHolds)) return 'released';
+    if (turns && handOver === 'keep' && turns.deferred(held, expectedHolds, holdId)) return 'released';
     const startedAt = Date.now();
     let raw: RawRelease;
     try {
       raw = await this.bounded(send(handOver), 'unlock');
     } catch (error) {
       if (!isOutage(error) || closedForGood(this.engine.redis)) {
-        held.releaseFailed(final);
+        held.releaseFailed(final, holdId);
         throw error;
       }
-      const retried = this.retryRelease(held, () => send(), final);
+      const retried = this.retryRelease(held, holdId, () => send(), final);
       this.engine.registry.inFlightFor(held.key, held.owner, retried);
       // The caller waits for the repeats up to one operationTimeout in all: a reconnect (a failover's
       // switch, a revived connection) is over well within it, and then the answer is a final one.
@@ -722,11 +767,12 @@ export abstract class LockBase implements ReleaseReplayer {
       if (result instanceof Error) throw result;
       return result ?? 'pending';
     }
-    return this.settleRelease(held, raw, final, false, handOver);
+    return this.settleRelease(held, holdId, raw, final, false, handOver);
   }
 
   private settleRelease(
     held: HeldLock,
+    holdId: string,
     raw: RawRelease,
     final: boolean,
     repeated: boolean,
@@ -734,7 +780,7 @@ export abstract class LockBase implements ReleaseReplayer {
   ): ReleaseOutcome {
     if (raw === 'released' || raw === 'kept') {
       held.markReleased();
-      this.noteReleased(held);
+      this.noteReleased(held, holdId);
       this.turns?.released(handOver, raw);
       return 'released';
     }
@@ -758,7 +804,7 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   private sendRelease(release: DeferredRelease): Promise<RawRelease> {
-    return this.releaseOnce(release.holder, release.leaseMs, release.expectedHolds, 'pass');
+    return this.releaseOnce(release.holder, release.leaseMs, release.expectedHolds, 'pass', release.holdId);
   }
 
   /**
@@ -776,12 +822,25 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /** Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases). */
-  private noteReleased(held: HeldLock): void {
-    this.engine.recentReleases.note(this, held.key, held.owner, held.leaseMs);
+  private noteReleased(held: HeldLock, holdId: string): void {
+    this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs, held.explicitOwner);
   }
 
-  /** @internal Sends a release again after a failover (see RecentReleases): every hold `holder` still has here was released by us. */
-  async replayRelease(holder: string, leaseMs: number): Promise<void> {
+  /** @internal Whether a release of `holder`'s hold, made `explicitOwner` or not, may be sent again now (see RecentReleases). */
+  mayReplay(holder: string, explicitOwner: boolean): boolean {
+    if (this.recordsHoldIds) return true; // it names its hold: no copy can touch another
+    // Released by owner: only while no hold of that owner is recorded here, and never for an owner
+    // another process may hold meanwhile.
+    return this.replaysSafely(explicitOwner) && !this.engine.registry.get(this.keys.lock, holder);
+  }
+
+  /** @internal Sends a release again after a failover (see RecentReleases and mayReplay). */
+  async replayRelease(holder: string, holdId: string, leaseMs: number): Promise<void> {
+    if (this.recordsHoldIds) {
+      await this.releaseOnce(holder, leaseMs, undefined, 'pass', holdId);
+      return;
+    }
+    // Every hold `holder` still has here was released by us.
     for (let i = 0; i < 10 && (await this.releaseOnce(holder, leaseMs)) === 'decremented'; i++);
   }
 
@@ -791,6 +850,7 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   private async retryRelease(
     held: HeldLock,
+    holdId: string,
     send: () => Promise<RawRelease>,
     final: boolean,
   ): Promise<ReleaseOutcome | Error> {
@@ -801,7 +861,7 @@ export abstract class LockBase implements ReleaseReplayer {
       // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
       const until = held.expiresAt + operationTimeout;
       const raw = await retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
-      return this.settleRelease(held, raw, final, true);
+      return this.settleRelease(held, holdId, raw, final, true);
     } catch (error) {
       held.forget(); // the lease is over (or Redis refused): nothing of ours is left to release
       logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);

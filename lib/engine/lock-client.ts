@@ -1,3 +1,4 @@
+import { holdIdMaker } from './hold-ids';
 import { randomUUID } from 'node:crypto';
 import { MAX_TURN_MS, ProcessTurns, TURN_MS } from './process-turns';
 import type { Cluster, Redis } from 'ioredis';
@@ -145,6 +146,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.engine = {
       redis,
       clientId: this.clientId,
+      newHoldId: holdIdMaker(),
       keyPrefix,
       watchdogTimeout: this.watchdogTimeout,
       operationTimeout,

@@ -28,7 +28,11 @@ export interface LockContext {
 export class LockHandle implements LockContext, AsyncDisposable {
   private releasing?: Promise<ReleaseOutcome>;
 
-  constructor(private readonly held: HeldLock) {}
+  /** `holdId`: the hold this acquisition took (see lua/include/hold-ids.lua), the one it releases. */
+  constructor(
+    private readonly held: HeldLock,
+    private readonly holdId: string,
+  ) {}
 
   get name(): string {
     return this.held.name;
@@ -62,7 +66,10 @@ export class LockHandle implements LockContext, AsyncDisposable {
 
   release(): Promise<ReleaseOutcome> {
     if (!this.releasing) {
-      this.releasing = this.held.release();
+      this.releasing = this.held.has(this.holdId)
+        ? this.held.release(this.holdId)
+        : // Released already by an unlock() of its owner (the newest hold first): nothing left to release.
+          Promise.resolve(this.held.released || this.held.holdCount === 0 ? 'released' : 'decremented');
       // A release that failed (Redis unreachable) may be retried.
       this.releasing.catch(() => (this.releasing = undefined));
     }

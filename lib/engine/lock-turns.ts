@@ -63,7 +63,8 @@ export class LockTurns {
 
   /** The attempt that carried `prior` was answered: that release landed. */
   carried(prior: DeferredRelease): void {
-    this.engine.recentReleases.note(this.lock.replayer, this.lock.key, prior.holder, prior.leaseMs);
+    const { holder, holdId, leaseMs, explicitOwner } = prior;
+    this.engine.recentReleases.note(this.lock.replayer, this.lock.key, holder, holdId, leaseMs, explicitOwner);
   }
 
   /**
@@ -147,7 +148,7 @@ export class LockTurns {
    * the processes waiting elsewhere could not have the lock before the turn passes anyway. A hold known
    * to be lost is never deferred: it must not be lent on, and Redis tells its release how it ended.
    */
-  deferred(held: HeldLock, expectedHolds: number): boolean {
+  deferred(held: HeldLock, expectedHolds: number, holdId: string): boolean {
     const { turns, waiters } = this.engine;
     const leaseLasts = held.watched || held.expiresAt - Date.now() > MIN_DEFERRED_LEASE_MS;
     if (held.lost || !leaseLasts || !turns.mayDefer(held.key)) return false;
@@ -155,6 +156,8 @@ export class LockTurns {
     turns.deferRelease(held.key, {
       kind: this.lock.kind,
       holder: held.owner,
+      holdId,
+      explicitOwner: held.explicitOwner,
       expectedHolds,
       leaseMs: held.leaseMs,
       watched: held.watched,

@@ -62,6 +62,10 @@ export interface DeferredRelease {
   /** The lock kind that made it: only an attempt of the same kind can carry it. */
   readonly kind: string;
   readonly holder: string;
+  /** The hold it ends (see lua/include/hold-ids.lua). */
+  readonly holdId: string;
+  /** The holder was the caller's own owner id (see HeldLock.explicitOwner). */
+  readonly explicitOwner: boolean;
   /** The holds the client counted before it (see LockBase's releaseOnce). */
   readonly expectedHolds: number;
   readonly leaseMs: number;

@@ -11,9 +11,11 @@ export const REPLAY_WINDOW_MS = 5_000;
 /** At most this many are kept (the newest): a replay is a no-op for all but the last few per lock. */
 const MAX_KEPT = 5_000;
 
-/** The lock that made a release, which can send it again (idempotent: it only removes that holder's own holds). */
+/** The lock that made a release, which can send it again (idempotent: it only removes that hold). */
 export interface ReleaseReplayer {
-  replayRelease(holder: string, leaseMs: number): Promise<unknown>;
+  /** Whether a release of `holder`'s hold may be sent again now (see LockBase.mayReplay). */
+  mayReplay(holder: string, explicitOwner: boolean): boolean;
+  replayRelease(holder: string, holdId: string, leaseMs: number): Promise<unknown>;
 }
 
 /**
@@ -32,6 +34,8 @@ export class RecentReleases {
   private readonly leaseMs = new Float64Array(MAX_KEPT);
   private readonly keys: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
   private readonly holders: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
+  private readonly holdIds: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
+  private readonly explicit = new Uint8Array(MAX_KEPT);
   private readonly locks: (ReleaseReplayer | undefined)[] = new Array(MAX_KEPT).fill(undefined);
   /** Slot the next release is written to; the oldest kept one when the ring is full. */
   private next = 0;
@@ -47,13 +51,22 @@ export class RecentReleases {
     redis.on('-node', this.replay);
   }
 
-  /** `lock` released `holder`'s hold on `key` (its lease `leaseMs`). */
-  note(lock: ReleaseReplayer, key: string, holder: string, leaseMs: number): void {
+  /** `lock` released `holder`'s hold `holdId` on `key` (its lease `leaseMs`; `explicitOwner`: see HeldLock). */
+  note(
+    lock: ReleaseReplayer,
+    key: string,
+    holder: string,
+    holdId: string,
+    leaseMs: number,
+    explicitOwner: boolean,
+  ): void {
     const slot = this.next;
     this.at[slot] = Date.now();
     this.leaseMs[slot] = leaseMs;
     this.keys[slot] = key;
     this.holders[slot] = holder;
+    this.holdIds[slot] = holdId;
+    this.explicit[slot] = explicitOwner ? 1 : 0;
     this.locks[slot] = lock;
     this.next = (slot + 1) % MAX_KEPT;
     if (this.size < MAX_KEPT) this.size++;
@@ -68,28 +81,31 @@ export class RecentReleases {
   private clear(): void {
     this.keys.fill(undefined);
     this.holders.fill(undefined);
+    this.holdIds.fill(undefined);
     this.locks.fill(undefined);
     this.size = 0;
   }
 
   private readonly replay = (): void => {
     const since = Date.now() - REPLAY_WINDOW_MS;
-    // The newest release per holder and lock is enough: older ones of the same hold are no-ops.
-    const recent = new Map<string, { key: string; holder: string; leaseMs: number; lock: ReleaseReplayer }>();
+    // One release per hold: a hold is released once.
+    type Replay = { key: string; holder: string; holdId: string; leaseMs: number; lock: ReleaseReplayer };
+    const recent = new Map<string, Replay>();
     for (let i = 0; i < this.size; i++) {
       const slot = (this.next - this.size + i + MAX_KEPT) % MAX_KEPT; // oldest first
       const key = this.keys[slot];
       const holder = this.holders[slot];
+      const holdId = this.holdIds[slot];
       const lock = this.locks[slot];
-      if (this.at[slot] < since || key === undefined || holder === undefined || !lock) continue;
-      recent.set(`${key}\u0000${holder}`, { key, holder, leaseMs: this.leaseMs[slot], lock });
+      if (this.at[slot] < since || key === undefined || holder === undefined || holdId === undefined || !lock) continue;
+      if (!lock.mayReplay(holder, this.explicit[slot] === 1)) continue;
+      recent.set(`${key}\u0000${holdId}`, { key, holder, holdId, leaseMs: this.leaseMs[slot], lock });
     }
     this.clear();
     const { redis, operationTimeout, registry } = this;
-    for (const { key, holder, leaseMs, lock } of recent.values()) {
-      if (registry.get(key, holder)) continue; // holds it again: that hold is not ours to touch
+    for (const { key, holder, holdId, leaseMs, lock } of recent.values()) {
       const until = Date.now() + leaseMs + operationTimeout;
-      const sent = retryWhileUnreachable(() => lock.replayRelease(holder, leaseMs), {
+      const sent = retryWhileUnreachable(() => lock.replayRelease(holder, holdId, leaseMs), {
         redis,
         operationTimeout,
         until,

@@ -1,14 +1,16 @@
 import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import { HashLock } from './hash-lock';
+import type { RenewalKind } from './held-lock';
 import { attemptOutcome, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
 import type { HandOver } from './process-turns';
-import { LOCK, UNLOCK } from './scripts/catalog';
+import { CLAIM_ATTEMPT, LOCK, UNLOCK } from './scripts/catalog';
 
 /**
  * Redisson's RLock: a hash `{owner: holdCount}` with a lease, re-entrant per owner scope, waiters
  * woken by pub/sub, the lease renewed by the watchdog while held, a fencing token per first
- * acquisition.
+ * acquisition. Each hold also has an id of its own (lua/include/hold-ids.lua): a release names the
+ * hold it ends and a repeated command is recognised by its id, never by a count this client remembers.
  * @example
  * const lock = locks.getLock('report:daily');
  * await lock.withLock(async ({ signal }) => buildReport({ signal }));
@@ -16,13 +18,22 @@ import { LOCK, UNLOCK } from './scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
+  protected override readonly recordsHoldIds: boolean = true;
+  protected override readonly renewal: RenewalKind = 'held';
+
+  protected override get renewalKeys(): readonly string[] {
+    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants]);
+  }
+
+  private lockAndGrants?: readonly string[];
+
   protected async attempt({
     holder,
     leaseMs,
     waiting,
     prior,
     tokens,
-    heldBefore,
+    holdId,
   }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const [status, value, othersWaiting] = await LOCK.run(redis, this.keys, {
@@ -30,29 +41,42 @@ export class ReentrantLock extends HashLock {
       owner: holder,
       clientId,
       waiting: waitingFlag(waiting),
-      priorOwner: prior?.holder ?? '',
-      priorHolds: prior?.expectedHolds ?? '',
+      priorHold: prior?.holdId ?? '',
       tokens,
-      heldBefore,
+      holdId,
     });
     return attemptOutcome(status, value, undefined, othersWaiting);
   }
 
+  /** Releases hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any hold of `owner`. */
   protected releaseOnce(
     owner: string,
     leaseMs: number,
-    expectedHolds?: number,
+    _expectedHolds?: number,
     handOver: HandOver = 'pass',
+    holdId?: string,
   ): Promise<RawRelease> {
     const { redis, publishCommand, clientId } = this.engine;
     return UNLOCK.run(redis, this.keys, {
       owner,
+      holdId: holdId ?? this.engine.newHoldId(),
       leaseMs,
       publish: publishCommand,
       message: 'released',
-      expectedHolds: expectedHolds ?? '',
       handOver,
       clientId,
+      which: holdId === undefined ? 'any' : 'one',
     });
+  }
+
+  /** Claims the unanswered attempt's hold if it landed, or cancels the attempt for good (claim-attempt-2.lua). */
+  protected override async grantOfUnknownAttempt(
+    holder: string,
+    _known: number,
+    holdId: string,
+  ): Promise<Grant | undefined> {
+    const reply = await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder });
+    if (reply[0] === 'cancelled') return undefined;
+    return { fencingToken: reply[1], reentered: reply[0] === 'reentered' };
   }
 }

@@ -188,6 +188,7 @@ class PermitLock extends LockBase {
       queue: holds,
       deadlines: holds,
       forced: holds,
+      grants: holds,
     }));
     this.defaultLeaseTime = defaultLeaseTime;
   }

@@ -283,27 +283,31 @@ describe('bad input', () => {
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [lease, 'owner', 'client', '0']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [lease, 'owner', 'client', '0', '', 1, 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
         ['fair-lock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [lease, 'o', 5000, 2000, 'publish']],
         ['renew-many-n.lua', [k.lock], ['string', lease, 'token']],
         ['fair-accept-1.lua', [k.lock], [lease, 'owner']],
         ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
-        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', lease, 'publish', 'released', '', 'pass']],
+        [
+          'unlock-5.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          ['owner', 'h', lease, 'publish', 'released', 'pass', 'c', 'one'],
+        ],
         ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
-      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next)).toBe(0);
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next, k.grants)).toBe(0);
     });
 
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
       const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced];
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, '', 'client', '0']],
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', 'yes']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', '', 1, 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', 'yes', '', 1, 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
         ['fair-lock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], [1000, 'o', 0.5, 2000, 'publish']],
@@ -312,28 +316,45 @@ describe('bad input', () => {
         ['fair-abandon-3.lua', [k.lock, k.queue, k.deadlines], ['']],
         ['renew-many-n.lua', [k.lock], ['list', 1000, 'owner']],
         ['renew-many-n.lua', [k.lock], ['hash', 1000]],
-        ['force-unlock-5.lua', [k.lock, k.channel, k.waiting, k.next, k.forced], ['flushall', 'x', 'id']],
+        ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['flushall', 'x', 'id']],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'del', 'x', 'pass']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
-        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '1.5', 'pass']],
-        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'hold']],
-        ['unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['owner', 1000, 'publish', 'released', '', 'keep']],
+        [
+          'unlock-5.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          ['owner', '', 1000, 'publish', 'released', 'pass', 'c', 'one'],
+        ],
+        [
+          'unlock-5.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          ['owner', 'h', 1000, 'publish', 'released', 'hold', 'c', 'one'],
+        ],
+        [
+          'unlock-5.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          ['owner', 'h', 1000, 'publish', 'released', 'keep', '', 'one'],
+        ],
+        [
+          'unlock-5.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          ['owner', 'h', 1000, 'publish', 'released', 'pass', 'c', 'all'],
+        ],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', 'keep', '']],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', '', '0']],
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0']],
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', 'prior', '0.5']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', '', '0', '', 1, 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', 1, '']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0']],
         // Fencing token counts (see fencing-tokens.lua): missing, not whole, out of 1..1000.
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '']],
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '', '0']],
-        ['lock-4.lua', [k.lock, k.fence, k.waiting, k.next], [1000, 'owner', 'client', '0', '', '', '2.5']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '', 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '0', 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '2.5', 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '', '1001']],
         ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', 1000, 2000, 'publish', 'x']],
         // A force without its call id (see force-once.lua), or with unusable settings.
-        ['force-unlock-5.lua', [k.lock, k.channel, k.waiting, k.next, k.forced], ['publish', 'x', '']],
+        ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['publish', 'x', '']],
         ['fair-force-unlock-6.lua', fairForceKeys, [0, 'publish', 'id']],
         ['fair-force-unlock-6.lua', fairForceKeys, [1000, 'flushall', 'id']],
         ['fair-force-unlock-6.lua', fairForceKeys, [1000, 'publish', '']],
@@ -341,29 +362,29 @@ describe('bad input', () => {
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
       }
-      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next, k.forced)).toBe(0);
+      expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next, k.forced, k.grants)).toBe(0);
     });
 
     it('a malformed release leaves the held lock exactly as it was', async () => {
       const k = base();
-      const unlockKeys = [k.lock, k.channel, k.waiting, k.next];
-      await runScriptUnchecked(
-        redis,
-        'lock-4.lua',
-        [k.lock, k.fence, k.waiting, k.next],
-        [60_000, 'owner', 'client', 'once', '', '', 1],
-      );
-      await runScriptUnchecked(
-        redis,
-        'lock-4.lua',
-        [k.lock, k.fence, k.waiting, k.next],
-        [60_000, 'owner', 'client', 'once', '', '', 1],
-      );
+      const unlockKeys = [k.lock, k.channel, k.waiting, k.next, k.grants];
+      const lockKeys = [k.lock, k.fence, k.waiting, k.next, k.grants];
+      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', '', 1, 'h1']);
+      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', '', 1, 'h2']);
       await expect(
-        runScriptUnchecked(redis, 'unlock-4.lua', unlockKeys, ['owner', 'abc', 'publish', 'released', '', 'pass']),
+        runScriptUnchecked(redis, 'unlock-5.lua', unlockKeys, [
+          'owner',
+          'h2',
+          'abc',
+          'publish',
+          'released',
+          'pass',
+          'c',
+          'one',
+        ]),
       ).rejects.toThrow(/BADARG/);
       await expect(
-        runScriptUnchecked(redis, 'unlock-4.lua', unlockKeys, ['owner', 1000, 'eval', 'x', '', 'pass']),
+        runScriptUnchecked(redis, 'unlock-5.lua', unlockKeys, ['owner', 'h2', 1000, 'eval', 'x', 'pass', 'c', 'one']),
       ).rejects.toThrow(/BADARG/);
       expect(await redis.hgetall(k.lock)).toEqual({ owner: '2' });
       expect(await redis.pttl(k.lock)).toBeGreaterThan(55_000);

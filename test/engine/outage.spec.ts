@@ -166,13 +166,17 @@ describe('Redis outage', () => {
       const lost = replayer.locks.getLock('replayed');
       const kept = replayer.locks.getLock('kept-by-another');
       const handle = await lost.lock({ leaseTime: 60_000 });
+      const grant = await admin.hgetall(lost.keys.grants); // the hold's record by id (hold-ids.lua)
       expect(await handle.release()).toBe('released');
       const other = await kept.lock({ leaseTime: 60_000 });
       expect(await other.release()).toBe('released');
-      // What a promoted replica that missed both releases holds: our first hold, and (for the second
-      // lock) a hold another client took since, which must stay.
+      // What a promoted replica that missed both releases holds: our first hold (the lock and its
+      // record, written by one script), and (for the second lock) a hold another client took since,
+      // which must stay.
       await admin.hset(lost.keys.lock, handle.owner, 1);
+      await admin.hset(lost.keys.grants, grant);
       await admin.pexpire(lost.keys.lock, 60_000);
+      await admin.del(kept.keys.grants);
       await admin.hset(kept.keys.lock, 'someone-else', 1);
       await admin.pexpire(kept.keys.lock, 60_000);
       const id = (await replayer.redis.client('ID')) as number;
@@ -192,16 +196,23 @@ describe('Redis outage', () => {
     try {
       const [oldest, newest] = [replayer.locks.getLock('ring-oldest'), replayer.locks.getLock('ring-newest')];
       const holder = (i: number) => `${replayer.locks.clientId}:ring-${i}`;
+      const holdId = (i: number) => `ring-hold-${i}`;
       // 5,003 releases: the first (on its own lock) falls out of the ring with the next two.
       const { recentReleases } = engineOf(replayer.locks);
       for (let i = 0; i < 5_003; i++) {
         const lock = i === 0 ? oldest : newest;
-        recentReleases.note(lock, lock.keys.lock, holder(i), 60_000);
+        recentReleases.note(lock, lock.keys.lock, holder(i), holdId(i), 60_000, false);
       }
-      // What a promoted replica that missed them might hold: the oldest release's hold and the newest's.
-      await admin.hset(oldest.keys.lock, holder(0), 1);
-      await admin.hset(newest.keys.lock, holder(5_002), 1);
-      for (const lock of [oldest, newest]) await admin.pexpire(lock.keys.lock, 60_000);
+      // What a promoted replica that missed them might hold: the oldest release's hold and the newest's
+      // (each recorded by id, as lock-5.lua records a grant).
+      for (const [lock, i] of [
+        [oldest, 0],
+        [newest, 5_002],
+      ] as const) {
+        await admin.hset(lock.keys.lock, holder(i), 1);
+        await admin.hset(lock.keys.grants, holdId(i), `g1|${holder(i)}`);
+        await admin.pexpire(lock.keys.lock, 60_000);
+      }
       const id = (await replayer.redis.client('ID')) as number;
       await admin.client('KILL', 'ID', String(id));
       await eventually(async () => (await admin.exists(newest.keys.lock)) === 0, 5_000);
@@ -216,7 +227,7 @@ describe('Redis outage', () => {
   it('a server that lost its scripts (SCRIPT FLUSH, as after a restart) gets each one again by EVAL, and locks work on', async () => {
     const lock = client.locks.getLock('flushed');
     await (await lock.lock()).release(); // the scripts are loaded
-    const { sha } = loadedScript('lock-4.lua');
+    const { sha } = loadedScript('lock-5.lua');
     expect(await client.redis.script('EXISTS', sha)).toEqual([1]);
     await client.redis.script('FLUSH');
     expect(await client.redis.script('EXISTS', sha)).toEqual([0]);

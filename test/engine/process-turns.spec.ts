@@ -1,6 +1,7 @@
 import type { LockClient, LockHandle, LockLostError } from '../../lib';
 import { runInLockScope } from '../../lib';
 import { engineOf } from '../../lib/internal';
+import { openScope } from '../support/scopes';
 import { QUIET_RECHECK_MS } from '../../lib/engine/lock-base';
 import {
   eventually,
@@ -75,14 +76,16 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     watchCommands(of, (command) => {
       if (command.name !== 'evalsha' || command.args[2] !== key) return;
       const second = String(command.args[3]);
-      if (second === 'hash' || second === 'string') counts.renewals++;
+      // A renewal: renew-many-n with a simple lock's one key ('string' follows), or a reentrant lock's two.
+      if (second === 'string' || second.endsWith(':grants')) counts.renewals++;
       if (second.endsWith(':fence')) counts.attempts++;
       // pass-wake-4: 4 keys and 3 arguments after the SHA and the key count; a release's hand-over
-      // mode is its last argument but one (the client id follows)
+      // mode is one of its arguments ('pass' or 'keep')
       const passWake = second.endsWith(':unlock') && command.args.length === 9;
       const release = second.endsWith(':unlock') && !passWake;
       if (release) counts.releases++;
-      if (passWake || (release && command.args[command.args.length - 2] === 'pass')) counts.passes++;
+      const args = command.args.slice(2 + Number(command.args[1]));
+      if (passWake || (release && args.includes('pass'))) counts.passes++;
     });
     return counts;
   }
@@ -616,23 +619,30 @@ describe('reentrant lock: a hold lent to another owner of its process', () => {
     clients.push(a, b);
     const name = 'lent-away';
     const lock = a.locks.getLock(name);
-    const first = await lock.lock({ owner: 'first' });
-    const { acquired: bWaiting } = await parkedWait(b, b.locks.getLock(name));
-    await first.release(); // kept: B waits
-    // The same owner twice through Redis: the second carries the first's release and may be lent on.
-    for (let i = 0; i < 2; i++) await (await lock.lock({ owner: 'first' })).release();
-    let attempts = 0;
-    const stop = watchCommands(a, (command) => {
-      if (command.name === 'evalsha' && isAttemptOn(command, lock.keys.lock)) attempts++;
-    });
-    const lent = await lock.lock({ owner: 'second' });
-    expect(attempts).toBe(0);
-    expect(await lock.tryLock({ owner: 'first', waitTime: 200 })).toBeNull();
-    expect(await lock.getHoldCount('first')).toBe(0);
-    expect(await lock.getHoldCount('second')).toBe(1);
-    stop();
-    expect(await lent.release()).toBe('released');
-    await (await bWaiting).release();
+    // Two owner scopes of process A (an explicit owner is never lent: any process may share it).
+    const [first, second] = [openScope(), openScope()];
+    try {
+      const held = await first.run(() => lock.lock());
+      const { acquired: bWaiting } = await parkedWait(b, b.locks.getLock(name));
+      await held.release(); // kept: B waits
+      // The same owner twice through Redis: the second carries the first's release and may be lent on.
+      for (let i = 0; i < 2; i++) await first.run(async () => (await lock.lock()).release());
+      let attempts = 0;
+      const stop = watchCommands(a, (command) => {
+        if (command.name === 'evalsha' && isAttemptOn(command, lock.keys.lock)) attempts++;
+      });
+      const lent = await second.run(() => lock.lock());
+      expect(attempts).toBe(0);
+      expect(await first.run(() => lock.tryLock({ waitTime: 200 }))).toBeNull();
+      expect(await first.run(() => lock.getHoldCount())).toBe(0);
+      expect(await second.run(() => lock.getHoldCount())).toBe(1);
+      stop();
+      expect(await lent.release()).toBe('released');
+      await (await bWaiting).release();
+    } finally {
+      first.close();
+      second.close();
+    }
   });
 
   it("a lent explicit lease re-entered keeps the lease the re-entry set: the lent hold's renewal does not cut it short", async () => {
@@ -647,13 +657,15 @@ describe('reentrant lock: a hold lent to another owner of its process', () => {
     for (let i = 0; i < 2; i++) await (await lock.lock({ leaseTime })).release(); // the second takes a block of tokens
     let renewals = 0;
     const stop = watchCommands(a, (command) => {
-      if (command.name === 'evalsha' && command.args[2] === lock.keys.lock && command.args[3] === 'hash') renewals++;
+      if (command.name === 'evalsha' && command.args[2] === lock.keys.lock && command.args[3] === lock.keys.grants) {
+        renewals++;
+      }
     });
-    const owner = 'lent-then-reentered';
+    const owner = openScope(); // an explicit owner is never lent
     const lentAt = Date.now();
-    const lent = await lock.lock({ leaseTime, owner }); // lent: to be renewed about 1 s in, to end 2 s in
+    const lent = await owner.run(() => lock.lock({ leaseTime })); // lent: to be renewed about 1 s in, to end 2 s in
     await sleep(500);
-    const again = await lock.lock({ leaseTime, owner }); // a re-entry: Redis sets 2 s from now
+    const again = await owner.run(() => lock.lock({ leaseTime })); // a re-entry: Redis sets 2 s from now
     expect(again.holdCount).toBe(2);
     await sleep(lentAt + 1_300 - Date.now());
     expect(renewals).toBe(0);
@@ -661,6 +673,7 @@ describe('reentrant lock: a hold lent to another owner of its process', () => {
     stop();
     await again.release();
     await lent.release();
+    owner.close();
     await (await bWaiting).release();
   });
 

@@ -1,5 +1,6 @@
 import { lockKeys, readWriteKeys } from '../../lib/internal';
 import {
+  CLAIM_ATTEMPT,
   FAIR_FORCE_UNLOCK,
   FAIR_LOCK,
   FORCE_UNLOCK,
@@ -32,21 +33,26 @@ describe('lua scripts', () => {
       owner,
       clientId: client ?? 'solo',
       waiting: client === undefined ? 'once' : flag,
-      priorOwner: '',
-      priorHolds: '',
+      priorHold: '',
       tokens: 1,
-      heldBefore: '',
+      holdId: nextHoldId(),
     });
-  /** `client`: the releasing process's client id (what 'keep' compares the waiting registry with). */
-  const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass', client = 'pa') =>
+  let holds = 0;
+  const nextHoldId = () => `hold-${++holds}`;
+  /**
+   * Releases one hold of `owner` (any one, under a fresh call id), or hold `holdId`. `client`: the
+   * releasing process's client id (what 'keep' compares the waiting registry with).
+   */
+  const unlock = (k: Keys, owner: string, handOver: HandOver = 'pass', client = 'pa', holdId?: string) =>
     UNLOCK.run(redis, k, {
       owner,
+      holdId: holdId ?? nextHoldId(),
       leaseMs: 5000,
       publish: 'publish',
       message: 'm',
-      expectedHolds: '',
       handOver,
       clientId: client,
+      which: holdId === undefined ? 'any' : 'one',
     });
 
   /** Subscribes to the channels of the given waiting clients; returns who received what. */
@@ -67,7 +73,7 @@ describe('lua scripts', () => {
   beforeAll(() => (redis = connect()));
   afterAll(() => redis.quit());
 
-  it('lock-4: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
+  it('lock-5: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
     const k = keys();
     expect(await lock(k, 'a')).toEqual(['granted', 1, 0]);
     expect(await lock(k, 'a')).toEqual(['reentered', 1]);
@@ -80,14 +86,14 @@ describe('lua scripts', () => {
     expect(await lock(k, 'b')).toEqual(['granted', 2, 0]);
   });
 
-  it('lock-4: re-entry never shortens a longer lease', async () => {
+  it('lock-5: re-entry never shortens a longer lease', async () => {
     const k = keys();
     await lock(k, 'a', 60_000);
     await lock(k, 'a', 1_000);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(50_000);
   });
 
-  it('lock-4: a refused waiter registers its process once, in arrival order; a grant takes it out or to the back', async () => {
+  it('lock-5: a refused waiter registers its process once, in arrival order; a grant takes it out or to the back', async () => {
     const k = keys();
     await lock(k, 'holder');
     await lock(k, 'p2:x', 5000, 'p2');
@@ -106,7 +112,7 @@ describe('lua scripts', () => {
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
   });
 
-  it('unlock-4: decrements, releases with one message to one waiting process (reserving the lock for it), and tells not-locked from not-owner', async () => {
+  it('unlock-5: decrements, releases with one message to one waiting process (reserving the lock for it), and tells not-locked from not-owner', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
     try {
@@ -134,7 +140,7 @@ describe('lua scripts', () => {
     }
   });
 
-  it('unlock-4: a registered process nobody listens for is dropped and the next one woken', async () => {
+  it('unlock-5: a registered process nobody listens for is dropped and the next one woken', async () => {
     const k = keys();
     const sub = await listeners(k, ['b-alive']);
     try {
@@ -215,7 +221,7 @@ describe('lua scripts', () => {
     }
   });
 
-  it("unlock-4 keep: a release in the holder's turn wakes nobody and says so while others wait", async () => {
+  it("unlock-5 keep: a release in the holder's turn wakes nobody and says so while others wait", async () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
     try {
@@ -249,9 +255,9 @@ describe('lua scripts', () => {
       await expect(
         runScriptUnchecked(
           redis,
-          'unlock-4.lua',
-          [k.lock, k.channel, k.waiting, k.next],
-          ['p9:n', 5000, 'publish', 'm', '', 'later'],
+          'unlock-5.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          ['p9:n', 'h', 5000, 'publish', 'm', 'later', 'pa', 'one'],
         ),
       ).rejects.toThrow(/BADARG/);
     } finally {
@@ -259,44 +265,123 @@ describe('lua scripts', () => {
     }
   });
 
-  it("lock-4 with a prior owner: its process's release lands first, silently, then the attempt; a prior that holds nothing changes nothing", async () => {
+  it("lock-5 with a prior hold: its process's release lands first, silently, then the attempt; a prior hold that ended changes nothing", async () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
-    const withPrior = (owner: string, priorOwner: string, priorHolds: number | '' = 1) =>
-      LOCK.run(redis, k, {
-        leaseMs: 5000,
-        owner,
-        clientId: 'pa',
-        waiting: '0',
-        priorOwner,
-        priorHolds,
-        tokens: 1,
-        heldBefore: '',
-      });
+    const withPrior = (owner: string, holdId: string, priorHold: string) =>
+      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: 'pa', waiting: '0', priorHold, tokens: 1, holdId });
     try {
-      expect(await lock(k, 'pa:1', 5000, 'pa')).toEqual(['granted', 1, 0]);
+      expect(await withPrior('pa:1', 'h1', '')).toEqual(['granted', 1, 0]);
       await lock(k, 'p1:x', 5000, 'p1'); // another process waits
-      // pa:1's release rides on pa:2's attempt: one holder after the other, a new token, nobody woken;
+      // h1's release rides on pa:2's attempt: one holder after the other, a new token, nobody woken;
       // the grant says another process waits.
-      expect(await withPrior('pa:2', 'pa:1')).toEqual(['granted', 2, 1]);
+      expect(await withPrior('pa:2', 'h2', 'h1')).toEqual(['granted', 2, 1]);
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1']);
       expect(await sub.heard()).toEqual([]);
-      // A prior owner holding nothing (its lease ran out, a repeat): the holder stays, the attempt is refused.
-      expect((await withPrior('pa:3', 'pa:1'))[0]).toBe('refused');
+      // A prior hold that ended (a repeat): the holder stays, the attempt is refused.
+      expect((await withPrior('pa:3', 'h3', 'h1'))[0]).toBe('refused');
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
       // The same owner again (a scope's loop): released, then granted anew with a new token.
-      expect(await withPrior('pa:2', 'pa:2')).toEqual(['granted', 3, 1]);
+      expect(await withPrior('pa:2', 'h4', 'h2')).toEqual(['granted', 3, 1]);
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
-      // Expecting two holds where one is left: that release had landed already; nothing is released.
-      expect(await withPrior('pa:4', 'pa:2', 2)).toEqual(['refused', expect.any(Number)]);
+      // A prior hold nobody took (never granted here): nothing is released.
+      expect(await withPrior('pa:4', 'h5', 'never')).toEqual(['refused', expect.any(Number)]);
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
-      // Unusable prior hold count: refused before any write.
-      await expect(withPrior('pa:5', 'pa:2', 'x' as unknown as number)).rejects.toThrow(/BADARG prior hold count/);
+      // A prior hold of another owner's... is released by its id only: h4 is pa:2's hold, named by pa:2's process.
+      await expect(withPrior('pa:5', '', 'h4')).rejects.toThrow(/BADARG hold id/);
       expect(await redis.hgetall(k.lock)).toEqual({ 'pa:2': '1' });
     } finally {
       await sub.close();
     }
+  });
+
+  describe('lock-5 / unlock-5: every hold has an id of its own (hold-ids.lua)', () => {
+    const attempt = (k: Keys, owner: string, holdId: string, client = 'c') =>
+      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: client, waiting: 'once', priorHold: '', tokens: 1, holdId });
+
+    it('a repeated attempt (its reply lost) replies as its first run did and counts nothing; another attempt of the same owner, from any process, counts one more', async () => {
+      const k = keys();
+      expect(await attempt(k, 'job-8', 'b1', 'B')).toEqual(['granted', 1, 0]);
+      expect(await attempt(k, 'job-8', 'b1', 'B')).toEqual(['granted', 1, 0]); // the repeat
+      expect(await redis.hget(k.lock, 'job-8')).toBe('1');
+      // Process A locks the same explicit owner: a re-entry, counted, whatever A remembers.
+      expect(await attempt(k, 'job-8', 'a1', 'A')).toEqual(['reentered', 1]);
+      expect(await attempt(k, 'job-8', 'a1', 'A')).toEqual(['reentered', 1]);
+      expect(await redis.hget(k.lock, 'job-8')).toBe('2');
+      // A's release (and its repeat) leaves B's hold.
+      expect(await unlock(k, 'job-8', 'pass', 'A', 'a1')).toBe('decremented');
+      expect(await unlock(k, 'job-8', 'pass', 'A', 'a1')).toBe('decremented');
+      expect(await redis.hget(k.lock, 'job-8')).toBe('1');
+      // B's release frees it; a repeat says what the first copy did and changes nothing.
+      expect(await unlock(k, 'job-8', 'pass', 'B', 'b1')).toBe('released');
+      expect(await attempt(k, 'job-8', 'b2', 'B')).toEqual(['granted', 2, 0]); // B again, a new grant
+      expect(await unlock(k, 'job-8', 'pass', 'B', 'b1')).toBe('released'); // an old copy: the new grant stays
+      expect(await redis.hget(k.lock, 'job-8')).toBe('1');
+      // A late copy of an attempt whose hold ended takes nothing.
+      expect((await attempt(k, 'job-8', 'a1', 'A'))[0]).toBe('refused');
+      expect(await redis.hget(k.lock, 'job-8')).toBe('1');
+    });
+
+    it('a release names its hold: a hold of another owner, or an unknown id, is never touched', async () => {
+      const k = keys();
+      await attempt(k, 'order:1', 'o1');
+      expect(await unlock(k, 'order:2', 'pass', 'c', 'o1')).toBe('not-owner');
+      expect(await unlock(k, 'order:1', 'pass', 'c', 'nobody')).toBe('not-owner');
+      expect(await redis.hgetall(k.lock)).toEqual({ 'order:1': '1' });
+      // The unknown id is now cancelled: an attempt arriving with it later takes nothing.
+      expect((await attempt(k, 'order:1', 'nobody'))[0]).toBe('refused');
+      expect(await redis.hgetall(k.lock)).toEqual({ 'order:1': '1' });
+    });
+
+    it("unlock by owner ('any') ends one hold of exactly that owner under the call's id; its repeat changes nothing", async () => {
+      const k = keys();
+      await attempt(k, 'job:2', 'j1');
+      expect(await unlock(k, 'job', 'pass', 'c', undefined)).toBe('not-owner'); // a prefix is another owner
+      await attempt(k, 'job:2', 'j2');
+      const byOwner = (callId: string) =>
+        UNLOCK.run(redis, k, {
+          owner: 'job:2',
+          holdId: callId,
+          leaseMs: 5000,
+          publish: 'publish',
+          message: 'm',
+          handOver: 'pass',
+          clientId: 'c',
+          which: 'any',
+        });
+      expect(await byOwner('call-1')).toBe('decremented');
+      expect(await byOwner('call-1')).toBe('decremented'); // re-sent after a lost reply
+      expect(await redis.hget(k.lock, 'job:2')).toBe('1');
+      expect(await byOwner('call-2')).toBe('released');
+      expect(await byOwner('call-2')).toBe('released');
+      expect(await redis.exists(k.lock)).toBe(0);
+      // The holders' own releases find their holds ended by those calls: nothing more to release.
+      expect(await unlock(k, 'job:2', 'pass', 'c', 'j1')).toBe('released');
+      expect(await unlock(k, 'job:2', 'pass', 'c', 'j2')).toBe('released');
+    });
+
+    it('claim-attempt-2: claims an unanswered attempt that landed, else cancels it for good', async () => {
+      const k = keys();
+      await attempt(k, 'o', 'landed');
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o' })).toEqual(['granted', 1]);
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'late', owner: 'o' })).toEqual(['cancelled']);
+      expect((await attempt(k, 'o', 'late'))[0]).toBe('refused'); // the late copy takes nothing
+      expect(await redis.hget(k.lock, 'o')).toBe('1');
+      await expect(CLAIM_ATTEMPT.run(redis, k, { holdId: '', owner: 'o' })).rejects.toThrow(/BADARG hold id/);
+    });
+
+    it('the hold ids live as long as the lock: renewed with it, deleted by a force unlock', async () => {
+      const k = keys();
+      await attempt(k, 'o', 'r1');
+      expect(await redis.pttl(k.grants)).toBeGreaterThan(4_000);
+      await redis.pexpire(k.grants, 100);
+      await RENEW_MANY.run(redis, [k.lock, k.grants], ['held', 120_000, 'o']);
+      expect(await redis.pttl(k.grants)).toBeGreaterThan(100_000);
+      expect(await FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'm', callId: 'f' })).toBe(true);
+      expect(await redis.exists(k.grants)).toBe(0);
+      expect(await unlock(k, 'o', 'pass', 'c', 'r1')).toBe('not-locked');
+    });
   });
 
   it("simple-lock-4 with a prior token: that hold is deleted first, silently; another token's hold stays", async () => {
@@ -310,7 +395,7 @@ describe('lua scripts', () => {
     expect(await redis.get(k.lock)).toBe('t2');
   });
 
-  it('lock-4 / simple-lock-4 with a token count: a grant takes a block only while other processes wait, and the next grant comes after the whole block; re-entries and refusals take none', async () => {
+  it('lock-5 / simple-lock-4 with a token count: a grant takes a block only while other processes wait, and the next grant comes after the whole block; re-entries and refusals take none', async () => {
     const k = keys();
     const reentrant = (owner: string, tokens: number, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
       LOCK.run(redis, k, {
@@ -318,10 +403,9 @@ describe('lua scripts', () => {
         owner,
         clientId,
         waiting,
-        priorOwner: '',
-        priorHolds: '',
+        priorHold: '',
         tokens,
-        heldBefore: '',
+        holdId: nextHoldId(),
       });
     expect(await reentrant('pa:1', 32)).toEqual(['granted', 1, 0]); // nobody else waits: one token
     expect((await reentrant('pb:1', 32, 'pb', '0'))[0]).toBe('refused'); // process pb waits now
@@ -402,7 +486,7 @@ describe('lua scripts', () => {
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 
-  it('force-unlock-5: deletes whoever holds it and wakes a waiting process', async () => {
+  it('force-unlock-6: deletes whoever holds it and wakes a waiting process', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1']);
     try {
@@ -428,7 +512,7 @@ describe('lua scripts', () => {
     ][] = [];
     const k = keys();
     kinds.push([
-      'force-unlock-5',
+      'force-unlock-6',
       (owner) => lock(k, owner),
       (callId) => FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'f', callId }),
       () => redis.hgetall(k.lock),
@@ -485,21 +569,6 @@ describe('lua scripts', () => {
     const rw = readWriteKeys(prefix, `s${++n}`);
     const base = { owner: 'c:1', leaseMs: 5000 };
     counting.push(
-      [
-        'lock-4',
-        (heldBefore) =>
-          LOCK.run(redis, k, {
-            ...base,
-            clientId: 'c',
-            waiting: 'once',
-            priorOwner: '',
-            priorHolds: '',
-            tokens: 1,
-            heldBefore,
-          }),
-        () => redis.hget(k.lock, 'c:1'),
-        k.lock,
-      ],
       [
         'fair-lock-5',
         (heldBefore) => {

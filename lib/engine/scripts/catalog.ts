@@ -1,8 +1,14 @@
 import type { HandOver } from '../process-turns';
 import type { PublishCommand } from '../redis-client';
-import type { ScriptArg } from './loader';
-import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo, type Arg } from './lua-script';
-import type { AttemptReply, AttemptStatus, ReleaseReply, TurnAttemptReply, WriteAttemptReply } from './replies';
+import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo } from './lua-script';
+import type {
+  AttemptReply,
+  AttemptStatus,
+  ClaimReply,
+  ReleaseReply,
+  TurnAttemptReply,
+  WriteAttemptReply,
+} from './replies';
 
 /**
  * Every Lua script of lua/, declared once: the keys it takes (named as keys.ts names them), its
@@ -24,57 +30,64 @@ const heldBefore = arg<number | ''>();
 
 // The reentrant and simple locks: the lock with its process-waiting registry and hand-over.
 
-type ArgSpec = Record<string, Arg<ScriptArg>>;
 const RELEASE_KEYS = ['lock', 'channel', 'waiting', 'next'] as const;
 const handOver = arg<HandOver>();
 
 /**
- * The two scripts of a lock whose waiting processes take turns: the attempt (the lock, its fencing
- * counter, the waiting registry, the hand-over) and the release (the lock, the unlock channel, the
- * registry, the hand-over). The reentrant and simple locks differ only in their arguments.
+ * LOCK takes or re-enters the lock under the attempt's own hold id, or registers the waiting process,
+ * after landing the release its process made in its turn, if any (`priorHold`, '' for none); UNLOCK
+ * releases the hold it names (`which` 'one'), or any one hold of the owner under the call's own id
+ * (`which` 'any'), the last one waking one waiting process (or none inside a turn). See hold-ids.lua.
  */
-function turnTakingScripts<L extends ArgSpec, U extends ArgSpec>(
-  lock: [file: string, args: L],
-  unlock: [file: string, args: U],
-) {
-  return {
-    attempt: defineScript({
-      file: lock[0],
-      keys: ['lock', 'fence', 'waiting', 'next'],
-      args: lock[1],
-      reply: asIs<TurnAttemptReply>,
-    }),
-    release: defineScript({ file: unlock[0], keys: RELEASE_KEYS, args: unlock[1], reply: asIs<ReleaseReply> }),
-  };
-}
+export const LOCK = defineScript({
+  file: 'lock-5.lua',
+  keys: ['lock', 'fence', 'waiting', 'next', 'grants'],
+  args: { leaseMs: num, owner: str, clientId: str, waiting, priorHold: str, tokens: num, holdId: str },
+  reply: asIs<TurnAttemptReply>,
+});
+
+export const UNLOCK = defineScript({
+  file: 'unlock-5.lua',
+  keys: [...RELEASE_KEYS, 'grants'],
+  args: {
+    owner: str,
+    holdId: str,
+    leaseMs: num,
+    publish,
+    message: str,
+    handOver,
+    clientId: str,
+    which: arg<'one' | 'any'>(),
+  },
+  reply: asIs<ReleaseReply>,
+});
+
+/** The hold of an attempt whose reply never came, claimed if it landed, else cancelled for good. */
+export const CLAIM_ATTEMPT = defineScript({
+  file: 'claim-attempt-2.lua',
+  keys: ['lock', 'grants'],
+  args: { holdId: str, owner: str },
+  reply: asIs<ClaimReply>,
+});
+
+/** `SET NX PX` under the attempt's token, with the waiting registry and hand-over of LOCK. */
+export const SIMPLE_LOCK = defineScript({
+  file: 'simple-lock-4.lua',
+  keys: ['lock', 'fence', 'waiting', 'next'],
+  args: { token: str, leaseMs: num, clientId: str, waiting, priorToken: str, tokens: num },
+  reply: asIs<TurnAttemptReply>,
+});
 
 /**
- * LOCK takes or re-enters the lock, or registers the waiting process, after landing the release its
- * process made in its turn, if any (`priorOwner`, '' for none); UNLOCK releases one hold, the last one
- * waking one waiting process (or none inside a turn).
+ * Compare-and-delete of the hold a `token` names, or (`token` '') of `owner`'s hold under the call's
+ * own `callId`, with the hand-over of UNLOCK; a repeat of a release that landed replies 'released'.
  */
-export const { attempt: LOCK, release: UNLOCK } = turnTakingScripts(
-  [
-    'lock-4.lua',
-    {
-      leaseMs: num,
-      owner: str,
-      clientId: str,
-      waiting,
-      priorOwner: str,
-      priorHolds: expectedHolds,
-      tokens: num,
-      heldBefore,
-    },
-  ],
-  ['unlock-4.lua', { owner: str, leaseMs: num, publish, message: str, expectedHolds, handOver, clientId: str }],
-);
-
-/** `SET NX PX` and compare-and-delete, with the waiting registry and hand-over of LOCK and UNLOCK. */
-export const { attempt: SIMPLE_LOCK, release: SIMPLE_UNLOCK } = turnTakingScripts(
-  ['simple-lock-4.lua', { token: str, leaseMs: num, clientId: str, waiting, priorToken: str, tokens: num }],
-  ['simple-unlock-4.lua', { token: str, publish, message: str, handOver, clientId: str }],
-);
+export const SIMPLE_UNLOCK = defineScript({
+  file: 'simple-unlock-5.lua',
+  keys: [...RELEASE_KEYS, 'released'],
+  args: { token: str, owner: str, callId: str, publish, message: str, handOver, clientId: str },
+  reply: asIs<ReleaseReply>,
+});
 
 /** Yes: this process left the waiting registry and, the lock being free, woke the next one. */
 export const PASS_WAKE = defineScript({
@@ -86,19 +99,30 @@ export const PASS_WAKE = defineScript({
 
 /** Yes: it was locked (deleted, and a waiting process woken). A repeat of one `callId` changes nothing. */
 export const FORCE_UNLOCK = defineScript({
-  file: 'force-unlock-5.lua',
-  keys: [...RELEASE_KEYS, 'forced'],
+  file: 'force-unlock-6.lua',
+  keys: [...RELEASE_KEYS, 'forced', 'grants'],
   args: { publish, message: str, callId: str },
   reply: yesNo,
 });
 
 // Fair lock.
 
-/** Takes, accepts or re-enters the lock, or queues the owner (FIFO). */
+/**
+ * Takes, accepts or re-enters the lock, or queues the wait `waiterId` of `owner` (FIFO; '' for a single
+ * attempt, which never queues).
+ */
 export const FAIR_LOCK = defineScript({
   file: 'fair-lock-5.lua',
   keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
-  args: { leaseMs: num, owner: str, staleWaiterTimeout: num, acceptanceLease: num, publish, heldBefore },
+  args: {
+    leaseMs: num,
+    owner: str,
+    staleWaiterTimeout: num,
+    acceptanceLease: num,
+    publish,
+    heldBefore,
+    waiterId: str,
+  },
   reply: asIs<AttemptReply>,
 });
 
@@ -118,19 +142,22 @@ export const FAIR_UNLOCK = defineScript({
   reply: asIs<Exclude<ReleaseReply, 'kept'>>,
 });
 
-/** Yes: the hand-off was ours and is now a hold with the lease. */
+/** Yes: the hand-off was made to this wait (`waiterId`) and is now a hold with the lease. */
 export const FAIR_ACCEPT = defineScript({
   file: 'fair-accept-1.lua',
   keys: ['lock'],
-  args: { leaseMs: num, owner: str },
+  args: { leaseMs: num, owner: str, waiterId: str },
   reply: yesNo,
 });
 
-/** Yes: the lock had been handed to this waiter (it must pass it on). */
+/**
+ * Yes: the lock had been handed to this wait and is now passed on to the next waiter. The wait leaves
+ * the queue (`owner` '': not known, only a hand-off to it is passed on).
+ */
 export const FAIR_ABANDON = defineScript({
-  file: 'fair-abandon-3.lua',
-  keys: ['lock', 'queue', 'deadlines'],
-  args: { owner: str },
+  file: 'fair-abandon-5.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
+  args: { waiterId: str, owner: str, acceptanceLease: num, publish },
   reply: yesNo,
 });
 
@@ -250,7 +277,7 @@ export const SEMAPHORE_PASS = defineScript({
 
 // Any kind.
 
-/** [type, pttl, flat holders, fence, flat queue, waiting client ids]: see inspect-5.lua. */
+/** [type, pttl, flat holder triples, fence, flat queue triples, waiting client ids]: see inspect-5.lua. */
 export type InspectReply = [string, number, string[], string | false | null, (string | number)[], string[]];
 
 export const INSPECT = defineScript({
@@ -284,6 +311,7 @@ export const RENEW_MANY = new VariableKeysScript('renew-many-n.lua', asIs<number
 export const ALL_SCRIPTS = [
   LOCK,
   UNLOCK,
+  CLAIM_ATTEMPT,
   PASS_WAKE,
   FORCE_UNLOCK,
   SIMPLE_LOCK,

@@ -30,7 +30,7 @@ const registered = new WeakSet<object>();
 function findLuaDir(): string {
   for (let dir = __dirname; ; dir = dirname(dir)) {
     const candidate = join(dir, 'lua');
-    if (existsSync(join(candidate, 'lock-4.lua'))) return candidate;
+    if (existsSync(join(candidate, 'lock-5.lua'))) return candidate;
     if (dirname(dir) === dir) throw new Error(`Cannot find the lua/ scripts directory above ${__dirname}.`);
   }
 }

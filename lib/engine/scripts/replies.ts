@@ -10,6 +10,7 @@ export const REPLY_MEANINGS = {
   granted: 'acquired by an owner that held nothing; value: its fencing token',
   reentered: 'acquired again by an owner that holds it; value: the fencing token of its first hold',
   refused: 'not acquired; value: how long (ms) until it may be free, -1 when no lease is there to wait for',
+  cancelled: 'an unanswered attempt that never landed (now it never will), or whose hold ended already',
   'holds-read': 'a write attempt by an owner that holds the read side: an upgrade, refused (it would deadlock)',
   // Releases reply with one word.
   released: "the owner's last hold is gone; the next waiter was told",
@@ -27,6 +28,8 @@ export type AttemptReply = [status: AttemptStatus, value: number];
  * processes wait (1) or not (0), so that the turn it begins knows it is contended.
  */
 export type TurnAttemptReply = AttemptReply | [status: 'granted', value: number, othersWaiting: 0 | 1];
+/** How an unanswered attempt was settled (see claim-attempt-2.lua). */
+export type ClaimReply = [status: 'granted' | 'reentered', value: number] | [status: 'cancelled'];
 /** A write attempt's reply: an attempt's, or the refusal of an upgrade. */
 export type WriteAttemptReply = AttemptReply | [status: 'holds-read', value: number];
 /** What a release did (see REPLY_MEANINGS). */
@@ -34,7 +37,12 @@ export type ReleaseReply = 'released' | 'kept' | 'decremented' | 'not-locked' | 
 
 // Each union above only uses words of the table (a compile-time check).
 type Word = keyof typeof REPLY_MEANINGS;
-const _replyWordsAreListed: [AttemptStatus, WriteAttemptReply[0], ReleaseReply] extends [Word, Word, Word]
+const _replyWordsAreListed: [AttemptStatus, WriteAttemptReply[0], ReleaseReply, ClaimReply[0]] extends [
+  Word,
+  Word,
+  Word,
+  Word,
+]
   ? true
   : never = true;
 void _replyWordsAreListed;

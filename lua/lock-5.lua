@@ -4,32 +4,33 @@
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    never expires, so tokens only grow
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  client id -> time it registered (µs)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next     client id the free lock is reserved for (see hand-over.lua)
+-- KEYS[5]  hold ids             <prefix>:{<name>}:grants   hold id -> its record (see hold-ids.lua)
 -- ARGV[1]  lease in ms          whole number in 1..31536000000
--- ARGV[2]  owner id             <clientId>:<scopeId>
+-- ARGV[2]  owner id             opaque text, never parsed
 -- ARGV[3]  client id of the caller's process
 -- ARGV[4]  waiting flag         '1' the caller waits if refused and its client has other waiters for
 --                               this lock; '0' it waits, no other; '-' it waits, no other, and was never
 --                               refused (its client is not registered); 'once' a single attempt (never registered)
--- ARGV[5]  prior owner          '' or an owner whose last hold the caller's process released in its turn
---                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
--- ARGV[6]  prior hold count     the holds the client counted for the prior owner before its release ('' = unknown)
--- ARGV[7]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
+-- ARGV[5]  prior hold           '' or the id of a hold whose release the caller's process made in its
+--                               turn (see lib/engine/process-turns.ts): it lands here first, waking nobody
+-- ARGV[6]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
 --                               one; see fencing-tokens.lua)
--- ARGV[8]  holds before         the holds the caller knows the owner has ('' = not said): one more in
---                               the hash means this attempt already landed (see repeated-attempt.lua)
--- Returns  {'granted', token, others}  acquired; token = new fencing token (the first of the ARGV[7] taken
+-- ARGV[7]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
+--                               repeat of the attempt (sent again after a lost reply) finds that record
+-- Returns  {'granted', token, others}  acquired; token = new fencing token (the first of the ARGV[6] taken
 --                                 from KEYS[2]); others = 1 when other processes wait for the lock, else 0
 --          {'reentered', token}   hold count + 1; token = the current holder's token
---                                 (a repeat that already landed: the same reply as its first run, the
---                                 token the fencing counter's current value, 'others' 0; nothing changes)
+--                                 (a repeat whose hold is live: the same reply as its first run, 'others' 0;
+--                                 nothing changes but a lease made at least ARGV[1] long)
 --          {'refused', pttl}      held by another owner, or free but handed over to another process;
---                                 pttl = how long that lasts at most, in ms
+--                                 pttl = how long that lasts at most, in ms (also a repeat whose hold has
+--                                 ended or was cancelled: nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include waiting-registration.lua
 --!include hand-over.lua
---!include release-in-turn.lua
 --!include fencing-tokens.lua
---!include repeated-attempt.lua
+--!include hold-ids.lua
+--!include release-in-turn.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -38,13 +39,28 @@ local owner, client, flag = ARGV[2], ARGV[3], ARGV[4]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
-local prior, priorHolds, badPrior = priorRelease(ARGV[5], ARGV[6])
-if badPrior then return badPrior end
-local tokens, badTokens = tokenCountArgument(ARGV[7])
+if ARGV[5] == nil then return redis.error_reply('BADARG prior hold is missing') end
+local tokens, badTokens = tokenCountArgument(ARGV[6])
 if badTokens then return badTokens end
-local heldBefore, badHeld = heldBeforeArgument(ARGV[8])
-if badHeld then return badHeld end
-if prior then releaseInTurn(KEYS[1], prior, priorHolds) end
+local holdId, badId = holdIdArgument(ARGV[7], 'hold id')
+if badId then return badId end
+
+local kind, token, holder = readHold(KEYS[5], holdId)
+if kind == 'g' or kind == 'e' then
+  if holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
+    -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
+    if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+    keepGrants(KEYS[5], lease)
+    if kind == 'g' then return {'granted', token, 0} end
+    return {'reentered', token}
+  end
+  kind = 'x'
+end
+if kind then
+  -- A copy that comes after its hold ended, or after the caller gave it up: it must take nothing.
+  return {'refused', math.max(0, redis.call('pttl', KEYS[1]))}
+end
+if ARGV[5] ~= '' then releaseInTurn(KEYS[1], KEYS[5], ARGV[5]) end
 
 if redis.call('exists', KEYS[1]) == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
@@ -57,23 +73,21 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  return {'granted', takeTokens(KEYS[2], tokens, others), others and 1 or 0}
+  local first = takeTokens(KEYS[2], tokens, others)
+  recordHold(KEYS[5], holdId, 'g', first, owner, lease)
+  return {'granted', first, others and 1 or 0}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then
-  if alreadyLanded(redis.call('hget', KEYS[1], owner), heldBefore) then
-    extendLease(KEYS[1], lease)
-    local token = tonumber(redis.call('get', KEYS[2]) or '0')
-    if heldBefore == 0 then return {'granted', token, 0} end
-    return {'reentered', token}
-  end
   redis.call('hincrby', KEYS[1], owner, 1)
   -- never shorten the lease an outer hold (or its watchdog) relies on
   if redis.call('pttl', KEYS[1]) < lease then
     redis.call('pexpire', KEYS[1], lease)
   end
   grantedWaiting(KEYS[3], client, flag)
-  return {'reentered', tonumber(redis.call('get', KEYS[2]) or '0')}
+  local current = tonumber(redis.call('get', KEYS[2]) or '0')
+  recordHold(KEYS[5], holdId, 'e', current, owner, lease)
+  return {'reentered', current}
 end
 registerWaiting(KEYS[3], client, flag)
 return {'refused', redis.call('pttl', KEYS[1])}

@@ -1,10 +1,12 @@
 #!lua flags=allow-oom
 -- Reentrant or simple lock: delete the lock whoever holds it, and hand it over to a waiting process.
 -- KEYS[1]  lock key
--- KEYS[2]  unlock channel       (see unlock-4.lua and simple-unlock-4.lua)
--- KEYS[3]  waiting processes    (see lock-4.lua)
+-- KEYS[2]  unlock channel       (see unlock-5.lua and simple-unlock-4.lua)
+-- KEYS[3]  waiting processes    (see lock-5.lua)
 -- KEYS[4]  hand-over            (see hand-over.lua)
 -- KEYS[5]  force calls          (see force-once.lua)
+-- KEYS[6]  hold ids             (see hold-ids.lua): deleted with the lock, so every hold's release
+--                               finds it gone (and says so) instead of a record of a live hold
 -- ARGV[1]  publish command      'publish' or 'spublish'
 -- ARGV[2]  message
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
@@ -20,6 +22,7 @@ if bad then return bad end
 local earlier = earlierForce(KEYS[5], callId)
 if earlier then return earlier end
 if redis.call('del', KEYS[1]) == 1 then
+  redis.call('del', KEYS[6])
   handOver(KEYS[3], KEYS[2], KEYS[4], ARGV[1], ARGV[2] or '')
   redis.call(ARGV[1], KEYS[2], ARGV[2] or '')
   return rememberForce(KEYS[5], callId, 1)

@@ -1,0 +1,23 @@
+#!lua flags=allow-oom
+-- Reentrant lock: settle an attempt whose reply never came (the connection dropped, the call timed
+-- out): if it landed, its hold is the caller's (claimed); if not, it is cancelled, so that a copy of it
+-- still on its way (a client re-sends commands after a reconnect) takes nothing when it comes.
+-- KEYS[1]  lock hash            (see lock-5.lua)
+-- KEYS[2]  hold ids             (see hold-ids.lua)
+-- ARGV[1]  hold id              the unanswered attempt's id
+-- ARGV[2]  owner id
+-- Returns  {'granted', token}    it landed as a first grant and is still held: the caller's now
+--          {'reentered', token}  it landed as a re-entry and is still held
+--          {'cancelled'}         it did not land (now it never will), or its hold ended already
+--          error BADARG before any write when an argument is unusable
+--!include hold-ids.lua
+local holdId, badId = holdIdArgument(ARGV[1], 'hold id')
+if badId then return badId end
+local owner = ARGV[2]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+local kind, token, holder = readHold(KEYS[2], holdId)
+if (kind == 'g' or kind == 'e') and holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
+  return {kind == 'g' and 'granted' or 'reentered', token}
+end
+if not kind then endHold(KEYS[2], holdId, 'x') end
+return {'cancelled'}

@@ -1,0 +1,82 @@
+-- Every hold of a reentrant lock has an id of its own: the client makes one for each attempt, and the
+-- hold the attempt takes (a first grant or a re-entry) is recorded under it in the lock's `grants`
+-- hash. A release names the hold it ends, so a copy of an old release (re-sent by a client after a
+-- lost reply, or replayed after a failover), from any process, can never touch another hold of the
+-- same owner; and a repeated attempt finds its own record instead of counting a second hold.
+--
+-- A value in the grants hash is one of:
+--   'g<token>|<owner>'  a live first grant of <owner> with fencing token <token>
+--   'e<token>|<owner>'  a live re-entry (the holder's token at the time)
+--   'r'                 ended: its release freed the lock
+--   'd'                 ended: its release left other holds of the owner
+--   'o'                 ended by another call of the same owner (an unlock by owner, see unlock-5.lua)
+--   'x'                 ended without a release: the lock expired or was forced under it, or its
+--                       attempt was cancelled before it landed
+-- An owner id is opaque: the value keeps everything after the first '|' as it is. Ended records
+-- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
+-- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
+local ENDED_MEMORY_MS = 60000
+local PRUNE_AT = 256
+
+-- The id argument (`what` names it in the error), or nil and the BADARG reply to return before any write.
+local function holdIdArgument(value, what)
+  if value == nil or value == '' then return nil, redis.error_reply('BADARG ' .. what .. ' is empty') end
+  return value
+end
+
+-- The record of hold `id`: nil when there is none; else kind ('g', 'e', 'r', 'd', 'o' or 'x') and, for a
+-- live hold, its token and owner.
+local function readHold(grants, id)
+  local value = redis.call('hget', grants, id)
+  if not value then return nil end
+  local kind = string.sub(value, 1, 1)
+  if kind ~= 'g' and kind ~= 'e' then return kind end
+  local bar = string.find(value, '|', 2, true)
+  return kind, tonumber(string.sub(value, 2, bar - 1)), string.sub(value, bar + 1)
+end
+
+-- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
+local function keepGrants(grants, lease)
+  local keep = math.max(lease, ENDED_MEMORY_MS)
+  if redis.call('pttl', grants) < keep then redis.call('pexpire', grants, keep) end
+end
+
+-- Drops the ended records once there are many (a long-held lock re-entered again and again, a hot key).
+local function pruneEnded(grants)
+  if redis.call('hlen', grants) <= PRUNE_AT then return end
+  local all = redis.call('hgetall', grants)
+  for i = 1, #all, 2 do
+    local kind = string.sub(all[i + 1], 1, 1)
+    if kind ~= 'g' and kind ~= 'e' then redis.call('hdel', grants, all[i]) end
+  end
+end
+
+local function recordHold(grants, id, kind, token, owner, lease)
+  pruneEnded(grants)
+  redis.call('hset', grants, id, kind .. token .. '|' .. owner)
+  keepGrants(grants, lease)
+end
+
+-- Hold `id` ended with `outcome` ('r', 'd', 'o' or 'x'), remembered for a repeat of its release.
+local function endHold(grants, id, outcome)
+  redis.call('hset', grants, id, outcome)
+  keepGrants(grants, 1)
+end
+
+-- The id of a live hold of `owner`, or nil: a re-entry before the first grant (as a nest unwinds;
+-- which re-entry, Redis cannot tell, and an owner's holds count alike).
+local function liveHoldOf(grants, owner)
+  local all, first = redis.call('hgetall', grants), nil
+  for i = 1, #all, 2 do
+    local value = all[i + 1]
+    local kind = string.sub(value, 1, 1)
+    if kind == 'g' or kind == 'e' then
+      local bar = string.find(value, '|', 2, true)
+      if string.sub(value, bar + 1) == owner then
+        if kind == 'e' then return all[i] end
+        first = all[i]
+      end
+    end
+  end
+  return first
+end

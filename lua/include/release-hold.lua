@@ -1,0 +1,33 @@
+-- Releasing one hold of a reentrant lock by its id (see hold-ids.lua).
+--!include hold-ids.lua
+
+-- What releaseHold did (numbers, not reply words: the script that calls it says what to reply).
+local HOLD_RELEASED, HOLD_DECREMENTED, HOLD_ENDED, HOLD_MISSING = 1, 2, 3, 4
+
+-- Ends hold `holdId` in the lock hash `lockKey`. Returns what the caller's release did:
+--   HOLD_RELEASED     its owner's last hold: the owner's field is gone (the caller hands the lock over)
+--   HOLD_DECREMENTED  other holds of its owner remain; the lease is made at least `lease` ms (if given)
+--   HOLD_ENDED        nothing changed: the hold had ended already; the second value is how (see hold-ids.lua)
+--   HOLD_MISSING      nothing changed: no hold has that id (never taken, cancelled, or forgotten)
+-- A live record whose owner no longer holds the lock (it expired, or was forced) is ended as 'x'.
+local function releaseHold(lockKey, grants, holdId, lease)
+  local kind, _, owner = readHold(grants, holdId)
+  if kind == nil then return HOLD_MISSING end
+  if kind ~= 'g' and kind ~= 'e' then return HOLD_ENDED, kind end
+  -- pcall: a string here is a simple lock's hold (another owner), not an error
+  local count = redis.pcall('hget', lockKey, owner)
+  count = type(count) == 'string' and tonumber(count) or nil
+  if not count then
+    endHold(grants, holdId, 'x')
+    return HOLD_ENDED, 'x'
+  end
+  if count > 1 then
+    redis.call('hincrby', lockKey, owner, -1)
+    if lease and redis.call('pttl', lockKey) < lease then redis.call('pexpire', lockKey, lease) end
+    endHold(grants, holdId, 'd')
+    return HOLD_DECREMENTED
+  end
+  redis.call('hdel', lockKey, owner)
+  endHold(grants, holdId, 'r')
+  return HOLD_RELEASED
+end

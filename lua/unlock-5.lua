@@ -1,0 +1,91 @@
+#!lua flags=allow-oom
+-- Reentrant lock: release one hold, named by its id (see hold-ids.lua). Safe to send again after an
+-- unknown outcome (a connection that dropped before the reply), from any process, at any time: a
+-- repeat finds the hold ended and replies what the first copy did, and no copy can touch another hold.
+-- KEYS[1]  lock hash
+-- KEYS[2]  unlock channel       <prefix>:{<name>}:unlock (same hash tag, so SPUBLISH stays on the slot);
+--                               a waiting process listens on <KEYS[2]>:<its client id>
+-- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting (see lock-5.lua)
+-- KEYS[4]  hand-over            <prefix>:{<name>}:next (see hand-over.lua)
+-- KEYS[5]  hold ids             <prefix>:{<name>}:grants (see hold-ids.lua)
+-- ARGV[1]  owner id             the hold's owner (checked against the hold's record)
+-- ARGV[2]  hold id              the hold to release; with ARGV[8] 'any', this call's own id instead
+-- ARGV[3]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
+-- ARGV[4]  publish command      'publish' or 'spublish'
+-- ARGV[5]  message              sent to the one waiting process woken (see wake-one-process.lua)
+-- ARGV[6]  'pass' to hand the lock over to the longest-waiting process; 'keep' while the releasing
+--          process's turn lasts: nobody is woken, the process re-acquires or passes it on itself
+-- ARGV[7]  client id of the releasing process (needed with 'keep': its own registration is not a rival)
+-- ARGV[8]  'one' the hold ARGV[2]; 'any' any one hold of the owner (unlock by owner of a hold this
+--          client did not record): the call's id ARGV[2] is then recorded as the hold it ended
+-- Returns  'released'     last hold: key deleted; handed over to a waiting process if any
+--          'kept'         last hold, with 'keep' while other processes than the caller's wait: nobody woken
+--          'decremented'  one hold released, others of the owner remain
+--          'not-locked'   not locked at all (expired, forced, or never taken)
+--          'not-owner'    locked, but the hold is not there (ended without this release); nothing changed
+--          (a repeat replies 'released' or 'decremented' as its first copy did)
+--          error BADARG before any write when an argument is unusable
+--!include hand-over.lua
+--!include publish-command.lua
+--!include hold-ids.lua
+--!include release-hold.lua
+local owner, publish, handOverMode, client, which = ARGV[1], ARGV[4], ARGV[6], ARGV[7], ARGV[8]
+if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
+if badId then return badId end
+local lease = tonumber(ARGV[3])
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
+end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
+if handOverMode ~= 'pass' and handOverMode ~= 'keep' then
+  return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(handOverMode))
+end
+if handOverMode == 'keep' and (not client or client == '') then
+  return redis.error_reply('BADARG client id is empty')
+end
+if which ~= 'one' and which ~= 'any' then
+  return redis.error_reply('BADARG which must be one or any, got ' .. tostring(which))
+end
+
+local function notHeld()
+  return redis.call('exists', KEYS[1]) == 1 and 'not-owner' or 'not-locked'
+end
+-- What a release of a hold that ended before it replies: a repeat, what its first copy did; a hold
+-- another call of the same owner released, what is left of the owner's holds; else not held.
+local function endedReply(kind)
+  if kind == 'r' then return 'released' end
+  if kind == 'd' then return 'decremented' end
+  if kind == 'o' then return redis.pcall('hexists', KEYS[1], owner) == 1 and 'decremented' or 'released' end
+  return notHeld()
+end
+
+local target = holdId
+if which == 'any' then
+  local kind = readHold(KEYS[5], holdId)
+  if kind then return endedReply(kind) end
+  target = liveHoldOf(KEYS[5], owner)
+  if not target then return notHeld() end
+else
+  local kind, _, holder = readHold(KEYS[5], holdId)
+  if (kind == 'g' or kind == 'e') and holder ~= owner then return notHeld() end
+end
+local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease)
+if which == 'any' and (did == HOLD_RELEASED or did == HOLD_DECREMENTED) then
+  -- This call's own id answers its repeats; the hold it ended was ended by another call than its own.
+  endHold(KEYS[5], target, 'o')
+  if did == HOLD_RELEASED then endHold(KEYS[5], holdId, 'r') else endHold(KEYS[5], holdId, 'd') end
+end
+if did == HOLD_MISSING then
+  -- Never taken, or its attempt never landed (yet): a late copy of that attempt must take nothing.
+  endHold(KEYS[5], holdId, 'x')
+  return notHeld()
+end
+if did == HOLD_ENDED then return endedReply(outcome) end
+if did == HOLD_DECREMENTED or redis.call('exists', KEYS[1]) == 1 then return 'decremented' end
+if handOverMode == 'keep' then
+  return othersWaiting(KEYS[3], client) and 'kept' or 'released'
+end
+handOver(KEYS[3], KEYS[2], KEYS[4], publish, ARGV[5] or '')
+return 'released'

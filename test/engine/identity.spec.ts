@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { LockClient, LockNotHeldError, type LockLostError } from '../../lib';
+import { lockKeys } from '../../lib/internal';
+import { eventually, quietLogger, sleep } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { sharedTopology } from '../support/topologies';
+
+/**
+ * Identity by id (issue 38), for the reentrant lock: explicit owners shared across clients (two
+ * LockClients stand for two processes: each has its own connections, client id and memory), replies
+ * lost between Redis and the client, and the application's own ioredis client re-sending what it sent.
+ * A release names the hold it ends; a repeat is recognised by its id; nothing is inferred from owner
+ * text or from counts a client remembers.
+ */
+describe('identity by id: explicit owners and repeated commands (reentrant lock)', () => {
+  const upstream = () => sharedTopology('single').masters[0];
+  const keyPrefix = `id-${randomUUID().slice(0, 8)}`;
+  const opened: LockClient[] = [];
+  let proxy: ReplyDroppingProxy;
+  let plain: Redis;
+
+  beforeAll(async () => {
+    proxy = await ReplyDroppingProxy.start(upstream());
+    plain = new Redis(upstream());
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((c) => c.close()));
+    for (const c of opened) c.redis.disconnect();
+    plain.disconnect();
+    await proxy.close();
+  });
+
+  /** A client of its own, as another process would have; `viaProxy`: the application's ioredis client at its defaults, through the proxy. */
+  function client(options: { viaProxy?: boolean; replicaSync?: false } = {}) {
+    const redis = options.viaProxy ? new Redis({ host: '127.0.0.1', port: proxy.port }) : new Redis(upstream());
+    const locks = new LockClient({ redis, keyPrefix, logger: quietLogger, replicaSync: options.replicaSync });
+    const lost: LockLostError[] = [];
+    locks.on('lockLost', (error) => lost.push(error));
+    opened.push(locks);
+    return { locks, lost };
+  }
+  const holders = (name: string) => plain.hgetall(lockKeys(keyPrefix, name).lock);
+
+  it('a release replayed after a connection drop never deletes the hold another process took since under the same owner (defect 2)', async () => {
+    const a = client();
+    const b = client();
+    const rival = client();
+    const name = 'replayed';
+    const first = await a.locks.getLock(name).lock({ owner: 'job-7' });
+    expect(await first.release()).toBe('released');
+    const taken = await b.locks.getLock(name).lock({ owner: 'job-7' });
+    // A's connection drops and comes back: it sends its recent releases again.
+    await plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
+    await eventually(async () => a.locks.redis.status === 'ready', 5_000);
+    await sleep(300);
+    expect(await holders(name)).toEqual({ 'job-7': '1' });
+    expect(taken.signal.aborted).toBe(false);
+    expect(await rival.locks.getLock(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(await taken.release()).toBe('released');
+  });
+
+  it('a re-entry by an explicit owner from another process is counted, and its release leaves the first holder its hold (defect 3)', async () => {
+    const a = client();
+    const b = client();
+    const rival = client();
+    const name = 'shared-owner';
+    const held = await b.locks.getLock(name).lock({ owner: 'job-8' });
+    const reentry = await a.locks.getLock(name).lock({ owner: 'job-8' });
+    expect(await holders(name)).toEqual({ 'job-8': '2' });
+    expect(reentry.fencingToken).toBe(held.fencingToken);
+    expect(await reentry.release()).toBe('decremented');
+    expect(await holders(name)).toEqual({ 'job-8': '1' });
+    expect(await rival.locks.getLock(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(held.signal.aborted).toBe(false);
+    expect(await held.release()).toBe('released');
+    expect(await holders(name)).toEqual({});
+  });
+
+  it("a re-sent attempt of the application's client and the replay of an earlier release never take the new hold back (defect 4)", async () => {
+    const a = client({ viaProxy: true, replicaSync: false });
+    const rival = client();
+    const name = 'resent-and-replayed';
+    expect(await (await a.locks.getLock(name).lock({ owner: 'job-4' })).release()).toBe('released');
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/granted/);
+    const again = await a.locks.getLock(name).lock({ owner: 'job-4', waitTime: 5_000 });
+    expect(proxy.dropped).toBe(dropped + 1); // lost, re-sent by ioredis, and the release replayed
+    await sleep(300);
+    expect(await holders(name)).toEqual({ 'job-4': '1' });
+    expect(again.signal.aborted).toBe(false);
+    expect(await rival.locks.getLock(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(await again.release()).toBe('released');
+    expect(await holders(name)).toEqual({});
+  });
+
+  it('unlock({ owner }) of a hold taken elsewhere, re-sent after its reply was lost, releases one hold (defect 5)', async () => {
+    const a = client({ viaProxy: true });
+    const b = client();
+    const name = 'unlock-by-owner';
+    const outer = await b.locks.getLock(name).lock({ owner: 'job-5' });
+    const inner = await b.locks.getLock(name).lock({ owner: 'job-5' });
+    expect(await holders(name)).toEqual({ 'job-5': '2' });
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/decremented/);
+    expect(await a.locks.getLock(name).unlock({ owner: 'job-5' })).toBe('decremented');
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(await holders(name)).toEqual({ 'job-5': '1' });
+    // The holder's own releases: one hold was released for it already; the other frees the lock.
+    expect(await inner.release()).toBe('decremented');
+    expect(await outer.release()).toBe('released');
+    expect(await holders(name)).toEqual({});
+    expect(b.lost).toEqual([]);
+  });
+
+  it('an explicit owner is recorded under its own id when the lock was contended, so another process can unlock it (defect 6)', async () => {
+    const a = client();
+    const b = client();
+    const name = 'contended-explicit';
+    const blocker = await b.locks.getLock(name).lock();
+    const waiting = a.locks.getLock(name).lock({ owner: 'job-6', waitTime: 10_000 });
+    await sleep(100);
+    expect(await blocker.release()).toBe('released');
+    const handle = await waiting;
+    expect(await holders(name)).toEqual({ 'job-6': '1' });
+    expect(handle.owner).toBe('job-6');
+    expect(await b.locks.getLock(name).unlock({ owner: 'job-6' })).toBe('released');
+    expect(await holders(name)).toEqual({});
+    await expect(b.locks.getLock(name).unlock({ owner: 'job-6' })).rejects.toBeInstanceOf(LockNotHeldError);
+    // The watchdog does not bring it back, and the holder learns its hold is gone when it releases.
+    await a.locks.getLock(name).getHoldCount('job-6');
+    expect(await handle.release()).toBe('released');
+    expect(await holders(name)).toEqual({});
+  });
+
+  it('owners are opaque: a prefix, a colon or braces name another owner', async () => {
+    const a = client();
+    const b = client();
+    const name = 'opaque';
+    const handle = await a.locks.getLock(name).lock({ owner: 'job:2' });
+    for (const other of ['job', 'job:', 'job:2:', '{job:2}', 'job:2 ']) {
+      await expect(b.locks.getLock(name).unlock({ owner: other })).rejects.toBeInstanceOf(LockNotHeldError);
+      expect(await b.locks.getLock(name).tryLock({ owner: other })).toBeNull();
+    }
+    expect(await holders(name)).toEqual({ 'job:2': '1' });
+    expect(await handle.release()).toBe('released');
+  });
+
+  it("a release re-sent by the application's client after its reply was lost reports what the first copy did (defect 10)", async () => {
+    const a = client({ viaProxy: true });
+    const name = 'resent-release';
+    const handle = await a.locks.getLock(name).lock({ leaseTime: 30_000 });
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/released/);
+    expect(await handle.release()).toBe('released');
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(a.lost).toEqual([]);
+    expect(await holders(name)).toEqual({});
+  });
+});
