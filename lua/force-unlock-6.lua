@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- Reentrant or simple lock: delete the lock whoever holds it, and hand it over to a waiting process.
 -- KEYS[1]  lock key
--- KEYS[2]  unlock channel       (see unlock-5.lua and simple-unlock-4.lua)
+-- KEYS[2]  unlock channel       (see unlock-6.lua and simple-unlock-4.lua)
 -- KEYS[3]  waiting processes    (see lock-5.lua)
 -- KEYS[4]  hand-over            (see hand-over.lua)
 -- KEYS[5]  force calls          (see force-once.lua)

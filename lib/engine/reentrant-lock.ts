@@ -69,7 +69,7 @@ export class ReentrantLock extends HashLock {
     });
   }
 
-  /** Claims the unanswered attempt's hold if it landed, or cancels the attempt for good (claim-attempt-2.lua). */
+  /** Claims the unanswered attempt's hold if it landed, or cancels the attempt for good (claim-attempt-3.lua). */
   protected override async grantOfUnknownAttempt(
     holder: string,
     _known: number,

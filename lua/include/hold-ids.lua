@@ -5,17 +5,22 @@
 -- same owner; and a repeated attempt finds its own record instead of counting a second hold.
 --
 -- A value in the grants hash is one of:
---   'g<token>|<owner>'  a live first grant of <owner> with fencing token <token>
---   'e<token>|<owner>'  a live re-entry (the holder's token at the time)
+--   'g<token>/<epoch>|<owner>'  a live first grant of <owner> with fencing token <token>
+--   'e<token>/<epoch>|<owner>'  a live re-entry (the holder's token at the time)
+--   (<epoch>: the fencing counter when the hold was taken, which no grant moves while the lock is held:
+--   a record whose epoch is not the counter's now belongs to a lock that ran out since, even when the
+--   same owner holds it again; '/<epoch>' may be absent where a kind does not keep one)
 --   'r'                 ended: its release freed the lock
 --   'd'                 ended: its release left other holds of the owner
---   'o'                 ended by another call of the same owner (an unlock by owner, see unlock-5.lua)
+--   'o'                 ended by another call of the same owner (an unlock by owner, see unlock-6.lua)
 --   'x'                 ended without a release: the lock expired or was forced under it, or its
 --                       attempt was cancelled before it landed
 -- An owner id is opaque: the value keeps everything after the first '|' as it is. Ended records
 -- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
 -- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
 local ENDED_MEMORY_MS = 60000
+-- The kind a live record of another epoch reads as.
+local RAN_OUT = 'x'
 local PRUNE_AT = 256
 
 -- The id argument (`what` names it in the error), or nil and the BADARG reply to return before any write.
@@ -25,14 +30,24 @@ local function holdIdArgument(value, what)
 end
 
 -- The record of hold `id`: nil when there is none; else kind ('g', 'e', 'r', 'd', 'o' or 'x') and, for a
--- live hold, its token and owner.
-local function readHold(grants, id)
+-- live hold, its token and owner. Given the fencing counter `epoch` now, a live record of another
+-- epoch reads as 'x' (its lock ran out; see above).
+local function readHold(grants, id, epoch)
   local value = redis.call('hget', grants, id)
   if not value then return nil end
   local kind = string.sub(value, 1, 1)
   if kind ~= 'g' and kind ~= 'e' then return kind end
   local bar = string.find(value, '|', 2, true)
-  return kind, tonumber(string.sub(value, 2, bar - 1)), string.sub(value, bar + 1)
+  local numbers = string.sub(value, 2, bar - 1)
+  local slash = string.find(numbers, '/', 1, true)
+  if epoch ~= nil and slash and tonumber(string.sub(numbers, slash + 1)) ~= epoch then return RAN_OUT end
+  return kind, tonumber(slash and string.sub(numbers, 1, slash - 1) or numbers), string.sub(value, bar + 1)
+end
+
+-- The fencing counter `fence` now (0 when it was never taken): the epoch of the holds taken since the
+-- last grant (see above).
+local function epochOf(fence)
+  return tonumber(redis.call('get', fence) or '0')
 end
 
 -- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
@@ -51,9 +66,11 @@ local function pruneEnded(grants)
   end
 end
 
-local function recordHold(grants, id, kind, token, owner, lease)
+-- Records hold `id` of `owner`, taken as `kind` ('g' or 'e') with fencing token `token` in `epoch` (may be nil).
+local function recordHold(grants, id, kind, token, owner, lease, epoch)
   pruneEnded(grants)
-  redis.call('hset', grants, id, kind .. token .. '|' .. owner)
+  local numbers = epoch == nil and tostring(token) or (token .. '/' .. epoch)
+  redis.call('hset', grants, id, kind .. numbers .. '|' .. owner)
   keepGrants(grants, lease)
 end
 
@@ -65,14 +82,16 @@ end
 
 -- The id of a live hold of `owner`, or nil: a re-entry before the first grant (as a nest unwinds;
 -- which re-entry, Redis cannot tell, and an owner's holds count alike).
-local function liveHoldOf(grants, owner)
+local function liveHoldOf(grants, owner, epoch)
   local all, first = redis.call('hgetall', grants), nil
   for i = 1, #all, 2 do
     local value = all[i + 1]
     local kind = string.sub(value, 1, 1)
     if kind == 'g' or kind == 'e' then
       local bar = string.find(value, '|', 2, true)
-      if string.sub(value, bar + 1) == owner then
+      local slash = string.find(value, '/', 2, true)
+      local current = epoch == nil or not slash or slash > bar or tonumber(string.sub(value, slash + 1, bar - 1)) == epoch
+      if current and string.sub(value, bar + 1) == owner then
         if kind == 'e' then return all[i] end
         first = all[i]
       end

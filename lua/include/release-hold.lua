@@ -9,10 +9,12 @@ local HOLD_RELEASED, HOLD_DECREMENTED, HOLD_ENDED, HOLD_MISSING = 1, 2, 3, 4
 --   HOLD_DECREMENTED  other holds of its owner remain; the lease is made at least `lease` ms (if given)
 --   HOLD_ENDED        nothing changed: the hold had ended already; the second value is how (see hold-ids.lua)
 --   HOLD_MISSING      nothing changed: no hold has that id (never taken, cancelled, or forgotten)
--- A live record whose owner no longer holds the lock (it expired, or was forced) is ended as 'x'.
-local function releaseHold(lockKey, grants, holdId, lease)
-  local kind, _, owner = readHold(grants, holdId)
+-- A live record whose owner no longer holds the lock (it expired, or was forced), or whose epoch is not
+-- `epoch` (the fencing counter now, if given: see hold-ids.lua), is ended as 'x'.
+local function releaseHold(lockKey, grants, holdId, lease, epoch)
+  local kind, _, owner = readHold(grants, holdId, epoch)
   if kind == nil then return HOLD_MISSING end
+  if kind == 'x' and redis.call('hget', grants, holdId) ~= 'x' then endHold(grants, holdId, 'x') end
   if kind ~= 'g' and kind ~= 'e' then return HOLD_ENDED, kind end
   -- pcall: a string here is a simple lock's hold (another owner), not an error
   local count = redis.pcall('hget', lockKey, owner)

@@ -4,9 +4,9 @@
 --!include hold-ids.lua
 --!include release-hold.lua
 
--- Releases hold `holdId` of the lock hash `lockKey`, as unlock-5.lua does with 'keep', but silently:
+-- Releases hold `holdId` of the lock hash `lockKey`, as unlock-6.lua does with 'keep', but silently:
 -- the caller learns nothing of it (it already told its own caller the lock was released). A hold
 -- that ended already (a repeat) or is not there changes nothing.
-local function releaseInTurn(lockKey, grants, holdId)
-  releaseHold(lockKey, grants, holdId)
+local function releaseInTurn(lockKey, grants, holdId, epoch)
+  releaseHold(lockKey, grants, holdId, nil, epoch)
 end

@@ -290,8 +290,8 @@ describe('bad input', () => {
         ['fair-accept-1.lua', [k.lock], [lease, 'owner']],
         ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
         [
-          'unlock-5.lua',
-          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', lease, 'publish', 'released', 'pass', 'c', 'one'],
         ],
         ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '']],
@@ -321,23 +321,23 @@ describe('bad input', () => {
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
         [
-          'unlock-5.lua',
-          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', '', 1000, 'publish', 'released', 'pass', 'c', 'one'],
         ],
         [
-          'unlock-5.lua',
-          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', 1000, 'publish', 'released', 'hold', 'c', 'one'],
         ],
         [
-          'unlock-5.lua',
-          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', 1000, 'publish', 'released', 'keep', '', 'one'],
         ],
         [
-          'unlock-5.lua',
-          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', 1000, 'publish', 'released', 'pass', 'c', 'all'],
         ],
         ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', 'keep', '']],
@@ -367,12 +367,12 @@ describe('bad input', () => {
 
     it('a malformed release leaves the held lock exactly as it was', async () => {
       const k = base();
-      const unlockKeys = [k.lock, k.channel, k.waiting, k.next, k.grants];
+      const unlockKeys = [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence];
       const lockKeys = [k.lock, k.fence, k.waiting, k.next, k.grants];
       await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', '', 1, 'h1']);
       await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', '', 1, 'h2']);
       await expect(
-        runScriptUnchecked(redis, 'unlock-5.lua', unlockKeys, [
+        runScriptUnchecked(redis, 'unlock-6.lua', unlockKeys, [
           'owner',
           'h2',
           'abc',
@@ -384,7 +384,7 @@ describe('bad input', () => {
         ]),
       ).rejects.toThrow(/BADARG/);
       await expect(
-        runScriptUnchecked(redis, 'unlock-5.lua', unlockKeys, ['owner', 'h2', 1000, 'eval', 'x', 'pass', 'c', 'one']),
+        runScriptUnchecked(redis, 'unlock-6.lua', unlockKeys, ['owner', 'h2', 1000, 'eval', 'x', 'pass', 'c', 'one']),
       ).rejects.toThrow(/BADARG/);
       expect(await redis.hgetall(k.lock)).toEqual({ owner: '2' });
       expect(await redis.pttl(k.lock)).toBeGreaterThan(55_000);

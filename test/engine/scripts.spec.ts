@@ -112,7 +112,7 @@ describe('lua scripts', () => {
     expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
   });
 
-  it('unlock-5: decrements, releases with one message to one waiting process (reserving the lock for it), and tells not-locked from not-owner', async () => {
+  it('unlock-6: decrements, releases with one message to one waiting process (reserving the lock for it), and tells not-locked from not-owner', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
     try {
@@ -140,7 +140,7 @@ describe('lua scripts', () => {
     }
   });
 
-  it('unlock-5: a registered process nobody listens for is dropped and the next one woken', async () => {
+  it('unlock-6: a registered process nobody listens for is dropped and the next one woken', async () => {
     const k = keys();
     const sub = await listeners(k, ['b-alive']);
     try {
@@ -255,8 +255,8 @@ describe('lua scripts', () => {
       await expect(
         runScriptUnchecked(
           redis,
-          'unlock-5.lua',
-          [k.lock, k.channel, k.waiting, k.next, k.grants],
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['p9:n', 'h', 5000, 'publish', 'm', 'later', 'pa', 'one'],
         ),
       ).rejects.toThrow(/BADARG/);
@@ -296,7 +296,7 @@ describe('lua scripts', () => {
     }
   });
 
-  describe('lock-5 / unlock-5: every hold has an id of its own (hold-ids.lua)', () => {
+  describe('lock-5 / unlock-6: every hold has an id of its own (hold-ids.lua)', () => {
     const attempt = (k: Keys, owner: string, holdId: string, client = 'c') =>
       LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: client, waiting: 'once', priorHold: '', tokens: 1, holdId });
 
@@ -321,6 +321,18 @@ describe('lua scripts', () => {
       // A late copy of an attempt whose hold ended takes nothing.
       expect((await attempt(k, 'job-8', 'a1', 'A'))[0]).toBe('refused');
       expect(await redis.hget(k.lock, 'job-8')).toBe('1');
+    });
+
+    it('a hold whose lock ran out never counts again, even when its owner holds the lock anew', async () => {
+      const k = keys();
+      await attempt(k, 'o', 'old');
+      await redis.del(k.lock); // its lease ran out (the record outlives it)
+      expect(await attempt(k, 'o', 'new')).toEqual(['granted', 2, 0]);
+      expect((await attempt(k, 'o', 'old'))[0]).toBe('refused'); // a late copy is no repeat of a live hold
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'old', owner: 'o' })).toEqual(['cancelled']);
+      expect(await unlock(k, 'o', 'pass', 'c', 'old')).toBe('not-owner'); // nor can it release the new hold
+      expect(await redis.hget(k.lock, 'o')).toBe('1');
+      expect(await unlock(k, 'o', 'pass', 'c', 'new')).toBe('released');
     });
 
     it('a release names its hold: a hold of another owner, or an unknown id, is never touched', async () => {
@@ -361,7 +373,7 @@ describe('lua scripts', () => {
       expect(await unlock(k, 'job:2', 'pass', 'c', 'j2')).toBe('released');
     });
 
-    it('claim-attempt-2: claims an unanswered attempt that landed, else cancels it for good', async () => {
+    it('claim-attempt-3: claims an unanswered attempt that landed, else cancels it for good', async () => {
       const k = keys();
       await attempt(k, 'o', 'landed');
       expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o' })).toEqual(['granted', 1]);

@@ -47,8 +47,8 @@ export const LOCK = defineScript({
 });
 
 export const UNLOCK = defineScript({
-  file: 'unlock-5.lua',
-  keys: [...RELEASE_KEYS, 'grants'],
+  file: 'unlock-6.lua',
+  keys: [...RELEASE_KEYS, 'grants', 'fence'],
   args: {
     owner: str,
     holdId: str,
@@ -64,8 +64,8 @@ export const UNLOCK = defineScript({
 
 /** The hold of an attempt whose reply never came, claimed if it landed, else cancelled for good. */
 export const CLAIM_ATTEMPT = defineScript({
-  file: 'claim-attempt-2.lua',
-  keys: ['lock', 'grants'],
+  file: 'claim-attempt-3.lua',
+  keys: ['lock', 'grants', 'fence'],
   args: { holdId: str, owner: str },
   reply: asIs<ClaimReply>,
 });
@@ -108,8 +108,8 @@ export const FORCE_UNLOCK = defineScript({
 // Fair lock.
 
 /**
- * Takes, accepts or re-enters the lock, or queues the wait `waiterId` of `owner` (FIFO; '' for a single
- * attempt, which never queues).
+ * Takes, accepts or re-enters the lock, or (`mode` 'wait') queues the wait `waiterId` of `owner` (FIFO).
+ * The waiter id is one lock() or tryLock() call's own, a single attempt's too.
  */
 export const FAIR_LOCK = defineScript({
   file: 'fair-lock-5.lua',
@@ -122,6 +122,7 @@ export const FAIR_LOCK = defineScript({
     publish,
     heldBefore,
     waiterId: str,
+    mode: arg<'wait' | 'once'>(),
   },
   reply: asIs<AttemptReply>,
 });
@@ -226,7 +227,7 @@ export const READ_WRITE_FORCE_UNLOCK = defineScript({
 /** An attempt's reply and the permits free after it. */
 export type PermitAttemptReply = [status: Exclude<AttemptStatus, 'reentered'>, value: number, available: number];
 
-/** Takes `permits` permits for one hold, or registers the waiting process. */
+/** Takes `permits` permits for one hold, or registers the waiting group (see semaphore-waiting.lua). */
 export const SEMAPHORE_ACQUIRE = defineScript({
   file: 'semaphore-acquire-5.lua',
   keys: ['holds', 'limit', 'fence', 'channel', 'waiting'],
@@ -243,11 +244,11 @@ export const SEMAPHORE_ACQUIRE = defineScript({
   reply: asIs<PermitAttemptReply>,
 });
 
-/** Gives one hold's permits back and wakes the process that waited longest. */
+/** Gives one hold's permits back and wakes a waiting group that can take the permits free. */
 export const SEMAPHORE_RELEASE = defineScript({
-  file: 'semaphore-release-3.lua',
-  keys: ['holds', 'channel', 'waiting'],
-  args: { member: str, publish },
+  file: 'semaphore-release-5.lua',
+  keys: ['holds', 'limit', 'channel', 'waiting', 'released'],
+  args: { member: str, configuredLimit: num, publish, memoryMs: num },
   reply: asIs<'released' | 'not-locked'>,
 });
 
@@ -267,11 +268,11 @@ export const SEMAPHORE_STATE = defineScript({
   reply: asIs<[limit: number, held: number]>,
 });
 
-/** Yes: another waiting process was woken. */
+/** Yes: another waiting group was woken. */
 export const SEMAPHORE_PASS = defineScript({
   file: 'semaphore-pass-4.lua',
   keys: ['holds', 'limit', 'channel', 'waiting'],
-  args: { clientId: str, configuredLimit: num, publish },
+  args: { clientId: str, permits: num, configuredLimit: num, publish },
   reply: yesNo,
 });
 

@@ -28,7 +28,7 @@ export type AttemptReply = [status: AttemptStatus, value: number];
  * processes wait (1) or not (0), so that the turn it begins knows it is contended.
  */
 export type TurnAttemptReply = AttemptReply | [status: 'granted', value: number, othersWaiting: 0 | 1];
-/** How an unanswered attempt was settled (see claim-attempt-2.lua). */
+/** How an unanswered attempt was settled (see claim-attempt-3.lua). */
 export type ClaimReply = [status: 'granted' | 'reentered', value: number] | [status: 'cancelled'];
 /** A write attempt's reply: an attempt's, or the refusal of an upgrade. */
 export type WriteAttemptReply = AttemptReply | [status: 'holds-read', value: number];

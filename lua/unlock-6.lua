@@ -8,6 +8,7 @@
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting (see lock-5.lua)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next (see hand-over.lua)
 -- KEYS[5]  hold ids             <prefix>:{<name>}:grants (see hold-ids.lua)
+-- KEYS[6]  fencing counter      <prefix>:{<name>}:fence: the epoch of the holds that count (see hold-ids.lua)
 -- ARGV[1]  owner id             the hold's owner (checked against the hold's record)
 -- ARGV[2]  hold id              the hold to release; with ARGV[8] 'any', this call's own id instead
 -- ARGV[3]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
@@ -61,17 +62,17 @@ local function endedReply(kind)
   return notHeld()
 end
 
-local target = holdId
+local target, epoch = holdId, epochOf(KEYS[6])
 if which == 'any' then
   local kind = readHold(KEYS[5], holdId)
   if kind then return endedReply(kind) end
-  target = liveHoldOf(KEYS[5], owner)
+  target = liveHoldOf(KEYS[5], owner, epoch)
   if not target then return notHeld() end
 else
-  local kind, _, holder = readHold(KEYS[5], holdId)
+  local kind, _, holder = readHold(KEYS[5], holdId, epoch)
   if (kind == 'g' or kind == 'e') and holder ~= owner then return notHeld() end
 end
-local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease)
+local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch)
 if which == 'any' and (did == HOLD_RELEASED or did == HOLD_DECREMENTED) then
   -- This call's own id answers its repeats; the hold it ended was ended by another call than its own.
   endHold(KEYS[5], target, 'o')

@@ -4,6 +4,7 @@
 -- still on its way (a client re-sends commands after a reconnect) takes nothing when it comes.
 -- KEYS[1]  lock hash            (see lock-5.lua)
 -- KEYS[2]  hold ids             (see hold-ids.lua)
+-- KEYS[3]  fencing counter      the epoch of the holds that count (see hold-ids.lua)
 -- ARGV[1]  hold id              the unanswered attempt's id
 -- ARGV[2]  owner id
 -- Returns  {'granted', token}    it landed as a first grant and is still held: the caller's now
@@ -15,7 +16,7 @@ local holdId, badId = holdIdArgument(ARGV[1], 'hold id')
 if badId then return badId end
 local owner = ARGV[2]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-local kind, token, holder = readHold(KEYS[2], holdId)
+local kind, token, holder = readHold(KEYS[2], holdId, epochOf(KEYS[3]))
 if (kind == 'g' or kind == 'e') and holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
   return {kind == 'g' and 'granted' or 'reentered', token}
 end
