@@ -3,18 +3,21 @@
 -- KEYS[1]  holds              <prefix>:{<name>}:permits        see include/semaphore-holds.lua
 -- KEYS[2]  run-time limit     <prefix>:{<name>}:permits:limit  set by setPermits; never expires
 -- KEYS[3]  fencing counter    <prefix>:{<name>}:permits:fence  never expires, so tokens only grow
--- KEYS[4]  channel prefix     <prefix>:{<name>}:permits:free   a waiting process listens on <KEYS[4]>:<its client id>
--- KEYS[5]  waiting processes  <prefix>:{<name>}:permits:waiting client id -> time it registered (µs): one is
---                             woken when permits come free (see wake-one-process.lua)
+-- KEYS[4]  channel prefix     <prefix>:{<name>}:permits:free   a process's waiters for n permits listen on
+--                             <KEYS[4]>:<n>:<its client id>
+-- KEYS[5]  waiting groups     <prefix>:{<name>}:permits:waiting '<n>:<client id>' -> time it registered (µs):
+--                             permits coming free wake one group that can take them (see semaphore-waiting.lua)
 -- ARGV[1]  hold member        '<permits>:<hold id>', the hold id unique to this acquisition
 -- ARGV[2]  permits            whole number in 1..2147483647, equal to the member's prefix
 -- ARGV[3]  lease in ms        whole number in 1..31536000000
 -- ARGV[4]  configured limit   whole number in 1..2147483647, used when KEYS[2] is not set
 -- ARGV[5]  publish command    'publish' or 'spublish'
--- ARGV[6]  '1' when the caller was woken by a message: permits left over after its grant wake the
---          next waiting process (the wake-up it used may have been meant for them too)
+-- ARGV[6]  '1' when the caller was refused before (it waits, woken by a message or re-checking): permits
+--          left over after its grant, or that it cannot use when refused, wake a group that can take
+--          them (the wake-up it used or could not use may have been meant for them too)
 -- ARGV[7]  client id of the caller's process
--- ARGV[8]  waiting flag       (see lock-4.lua): a refused caller that waits registers its process
+-- ARGV[8]  waiting flag       (see waiting-registration.lua): a refused caller that waits registers its
+--                             group '<permits>:<client id>'
 -- Returns  {'granted', token, available}  token = new fencing token, available = permits still free
 --          {'refused', ms, available}     ms until the earliest lease ends (-1: no hold to wait for,
 --                                         the limit itself is too low), available = permits free now
@@ -24,7 +27,7 @@
 --!include semaphore-holds.lua
 --!include publish-command.lua
 --!include waiting-registration.lua
---!include wake-one-process.lua
+--!include semaphore-waiting.lua
 local holdsKey, limitKey, fenceKey, channel, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local member, permits, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local configured, publish, chained = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
@@ -49,15 +52,19 @@ if redis.call('zscore', holdsKey, member) then
   -- The same acquisition sent again: it holds its permits already.
   return {'granted', tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
 end
+local group = waitingGroup(permits, client)
+-- Permits free that this caller does not take go to a group that can take them, when this call may
+-- have used up or been given the wake-up meant for it.
+local passOn = chained or freed > 0
 if permits <= available then
   redis.call('zadd', holdsKey, now + lease, member)
   if redis.call('pttl', holdsKey) < lease then redis.call('pexpire', holdsKey, lease) end
   available = available - permits
-  grantedWaiting(waitingKey, client, flag)
-  if available > 0 and (chained or freed > 0) then wakeOneProcess(waitingKey, channel, publish, 'free') end
+  grantedWaiting(waitingKey, group, flag)
+  if passOn then wakeGroupThatFits(waitingKey, channel, publish, available) end
   return {'granted', redis.call('incr', fenceKey), available}
 end
-registerWaiting(waitingKey, client, flag)
-if available > 0 and freed > 0 then wakeOneProcess(waitingKey, channel, publish, 'free') end
+registerWaiting(waitingKey, group, flag)
+if passOn then wakeGroupThatFits(waitingKey, channel, publish, available) end
 local earliest = redis.call('zrange', holdsKey, 0, 0, 'withscores')[2]
 return {'refused', earliest and math.max(1, tonumber(earliest) - now) or -1, math.max(available, 0)}

@@ -1,24 +1,23 @@
 #!lua
 -- Semaphore: change the limit at run time, for every process (it is stored, and wins over the limit
 -- each client was configured with). Current holders keep their permits when it shrinks; new
--- acquisitions wait until fewer than the new limit are held. When permits are free, a waiting process
--- is woken (a waiter granted with permits left over wakes the next).
+-- acquisitions wait until fewer than the new limit are held. When permits are free, a waiting group
+-- that can take them is woken (a waiter granted with permits left over wakes the next).
 -- KEYS[1]  holds              (see semaphore-acquire-5.lua)
 -- KEYS[2]  run-time limit     never expires (like the fencing counter)
 -- KEYS[3]  channel prefix     (see semaphore-acquire-5.lua)
--- KEYS[4]  waiting processes  (see semaphore-acquire-5.lua)
+-- KEYS[4]  waiting groups     (see semaphore-acquire-5.lua)
 -- ARGV[1]  limit              whole number in 1..2147483647
 -- ARGV[2]  publish command    'publish' or 'spublish'
 -- Returns  permits free under the new limit (negative: held beyond it after a shrink);
 --          error BADARG (nothing changed) for unusable arguments
 --!include server-time.lua
 --!include semaphore-holds.lua
---!include publish-command.lua
---!include wake-one-process.lua
+--!include semaphore-waiting.lua
 local holdsKey, limitKey, channel, limit, publish = KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), ARGV[2]
 local badLimit = limitAndPublishProblem(ARGV[1], publish)
 if badLimit then return badLimit end
 redis.call('set', limitKey, limit)
 local available = freePermits(holdsKey, limit, nowMs())
-if available > 0 then wakeOneProcess(KEYS[4], channel, publish, 'free') end
+wakeGroupThatFits(KEYS[4], channel, publish, available)
 return available

@@ -1,13 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import { bounded } from './bounded';
-import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE, show } from './validation';
+import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE, MAX_LEASE_MS, show } from './validation';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
 import type { RenewalKind } from './held-lock';
 import { withLock } from './with-lock';
 import { semaphoreKeys, type SemaphoreKeys } from './keys';
-import { attemptOutcome, LockBase, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
+import {
+  attemptOutcome,
+  LockBase,
+  QUIET_RECHECK_MS,
+  waitingFlag,
+  type AttemptRequest,
+  type Grant,
+  type RawRelease,
+  type WaitBehaviour,
+} from './lock-base';
 import type { LockKindName } from './lock-events';
 import type { LockContext, LockHandle } from './lock-handle';
 import {
@@ -20,6 +29,17 @@ import {
 
 /** Largest limit (and number of permits in one acquisition) the scripts accept. */
 export const MAX_PERMITS = 2_147_483_647;
+
+/**
+ * A semaphore's keys (see keys.ts) and `released`: the holds released lately, hold member -> until
+ * when a repeat of its release still replies 'released' (see semaphore-release-5.lua).
+ */
+export type PermitKeys = SemaphoreKeys & { readonly released: string };
+
+export function permitKeys(prefix: string, name: string): PermitKeys {
+  const keys = semaphoreKeys(prefix, name);
+  return { ...keys, released: `${keys.holds}:released` };
+}
 
 export interface SemaphoreOptions {
   /**
@@ -53,7 +73,7 @@ export interface PermitAcquireOptions {
  * await payments.withPermits(({ signal }) => provider.charge(order, { signal }));
  */
 export class Semaphore {
-  readonly keys: SemaphoreKeys;
+  readonly keys: PermitKeys;
   /** The limit this client was configured with (a limit stored by `setPermits` wins over it). */
   readonly permits: number;
   private readonly defaultLeaseTime: number | undefined;
@@ -71,7 +91,7 @@ export class Semaphore {
     const leaseTime = options.leaseTime ?? 'watchdog';
     const lease = { ...LEASE_RULE, watchdog: true };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
-    this.keys = semaphoreKeys(engine.keyPrefix, name);
+    this.keys = permitKeys(engine.keyPrefix, name);
   }
 
   /**
@@ -159,9 +179,12 @@ function checkPermits(name: string, option: string, value: unknown, max: number)
  * One acquisition of `permits` permits, seen as a lock so that it shares LockBase's acquire loop,
  * handles, watchdog renewals, and releases retried through an outage. Each acquisition is a hold of
  * its own (like a simple lock's token): the member '<permits>:<owner>:<uuid>' of the holds set.
- * Waiting is the reentrant lock's: a refused waiter registers its process, and permits coming free
- * wake the process that waited longest (see semaphore-release-3.lua); a waiter granted with permits
- * left over wakes the next one.
+ * A refused waiter registers its process's group of waiters for that many permits, which listens on
+ * a channel of its own; permits coming free wake the longest-waiting group that can take them (see
+ * lua/include/semaphore-waiting.lua), never one that wants more than are free while a smaller one
+ * waits. A wake-up its group cannot use (taken meanwhile, no waiter left, the waiter gave up) is
+ * passed on at once by the script that finds it so; a waiter granted with permits left over wakes
+ * the next group.
  */
 class PermitLock extends LockBase {
   override readonly kind: LockKindName = 'semaphore';
@@ -171,7 +194,7 @@ class PermitLock extends LockBase {
   constructor(
     engine: EngineContext,
     name: string,
-    private readonly semaphore: SemaphoreKeys,
+    private readonly semaphore: PermitKeys,
     private readonly permits: number,
     private readonly limit: number,
     defaultLeaseTime: number | undefined,
@@ -197,14 +220,40 @@ class PermitLock extends LockBase {
     return `${this.permits}:${owner}:${randomUUID()}`;
   }
 
-  /** Waiting is LockBase's (a channel per process, the same registry rules); passing on asks for free permits. */
+  /** This process's waiters for this many permits: '<channel>:<permits>:<client id>' (see semaphore-waiting.lua). */
+  private get groupChannel(): string {
+    return (this.ownGroupChannel ??= `${this.semaphore.channel}:${this.permits}:${this.engine.clientId}`);
+  }
+
+  private ownGroupChannel?: string;
+
+  /** LockBase's waiting, on the group's channel: a wake-up that finds no waiter of the group is passed on. */
+  protected override waitBehaviour(): WaitBehaviour {
+    return { channel: this.groupChannel, onUnheard: () => void this.passOn(), quietRecheckMs: QUIET_RECHECK_MS };
+  }
+
+  /** The group's last waiter gave up: it leaves the registry, passing on a wake-up that may be on its way. */
+  protected override async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
+    if (waited && this.engine.waiters.memberCount(this.groupChannel) === 0) void this.passOn();
+  }
+
+  /** The group leaves the waiting registry and, if permits are free, a group that can take them is woken. */
   protected override passScript(): Promise<unknown> {
     const { redis, clientId, publishCommand } = this.engine;
     return SEMAPHORE_PASS.run(redis, this.semaphore, {
       clientId,
+      permits: this.permits,
       configuredLimit: this.limit,
       publish: publishCommand,
     });
+  }
+
+  /** Best effort: unreachable, the group's channel goes quiet once its waiters left, and the others re-check. */
+  private passOn(): Promise<void> {
+    return this.bounded(this.passScript(), 'pass wake-up').then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   protected async attempt({ holder, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
@@ -222,10 +271,17 @@ class PermitLock extends LockBase {
     return attemptOutcome(status, value, holder);
   }
 
+  /**
+   * Remembered for an operation timeout (no caller waits longer for the reply): a repeat of the same
+   * release (an ioredis client re-sends it after a lost reply) still replies 'released'.
+   */
   protected releaseOnce(holder: string): Promise<RawRelease> {
-    return SEMAPHORE_RELEASE.run(this.engine.redis, this.semaphore, {
+    const { redis, publishCommand, operationTimeout } = this.engine;
+    return SEMAPHORE_RELEASE.run(redis, this.semaphore, {
       member: holder,
-      publish: this.engine.publishCommand,
+      configuredLimit: this.limit,
+      publish: publishCommand,
+      memoryMs: Math.min(Math.ceil(operationTimeout), MAX_LEASE_MS),
     });
   }
 

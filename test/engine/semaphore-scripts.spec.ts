@@ -7,7 +7,7 @@ import {
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,
 } from '../../lib/engine/scripts/catalog';
-import { semaphoreKeys } from '../../lib/engine/keys';
+import { permitKeys } from '../../lib/engine/semaphore';
 import { connect, testPrefix } from '../support/engine';
 
 /** The semaphore's Lua scripts called directly on a real Redis, with random keys. */
@@ -15,7 +15,7 @@ describe('semaphore lua scripts', () => {
   let redis: Redis;
   const prefix = testPrefix();
   let n = 0;
-  const keys = () => semaphoreKeys(prefix, `s${++n}`);
+  const keys = () => permitKeys(prefix, `s${++n}`);
   type Keys = ReturnType<typeof keys>;
   /** `client` set: a caller that waits if refused (else a single attempt of client 'solo'). */
   const acquire = (
@@ -37,17 +37,23 @@ describe('semaphore lua scripts', () => {
       clientId: client ?? 'solo',
       waiting: client === undefined ? 'once' : '0',
     });
-  const release = (k: Keys, member: string) => SEMAPHORE_RELEASE.run(redis, k, { member, publish: 'publish' });
+  const release = (k: Keys, member: string, limit = 3, memoryMs = 5_000) =>
+    SEMAPHORE_RELEASE.run(redis, k, { member, configuredLimit: limit, publish: 'publish', memoryMs });
+  const pass = (k: Keys, client: string, permits: number, limit = 3) =>
+    SEMAPHORE_PASS.run(redis, k, { clientId: client, permits, configuredLimit: limit, publish: 'publish' });
   const state = (k: Keys, limit = 3) => SEMAPHORE_STATE.run(redis, k, { configuredLimit: limit });
   const setPermits = (k: Keys, permits: number) => SEMAPHORE_SET_PERMITS.run(redis, k, { permits, publish: 'publish' });
 
-  /** Registers waiting process `client` and subscribes to its channel; returns how many messages arrived since. */
-  async function messages(k: Keys, client = 'p1') {
+  /**
+   * Registers the waiters of process `client` for `permits` permits and subscribes to their channel;
+   * returns how many messages arrived since.
+   */
+  async function messages(k: Keys, client = 'p1', permits = 1) {
     const sub = redis.duplicate();
     let count = 0;
     sub.on('message', () => count++);
-    await sub.subscribe(`${k.channel}:${client}`);
-    await redis.zadd(k.waiting, Date.now() * 1000, client);
+    await sub.subscribe(`${k.channel}:${permits}:${client}`);
+    await redis.zadd(k.waiting, Date.now() * 1000, `${permits}:${client}`);
     return {
       count: async () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -97,17 +103,29 @@ describe('semaphore lua scripts', () => {
     }
   });
 
-  it('semaphore-release-3: releases once and wakes a waiting process; a repeat or an expired hold reads as not held', async () => {
+  it('semaphore-release-5: releases once and wakes a waiting group; a repeat replies as the first run while remembered', async () => {
     const k = keys();
-    await acquire(k, '1:a', 1);
+    await Promise.all(['1:a', '1:b', '1:x'].map((member) => acquire(k, member, 1)));
     const heard = await messages(k);
     try {
-      expect(await release(k, '1:a')).toBe('released');
-      expect(await release(k, '1:a')).toBe('not-locked');
-      expect(await heard.count()).toBe(1);
-      await acquire(k, '1:b', 1, 50);
+      expect(await release(k, '1:x', 3, 5_000)).toBe('released');
+      expect(await release(k, '1:a', 3, 200)).toBe('released');
+      expect(await heard.count()).toBe(2);
+      // The same release sent again (a lost reply): what the first run did, and nothing more.
+      expect(await release(k, '1:a', 3, 200)).toBe('released');
+      expect(await heard.count()).toBe(2);
+      expect(await state(k)).toEqual([3, 1]);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(await release(k, '1:a')).toBe('not-locked'); // no longer remembered
+      // A hold that was never released here is not remembered: an expired one reads as not held.
+      await acquire(k, '1:c', 1, 50);
       await new Promise((resolve) => setTimeout(resolve, 150));
-      expect(await release(k, '1:b')).toBe('not-locked');
+      expect(await release(k, '1:c')).toBe('not-locked');
+      expect(await release(k, '1:b', 3, 5_000)).toBe('released');
+      expect(await redis.zrange(k.released, 0, -1)).toEqual(['1:x', '1:b']); // one whose memory ended is gone
+      expect(await redis.pttl(k.released)).toBeGreaterThan(4_000);
+      await expect(release(k, '1:b', 3, 0)).rejects.toThrow(/BADARG memory/);
+      await expect(release(k, '1:b', 0)).rejects.toThrow(/BADARG limit/);
     } finally {
       await heard.close();
     }
@@ -130,7 +148,7 @@ describe('semaphore lua scripts', () => {
     }
   });
 
-  it('semaphore-acquire-5 / semaphore-pass-4: refused waiters register their process; a release wakes only the longest waiting one', async () => {
+  it('semaphore-acquire-5 / semaphore-pass-4: refused waiters register their group; a release wakes only the longest waiting one', async () => {
     const k = keys();
     await acquire(k, '3:a', 3);
     const [p1, p2] = [await messages(k, 'p1'), await messages(k, 'p2')];
@@ -138,22 +156,60 @@ describe('semaphore lua scripts', () => {
     try {
       expect((await acquire(k, '1:x', 1, 5_000, 3, '0', 'p1'))[0]).toBe('refused');
       expect((await acquire(k, '1:y', 1, 5_000, 3, '0', 'p2'))[0]).toBe('refused');
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p1', 'p2']);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['1:p1', '1:p2']);
       expect(await release(k, '3:a')).toBe('released');
       expect([await p1.count(), await p2.count()]).toEqual([1, 0]); // one process, not every one
       // p1's waiter is gone: passing on wakes p2 while permits are free
-      const pass = (client: string) =>
-        SEMAPHORE_PASS.run(redis, k, { clientId: client, configuredLimit: 3, publish: 'publish' });
-      expect(await pass('p1')).toBe(true);
+      expect(await pass(k, 'p1', 1)).toBe(true);
       expect([await p1.count(), await p2.count()]).toEqual([1, 1]);
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['1:p2']);
       // granted: p2 leaves the registry
       expect((await acquire(k, '1:y', 1, 5_000, 3, '1', 'p2'))[0]).toBe('granted');
       expect(await redis.zcard(k.waiting)).toBe(0);
-      await expect(pass('')).rejects.toThrow(/BADARG/);
+      await expect(pass(k, '', 1)).rejects.toThrow(/BADARG client/);
+      await expect(pass(k, 'p1', 0)).rejects.toThrow(/BADARG permits/);
     } finally {
       await p1.close();
       await p2.close();
+    }
+  });
+
+  it('semaphore-waiting: permits coming free wake the longest-waiting group that can take them, skipping one that wants more', async () => {
+    const k = keys();
+    await acquire(k, '3:a', 3, 60_000, 5);
+    await acquire(k, '2:b', 2, 60_000, 5);
+    // Process p1 waits for 3 (registered first), p2 for 1, and p1 for 1 as well.
+    const [p1three, p2one, p1one] = [
+      await messages(k, 'p1', 3),
+      await messages(k, 'p2', 1),
+      await messages(k, 'p1', 1),
+    ];
+    const counts = async () => [await p1three.count(), await p2one.count(), await p1one.count()];
+    try {
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['3:p1', '1:p2', '1:p1']);
+      expect(await release(k, '2:b', 5)).toBe('released'); // 2 free: the 3-permit group cannot take them
+      expect(await counts()).toEqual([0, 1, 0]);
+      // The woken group's waiter was beaten to them: refused with 1 still free, it passes the wake-up on.
+      expect(await acquire(k, '1:n', 1, 60_000, 5)).toEqual(['granted', 3, 1]); // a newcomer: no pass-on
+      expect(await counts()).toEqual([0, 1, 0]);
+      expect(await acquire(k, '2:w', 2, 5_000, 5, '1', 'p2')).toEqual(['refused', expect.any(Number), 1]);
+      expect(await counts()).toEqual([0, 2, 0]); // '1:p2' is still the longest-waiting group that fits
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['3:p1', '1:p2', '1:p1', '2:p2']);
+      expect(await pass(k, 'p2', 1, 5)).toBe(true); // p2's 1-permit waiters left
+      expect(await counts()).toEqual([0, 2, 1]); // the next group that fits, in p1
+      // A refusal of a caller not refused before passes nothing on.
+      expect((await acquire(k, '3:z', 3, 5_000, 5, '0', 'p3'))[0]).toBe('refused');
+      expect(await counts()).toEqual([0, 2, 1]);
+      // Enough for 3 once the 3-permit hold goes: the group that waited longest is woken.
+      expect(await release(k, '3:a', 5)).toBe('released');
+      expect(await counts()).toEqual([1, 2, 1]);
+      // A group nobody listens for is dropped, and the next one that fits is woken.
+      await p1three.close();
+      expect(await setPermits(k, 6)).toBe(5);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['1:p1', '2:p2', '3:p3']);
+      expect([await p2one.count(), await p1one.count()]).toEqual([2, 2]);
+    } finally {
+      await Promise.all([p1three, p2one, p1one].map((p) => p.close().catch(() => undefined)));
     }
   });
 
@@ -173,7 +229,7 @@ describe('semaphore lua scripts', () => {
     expect(Number(await redis.zscore(k.holds, '1:a')) - Number(seconds) * 1000).toBeGreaterThan(50_000);
     expect(await redis.pttl(k.holds)).toBeGreaterThan(50_000);
     await expect(RENEW_MANY.run(redis, [k.holds], ['permits', 1_000, '1:a'])).rejects.toThrow(
-      /BADARG kind must be hash, string, read or permit/,
+      /BADARG kind must be .*permit, got permits/,
     );
   });
 });

@@ -39,6 +39,29 @@ describe.each(cases)('semaphore across OS processes on $name', ({ connection }) 
     expect(await locks.getSemaphore('hot', { permits: 3 }).availablePermits()).toBe(3);
   }, 90_000);
 
+  it('6 processes taking 1 and 3 permits of 5 at once: never more than 5 held, and every size of every process gets in', async () => {
+    const counterKey = `${prefix}:mixed-inside`;
+    const env = {
+      ...base,
+      SEMAPHORE_NAME: 'mixed',
+      PERMITS: 5,
+      COUNTER_KEY: counterKey,
+      START_AT: Date.now() + 4_000, // after every process has started
+      DURATION_MS: 3_000,
+    };
+    // Two processes wait for both sizes at once, the others for one size each.
+    const wants = ['1,3', '3,1', '1', '3', '1', '3'];
+    const racers = wants.map((WANTS) => startWorker('mixed-permits-racer.ts', { ...env, WANTS }));
+    workers.push(...racers);
+    const results = (await Promise.all(racers.map((w) => w.result))) as { entries: number[]; maxInside: number }[];
+    const maxInside = Math.max(...results.map((r) => r.maxInside));
+    expect(maxInside).toBeLessThanOrEqual(5);
+    expect(maxInside).toBeGreaterThan(3); // the permits were really shared
+    expect(results.flatMap((r) => r.entries).every((entries) => entries > 0)).toBe(true);
+    expect(Number(await locks.redis.get(counterKey))).toBe(0);
+    expect(await locks.getSemaphore('mixed', { permits: 5 }).availablePermits()).toBe(5);
+  }, 90_000);
+
   it("a holder killed with SIGKILL: its permit comes back when its lease ends; the other holder's stays", async () => {
     const lease = 2_000;
     const env = { ...base, SEMAPHORE_NAME: 'killed', PERMITS: 2, WATCHDOG_MS: lease };
