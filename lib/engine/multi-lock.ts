@@ -3,6 +3,7 @@ import { GroupLock, type GroupLockContext, type GroupLockHandle } from './group-
 import type { LockBase } from './lock-base';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import type { LockLogger } from './logger';
+import { multiLockMembers } from './multi-lock-members';
 import { checkAcquireOptions, type AcquireOptions } from './options';
 
 /** What the work inside a MultiLock or RedLock can use. */
@@ -11,9 +12,13 @@ export type MultiLockContext = GroupLockContext;
 /** Several locks held as one: released together, lost together. */
 export class MultiLockHandle implements GroupLockHandle, AsyncDisposable {
   readonly signal: AbortSignal;
+  /** Each hold once: a lock given twice has one hold in both its places. */
+  private readonly held: LockHandle[];
 
+  /** `handles`: one per lock as given (the same handle where a lock was given twice). */
   constructor(readonly handles: (LockHandle | null)[]) {
-    this.signal = AbortSignal.any(handles.flatMap((h) => (h ? [h.signal] : [])));
+    this.held = [...new Set(handles.flatMap((h) => (h ? [h] : [])))];
+    this.signal = AbortSignal.any(this.held.map((h) => h.signal));
   }
 
   get fencingTokens(): (number | null)[] {
@@ -22,15 +27,13 @@ export class MultiLockHandle implements GroupLockHandle, AsyncDisposable {
 
   /** Releases every member; `released` when at least one member was still held. */
   async release(): Promise<ReleaseOutcome> {
-    const outcomes = await Promise.all(
-      this.handles.map((h) => h?.release() ?? Promise.resolve<ReleaseOutcome>('expired')),
-    );
+    const outcomes = await Promise.all(this.held.map((h) => h.release()));
     if (outcomes.includes('released') || outcomes.includes('decremented')) return 'released';
     return outcomes.includes('pending') ? 'pending' : 'expired';
   }
 
   async extend(leaseTime?: number): Promise<void> {
-    await Promise.all(this.handles.map((h) => h?.extend(leaseTime)));
+    await Promise.all(this.held.map((h) => h.extend(leaseTime)));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -40,19 +43,24 @@ export class MultiLockHandle implements GroupLockHandle, AsyncDisposable {
 
 /**
  * Redisson's MultiLock: several locks of any kind, on one client or several, held all-or-nothing.
- * Members are acquired in one global order (by key), so two MultiLocks over overlapping sets
- * cannot deadlock; a partial acquisition is released at once.
+ * Members are acquired in one order every process shares (by key, then by Redis deployment: see
+ * multiLockMembers), so two MultiLocks over overlapping sets cannot deadlock; a partial acquisition
+ * is released at once. A lock given twice is taken once; one name given with two kinds on one
+ * deployment is a LockOptionsError.
  * @example
  * const transfer = new MultiLock([locks.getLock(`account:${from}`), locks.getLock(`account:${to}`)]);
  * await transfer.withLock(() => moveMoney(from, to, amount));
  */
 export class MultiLock extends GroupLock<MultiLockHandle> {
-  private readonly ordered: LockBase[];
+  /** The distinct locks, in the order they are taken. */
+  private readonly ordered: readonly LockBase[];
+  /** For each lock as given, the one of `ordered` taken for it. */
+  private readonly memberFor: readonly LockBase[];
 
   constructor(readonly locks: LockBase[]) {
     super();
     if (!Array.isArray(locks) || locks.length === 0) throw new LockOptionsError('MultiLock needs at least one lock.');
-    this.ordered = [...locks].sort((a, b) => (a.keys.lock < b.keys.lock ? -1 : a.keys.lock > b.keys.lock ? 1 : 0));
+    ({ ordered: this.ordered, memberFor: this.memberFor } = multiLockMembers(locks));
   }
 
   get name(): string {
@@ -82,7 +90,7 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
       await releaseAll([...held.values()]);
       throw error;
     }
-    return new MultiLockHandle(this.locks.map((lock) => held.get(lock)!));
+    return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
   }
 }
 

@@ -1,5 +1,5 @@
 import { createLockClient, type ConnectionOptions } from '../../lib';
-import { testPrefix } from '../support/engine';
+import { connect, testPrefix } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
 
@@ -62,6 +62,49 @@ describe.each([
       }
     } finally {
       await reader.close();
+    }
+  }, 90_000);
+});
+
+/**
+ * Two OS processes each take the lock of one name on two independent servers as one MultiLock, named
+ * in opposite orders. The caller's order is not shared, so they must agree on another (the key, then
+ * the server): otherwise each takes its first server's lock and waits for the other's until its
+ * waitTime, every round. Every acquisition succeeds, and no update is lost.
+ */
+describe('MultiLock of one name on two servers across OS processes', () => {
+  const prefix = testPrefix();
+  const workers: Worker[] = [];
+  afterEach(() => killAll(workers.splice(0)));
+
+  it('named in opposite orders: no acquisition times out, no lost update', async () => {
+    const ports = sharedTopology('multi')
+      .masters.slice(0, 2)
+      .map((m) => m.port);
+    const counterKey = `${prefix}:counter`;
+    const startAt = Date.now() + 3_000;
+    const procs = [ports, [...ports].reverse()].map((order) =>
+      startWorker('tied-names-racer.ts', {
+        REDIS_PORTS: order.join(','),
+        KEY_PREFIX: prefix,
+        LOCK_NAME: 'tied',
+        COUNTER_KEY: counterKey,
+        COUNTER_PORT: ports[0],
+        WAIT_MS: 10_000,
+        START_AT: startAt,
+        DURATION_MS,
+      }),
+    );
+    workers.push(...procs);
+    const results = (await Promise.all(procs.map((w) => w.result))) as { sections: number; timedOut: number }[];
+    expect(results.map((r) => r.timedOut)).toEqual([0, 0]);
+    expect(results.every((r) => r.sections > 0)).toBe(true);
+
+    const counter = connect(ports[0]);
+    try {
+      expect(Number(await counter.get(counterKey))).toBe(results[0].sections + results[1].sections);
+    } finally {
+      await counter.quit();
     }
   }, 90_000);
 });

@@ -1,5 +1,9 @@
-import { MultiLock, runInLockScope, type LockLogger } from '../../lib';
+import Redis, { type RedisOptions } from 'ioredis';
+import { LockOptionsError, MultiLock, runInLockScope, type LockLogger } from '../../lib';
+import { deploymentIdentity } from '../../lib/engine/deployment-identity';
+import { keysWithoutTtl } from '../support/bad-input';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 
 describe('MultiLock', () => {
   const prefix = testPrefix();
@@ -91,5 +95,115 @@ describe('MultiLock', () => {
     } finally {
       await Promise.all(clients.map((c) => c.close()));
     }
+  });
+});
+
+describe('MultiLock members that tie on a name', () => {
+  const prefix = testPrefix();
+  /** Two stand-ins for processes, each with its own client on each of two independent servers. */
+  let sides: TestClient[][];
+  /** The lock of `name` on each server, through `side`'s clients. */
+  const locksOf = (side: TestClient[], name: string) => side.map((server) => server.locks.getLock(name));
+
+  beforeAll(() => {
+    const ports = sharedTopology('multi')
+      .masters.slice(0, 2)
+      .map((m) => m.port);
+    sides = [0, 1].map(() => ports.map((port) => lockClient({ port, keyPrefix: prefix })));
+  });
+  afterAll(() => Promise.all(sides.flat().map((c) => c.close())));
+
+  it('the same name on two servers, named in opposite orders by two clients, never deadlocks', async () => {
+    let inside = 0;
+    let maxInside = 0;
+    const outcomes: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      const name = `tie${round}`;
+      const groups = [new MultiLock(locksOf(sides[0], name)), new MultiLock(locksOf(sides[1], name).reverse())];
+      const take = (group: MultiLock) =>
+        group
+          .withLock(
+            async () => {
+              maxInside = Math.max(maxInside, ++inside);
+              await sleep(20);
+              inside--;
+            },
+            { waitTime: 5_000 },
+          )
+          .then(
+            () => 'held',
+            (error: Error) => error.name,
+          );
+      outcomes.push(...(await Promise.all(groups.map(take))));
+    }
+    expect(outcomes).toEqual(Array<string>(20).fill('held'));
+    expect(maxInside).toBe(1);
+  }, 120_000);
+
+  it('a lock given twice is taken once, at once, and released cleanly', async () => {
+    const [[first, second]] = sides;
+    const simple = first.locks.getSimpleLock('twice-simple');
+    const cases: [string, MultiLock][] = [
+      ['twice-simple', new MultiLock([simple, simple])],
+      [
+        'twice-objects',
+        new MultiLock([first.locks.getSimpleLock('twice-objects'), first.locks.getSimpleLock('twice-objects')]),
+      ],
+      // Two clients on one server: two owners of one lock in Redis, which would wait for each other.
+      [
+        'twice-clients',
+        new MultiLock([first.locks.getLock('twice-clients'), sides[1][0].locks.getLock('twice-clients')]),
+      ],
+      // Beside a lock of the same name on another server, which is another lock.
+      [
+        'twice-beside',
+        new MultiLock([
+          first.locks.getLock('twice-beside'),
+          second.locks.getLock('twice-beside'),
+          first.locks.getLock('twice-beside'),
+        ]),
+      ],
+    ];
+    for (const [name, group] of cases) {
+      const handle = await runInLockScope(() => group.tryLock({ waitTime: 2_000 }), { newScope: true });
+      expect({ name, held: handle !== null }).toEqual({ name, held: true });
+      const tokens = handle!.fencingTokens;
+      expect({ name, sameHold: tokens[0] === tokens[tokens.length - 1] }).toEqual({ name, sameHold: true });
+      expect(await handle!.release()).toBe('released');
+      for (const server of [first, second]) {
+        expect({ name, locked: await server.redis.exists(`${prefix}:{${name}}`) }).toEqual({ name, locked: 0 });
+        expect({ name, stuck: await keysWithoutTtl(server.redis, `${prefix}:{${name}}`) }).toEqual({ name, stuck: [] });
+      }
+    }
+  });
+
+  it('one name given with two kinds on one server is a LockOptionsError; on two servers it is two locks', async () => {
+    const [[first, second]] = sides;
+    const rw = first.locks.getReadWriteLock('mixed-rw');
+    const mixed = [
+      [first.locks.getLock('mixed'), first.locks.getFairLock('mixed')],
+      [first.locks.getSimpleLock('mixed'), sides[1][0].locks.getLock('mixed')],
+      [rw.readLock(), rw.writeLock()],
+    ];
+    for (const locks of mixed) {
+      expect(() => new MultiLock(locks)).toThrow(LockOptionsError);
+      expect(() => new MultiLock(locks)).toThrow(/as a \w+ and as a \w+ lock on one Redis deployment/);
+    }
+    const apart = new MultiLock([first.locks.getLock('mixed'), second.locks.getFairLock('mixed')]);
+    const handle = await apart.lock();
+    expect(handle.fencingTokens.every((t) => typeof t === 'number')).toBe(true);
+    expect(await handle.release()).toBe('released');
+  });
+
+  it('a deployment is named the same from every client configured alike, and apart by address and database', () => {
+    const identityOf = (options: RedisOptions) => deploymentIdentity(new Redis({ lazyConnect: true, ...options }));
+    const here = identityOf({ host: '127.0.0.1', port: 7001 });
+    expect(identityOf({ host: '127.0.0.1', port: 7001 })).toBe(here);
+    expect(identityOf({ host: '127.0.0.1', port: 7001, db: 1 })).not.toBe(here);
+    expect(identityOf({ host: '127.0.0.1', port: 7002 })).not.toBe(here);
+    const sentinels = (order: number[]) =>
+      identityOf({ sentinels: order.map((port) => ({ host: '127.0.0.1', port })), name: 'main' });
+    expect(sentinels([26379, 26380])).toBe(sentinels([26380, 26379]));
+    expect(sentinels([26379, 26380])).not.toBe(sentinels([26381, 26382]));
   });
 });
