@@ -25,6 +25,7 @@ import { refreshSlotsSoon } from './slot-refresh';
 import type { LockKindName } from './lock-events';
 import { settledWithin, sleep } from './sleep';
 import type { LockLogger } from './logger';
+import type { RedisClient } from './redis-client';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
 import { TURN_TOKENS, type DeferredRelease, type HandOver } from './process-turns';
@@ -343,6 +344,11 @@ export abstract class LockBase implements ReleaseReplayer {
   /** @internal The client's logger: a MultiLock reports a failed release through its first lock's. */
   get logger(): LockLogger {
     return this.engine.logger;
+  }
+
+  /** @internal The client's Redis connection: a MultiLock orders and merges its locks by deployment. */
+  get redis(): RedisClient {
+    return this.engine.redis;
   }
 
   /**

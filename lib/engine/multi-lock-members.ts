@@ -1,5 +1,4 @@
 import { deploymentIdentity } from './deployment-identity';
-import type { EngineContext } from './engine-context';
 import { LockOptionsError } from './errors';
 import type { LockBase } from './lock-base';
 import { ioredisKeyPrefix } from './redis-client';
@@ -55,14 +54,9 @@ export function multiLockMembers(locks: readonly LockBase[]): MultiLockMembers {
 }
 
 function place(lock: LockBase): Placed {
-  const { redis } = engineOfLock(lock);
+  const { redis } = lock;
   const prefix = ioredisKeyPrefix(redis);
   return { lock, key: prefix + lock.keys.lock, fence: prefix + lock.keys.fence, deployment: deploymentIdentity(redis) };
-}
-
-/** LockBase keeps its engine to its kinds; the MultiLock only reads which Redis client it runs on. */
-function engineOfLock(lock: LockBase): EngineContext {
-  return (lock as unknown as { engine: EngineContext }).engine;
 }
 
 /** By UTF-16 code units: the same in every process, whatever its locale. */

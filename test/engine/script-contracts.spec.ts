@@ -1,7 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
-import { lockKeys, readWriteKeys, semaphoreKeys } from '../../lib/internal';
+import { lockKeys, readWriteKeys } from '../../lib/internal';
+import { permitKeys } from '../../lib/engine/semaphore';
 import * as catalog from '../../lib/engine/scripts/catalog';
 import { ALL_SCRIPTS, RENEW_MANY } from '../../lib/engine/scripts/catalog';
 import { LuaScript } from '../../lib/engine/scripts/lua-script';
@@ -65,8 +66,8 @@ describe('script contracts', () => {
     const takesMemory = new Set([
       'fair-lock-5.lua',
       'lock-5.lua',
-      'rw-read-lock-5.lua',
-      'rw-write-lock-5.lua',
+      'rw-read-lock-6.lua',
+      'rw-write-lock-7.lua',
       'semaphore-acquire-5.lua',
       'semaphore-set-permits-4.lua',
       'simple-lock-4.lua',
@@ -95,7 +96,7 @@ describe('script contracts', () => {
     /** Fresh keys of every kind: each script picks the ones it is declared with. */
     const freshKeys = () => {
       const name = `contract-${++n}`;
-      return { ...readWriteKeys(prefix, name), ...semaphoreKeys(prefix, name), ...lockKeys(prefix, name) };
+      return { ...readWriteKeys(prefix, name), ...permitKeys(prefix, name), ...lockKeys(prefix, name) };
     };
     const publish = 'publish' as const;
 
@@ -159,11 +160,12 @@ describe('script contracts', () => {
       call(catalog.FAIR_FORCE_UNLOCK, { acceptanceLease: 1000, publish, callId: 'f1' }, false),
       call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1' }, false),
       call(catalog.FAIR_ABANDON, { owner: 'c:1' }, false),
-      call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', heldBefore: 0 }, ['granted', 0]),
-      call(catalog.READ_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
+      call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, ['granted', 0]),
+      call(catalog.READ_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_PTTL, {}, -2),
-      call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0, heldBefore: 0 }, grant),
-      call(catalog.WRITE_UNLOCK, { owner: 'c:1', leaseMs: 5000, publish, expectedHolds: '' }, 'not-locked'),
+      call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0, holdId: 'h1' }, grant),
+      call(catalog.WRITE_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
+      call(catalog.READ_CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),
       call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
       call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish, callId: 'f1' }, false),
       call(
@@ -180,10 +182,10 @@ describe('script contracts', () => {
         },
         ['granted', 1, 1],
       ),
-      call(catalog.SEMAPHORE_RELEASE, { member: '1:c:1', publish }, 'not-locked'),
+      call(catalog.SEMAPHORE_RELEASE, { member: '1:c:1', configuredLimit: 2, publish, memoryMs: 1000 }, 'not-locked'),
       call(catalog.SEMAPHORE_SET_PERMITS, { permits: 3, publish }, 3),
       call(catalog.SEMAPHORE_STATE, { configuredLimit: 2 }, [2, 0]),
-      call(catalog.SEMAPHORE_PASS, { clientId: 'c', configuredLimit: 2, publish }, false),
+      call(catalog.SEMAPHORE_PASS, { clientId: 'c', permits: 1, configuredLimit: 2, publish }, false),
       call(catalog.INSPECT, {}, ['none', -2, [], null, [], []]),
       call(catalog.HOLD_STATE, { holder: 'c:1', kind: 'hash' }, [-2, null, null]),
     ];
