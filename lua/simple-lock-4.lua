@@ -1,13 +1,14 @@
 #!lua
 -- Simple lock: SET NX PX, not re-entrant; a refused waiter's process is registered to be woken.
--- KEYS[1]  lock string          <prefix>:{<name>}          value = token unique to this acquisition
+-- KEYS[1]  lock string          <prefix>:{<name>}          value = the token (see simple-unlock-5.lua)
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence
--- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  (see lock-4.lua)
+-- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  (see lock-5.lua)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next     (see hand-over.lua)
--- ARGV[1]  token
+-- ARGV[1]  token                unique to this acquisition: '<36-character id>:<owner id>', or the bare id
+--                               (a hold its process may lend on names no owner)
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  client id of the caller's process
--- ARGV[4]  waiting flag         (see lock-4.lua)
+-- ARGV[4]  waiting flag         (see lock-5.lua)
 -- ARGV[5]  prior token          '' or the token of a hold the caller's process released in its turn
 --                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
 -- ARGV[6]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else

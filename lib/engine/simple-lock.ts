@@ -3,14 +3,25 @@ import type { LockKindName } from './lock-events';
 import type { Attempt } from './acquire-loop';
 import type { EngineContext } from './engine-context';
 import type { HeldLock, RenewalKind } from './held-lock';
+import { LockNotHeldError } from './errors';
+import type { LockKeys } from './keys';
 import { attemptOutcome, LockBase, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
-import type { LockContext } from './lock-handle';
-import type { AcquireOptions } from './options';
+import type { LockContext, ReleaseOutcome } from './lock-handle';
+import { assertAcquireOptions, type AcquireOptions } from './options';
 import { assertOptionsObject, checkDuration, LEASE_RULE, WAIT_RULE } from './validation';
 import { runInLockScope } from './owner-scope';
 import { withLock } from './with-lock';
 import type { HandOver } from './process-turns';
 import { SIMPLE_LOCK, SIMPLE_UNLOCK } from './scripts/catalog';
+
+/**
+ * The length of the id that opens every token (a UUID). A token is `<id>:<owner id>`: the owner is all
+ * that follows, compared whole (lua/simple-unlock-5.lua), so no owner id is ever read as a prefix of another.
+ */
+const ID_LENGTH = 36;
+
+/** The keys the release script takes: the lock's, and its record of recent releases (see lua/include/release-once.lua). */
+type ReleaseKeys = LockKeys & { readonly released: string };
 
 /** The seed's defaults: wait up to 3 s, hold for 3 s. */
 export const SIMPLE_LOCK_DEFAULTS = { waitTime: 3_000, leaseTime: 3_000 } as const;
@@ -28,7 +39,9 @@ export type SimpleLockContext = ({ isSuccess: true } & LockContext) | { isSucces
 /**
  * The cheapest kind: `SET key token PX lease NX`, released by compare-and-delete. Not re-entrant
  * (a second acquisition by the same owner waits like anyone else). The token is unique to each
- * acquisition. Waiters sleep on the same pub/sub notifications as the reentrant lock.
+ * acquisition and names its owner (`<id>:<owner id>`), so any process can release an owner's hold by
+ * owner; a hold its process may lend to another of its owners names none (see turnHolder). Waiters
+ * sleep on the same pub/sub notifications as the reentrant lock.
  * @example
  * const done = await locks.getSimpleLock('sync:users').doWithLock(async (ctx) => {
  *   if (!ctx.isSuccess) return false;
@@ -41,9 +54,11 @@ export class SimpleLock extends LockBase {
   protected override readonly takesTurns: boolean = true;
   protected override readonly defaultLeaseTime: number | undefined;
   private readonly defaultWaitTime: number;
+  private readonly releaseKeys: ReleaseKeys;
 
   constructor(engine: EngineContext, name: string, options: SimpleLockOptions = {}) {
     super(engine, name);
+    this.releaseKeys = { ...this.keys, released: `${this.keys.lock}:released` };
     const leaseTime = options.leaseTime === undefined ? SIMPLE_LOCK_DEFAULTS.leaseTime : options.leaseTime;
     const lease = { ...LEASE_RULE, watchdog: true };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
@@ -75,14 +90,34 @@ export class SimpleLock extends LockBase {
     });
   }
 
-  /** Each acquisition has its own token, starting with the owner id (see findHeld). */
-  protected override holderFor(owner: string): string {
-    return `${owner}:${randomUUID()}`;
+  /**
+   * Releases the hold of the current scope's owner (or `owner`): the one this client recorded, or else
+   * the one Redis has for exactly that owner, whichever process took it.
+   * @throws LockNotHeldError when that owner holds nothing (a holder `job:2` is never `job`'s)
+   */
+  override async unlock(options: { owner?: string } = {}): Promise<ReleaseOutcome> {
+    assertOptionsObject(this.name, options);
+    if (options.owner !== undefined) assertAcquireOptions(this.name, { owner: options.owner });
+    const owner = options.owner ?? this.scopeOwner();
+    if (owner === undefined || this.findHeld(owner)) return super.unlock(options);
+    // A release of this process's held back in its turn lands first: that owner holds nothing any more.
+    await this.bounded(this.engine.turns.settle(this.keys.lock), 'unlock');
+    const raw = await this.bounded(this.releaseOwnerHold(owner), 'unlock');
+    if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
+    return 'released';
   }
 
-  /** The acquisition's token is its own: no other acquisition ever names it. */
+  /** Each acquisition has its own token, naming its owner (see findHeld). */
+  protected override holderFor(owner: string): string {
+    return `${randomUUID()}:${owner}`;
+  }
+
+  /**
+   * A hold its process may lend on is taken under its acquisition's id alone: lent to another owner of
+   * the process, a token naming the first one would let a release by that owner end the lent hold.
+   */
   protected override turnHolder(token: string): string {
-    return token;
+    return token.slice(0, ID_LENGTH);
   }
 
   protected async attempt({ holder: token, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
@@ -105,12 +140,28 @@ export class SimpleLock extends LockBase {
     handOver: HandOver = 'pass',
   ): Promise<RawRelease> {
     const { redis, publishCommand, clientId } = this.engine;
-    return SIMPLE_UNLOCK.run(redis, this.keys, {
+    return SIMPLE_UNLOCK.run(redis, this.releaseKeys, {
       token,
       publish: publishCommand,
       message: 'released',
       handOver,
       clientId,
+      owner: '',
+      callId: '',
+    });
+  }
+
+  /** Releases whatever hold Redis has for exactly `owner`, once: a repeat of the call (same id) changes nothing. */
+  private releaseOwnerHold(owner: string): Promise<RawRelease> {
+    const { redis, publishCommand, clientId } = this.engine;
+    return SIMPLE_UNLOCK.run(redis, this.releaseKeys, {
+      token: '',
+      publish: publishCommand,
+      message: 'released',
+      handOver: 'pass',
+      clientId,
+      owner,
+      callId: randomUUID(),
     });
   }
 
@@ -126,8 +177,13 @@ export class SimpleLock extends LockBase {
     return this.releaseOnce(token);
   }
 
-  /** Holds are recorded under their acquisition token, which starts with the owner id. */
+  /** Holds are recorded here under their acquisition's token (lent ones too), which names the owner. */
   protected override findHeld(owner: string): HeldLock | undefined {
-    return this.engine.registry.find(this.keys.lock, (holder) => holder.startsWith(`${owner}:`));
+    return this.engine.registry.find(this.keys.lock, (token) => namesOwner(token, owner));
   }
+}
+
+/** Whether `token` names exactly `owner`: the id, ':', then the owner, all of it. */
+function namesOwner(token: string, owner: string): boolean {
+  return token.length === ID_LENGTH + 1 + owner.length && token[ID_LENGTH] === ':' && token.endsWith(owner);
 }

@@ -1,0 +1,73 @@
+#!lua flags=allow-oom
+-- Simple lock: compare-and-delete, then hand the lock over to one waiting process. A hold's value is
+-- its token: '<id>:<owner id>', the id being 36 characters of the acquisition's own, or the bare id of
+-- a hold its process may lend to another of its owners (see lib/engine/simple-lock.ts), which names no
+-- owner. A release names the hold it ends: its whole token, or its owner (a release by owner, from
+-- any process), compared whole: never parsed, never a prefix. A release runs once (see
+-- release-once.lua): a repeat of one that landed replies 'released' and touches nothing.
+-- KEYS[1]  lock string
+-- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id>; a RedLock
+--                               round waits on KEYS[2] itself (its masters' holds are simple locks)
+-- KEYS[3]  waiting processes    (see lock-5.lua)
+-- KEYS[4]  hand-over            (see hand-over.lua)
+-- KEYS[5]  recent releases      <prefix>:{<name>}:released (see release-once.lua)
+-- ARGV[1]  token                the hold's whole token, or '' for a release by owner (ARGV[2])
+-- ARGV[2]  owner id             '' with a token; else the hold whose token names exactly this owner
+-- ARGV[3]  call id              '' with a token; else the release by owner's own id, the same on a repeat
+-- ARGV[4]  publish command      'publish' or 'spublish'
+-- ARGV[5]  message
+-- ARGV[6]  'pass' or 'keep'     (see unlock-5.lua)
+-- ARGV[7]  client id of the releasing process (see unlock-5.lua; needed with 'keep')
+-- Returns  'released' (handed over if anyone waits; also a repeat of a release that landed: nothing
+--          changed), 'kept' (with 'keep' while other processes than the caller's wait: nobody woken),
+--          'not-owner' (held under another token or by another owner: nothing changed), 'not-locked'
+--          (expired); error BADARG (nothing changed) for unusable arguments
+--!include hand-over.lua
+--!include publish-command.lua
+--!include release-once.lua
+local ID_LENGTH = 36
+
+local token, owner, callId = ARGV[1], ARGV[2], ARGV[3]
+local publish, message, mode, client = ARGV[4], ARGV[5] or '', ARGV[6], ARGV[7]
+if token == nil or owner == nil or callId == nil then
+  return redis.error_reply('BADARG expected a token, an owner id and a call id, got ' .. #ARGV .. ' arguments')
+end
+if (token == '') == (owner == '') then
+  return redis.error_reply('BADARG give either a token or an owner id')
+end
+if owner ~= '' and callId == '' then return redis.error_reply('BADARG call id is empty') end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
+if mode ~= 'pass' and mode ~= 'keep' then
+  return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(mode))
+end
+if mode == 'keep' and (not client or client == '') then return redis.error_reply('BADARG client id is empty') end
+
+-- Whether `value` is a hold of exactly `owner`: the id, ':', then the owner, all of it.
+local function heldBy(value, owner)
+  return #value == ID_LENGTH + 1 + #owner
+    and string.byte(value, ID_LENGTH + 1) == 58 -- ':'
+    and string.sub(value, ID_LENGTH + 2) == owner
+end
+
+local releaseId = token ~= '' and token or callId
+-- A repeat of a release by owner is known before the lock is looked at: the owner may hold it again.
+if owner ~= '' and landedBefore(KEYS[5], releaseId) then return 'released' end
+-- pcall: a hash here is another lock kind's hold, not ours
+local value = redis.pcall('get', KEYS[1])
+local ours = type(value) == 'string' and (value == token or (owner ~= '' and heldBy(value, owner)))
+if not ours then
+  -- A token is never granted twice: its release can be looked for once the lock is not its own.
+  if token ~= '' and landedBefore(KEYS[5], releaseId) then return 'released' end
+  return value and 'not-owner' or 'not-locked'
+end
+-- Published before the delete (subscribers hear it once the script is over either way): a user that
+-- may not publish here is refused before anything changed, and keeps its hold.
+redis.call(publish, KEYS[2], message)
+redis.call('del', KEYS[1])
+rememberRelease(KEYS[5], releaseId)
+if mode == 'keep' then
+  return othersWaiting(KEYS[3], client) and 'kept' or 'released'
+end
+handOver(KEYS[3], KEYS[2], KEYS[4], publish, message)
+return 'released'
