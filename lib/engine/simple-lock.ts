@@ -120,6 +120,11 @@ export class SimpleLock extends LockBase {
     return token.slice(0, ID_LENGTH);
   }
 
+  /** A release names its acquisition's token, which no other hold ever has: always safe to send again. */
+  protected override replaysSafely(): boolean {
+    return true;
+  }
+
   protected async attempt({ holder: token, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const reply = await SIMPLE_LOCK.run(redis, this.keys, {

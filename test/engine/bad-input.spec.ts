@@ -305,6 +305,7 @@ describe('bad input', () => {
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
       const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced];
+      const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:released`];
       const calls: [string, string[], (string | number)[]][] = [
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', '', 1, 'h']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', 'yes', '', 1, 'h']],
@@ -317,7 +318,7 @@ describe('bad input', () => {
         ['renew-many-n.lua', [k.lock], ['list', 1000, 'owner']],
         ['renew-many-n.lua', [k.lock], ['hash', 1000]],
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['flushall', 'x', 'id']],
-        ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'del', 'x', 'pass']],
+        ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'del', 'x', 'pass', 'c']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['client', 'flushall', 'x']],
         [
@@ -340,8 +341,8 @@ describe('bad input', () => {
           [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', 1000, 'publish', 'released', 'pass', 'c', 'all'],
         ],
-        ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', 'keep', '']],
-        ['simple-unlock-4.lua', [k.lock, k.channel, k.waiting, k.next], ['token', 'publish', 'x', '']],
+        ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', '']],
+        ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', '', 'c']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', '', '0', '', 1, 'h']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', 1, '']],

@@ -6,7 +6,6 @@ import {
   FORCE_UNLOCK,
   READ_WRITE_FORCE_UNLOCK,
   LOCK,
-  READ_LOCK,
   WRITE_LOCK,
   PASS_WAKE,
   RENEW_MANY,
@@ -177,7 +176,11 @@ describe('lua scripts', () => {
       expect((await simple('t2', 'p1'))[0]).toBe('refused');
       expect((await simple('t3', 'p2'))[0]).toBe('refused');
       const release = (token: string) =>
-        SIMPLE_UNLOCK.run(redis, k, { token, publish: 'publish', message: 'm', handOver: 'pass', clientId: 'p0' });
+        SIMPLE_UNLOCK.run(
+          redis,
+          { ...k, released: `${k.lock}:released` },
+          { token, owner: '', callId: '', publish: 'publish', message: 'm', handOver: 'pass', clientId: 'p0' },
+        );
       expect(await release('t2')).toBe('not-owner');
       expect(await release('t1')).toBe('released');
       expect(await sub.heard()).toEqual(['p1']);
@@ -186,7 +189,11 @@ describe('lua scripts', () => {
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
       // 'keep' in p2's turn, p2 the only one registered: a plain release. With p1 registered too: kept.
       const keep = (token: string, client: string) =>
-        SIMPLE_UNLOCK.run(redis, k, { token, publish: 'publish', message: 'm', handOver: 'keep', clientId: client });
+        SIMPLE_UNLOCK.run(
+          redis,
+          { ...k, released: `${k.lock}:released` },
+          { token, owner: '', callId: '', publish: 'publish', message: 'm', handOver: 'keep', clientId: client },
+        );
       await redis.del(k.lock);
       expect((await simple('t4'))[0]).toBe('granted');
       expect(await keep('t4', 'p2')).toBe('released');
@@ -515,7 +522,12 @@ describe('lua scripts', () => {
 
   describe('a force unlock sent again after its reply was lost (its first run landed)', () => {
     const rwWrite = (owner: string) =>
-      WRITE_LOCK.run(redis, readWriteKeys(prefix, 'force-rw'), { leaseMs: 5000, owner, intentMs: 0, heldBefore: '' });
+      WRITE_LOCK.run(redis, readWriteKeys(prefix, 'force-rw'), {
+        leaseMs: 5000,
+        owner,
+        intentMs: 0,
+        holdId: nextHoldId(),
+      });
     const kinds: [
       kind: string,
       take: (owner: string) => Promise<unknown>,
@@ -546,7 +558,7 @@ describe('lua scripts', () => {
     ]);
     const rw = readWriteKeys(prefix, 'force-rw');
     kinds.push([
-      'rw-force-unlock-6',
+      'rw-force-unlock-8',
       rwWrite,
       (callId) => READ_WRITE_FORCE_UNLOCK.run(redis, rw, { side: 'write', publish: 'publish', callId }),
       () => redis.hgetall(rw.write),
@@ -578,31 +590,22 @@ describe('lua scripts', () => {
       holdKey: string,
     ][] = [];
     const k = keys();
-    const rw = readWriteKeys(prefix, `s${++n}`);
     const base = { owner: 'c:1', leaseMs: 5000 };
-    counting.push(
-      [
-        'fair-lock-5',
-        (heldBefore) => {
-          const fair = lockKeys(prefix, 'fair-repeat');
-          return FAIR_LOCK.run(redis, fair, {
-            ...base,
-            staleWaiterTimeout: 5000,
-            acceptanceLease: 1000,
-            publish: 'publish',
-            heldBefore,
-          });
-        },
-        () => redis.hget(lockKeys(prefix, 'fair-repeat').lock, 'c:1'),
-        lockKeys(prefix, 'fair-repeat').lock,
-      ],
-      [
-        'rw-write-lock-5',
-        (heldBefore) => WRITE_LOCK.run(redis, rw, { ...base, intentMs: 0, heldBefore }),
-        () => redis.hget(rw.write, 'c:1'),
-        rw.write,
-      ],
-    );
+    counting.push([
+      'fair-lock-5',
+      (heldBefore) => {
+        const fair = lockKeys(prefix, 'fair-repeat');
+        return FAIR_LOCK.run(redis, fair, {
+          ...base,
+          staleWaiterTimeout: 5000,
+          acceptanceLease: 1000,
+          publish: 'publish',
+          heldBefore,
+        });
+      },
+      () => redis.hget(lockKeys(prefix, 'fair-repeat').lock, 'c:1'),
+      lockKeys(prefix, 'fair-repeat').lock,
+    ]);
 
     it.each(counting)(
       '%s counts one hold, and says what its first run said',
@@ -625,18 +628,6 @@ describe('lua scripts', () => {
         expect(await count()).toBe('3');
       },
     );
-
-    it('rw-read-lock-5 counts one read hold', async () => {
-      const reads = readWriteKeys(prefix, 'read-repeat');
-      const read = (heldBefore: number | '') => READ_LOCK.run(redis, reads, { ...base, heldBefore });
-      expect(await read(0)).toEqual(['granted', 0]);
-      await redis.zadd(reads.readers, Date.now() + 100, 'c:1'); // nearly over: a repeat renews it
-      expect(await read(0)).toEqual(['granted', 0]);
-      expect(Number(await redis.zscore(reads.readers, 'c:1'))).toBeGreaterThan(Date.now() + 4_000);
-      expect(await read(1)).toEqual(['reentered', 0]);
-      expect(await read(1)).toEqual(['reentered', 0]);
-      expect(await redis.hget(reads.readCounts, 'c:1')).toBe('2');
-    });
 
     it('simple-lock-4 with the same token is granted again, takes no new fencing token, and holds one lock', async () => {
       const s = keys();
