@@ -1,9 +1,12 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
 import { HashLock } from './hash-lock';
 import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from './lock-base';
+import type { LockHandle } from './lock-handle';
+import type { AcquireOptions } from './options';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
@@ -27,10 +30,18 @@ export interface FairLockOptions {
 export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 1_000 } as const;
 
 /**
+ * The wait a `lock()` or `tryLock()` call is in, for its attempts: each wait has a waiter id of its own
+ * (see waitBehaviour), never its owner's, since any number of waits may share an owner.
+ */
+const currentWait = new AsyncLocalStorage<{ waiterId?: string }>();
+
+/**
  * Redisson's RFairLock, improved: waiters queue in FIFO order (a list plus a zset of deadlines in
  * Redis server time); the releasing script hands the lock straight to the next live waiter and
- * tells only that waiter, so a hand-off costs one message and no race. Re-entrant like the
- * reentrant lock, and mutually exclusive with it on the same name.
+ * tells only that waiter, so a hand-off costs one message and no race. Each wait has its own place
+ * and id (see lua/include/fair-queue.lua): two waits of one owner, in one process or two, never take
+ * each other's. Re-entrant like the reentrant lock (an owner that holds it re-enters, whichever wait
+ * asks), and mutually exclusive with it on the same name.
  * @example
  * await locks.getFairLock('ticket-counter').withLock(() => serveNext());
  */
@@ -40,6 +51,8 @@ export class FairLock extends HashLock {
   // processes take no turns (LockBase's takesTurns stays false).
   private readonly staleWaiterTimeout: number;
   private readonly acceptanceLease: number;
+  /** Each client listens on its own channel per lock; a hand-off message names the wait it is for. */
+  private readonly clientChannel: string;
 
   constructor(engine: EngineContext, name: string, options: FairLockOptions = {}) {
     super(engine, name);
@@ -49,33 +62,50 @@ export class FairLock extends HashLock {
     this.acceptanceLease =
       checkDuration(name, 'acceptanceLease', options.acceptanceLease, TIMEOUT_RULE) ??
       FAIR_LOCK_DEFAULTS.acceptanceLease;
+    this.clientChannel = `${this.keys.channel}:${engine.clientId}`;
   }
 
-  /** Each process listens on its own channel per lock; the message names the waiter to wake. */
-  private channelFor(owner: string): string {
-    return `${this.keys.channel}:${owner.split(':', 1)[0]}`;
+  override lock(options?: AcquireOptions): Promise<LockHandle> {
+    return currentWait.run({}, () => super.lock(options));
   }
 
-  protected override waitBehaviour(owner: string): WaitBehaviour {
+  override tryLock(options?: AcquireOptions): Promise<LockHandle | null> {
+    return currentWait.run({}, () => super.tryLock(options));
+  }
+
+  /** A waiter id: the client's own id (its channel) and a nonce, `<client id>:<nonce>`. */
+  private newWaiterId(): string {
+    return `${this.engine.clientId}:${randomUUID()}`;
+  }
+
+  /** Made at the start of each lock() or tryLock() call: its waiter id, which its attempts queue under. */
+  protected override waitBehaviour(): WaitBehaviour {
+    const waiterId = this.newWaiterId();
+    const wait = currentWait.getStore();
+    if (wait) wait.waiterId = waiterId;
     return {
-      channel: this.channelFor(owner),
-      waiterId: owner,
+      channel: this.clientChannel,
+      waiterId,
       // Retrying refreshes our deadline, and covers a message that got lost.
       maxSleep: Math.max(1, Math.floor(this.staleWaiterTimeout / 3)),
-      // Handed to a waiter of ours that has just given up: pass it on now, not after the acceptance lease.
-      onUnclaimed: (waiterId: string) => void this.abandonWait(waiterId).catch(() => undefined),
+      // A hand-off to a wait of ours that has ended (this channel is our client's, so the wait was ours):
+      // passed on now, not after the acceptance lease. Only what was handed to that wait is touched.
+      onUnclaimed: (endedWaiterId: string) => void this.leave(endedWaiterId, '').catch(() => undefined),
       // No process-wide re-check and no pass-on of plain wake-ups: the queue and maxSleep cover both.
     };
   }
 
-  protected async attempt({ owner, leaseMs, payload, heldBefore }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, payload, heldBefore, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+    // Every attempt runs inside its lock() or tryLock() call, which made the waiter id.
+    const waiterId = currentWait.getStore()?.waiterId ?? this.newWaiterId();
     // The release handed us the lock and said so. Accept it before the caller runs: after a failover
     // the message may come from a master whose hand-off the promoted replica never received, and a
     // holder that started on the message alone would overlap the one the new master grants.
     if (payload !== undefined && /^\d+$/.test(payload)) {
       // Idempotent, so sent again through a failover for as long as the hand-off can still be ours.
       const { redis, operationTimeout } = this.engine;
-      const accepted = await retryWhileUnreachable(() => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner }), {
+      const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner, waiterId });
+      const accepted = await retryWhileUnreachable(accept, {
         redis,
         operationTimeout,
         until: Date.now() + this.acceptanceLease,
@@ -95,6 +125,9 @@ export class FairLock extends HashLock {
       acceptanceLease,
       publish,
       heldBefore,
+      waiterId,
+      // A single attempt (no `waiting`) never queues.
+      mode: waiting ? 'wait' : 'once',
     });
     return attemptOutcome(status, value);
   }
@@ -109,28 +142,33 @@ export class FairLock extends HashLock {
     });
   }
 
-  /** Leaves the queue; if the lock was handed to us meanwhile, passes it on to the next waiter. */
-  protected override async abandonWait(owner: string): Promise<void> {
-    const { redis, operationTimeout, registry } = this.engine;
-    // Through an outage too (both steps are idempotent): a place left in the queue would be handed
-    // the lock by the next release, and cost everyone behind it an acceptance lease.
-    const retry = { redis, operationTimeout, until: Date.now() + this.staleWaiterTimeout, key: this.name };
-    const leave = (async () => {
-      const handedToUs = await retryWhileUnreachable(() => FAIR_ABANDON.run(redis, this.keys, { owner }), {
-        ...retry,
-        name: 'abandon wait',
-      });
-      if (handedToUs) {
-        await retryWhileUnreachable(() => this.releaseOnce(owner, this.acceptanceLease), { ...retry, name: 'pass on' });
-      }
-    })();
-    registry.inFlightFor(
-      this.keys.lock,
-      owner,
-      leave.catch(() => undefined),
-    );
-    // The caller waits for it as long as one operation may take; past that it goes on in the background.
-    await this.bounded(leave, 'abandon wait');
+  /**
+   * A wait that ended without the lock leaves the queue; if the lock was handed to it meanwhile, it is
+   * passed on to the next waiter (a single attempt never queued: nothing to do).
+   */
+  protected override async abandonWait(owner: string, waiterId: string | undefined, waited: boolean): Promise<void> {
+    if (!waited || waiterId === undefined) return;
+    await this.bounded(this.leave(waiterId, owner), 'abandon wait');
+  }
+
+  /**
+   * Takes the wait `waiterId` (of `owner`; '' when not known) out of the queue, passing on a hand-off
+   * made to it. Through an outage too (it is idempotent): a place left in the queue would be handed the
+   * lock by the next release, and cost everyone behind it an acceptance lease.
+   */
+  private leave(waiterId: string, owner: string): Promise<boolean> {
+    const { redis, operationTimeout, publishCommand } = this.engine;
+    const args = { waiterId, owner, acceptanceLease: this.acceptanceLease, publish: publishCommand };
+    const left = retryWhileUnreachable(() => FAIR_ABANDON.run(redis, this.keys, args), {
+      redis,
+      operationTimeout,
+      until: Date.now() + this.staleWaiterTimeout,
+      key: this.name,
+      name: 'abandon wait',
+    });
+    // A caller stops waiting for it after one operation timeout (see abandonWait); it goes on meanwhile.
+    void left.catch(() => undefined);
+    return left;
   }
 
   /** Deletes the lock whoever holds it and hands it to the next waiter. True when it was locked. */

@@ -8,11 +8,16 @@ export interface LockHolder {
   owner: string;
   /** Re-entrant holds; 0 while a fair lock's hand-off to this waiter is not yet accepted. */
   holdCount: number;
+  /** Fair lock, handed over and not accepted yet: the wait it is handed to (its waiter id). */
+  waiterId?: string;
 }
 
-/** One fair-lock waiter, in queue order. */
+/** One wait of a fair lock, in queue order. */
 export interface QueuedWaiter {
+  /** This wait's own id, `<client id>:<nonce>`: two waits of one owner are two waiters. */
   waiterId: string;
+  /** The owner it waits for. */
+  owner: string;
   /** Until its deadline (Redis server time); a waiter that stops refreshing is dropped at 0. */
   expiresInMs: number;
 }
@@ -47,12 +52,15 @@ export interface LockInspection {
 export async function inspectLock(redis: RedisClient, name: string, keys: LockKeys): Promise<LockInspection> {
   const [type, pttl, flatHolders, fence, flatQueue, waitingClients] = await INSPECT.run(redis, keys, {});
   const holders: LockHolder[] = [];
-  for (let i = 0; i < flatHolders.length; i += 2) {
-    holders.push({ owner: flatHolders[i], holdCount: Number(flatHolders[i + 1]) });
+  for (let i = 0; i < flatHolders.length; i += 3) {
+    const holder: LockHolder = { owner: flatHolders[i], holdCount: Number(flatHolders[i + 1]) };
+    if (flatHolders[i + 2]) holder.waiterId = flatHolders[i + 2];
+    holders.push(holder);
   }
   const queue: QueuedWaiter[] = [];
-  for (let i = 0; i < flatQueue.length; i += 2) {
-    queue.push({ waiterId: String(flatQueue[i]), expiresInMs: Math.max(0, Number(flatQueue[i + 1])) });
+  for (let i = 0; i < flatQueue.length; i += 3) {
+    const [waiterId, owner, msLeft] = [String(flatQueue[i]), String(flatQueue[i + 1]), Number(flatQueue[i + 2])];
+    queue.push({ waiterId, owner, expiresInMs: Math.max(0, msLeft) });
   }
   const held = holders.length > 0;
   return {

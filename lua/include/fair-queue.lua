@@ -1,9 +1,20 @@
 --!include server-time.lua
 --!include publish-command.lua
--- The fair lock's queue: waiter ids in FIFO order (a list) and their deadlines (a zset, Redis server
--- time in ms). A waiter refreshes its deadline while it waits; one whose deadline passed is dead.
+-- The fair lock's queue: one entry per wait, in FIFO order (a list) with its deadline (a zset, Redis
+-- server time in ms). A waiter refreshes its deadline while it waits; one whose deadline passed is dead.
+-- An entry is '<owner id>\0<waiter id>': the owner the wait is for (owner ids hold no NUL, so the
+-- first NUL ends it; the owner is never parsed further) and the waiter id its client made for this one
+-- wait, '<client id>:<nonce>' (the nonce holds no ':'). A waiter is told on '<channel>:<client id>',
+-- its client's own channel, whatever its owner's text; the message names its waiter id.
+-- A single attempt (tryLock without waiting) has a waiter id too, and never queues.
+-- The lock hash keeps, under GRANTED_TO (a field no owner id can be: it starts with NUL), the entry of
+-- the wait the lock was granted or handed to: a hand-off (its owner's count 0) can only be accepted by
+-- that wait, and an attempt sent again after its reply was lost finds its own grant by it, where a
+-- count would not tell it from another process's hold of the same owner. It goes with the lock hash.
 -- `fair` holds the keys and settings of one call: lock, queue, deadlines, fence, channel (prefix),
 -- publish, acceptanceLease, now.
+
+local GRANTED_TO = '\0granted-to'
 
 -- The BADARG reply for an acceptance lease the fair scripts refuse, or nil.
 local function acceptanceLeaseProblem(acceptanceArg)
@@ -21,6 +32,40 @@ local function fairArgumentProblem(leaseArg, acceptanceArg)
     return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(leaseArg))
   end
   return acceptanceLeaseProblem(acceptanceArg)
+end
+
+-- The BADARG reply for an owner id the fair scripts refuse (empty, or holding NUL), or nil.
+local function ownerProblem(owner)
+  if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+  if string.find(owner, '\0', 1, true) then return redis.error_reply('BADARG owner id holds a NUL character') end
+  return nil
+end
+
+-- The BADARG reply for a waiter id not of the shape '<client id>:<nonce>', or nil.
+local function waiterIdProblem(waiterId)
+  if not waiterId or not string.find(waiterId, ':[^:]+$') then
+    return redis.error_reply('BADARG waiter id must be <client id>:<nonce>, got ' .. tostring(waiterId))
+  end
+  return nil
+end
+
+-- The queue entry of `owner`'s wait `waiterId`.
+local function waiterEntry(owner, waiterId)
+  return owner .. '\0' .. waiterId
+end
+
+-- The owner and the waiter id of a queue entry; nil for an entry of no known shape.
+local function entryParts(entry)
+  local cut = string.find(entry, '\0', 1, true)
+  if not cut then return nil end
+  return string.sub(entry, 1, cut - 1), string.sub(entry, cut + 1)
+end
+
+-- The entry of the wait the lock was granted or handed to (a hand-off: accepted or not yet), or nil.
+local function grantedTo(lockKey)
+  -- pcall: a string here is a simple lock's hold
+  local entry = redis.pcall('hget', lockKey, GRANTED_TO)
+  return type(entry) == 'string' and entry or nil
 end
 
 -- Drops the dead waiters at the head of the queue.
@@ -41,14 +86,22 @@ local function dequeueHead(fair, head)
   redis.call('zrem', fair.deadlines, head)
 end
 
--- Offers the free lock to `waiter` (out of the queue): a new fencing token, told on the channel of its
--- process ('<waiter>|<token>'), held with count 0 until it accepts or the acceptance lease runs out.
--- False when nobody listens for it (its process died or is reconnecting): it could never take the lock.
-local function offerTo(fair, waiter)
+-- Takes `entry` out of the queue, wherever it is (an entry is in the list exactly when it has a deadline).
+local function leaveQueue(fair, entry)
+  if redis.call('zrem', fair.deadlines, entry) == 1 then redis.call('lrem', fair.queue, 1, entry) end
+end
+
+-- Offers the free lock to the wait of `entry` (out of the queue): a new fencing token, told on its
+-- client's channel ('<waiter id>|<token>'), held with its owner's count 0 until that wait accepts or
+-- the acceptance lease runs out. False when nobody listens for it (its process died or is reconnecting:
+-- it could never take the lock), or the entry is of no known shape.
+local function offerTo(fair, entry)
+  local owner, waiterId = entryParts(entry)
+  local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
+  if not client or owner == '' then return false end
   local token = redis.call('incr', fair.fence)
-  local channel = fair.channel .. ':' .. string.match(waiter, '^[^:]*')
-  if redis.call(fair.publish, channel, waiter .. '|' .. token) == 0 then return false end
-  redis.call('hset', fair.lock, waiter, 0)
+  if redis.call(fair.publish, fair.channel .. ':' .. client, waiterId .. '|' .. token) == 0 then return false end
+  redis.call('hset', fair.lock, owner, 0, GRANTED_TO, entry)
   redis.call('pexpire', fair.lock, fair.acceptanceLease)
   return true
 end

@@ -123,18 +123,18 @@ describe('FairLock', () => {
     try {
       const lock = client.locks.getFairLock(name, options);
       const holder = await lock.lock();
-      // Ahead of the real waiter: a waiter of a process that is gone (nobody on its channel), and one of
-      // the waiter's own process that gave up without leaving the queue (its abandon never landed).
+      // Ahead of the real waiter: a wait of a process that is gone (nobody on its channel), and one of the
+      // waiter's own process that gave up without leaving the queue (its abandon never landed), of the
+      // very owner the real waiter waits for: a wait of its own, whose hand-off is not the real one's.
+      const owner = 'order:1';
       const [seconds] = await client.redis.time();
       const deadline = (Number(seconds) + 600) * 1000;
-      const ghosts = ['gone-process:w1', `${waiterClient.locks.clientId}:gave-up`];
+      const ghosts = ['order:2\0gone-process:w1', `${owner}\0${waiterClient.locks.clientId}:gave-up`];
       for (const ghost of ghosts) {
         await client.redis.rpush(lock.keys.queue, ghost);
         await client.redis.zadd(lock.keys.deadlines, deadline, ghost);
       }
-      const waiting = runInLockScope(() => waiterClient.locks.getFairLock(name, options).lock({ waitTime: 30_000 }), {
-        newScope: true,
-      });
+      const waiting = waiterClient.locks.getFairLock(name, options).lock({ owner, waitTime: 30_000 });
       await eventually(async () => (await queueLength()) === 3, 10_000);
       const releasedAt = Date.now();
       await holder.release();
@@ -189,7 +189,7 @@ describe('FairLock', () => {
     expect(next.fencingToken).toBe(Number(await client.redis.get(lock.keys.fence)));
     expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);
     await eventually(async () => (await client.redis.pttl(lock.keys.lock)) > fairOptions.acceptanceLease);
-    expect(await client.redis.hvals(lock.keys.lock)).toEqual(['1']);
+    expect(await client.redis.hget(lock.keys.lock, next.owner)).toBe('1');
     expect(next.signal.aborted).toBe(false);
     await next.release();
     expect(await lockKeysLeft()).toBe(0);
@@ -226,13 +226,15 @@ describe('FairLock', () => {
     const owner = 'late-waiter:1';
     let granted = false;
     const waiting = lock.lock({ owner }).then((h) => ((granted = true), h));
-    const channel = `${lock.keys.channel}:late-waiter`;
+    const channel = `${lock.keys.channel}:${client.locks.clientId}`;
     await eventually(async () => (await client.redis.pubsub('NUMSUB', channel))[1] === 1);
+    await eventually(async () => (await client.locks.inspect(name)).queue.length === 1);
+    const [{ waiterId }] = (await client.locks.inspect(name)).queue;
     // As if the lock had been handed to this waiter and the hand-off had been lost since (a failover).
-    await client.redis.publish(channel, `${owner}|999999`);
+    await client.redis.publish(channel, `${waiterId}|999999`);
     await sleep(300);
     expect(granted).toBe(false);
-    expect(await client.redis.hgetall(lock.keys.lock)).toEqual({ [holder.owner]: '1' });
+    expect((await client.locks.inspect(name)).holders).toEqual([{ owner: holder.owner, holdCount: 1 }]);
     await holder.release();
     const next = await waiting;
     expect(next.fencingToken).toBeGreaterThan(holder.fencingToken);

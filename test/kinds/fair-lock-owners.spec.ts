@@ -1,0 +1,367 @@
+import type { LockHandle } from '../../lib';
+import { lockKeys, runInLockScope } from '../../lib/internal';
+import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_LOCK, FAIR_UNLOCK } from '../../lib/engine/scripts/catalog';
+import {
+  connect,
+  eventually,
+  lockClient,
+  singlePort,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
+import { killAll, startWorker, type Worker } from '../support/workers';
+
+/**
+ * Issue #38: an owner id is opaque text, shared by any number of waits in any number of processes. A
+ * waiter's channel is its client's and its place in the queue is its wait's, never derived from owner
+ * text: owners that share a prefix, or hold ':', '{', '}', '|' or spaces, never hear or take each
+ * other's hand-offs, and two waits of one owner each keep their own place.
+ */
+describe('FairLock: owner ids are opaque', () => {
+  const prefix = testPrefix();
+  const fairOptions = { staleWaiterTimeout: 1_500, acceptanceLease: 1_000 };
+  let client: TestClient;
+  const workers: Worker[] = [];
+  const extraClients: TestClient[] = [];
+  let name: string;
+
+  beforeAll(() => (client = lockClient({ keyPrefix: prefix })));
+  beforeEach(() => (name = `owners-${Math.random().toString(36).slice(2)}`));
+  afterEach(async () => {
+    killAll(workers.splice(0));
+    await Promise.all(extraClients.splice(0).map((c) => c.close()));
+  });
+  afterAll(() => client.close());
+
+  const otherClient = (): TestClient => {
+    const c = lockClient({ keyPrefix: prefix });
+    extraClients.push(c);
+    return c;
+  };
+  const queueLength = (lockName = name) => client.redis.llen(client.locks.getFairLock(lockName).keys.queue);
+  const lockKeysLeft = (lockName = name) => {
+    const k = client.locks.getFairLock(lockName).keys;
+    return client.redis.exists(k.lock, k.queue, k.deadlines);
+  };
+
+  it('explicit owners order:1 and order:2 in two processes, with a third contender: 20 hand-offs, never two holders, in FIFO order', async () => {
+    const dataPrefix = `${prefix}:data`;
+    const start = () =>
+      startWorker('owner-waiters.ts', {
+        REDIS_PORT: singlePort(),
+        KEY_PREFIX: prefix,
+        DATA_PREFIX: dataPrefix,
+        STALE_MS: fairOptions.staleWaiterTimeout,
+        ACCEPT_MS: fairOptions.acceptanceLease,
+        HOLD_MS: 20,
+        WAIT_MS: 10_000,
+      });
+    const procs = [start(), start(), start()];
+    workers.push(...procs);
+    await Promise.all(procs.map((p) => p.waitFor('ready')));
+    const owners = ['order:1', 'order:2', null]; // the third: an owner scope of its own
+    const failed: string[] = [];
+    for (let trial = 0; trial < 20; trial++) {
+      const trialName = `${name}-${trial}`; // each trial on a lock (and counters) of its own
+      const data = (what: string) => `${dataPrefix}:${trialName}:${what}`;
+      const holder = await client.locks.getFairLock(trialName, fairOptions).lock();
+      const expected: string[] = [];
+      for (let k = 0; k < 3; k++) {
+        const p = (trial + k) % 3; // every process at every place in the queue
+        const id = `p${p}`;
+        procs[p].send(`enqueue ${trialName} ${id} ${JSON.stringify(owners[p])}`);
+        expected.push(id);
+        await eventually(async () => (await queueLength(trialName)) === k + 1, 10_000, 5);
+      }
+      await holder.release();
+      const order = () => client.redis.lrange(data('order'), 0, -1);
+      const problems = () => client.redis.lrange(data('problems'), 0, -1);
+      await eventually(async () => (await order()).length + (await problems()).length >= 3, 15_000).catch(
+        () => undefined,
+      );
+      await sleep(50); // a holder that got in twice would show now
+      const seen = { order: await order(), problems: await problems(), count: await client.redis.get(data('counter')) };
+      if (seen.problems.length > 0 || seen.count !== '3' || seen.order.join() !== expected.join()) {
+        failed.push(`trial ${trial}: ${JSON.stringify({ expected, ...seen })}`);
+      }
+    }
+    expect(failed).toEqual([]);
+    procs.forEach((p) => p.send('finish'));
+    await Promise.all(procs.map((p) => p.result));
+    for (let trial = 0; trial < 20; trial++) expect(await lockKeysLeft(`${name}-${trial}`)).toBe(0);
+  }, 240_000);
+
+  it('owners that are prefixes of each other, or hold : { } | and spaces, are waiters of their own: 3 rounds in FIFO order, one holder at a time', async () => {
+    const owners = [
+      'a',
+      'a:',
+      'a:b',
+      'a:b:c',
+      'a|',
+      'a|b',
+      '|a',
+      ':',
+      '|',
+      '{',
+      '}',
+      '{a}',
+      'a{b}c',
+      'a b',
+      'a:b|c {d}',
+    ];
+    const clients = owners.map(() => otherClient());
+    const failed: string[] = [];
+    for (let round = 0; round < 3; round++) {
+      const roundName = `${name}-${round}`;
+      const holder = await client.locks.getFairLock(roundName, fairOptions).lock();
+      let inside = 0;
+      let counter = 0;
+      const order: string[] = [];
+      const expected: string[] = [];
+      const waits: Promise<void>[] = [];
+      for (let k = 0; k < owners.length; k++) {
+        const i = (k * 7 + round) % owners.length; // a different order each round
+        const owner = owners[i];
+        const lock = clients[i].locks.getFairLock(roundName, fairOptions);
+        expected.push(owner);
+        waits.push(
+          lock.tryLock({ owner, waitTime: 20_000 }).then(async (handle) => {
+            if (!handle) return void failed.push(`round ${round}: ${JSON.stringify(owner)} never got the lock`);
+            if (++inside !== 1) failed.push(`round ${round}: ${JSON.stringify(owner)} got in beside another holder`);
+            const holders = (await client.locks.inspect(roundName)).holders;
+            if (holders.length !== 1 || holders[0].owner !== owner) {
+              failed.push(`round ${round}: ${JSON.stringify(owner)} holds, Redis shows ${JSON.stringify(holders)}`);
+            }
+            const read = counter;
+            await sleep(5);
+            counter = read + 1;
+            order.push(owner);
+            inside--;
+            const outcome = await handle.release();
+            if (outcome !== 'released') failed.push(`round ${round}: ${JSON.stringify(owner)} released: ${outcome}`);
+          }),
+        );
+        await eventually(async () => (await queueLength(roundName)) === k + 1, 10_000, 5);
+      }
+      // Redis keeps each owner's text as given, each wait under its client's own waiter id.
+      const queued = (await client.locks.inspect(roundName)).queue.map((w) => [w.owner, w.waiterId.split(':')[0]]);
+      const expectedQueue = expected.map((owner) => [owner, clients[owners.indexOf(owner)].locks.clientId]);
+      if (JSON.stringify(queued) !== JSON.stringify(expectedQueue)) {
+        failed.push(`round ${round}: queued ${JSON.stringify(queued)}, not ${JSON.stringify(expectedQueue)}`);
+      }
+      await holder.release();
+      await Promise.all(waits);
+      if (JSON.stringify(order) !== JSON.stringify(expected) || counter !== owners.length) {
+        failed.push(`round ${round}: ${counter} counted, in the order ${JSON.stringify(order)}`);
+      }
+      if ((await lockKeysLeft(roundName)) !== 0) failed.push(`round ${round}: keys left behind`);
+    }
+    expect(failed).toEqual([]);
+  }, 120_000);
+
+  it('two waits of one owner in one process each keep their own place: one giving up leaves the other queued', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const owner = 'shared';
+    const first = lock.tryLock({ owner, waitTime: 30_000 });
+    await eventually(async () => (await queueLength()) === 1);
+    const second = lock.tryLock({ owner, waitTime: 1_000 });
+    await eventually(async () => (await queueLength()) === 2);
+    const queued = (await client.locks.inspect(name)).queue;
+    expect(queued.map((w) => w.owner)).toEqual([owner, owner]);
+    expect(queued[0].waiterId).not.toBe(queued[1].waiterId);
+    expect(await second).toBeNull(); // gave up: only its own place is gone
+    expect((await client.locks.inspect(name)).queue.map((w) => w.waiterId)).toEqual([queued[0].waiterId]);
+    await holder.release();
+    const handle = (await first) as LockHandle;
+    expect(handle.fencingToken).toBeGreaterThan(holder.fencingToken);
+    expect(await handle.release()).toBe('released');
+    expect(await lockKeysLeft()).toBe(0);
+  }, 60_000);
+
+  it('two waits of one owner in two processes each keep their own place; the first gets the hand-off, the second then re-enters (same owner)', async () => {
+    const [a, b] = [otherClient(), otherClient()];
+    const holder = await client.locks.getFairLock(name, fairOptions).lock();
+    const owner = 'order:7';
+    const first = a.locks.getFairLock(name, fairOptions).lock({ owner, waitTime: 30_000 });
+    await eventually(async () => (await queueLength()) === 1);
+    const second = b.locks.getFairLock(name, fairOptions).lock({ owner, waitTime: 30_000 });
+    await eventually(async () => (await queueLength()) === 2);
+    const queued = (await client.locks.inspect(name)).queue;
+    expect(queued.map((w) => [w.owner, w.waiterId.startsWith(`${a.locks.clientId}:`)])).toEqual([
+      [owner, true],
+      [owner, false],
+    ]);
+    expect(queued[1].waiterId.startsWith(`${b.locks.clientId}:`)).toBe(true);
+    await holder.release();
+    const firstHandle = await first;
+    expect(firstHandle.fencingToken).toBeGreaterThan(holder.fencingToken);
+    const secondHandle = await second;
+    expect(secondHandle.fencingToken).toBe(firstHandle.fencingToken); // a re-entry of the owner's hold
+    expect(await client.redis.hget(client.locks.getFairLock(name).keys.lock, owner)).toBe('2');
+    expect(await queueLength()).toBe(0);
+    expect(await secondHandle.release()).toBe('decremented');
+    expect(await firstHandle.release()).toBe('released');
+    expect(await lockKeysLeft()).toBe(0);
+  }, 60_000);
+
+  describe('the scripts: a hand-off names one wait, and only that wait takes it, accepts it or passes it on', () => {
+    const settings = { staleWaiterTimeout: 5_000, acceptanceLease: 2_000, publish: 'publish' as const };
+    let redis: ReturnType<typeof connect>;
+    beforeAll(() => (redis = connect()));
+    afterAll(() => redis.quit());
+
+    /** One call's attempt: `waiterId` is the call's, `heldBefore` the holds its client knew of. */
+    const attempt = (owner: string, waiterId: string, mode: 'wait' | 'once' = 'wait', heldBefore: number | '' = '') =>
+      FAIR_LOCK.run(redis, lockKeys(prefix, name), {
+        leaseMs: 10_000,
+        owner,
+        ...settings,
+        heldBefore,
+        waiterId,
+        mode,
+      });
+
+    /** Listens on each client's channel of the lock, as that client's waiters would. */
+    async function listen(channelPrefix: string, clientIds: string[]) {
+      const sub = connect();
+      const heard: Record<string, string[]> = Object.fromEntries(clientIds.map((id) => [id, []]));
+      sub.on('message', (channel: string, message: string) =>
+        heard[channel.slice(channelPrefix.length + 1)].push(message),
+      );
+      await sub.subscribe(...clientIds.map((id) => `${channelPrefix}:${id}`));
+      return { heard, close: () => sub.quit() };
+    }
+
+    it('owners sharing a prefix: only the client of the wait hears its hand-off; another wait of the same owner can neither take, accept, abandon nor release it', async () => {
+      const k = lockKeys(prefix, name);
+      const sub = await listen(k.channel, ['c1', 'c2', 'order']);
+      try {
+        const accept = (owner: string, waiterId: string) =>
+          FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner, waiterId });
+        const abandon = (waiterId: string, owner: string) =>
+          FAIR_ABANDON.run(redis, k, { waiterId, owner, acceptanceLease: 2_000, publish: 'publish' });
+        expect((await attempt('x', 'c0:x', 'once'))[0]).toBe('granted');
+        expect((await attempt('order:1', 'c1:w1'))[0]).toBe('refused');
+        expect((await attempt('order:1', 'c2:w2'))[0]).toBe('refused'); // the same owner, a place of its own
+        expect((await attempt('order:2', 'c2:w3'))[0]).toBe('refused');
+        expect(await redis.llen(k.queue)).toBe(3);
+        const unlock = (owner: string) =>
+          FAIR_UNLOCK.run(redis, k, {
+            owner,
+            leaseMs: 10_000,
+            acceptanceLease: 2_000,
+            publish: 'publish',
+            expectedHolds: '',
+          });
+        expect(await unlock('x')).toBe('released');
+        await eventually(() => sub.heard.c1.length === 1);
+        const token = Number(await redis.get(k.fence));
+        expect(sub.heard).toEqual({ c1: [`c1:w1|${token}`], c2: [], order: [] });
+        const seen = await client.locks.inspect(name);
+        expect(seen.state).toBe('handing-over');
+        expect(seen.holders).toEqual([{ owner: 'order:1', holdCount: 0, waiterId: 'c1:w1' }]);
+        expect(seen.queue.map(({ owner, waiterId }) => ({ owner, waiterId }))).toEqual([
+          { owner: 'order:1', waiterId: 'c2:w2' },
+          { owner: 'order:2', waiterId: 'c2:w3' },
+        ]);
+        // Another wait of the same owner, in another client: not its hand-off.
+        expect((await attempt('order:1', 'c2:w2'))[0]).toBe('refused');
+        expect(await accept('order:1', 'c2:w2')).toBe(false);
+        expect(await abandon('c2:w2', '')).toBe(false);
+        expect(await accept('order:2', 'c1:w1')).toBe(false); // the wait's id under another owner
+        expect(await unlock('order:1')).toBe('not-owner'); // a hand-off is no hold of the owner's
+        expect(await redis.hget(k.lock, 'order:1')).toBe('0');
+        // The wait it was handed to takes it, once however often it asks; abandoning it then changes nothing.
+        expect(await accept('order:1', 'c1:w1')).toBe(true);
+        expect(await accept('order:1', 'c1:w1')).toBe(true);
+        expect(await abandon('c1:w1', 'order:1')).toBe(false);
+        expect(await redis.hget(k.lock, 'order:1')).toBe('1');
+        // The same owner re-enters, whichever wait asks, and that wait leaves the queue.
+        expect(await attempt('order:1', 'c2:w2')).toEqual(['reentered', token]);
+        expect(await redis.lrange(k.queue, 0, -1)).toEqual(['order:2\0c2:w3']);
+        expect(await redis.hget(k.lock, 'order:1')).toBe('2');
+      } finally {
+        await sub.close();
+      }
+    });
+
+    it('a wait that gives up after the lock was handed to it passes it on to the next wait, of the same owner or not', async () => {
+      const k = lockKeys(prefix, name);
+      const sub = await listen(k.channel, ['c1', 'c2']);
+      try {
+        await attempt('x', 'c0:x', 'once');
+        await attempt('o', 'c1:w1');
+        await attempt('o', 'c2:w2');
+        await FAIR_UNLOCK.run(redis, k, {
+          owner: 'x',
+          leaseMs: 10_000,
+          acceptanceLease: 2_000,
+          publish: 'publish',
+          expectedHolds: '',
+        });
+        await eventually(() => sub.heard.c1.length === 1);
+        const passed = await FAIR_ABANDON.run(redis, k, {
+          waiterId: 'c1:w1',
+          owner: 'o',
+          acceptanceLease: 2_000,
+          publish: 'publish',
+        });
+        expect(passed).toBe(true);
+        await eventually(() => sub.heard.c2.length === 1);
+        expect(sub.heard.c2).toEqual([`c2:w2|${await redis.get(k.fence)}`]);
+        expect(await FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner: 'o', waiterId: 'c1:w1' })).toBe(false);
+        expect(await FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner: 'o', waiterId: 'c2:w2' })).toBe(true);
+        expect(await redis.llen(k.queue)).toBe(0);
+      } finally {
+        await sub.close();
+      }
+    });
+
+    it("a hold its caller knew nothing of is another call's of the same owner (another process's): re-entered, never taken for the call's own attempt sent again", async () => {
+      const k = lockKeys(prefix, name);
+      const first = await attempt('shared', 'c1:w1', 'once', 0);
+      expect(first[0]).toBe('granted');
+      expect(await attempt('shared', 'c1:w1', 'once', 0)).toEqual(first); // its reply was lost: sent again
+      expect(await redis.hget(k.lock, 'shared')).toBe('1');
+      // Another client's call for the same owner, knowing no hold of it: a re-entry, counted.
+      expect(await attempt('shared', 'c2:w2', 'once', 0)).toEqual(['reentered', first[1]]);
+      expect(await redis.hget(k.lock, 'shared')).toBe('2');
+      // A re-entry sent again is told by the holds its caller knew, as before.
+      expect(await attempt('shared', 'c2:w3', 'wait', 2)).toEqual(['reentered', first[1]]);
+      expect(await attempt('shared', 'c2:w3', 'wait', 2)).toEqual(['reentered', first[1]]);
+      expect(await redis.hget(k.lock, 'shared')).toBe('3');
+      expect(await redis.exists(k.queue)).toBe(0);
+    });
+
+    it('owner text is kept as it is given: NUL, which ends an owner in a queue entry, is refused', async () => {
+      const k = lockKeys(prefix, name);
+      await expect(attempt('a\0b', 'c1:w1')).rejects.toThrow(/BADARG/);
+      await expect(attempt('a', 'no-nonce:')).rejects.toThrow(/BADARG/);
+      expect(await redis.exists(k.lock, k.queue, k.deadlines)).toBe(0);
+    });
+  });
+
+  it('a fair lock is never granted under an owner holding NUL', async () => {
+    await expect(client.locks.getFairLock(name).tryLock({ owner: 'a\0b' })).rejects.toThrow(/owner/);
+    expect(await lockKeysLeft()).toBe(0);
+  });
+
+  it('a single attempt that is refused takes no place in the queue: one round trip, nothing to leave', async () => {
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const holder = await lock.lock();
+    const sent: string[] = [];
+    const stop = watchCommands(client, (command) => sent.push(command.name));
+    try {
+      expect(await runInLockScope(() => lock.tryLock(), { newScope: true })).toBeNull();
+    } finally {
+      stop();
+    }
+    expect(sent).toEqual(['evalsha']);
+    expect(await client.redis.exists(lock.keys.queue, lock.keys.deadlines)).toBe(0);
+    await holder.release();
+    expect(await lockKeysLeft()).toBe(0);
+  });
+});
