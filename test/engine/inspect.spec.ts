@@ -82,7 +82,7 @@ describe('LockClient.inspect', () => {
     await holder.release();
     const firstHandle = await first;
     // The head of the queue was the one that got it.
-    expect(firstHandle.owner).toBe(seen.queue[0].waiterId);
+    expect(firstHandle.owner).toBe(seen.queue[0].owner);
     await firstHandle.release();
     await (await second).release();
     expect((await a.locks.inspect(name)).queue).toEqual([]);

@@ -72,7 +72,13 @@ describe('script contracts', () => {
       'semaphore-set-permits-4.lua',
       'simple-lock-4.lua',
     ]);
-    const readsOnly = new Set(['hold-state-2.lua', 'inspect-5.lua', 'rw-read-pttl-1.lua', 'semaphore-state-2.lua']);
+    const readsOnly = new Set([
+      'hold-state-2.lua',
+      'inspect-5.lua',
+      'rw-read-hold-count-2.lua',
+      'rw-read-pttl-1.lua',
+      'semaphore-state-2.lua',
+    ]);
     const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
     const firstLines = Object.fromEntries(files.map((file) => [file, loadedScript(file).source.split('\n', 1)[0]]));
     const expected = Object.fromEntries(
@@ -160,7 +166,16 @@ describe('script contracts', () => {
       ),
       call(
         catalog.FAIR_LOCK,
-        { leaseMs: 5000, owner: 'c:1', staleWaiterTimeout: 5000, acceptanceLease: 1000, publish, heldBefore: 0 },
+        {
+          leaseMs: 5000,
+          owner: 'c:1',
+          staleWaiterTimeout: 5000,
+          acceptanceLease: 1000,
+          publish,
+          heldBefore: 0,
+          waiterId: 'c:w1',
+          mode: 'once',
+        },
         grant,
       ),
       call(
@@ -169,11 +184,12 @@ describe('script contracts', () => {
         'not-locked',
       ),
       call(catalog.FAIR_FORCE_UNLOCK, { acceptanceLease: 1000, publish, callId: 'f1' }, false),
-      call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1' }, false),
-      call(catalog.FAIR_ABANDON, { owner: 'c:1' }, false),
+      call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1', waiterId: 'c:w1' }, false),
+      call(catalog.FAIR_ABANDON, { waiterId: 'c:w1', owner: 'c:1', acceptanceLease: 1000, publish }, false),
       call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, ['granted', 0]),
       call(catalog.READ_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_PTTL, {}, -2),
+      call(catalog.READ_HOLD_COUNT, { owner: 'c:1' }, 0),
       call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0, holdId: 'h1' }, grant),
       call(catalog.WRITE_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),

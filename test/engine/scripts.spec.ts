@@ -552,9 +552,12 @@ describe('lua scripts', () => {
           acceptanceLease: 1000,
           publish: 'publish',
           heldBefore: '',
+          waiterId: `c:${owner}`,
+          mode: 'once',
         }),
       (callId) => FAIR_FORCE_UNLOCK.run(redis, fair, { acceptanceLease: 1000, publish: 'publish', callId }),
-      () => redis.hgetall(fair.lock),
+      // The owners' holds; a field starting with NUL is the fair lock's record of the wait it was granted to.
+      async () => Object.fromEntries(Object.entries(await redis.hgetall(fair.lock)).filter(([f]) => f[0] !== '\0')),
     ]);
     const rw = readWriteKeys(prefix, 'force-rw');
     kinds.push([
@@ -601,6 +604,8 @@ describe('lua scripts', () => {
           acceptanceLease: 1000,
           publish: 'publish',
           heldBefore,
+          waiterId: `c:w${heldBefore}`, // each call's own: a copy sent again carries the same
+          mode: 'once',
         });
       },
       () => redis.hget(lockKeys(prefix, 'fair-repeat').lock, 'c:1'),
