@@ -21,7 +21,7 @@
  *               7226 test/nest/health.spec.ts,
  *               7230 test/kinds/red-lock.spec.ts, 7240-7260 test/connection/sentinel-failover.spec.ts,
  *               7270-7290 and 7310-7350 test/faults/, 7299 test/compat/, 7300 bench, 7360-7378 bench
- *               failover scenarios, 7380-7384 bench/redlock-compare.ts, 7390 bench/cpu-per-process.ts,
+ *               failover scenarios, 7380-7384 bench/redlock-compare.ts, 7386 test/model/, 7390 bench/cpu-per-process.ts,
  *               7396 test/nest/multi-key-and-redlock.spec.ts (7397-7399: ports
  *               it expects nothing to listen on).
  *               A clash fails fast with "port(s) ... in use".

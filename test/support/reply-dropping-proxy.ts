@@ -8,6 +8,8 @@ import net from 'node:net';
 export class ReplyDroppingProxy {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  /** The connection to Redis of each client connection, by the client's port. */
+  private readonly upstreamOf = new Map<number, net.Socket>();
   private dropNext?: RegExp;
   /** Replies swallowed so far. */
   dropped = 0;
@@ -31,6 +33,21 @@ export class ReplyDroppingProxy {
     this.dropNext = pattern;
   }
 
+  /** Disarms a drop that found no matching reply; true when one was still armed. */
+  cancelDrop(): boolean {
+    const armed = this.dropNext !== undefined;
+    this.dropNext = undefined;
+    return armed;
+  }
+
+  /**
+   * The local port of the connection to Redis that carries the client connection from `clientPort`
+   * (what CLIENT LIST shows as its addr), once connected.
+   */
+  upstreamPortFor(clientPort: number): number | undefined {
+    return this.upstreamOf.get(clientPort)?.localPort;
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise((resolve) => this.server.close(resolve));
@@ -38,6 +55,13 @@ export class ReplyDroppingProxy {
 
   private pipe(client: net.Socket): void {
     const server = net.connect(this.upstream.port, this.upstream.host);
+    const clientPort = client.remotePort;
+    if (clientPort !== undefined) {
+      this.upstreamOf.set(clientPort, server);
+      server.on('close', () => {
+        if (this.upstreamOf.get(clientPort) === server) this.upstreamOf.delete(clientPort);
+      });
+    }
     for (const socket of [client, server]) {
       this.sockets.add(socket);
       socket.on('close', () => {
