@@ -133,7 +133,9 @@ class TestController {
       fencingToken: lock.fencingToken,
       aborted: lock.signal.aborted,
       sameAsCurrent: current?.fencingToken === lock.fencingToken && current?.name === lock.name,
-      keys: (await redis.keys(`${prefix}:{article:*`)).filter((key) => !key.endsWith(':fence')),
+      // The lock's key alone: its fencing counter and its record of holds by id (lua/include/hold-ids.lua)
+      // are companions under the same hash tag.
+      keys: (await redis.keys(`${prefix}:{article:*`)).filter((key) => !/:(fence|grants)$/.test(key)),
     };
   }
 
