@@ -2,13 +2,15 @@
 -- Watchdog: renew many held locks in one call (any mix of hash locks, simple-lock strings, read
 -- holds and semaphore permits).
 -- KEYS     the keys of each lock in ARGV order (a variable number; on a Cluster all in one slot): one
---          key for 'hash', 'string' and 'permit', two for 'read' (the readers zset, then the
---          read-count hash) and for 'held' (the lock hash, then its hold ids, see hold-ids.lua)
+--          key for 'hash', 'string' and 'permit', two for 'held' (the lock hash, then its hold ids,
+--          see hold-ids.lua), three for 'read' (the readers zset, the read-count hash, then the read
+--          hold ids, see rw-readers.lua)
 -- ARGV     three values per lock: kind ('hash': owner is a field of the lock hash; 'held': the same,
 --          with the hold ids' hash kept alive as long as the lock; 'string': the
 --          lock's value is the owner's token; 'read': a read hold of a read-write lock, owner ->
---          expiry in the readers zset; 'permit': owner is a member of a semaphore's holds, see
---          include/semaphore-holds.lua), lease in ms, owner id, token or member
+--          expiry in the readers zset, its hold ids kept alive as long; 'permit': owner is a member
+--          of a semaphore's holds, see include/semaphore-holds.lua), lease in ms, owner id, token or
+--          member
 -- Returns  one entry per lock: 1 renewed, 0 not held by that owner any more (a read hold or a permit
 --          whose own expiry has passed stays expired); error BADARG before any renewal when any
 --          triple is unusable or the key count does not match the kinds (all or nothing)
@@ -30,7 +32,7 @@ for i = 1, locks do
     return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3 * i - 1]))
   end
   leases[i] = lease
-  keyCount = keyCount + ((kind == 'read' or kind == 'held') and 2 or 1)
+  keyCount = keyCount + (kind == 'read' and 3 or kind == 'held' and 2 or 1)
 end
 if keyCount ~= #KEYS then
   return redis.error_reply('BADARG expected ' .. keyCount .. ' keys for these kinds, got ' .. #KEYS)
@@ -62,8 +64,8 @@ for i = 1, locks do
     end
   else
     now = now or nowMs()
-    held = renewReader(key, KEYS[k + 1], owner, now + leases[i], now)
-    k = k + 1
+    held = renewReader(key, KEYS[k + 1], KEYS[k + 2], owner, now + leases[i], leases[i], now)
+    k = k + 2
   end
   k = k + 1
   results[i] = held and 1 or 0

@@ -40,10 +40,22 @@ export type SemaphoreKeys = KeySet<'holds' | 'limit' | 'fence' | 'channel' | 'wa
  * - `fence`: the fencing-token counter, incremented by each write grant;
  * - `readChannel`: releases that may let readers in; every waiting reader's process listens;
  * - `writeChannel`: releases that may let a writer in; every waiting writer's process listens;
- * - `forced`: recent forceUnlock calls of either side (see LockKeys).
+ * - `forced`: recent forceUnlock calls of either side (see LockKeys);
+ * - `writeGrants`, `readGrants`: each side's holds by id, hold id -> its record, in the reentrant lock's
+ *   format (lua/include/hold-ids.lua). One hash per side, so that a record needs no side of its own and
+ *   "a live hold of this owner" means one side's; each lives as long as its side's holds and a minute after.
  */
 export type ReadWriteKeys = KeySet<
-  'write' | 'readers' | 'readCounts' | 'writers' | 'fence' | 'readChannel' | 'writeChannel' | 'forced'
+  | 'write'
+  | 'readers'
+  | 'readCounts'
+  | 'writers'
+  | 'fence'
+  | 'readChannel'
+  | 'writeChannel'
+  | 'forced'
+  | 'writeGrants'
+  | 'readGrants'
 >;
 
 type KeySet<K extends string> = { readonly [P in K]: string };
@@ -91,6 +103,8 @@ export function readWriteKeys(prefix: string, name: string): ReadWriteKeys {
     readChannel: ':rw:unlock:read',
     writeChannel: ':rw:unlock:write',
     forced: ':rw:forced',
+    writeGrants: ':rw:write:grants',
+    readGrants: ':rw:read:grants',
   });
 }
 

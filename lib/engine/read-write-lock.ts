@@ -13,8 +13,12 @@ import {
   type AttemptRequest,
 } from './lock-base';
 import type { LockKindName } from './lock-events';
+import type { HandOver } from './process-turns';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import {
+  CLAIM_ATTEMPT,
+  READ_CLAIM_ATTEMPT,
+  READ_HOLD_COUNT,
   READ_LOCK,
   READ_PTTL,
   READ_UNLOCK,
@@ -23,6 +27,7 @@ import {
   WRITE_LOCK,
   WRITE_UNLOCK,
 } from './scripts/catalog';
+import type { ClaimReply } from './scripts/replies';
 
 export interface ReadWriteLockOptions {
   /**
@@ -41,7 +46,9 @@ export const READ_WRITE_LOCK_DEFAULTS = { writerIntentTimeout: 5_000 } as const;
  * reading after releasing the write lock: a downgrade); a reader asking for the write lock gets a
  * LockUpgradeError at once. Every read hold expires on its own lease, so a dead reader never keeps
  * the lock read-locked while living readers renew theirs. A waiting writer stops new readers (readers
- * already holding may re-enter), so a stream of readers cannot starve it.
+ * already holding may re-enter), so a stream of readers cannot starve it. Each hold of either side has
+ * an id of its own, as the reentrant lock's do (lua/include/hold-ids.lua): a release names the hold it
+ * ends and a repeated command is recognised by its id, never by a count this client remembers.
  * @example
  * const rw = locks.getReadWriteLock(`catalog:${id}`);
  * const item = await rw.readLock().withLock(() => catalog.get(id));
@@ -84,13 +91,20 @@ function sideKeys(side: 'read' | 'write') {
   };
 }
 
-/** What both sides share: the read-write keys and the hold count query. */
+/** What both sides share: the read-write keys, holds recorded by id, and the hold count query. */
 abstract class ReadWriteSide extends LockBase {
   readonly rw: ReadWriteKeys;
+  protected override readonly recordsHoldIds: boolean = true;
 
   constructor(engine: EngineContext, name: string, side: 'read' | 'write') {
     super(engine, name, sideKeys(side));
     this.rw = readWriteKeys(engine.keyPrefix, name);
+  }
+
+  /** The grant of a claimed attempt, or undefined when it was cancelled. */
+  protected static claimed(reply: ClaimReply): Grant | undefined {
+    if (reply[0] === 'cancelled') return undefined;
+    return { fencingToken: reply[1], reentered: reply[0] === 'reentered' };
   }
 
   protected forceSide(side: 'read' | 'write'): Promise<boolean> {
@@ -100,9 +114,7 @@ abstract class ReadWriteSide extends LockBase {
   }
 
   /** How many holds of this side the current scope's owner (or `owner`) has; 0 when none. */
-  getHoldCount(owner = this.scopeOwner()): Promise<number> {
-    return this.holdCount(this.kind === 'read' ? this.rw.readCounts : this.rw.write, owner);
-  }
+  abstract getHoldCount(owner?: string): Promise<number>;
 }
 
 /**
@@ -118,17 +130,31 @@ export class ReadLock extends ReadWriteSide {
   }
 
   protected override get renewalKeys(): readonly string[] {
-    return [this.rw.readers, this.rw.readCounts];
+    return (this.readKeys ??= [this.rw.readers, this.rw.readCounts, this.rw.readGrants]);
   }
 
-  protected async attempt({ owner, leaseMs, heldBefore }: AttemptRequest): Promise<Attempt<Grant>> {
-    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, heldBefore });
+  private readKeys?: readonly string[];
+
+  protected async attempt({ owner, leaseMs, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
+    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, holdId });
     return attemptOutcome(status, value);
   }
 
-  protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
-    const publish = this.engine.publishCommand;
-    return READ_UNLOCK.run(this.engine.redis, this.rw, { owner, leaseMs, publish, expectedHolds: expectedHolds ?? '' });
+  /** Releases read hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any read hold of `owner`. */
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    _expectedHolds?: number,
+    _handOver?: HandOver,
+    holdId?: string,
+  ): Promise<RawRelease> {
+    return READ_UNLOCK.run(this.engine.redis, this.rw, {
+      owner,
+      holdId: holdId ?? this.engine.newHoldId(),
+      leaseMs,
+      publish: this.engine.publishCommand,
+      which: holdId === undefined ? 'any' : 'one',
+    });
   }
 
   /** A release that may let readers in lets them all in: every waiting reader of a process wakes. */
@@ -139,10 +165,20 @@ export class ReadLock extends ReadWriteSide {
   /** Readers register nothing while they wait: nothing to undo. */
   protected override async abandonWait(): Promise<void> {}
 
-  protected override async grantOfUnknownAttempt(holder: string, known: number): Promise<Grant | undefined> {
-    const [, count, fence] = await this.readHold(this.rw.readCounts, holder, 'hash');
-    if (count === null || Number(count) <= known) return undefined;
-    return { fencingToken: Number(fence ?? 0), reentered: known > 0 };
+  /** Claims the unanswered attempt's read hold if it landed and is live, or cancels the attempt for good. */
+  protected override async grantOfUnknownAttempt(
+    holder: string,
+    _known: number,
+    holdId: string,
+  ): Promise<Grant | undefined> {
+    const claim = READ_CLAIM_ATTEMPT.run(this.engine.redis, this.rw, { holdId, owner: holder });
+    return ReadWriteSide.claimed(await claim);
+  }
+
+  /** How many read holds the current scope's owner (or `owner`) has; 0 when none, or once its hold ran out. */
+  async getHoldCount(owner = this.scopeOwner()): Promise<number> {
+    if (owner === undefined) return 0;
+    return this.bounded(READ_HOLD_COUNT.run(this.engine.redis, this.rw, { owner }), 'getHoldCount');
   }
 
   /** Whether any read hold is live. */
@@ -167,7 +203,7 @@ export class ReadLock extends ReadWriteSide {
  */
 export class WriteLock extends ReadWriteSide {
   readonly kind: LockKindName = 'write';
-  protected readonly renewal: RenewalKind = 'hash';
+  protected readonly renewal: RenewalKind = 'held';
   private readonly writerIntentTimeout: number;
 
   constructor(engine: EngineContext, name: string, options: ReadWriteLockOptions = {}) {
@@ -177,22 +213,49 @@ export class WriteLock extends ReadWriteSide {
       READ_WRITE_LOCK_DEFAULTS.writerIntentTimeout;
   }
 
-  protected async attempt({ owner, leaseMs, waiting, heldBefore }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected override get renewalKeys(): readonly string[] {
+    return (this.writeKeys ??= [this.rw.write, this.rw.writeGrants]);
+  }
+
+  private writeKeys?: readonly string[];
+
+  protected async attempt({ owner, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     const intent = waiting ? this.writerIntentTimeout : 0;
-    const args = { leaseMs, owner, intentMs: intent, heldBefore };
+    const args = { leaseMs, owner, intentMs: intent, holdId };
     const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, args);
     if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
     return attemptOutcome(status, value);
   }
 
-  protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
-    const publish = this.engine.publishCommand;
+  /** Releases write hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any write hold of `owner`. */
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    _expectedHolds?: number,
+    _handOver?: HandOver,
+    holdId?: string,
+  ): Promise<RawRelease> {
     return WRITE_UNLOCK.run(this.engine.redis, this.rw, {
       owner,
+      holdId: holdId ?? this.engine.newHoldId(),
       leaseMs,
-      publish,
-      expectedHolds: expectedHolds ?? '',
+      publish: this.engine.publishCommand,
+      which: holdId === undefined ? 'any' : 'one',
     });
+  }
+
+  /**
+   * Claims the unanswered attempt's write hold if it landed and is held, or cancels the attempt for
+   * good: the reentrant lock's script, on the write side's hash, hold ids and fencing counter.
+   */
+  protected override async grantOfUnknownAttempt(
+    holder: string,
+    _known: number,
+    holdId: string,
+  ): Promise<Grant | undefined> {
+    const { write: lock, writeGrants: grants, fence } = this.rw;
+    const claim = CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, { holdId, owner: holder });
+    return ReadWriteSide.claimed(await claim);
   }
 
   /** One waiter per process retries on a release; every waiter retries every third of the intent timeout, refreshing its intent. */
@@ -205,6 +268,11 @@ export class WriteLock extends ReadWriteSide {
     if (!waited) return;
     const abandon = WRITE_ABANDON.run(this.engine.redis, this.rw, { owner, publish: this.engine.publishCommand });
     await this.bounded(abandon, 'abandon wait').catch(() => undefined);
+  }
+
+  /** How many write holds the current scope's owner (or `owner`) has; 0 when none. */
+  getHoldCount(owner = this.scopeOwner()): Promise<number> {
+    return this.holdCount(this.rw.write, owner);
   }
 
   /** Deletes the write hold whoever holds it and wakes the waiters. True when write-locked. */

@@ -55,6 +55,11 @@ describe('ReadWriteLock', () => {
     expect(await writer.release()).toBe('released');
     // Nothing is left behind: every key but the fencing counter is gone.
     expect(await client.redis.exists(rw.keys.write, rw.keys.readers, rw.keys.readCounts, rw.keys.writers)).toBe(0);
+    // The holds' ids stay a while, to answer a release sent again: every one of them ended.
+    for (const grants of [rw.keys.readGrants, rw.keys.writeGrants]) {
+      expect(Object.values(await client.redis.hgetall(grants))).toEqual(expect.arrayContaining(['r']));
+      expect(Object.values(await client.redis.hgetall(grants)).filter((v) => !'rdox'.includes(v))).toEqual([]);
+    }
   });
 
   it('both sides are re-entrant within one owner scope', async () => {
@@ -283,65 +288,76 @@ describe('ReadWriteLock', () => {
     });
   });
 
-  it('renew-many-n renews a live read hold (two keys) next to a hash lock, never an expired one', async () => {
+  it('renew-many-n renews a live read hold (three keys) next to a hash lock, never an expired one', async () => {
     const rw = rwOf();
-    const { readers, readCounts } = rw.keys;
+    const { readers, readCounts, readGrants } = rw.keys;
     const hash = client.locks.getLock(`${name}-plain`);
     const plain = await hash.lock({ leaseTime: 1_000 });
     const read = await rw.readLock().lock({ leaseTime: 1_000 });
     const renew = (keys: string[], args: (string | number)[]) =>
       runScriptUnchecked(client.redis, 'renew-many-n.lua', keys, args);
-    const both = [hash.keys.lock, readers, readCounts];
-    expect(await renew(both, ['hash', 30_000, plain.owner, 'read', 30_000, read.owner])).toEqual([1, 1]);
+    const readKeys = [readers, readCounts, readGrants];
+    const both = [hash.keys.lock, ...readKeys];
+    await client.redis.pexpire(readGrants, 1_000);
+    expect(await renew(both, ['hash', 90_000, plain.owner, 'read', 90_000, read.owner])).toEqual([1, 1]);
     const score = Number(await client.redis.zscore(readers, read.owner));
-    expect(score - (await serverMs(client.redis))).toBeGreaterThan(20_000);
-    expect(await client.redis.pttl(readCounts)).toBeGreaterThan(20_000);
-    expect(await renew([readers, readCounts], ['read', 30_000, 'someone-else'])).toEqual([0]);
+    expect(score - (await serverMs(client.redis))).toBeGreaterThan(80_000);
+    expect(await client.redis.pttl(readCounts)).toBeGreaterThan(80_000);
+    expect(await client.redis.pttl(readGrants)).toBeGreaterThan(80_000); // the hold's id lives as long
+    expect(await renew(readKeys, ['read', 30_000, 'someone-else'])).toEqual([0]);
 
     // A hold whose own expiry has passed stays expired, even while its keys live on for another reader.
     await client.redis.zadd(readers, (await serverMs(client.redis)) - 1, read.owner);
     await client.redis.zadd(readers, (await serverMs(client.redis)) + 30_000, 'living-reader');
-    expect(await renew([readers, readCounts], ['read', 30_000, read.owner])).toEqual([0]);
+    expect(await renew(readKeys, ['read', 30_000, read.owner])).toEqual([0]);
     expect(Number(await client.redis.zscore(readers, read.owner))).toBeLessThan(await serverMs(client.redis));
 
     // Key counts must match the kinds: refused before any renewal.
-    await expect(renew([hash.keys.lock, readers], ['hash', 1_000, plain.owner, 'read', 1_000, 'x'])).rejects.toThrow(
-      /BADARG expected 3 keys/,
-    );
-    await expect(renew([readers, readCounts], ['rw', 1_000, 'x'])).rejects.toThrow(/BADARG kind/);
+    await expect(
+      renew([hash.keys.lock, readers, readCounts], ['hash', 1_000, plain.owner, 'read', 1_000, 'x']),
+    ).rejects.toThrow(/BADARG expected 4 keys/);
+    await expect(renew(readKeys, ['rw', 1_000, 'x'])).rejects.toThrow(/BADARG kind/);
     await plain.release();
-    await client.redis.del(readers, readCounts);
+    await client.redis.del(readers, readCounts, readGrants);
   });
 
   it('each read-write script called with malformed arguments writes nothing', async () => {
-    const { write, readers, readCounts, writers, fence, readChannel, writeChannel, forced } = rwOf().keys;
-    const lockKeys5 = [write, readers, readCounts, writers, fence];
+    const { write, readers, readCounts, writers, fence, readChannel, writeChannel, forced, writeGrants, readGrants } =
+      rwOf().keys;
+    const readLock = [write, readers, readCounts, writers, fence, readGrants];
+    const writeLock = [write, readers, readCounts, writers, fence, writeGrants, readGrants];
+    const readUnlock = [write, readers, readCounts, writeChannel, readGrants];
+    const writeUnlock = [write, readers, readChannel, writeChannel, writeGrants, fence];
+    const force = [write, readers, readCounts, readChannel, writeChannel, forced, writeGrants, readGrants];
     const calls: [string, string[], (string | number)[]][] = [
-      ['rw-read-lock-5.lua', lockKeys5, ['1500.5', 'owner']],
-      ['rw-read-lock-5.lua', lockKeys5, [1_000, '']],
-      ['rw-write-lock-5.lua', lockKeys5, [0, 'owner', 5_000]],
-      ['rw-write-lock-5.lua', lockKeys5, [1_000, 'owner', -1]],
-      ['rw-write-lock-5.lua', lockKeys5, [1_000, '', 0]],
-      ['rw-read-unlock-4.lua', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'publish', '1.5']],
-      ['rw-read-unlock-4.lua', [write, readers, readCounts, writeChannel], ['owner', 1_000, 'del', '']],
-      ['rw-write-unlock-4.lua', [write, readers, readChannel, writeChannel], ['owner', 'abc', 'publish', '']],
-      ['rw-write-unlock-4.lua', [write, readers, readChannel, writeChannel], ['', 1_000, 'publish', '']],
+      ['rw-read-lock-6.lua', readLock, ['1500.5', 'owner', 'h']],
+      ['rw-read-lock-6.lua', readLock, [1_000, '', 'h']],
+      ['rw-read-lock-6.lua', readLock, [1_000, 'owner', '']],
+      ['rw-read-lock-6.lua', readLock, [1_000, 'owner']],
+      ['rw-write-lock-7.lua', writeLock, [0, 'owner', 5_000, 'h']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', -1, 'h']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, '', 0, 'h']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', 0, '']],
+      ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', 1_000, 'publish', 'all']],
+      ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', 1_000, 'del', 'one']],
+      ['rw-read-unlock-5.lua', readUnlock, ['owner', '', 1_000, 'publish', 'one']],
+      ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', '1.5', 'publish', 'one']],
+      ['rw-write-unlock-6.lua', writeUnlock, ['owner', 'h', 'abc', 'publish', 'one']],
+      ['rw-write-unlock-6.lua', writeUnlock, ['', 'h', 1_000, 'publish', 'one']],
+      ['rw-write-unlock-6.lua', writeUnlock, ['owner', '', 1_000, 'publish', 'any']],
+      ['rw-write-unlock-6.lua', writeUnlock, ['owner', 'h', 1_000, 'publish', '']],
+      ['rw-read-claim-3.lua', [readers, readCounts, readGrants], ['', 'owner']],
+      ['rw-read-claim-3.lua', [readers, readCounts, readGrants], ['h', '']],
       ['rw-write-abandon-3.lua', [write, writers, readChannel], ['owner', 'flushall']],
-      [
-        'rw-force-unlock-6.lua',
-        [write, readers, readCounts, readChannel, writeChannel, forced],
-        ['both', 'publish', 'id'],
-      ],
-      [
-        'rw-force-unlock-6.lua',
-        [write, readers, readCounts, readChannel, writeChannel, forced],
-        ['write', 'publish', ''],
-      ],
+      ['rw-force-unlock-8.lua', force, ['both', 'publish', 'id']],
+      ['rw-force-unlock-8.lua', force, ['write', 'publish', '']],
     ];
     for (const [script, keys, args] of calls) {
       await expect(runScriptUnchecked(client.redis, script, keys, args)).rejects.toThrow(/BADARG/);
     }
-    expect(await client.redis.exists(write, readers, readCounts, writers, fence, forced)).toBe(0);
+    expect(await client.redis.exists(write, readers, readCounts, writers, fence, forced, writeGrants, readGrants)).toBe(
+      0,
+    );
   });
 
   it('bad input raises LockOptionsError before any Redis call', async () => {

@@ -162,38 +162,43 @@ export const FAIR_ABANDON = defineScript({
   reply: yesNo,
 });
 
-// Read-write lock: both sides' attempts see every hold and intent; both releases count holds.
+// Read-write lock: both sides' attempts see every hold and intent; each side records its holds by id
+// in a grants hash of its own (writeGrants, readGrants), and a release names the hold it ends.
 
-const SIDE_ATTEMPT_KEYS = ['write', 'readers', 'readCounts', 'writers', 'fence'] as const;
-
-/** Both sides' releases take the same arguments and give the same replies. */
+/** Both sides' releases take the same arguments and give the same replies (see UNLOCK for `which`). */
 function sideRelease<K extends string>(file: string, keys: readonly K[]) {
   return defineScript({
     file,
     keys,
-    args: { owner: str, leaseMs: num, publish, expectedHolds },
+    args: { owner: str, holdId: str, leaseMs: num, publish, which: arg<'one' | 'any'>() },
     reply: asIs<Exclude<ReleaseReply, 'kept'>>,
   });
 }
 
-/** A read hold, unless a writer holds the lock or a live writer intent waits. */
+/** A read hold under the attempt's own hold id, unless a writer holds the lock or a live writer intent waits. */
 export const READ_LOCK = defineScript({
-  file: 'rw-read-lock-5.lua',
-  keys: SIDE_ATTEMPT_KEYS,
-  args: { leaseMs: num, owner: str, heldBefore },
+  file: 'rw-read-lock-6.lua',
+  keys: ['write', 'readers', 'readCounts', 'writers', 'fence', 'readGrants'],
+  args: { leaseMs: num, owner: str, holdId: str },
   reply: asIs<AttemptReply>,
 });
 
-/** The write hold, or an intent that holds back new readers (`intentMs` 0: no intent). */
+/** The write hold under the attempt's own hold id, or an intent that holds back new readers (`intentMs` 0: no intent). */
 export const WRITE_LOCK = defineScript({
-  file: 'rw-write-lock-5.lua',
-  keys: SIDE_ATTEMPT_KEYS,
-  args: { leaseMs: num, owner: str, intentMs: num, heldBefore },
+  file: 'rw-write-lock-7.lua',
+  keys: ['write', 'readers', 'readCounts', 'writers', 'fence', 'writeGrants', 'readGrants'],
+  args: { leaseMs: num, owner: str, intentMs: num, holdId: str },
   reply: asIs<WriteAttemptReply>,
 });
 
 /** Releases one read hold; the last one of all wakes the writers. */
-export const READ_UNLOCK = sideRelease('rw-read-unlock-4.lua', ['write', 'readers', 'readCounts', 'writeChannel']);
+export const READ_UNLOCK = sideRelease('rw-read-unlock-5.lua', [
+  'write',
+  'readers',
+  'readCounts',
+  'writeChannel',
+  'readGrants',
+]);
 
 /** What is left of the longest live read hold (ms), -2 when none is live. */
 export const READ_PTTL = defineScript({
@@ -203,8 +208,31 @@ export const READ_PTTL = defineScript({
   reply: asIs<number>,
 });
 
+/** An owner's live read holds (0 once its hold ran out). */
+export const READ_HOLD_COUNT = defineScript({
+  file: 'rw-read-hold-count-2.lua',
+  keys: ['readers', 'readCounts'],
+  args: { owner: str },
+  reply: asIs<number>,
+});
+
 /** Releases one write hold; the last one wakes readers and writers. */
-export const WRITE_UNLOCK = sideRelease('rw-write-unlock-4.lua', ['write', 'readers', 'readChannel', 'writeChannel']);
+export const WRITE_UNLOCK = sideRelease('rw-write-unlock-6.lua', [
+  'write',
+  'readers',
+  'readChannel',
+  'writeChannel',
+  'writeGrants',
+  'fence',
+]);
+
+/** The read hold of an attempt whose reply never came, claimed if it landed and is live, else cancelled for good. */
+export const READ_CLAIM_ATTEMPT = defineScript({
+  file: 'rw-read-claim-3.lua',
+  keys: ['readers', 'readCounts', 'readGrants'],
+  args: { holdId: str, owner: str },
+  reply: asIs<ClaimReply>,
+});
 
 /** Yes: the withdrawn intent was the last one holding readers back (they were woken). */
 export const WRITE_ABANDON = defineScript({
@@ -214,10 +242,10 @@ export const WRITE_ABANDON = defineScript({
   reply: yesNo,
 });
 
-/** Yes: that side was held. A repeat of one `callId` changes nothing. */
+/** Yes: that side was held (its holds and their ids deleted). A repeat of one `callId` changes nothing. */
 export const READ_WRITE_FORCE_UNLOCK = defineScript({
-  file: 'rw-force-unlock-6.lua',
-  keys: ['write', 'readers', 'readCounts', 'readChannel', 'writeChannel', 'forced'],
+  file: 'rw-force-unlock-8.lua',
+  keys: ['write', 'readers', 'readCounts', 'readChannel', 'writeChannel', 'forced', 'writeGrants', 'readGrants'],
   args: { side: arg<'read' | 'write'>(), publish, callId: str },
   reply: yesNo,
 });
@@ -325,8 +353,10 @@ export const ALL_SCRIPTS = [
   READ_LOCK,
   READ_UNLOCK,
   READ_PTTL,
+  READ_HOLD_COUNT,
   WRITE_LOCK,
   WRITE_UNLOCK,
+  READ_CLAIM_ATTEMPT,
   WRITE_ABANDON,
   READ_WRITE_FORCE_UNLOCK,
   SEMAPHORE_ACQUIRE,

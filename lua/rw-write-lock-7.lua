@@ -1,32 +1,39 @@
 #!lua
--- Read-write lock, write side: acquire or re-enter the write hold; a refused writer that waits
--- registers (or refreshes) its intent, which holds back new readers (see rw-writers.lua).
--- KEYS[1]  write hold           hash owner -> hold count, with the write lease (see rw-read-lock-5.lua)
+-- Read-write lock, write side: acquire or re-enter the write hold, recorded under the attempt's own id;
+-- a refused writer that waits registers (or refreshes) its intent, which holds back new readers (see
+-- rw-writers.lua).
+-- KEYS[1]  write hold           hash owner -> hold count, with the write lease (see rw-read-lock-6.lua)
 -- KEYS[2]  readers              zset owner -> expiry (server ms)
 -- KEYS[3]  read hold counts     hash owner -> hold count
 -- KEYS[4]  writer intents       zset owner -> deadline (server ms)
 -- KEYS[5]  fencing counter      never expires, so tokens only grow
+-- KEYS[6]  write hold ids       <prefix>:{<name>}:rw:write:grants  hold id -> its record (see hold-ids.lua;
+--                               a record's epoch is the fencing counter, which only a write grant moves)
+-- KEYS[7]  read hold ids        (see rw-read-lock-6.lua): read holds that ran out are pruned with
+--                               their records
 -- ARGV[1]  lease in ms          whole number in 1..31536000000
--- ARGV[2]  owner id
+-- ARGV[2]  owner id             opaque text, never parsed
 -- ARGV[3]  intent timeout in ms: a refused writer's intent lapses this long after its last attempt;
 --          '0' = a single attempt, which registers no intent
--- ARGV[4]  holds before         the write holds the caller knows the owner has ('' = not said): one more
---                               means this attempt already landed (see repeated-attempt.lua)
+-- ARGV[4]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
+--                               repeat of the attempt (sent again after a lost reply) finds that record
 -- Granted when nobody holds the write side and no read hold is live. The writer may hold read holds
 -- of its own taken after its write hold (downgrade): they do not stop its re-entry.
 -- Returns  {'granted', token}    acquired; token = new fencing token (INCR of KEYS[5])
 --          {'reentered', token}  re-entered; token = the holder's token
---                                (a repeat that already landed: the same reply as its first run; nothing changes)
+--                                (a repeat whose hold is live: the same reply as its first run; nothing
+--                                changes but a lease made at least ARGV[1] long)
 --          {'refused', ms}       the write holder's remaining lease, or until the earliest read hold
---                                runs out (a release wakes earlier)
+--                                runs out (a release wakes earlier); also a repeat whose hold has ended
+--                                or was cancelled (nothing changes)
 --          {'holds-read', 0}     refused for good: this owner holds a read hold and no write hold (a
 --                                reader cannot upgrade: two upgrading readers would wait for each other)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include server-time.lua
 --!include rw-readers.lua
 --!include rw-writers.lua
---!include repeated-attempt.lua
 local writeKey, readers, counts, writers, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local grants, readGrants = KEYS[6], KEYS[7]
 local lease, owner, intentMs = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -35,20 +42,31 @@ if not owner or owner == '' then return redis.error_reply('BADARG owner id is em
 if not intentMs or intentMs < 0 or intentMs > 2147483647 or intentMs % 1 ~= 0 then
   return redis.error_reply('BADARG intent timeout must be whole ms in 0..2147483647, got ' .. tostring(ARGV[3]))
 end
-local heldBefore, badHeld = heldBeforeArgument(ARGV[4])
-if badHeld then return badHeld end
+local holdId, badId = holdIdArgument(ARGV[4], 'hold id')
+if badId then return badId end
+
+local epoch = epochOf(fence)
+local kind, token, holder = readHold(grants, holdId, epoch)
+if (kind == 'g' or kind == 'e') and holder == owner and redis.call('hexists', writeKey, owner) == 1 then
+  -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
+  if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
+  keepGrants(grants, lease)
+  return {kind == 'g' and 'granted' or 'reentered', token}
+end
+if kind then
+  -- A copy that comes after its hold ended (or its lock ran out), or after the caller gave it up: it
+  -- must take nothing.
+  return {'refused', math.max(0, redis.call('pttl', writeKey))}
+end
 local now = nowMs()
 
 if redis.call('hexists', writeKey, owner) == 1 then
-  if alreadyLanded(redis.call('hget', writeKey, owner), heldBefore) then
-    extendLease(writeKey, lease)
-    return {heldBefore == 0 and 'granted' or 'reentered', tonumber(redis.call('get', fence) or '0')}
-  end
   redis.call('hincrby', writeKey, owner, 1)
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
-  return {'reentered', tonumber(redis.call('get', fence) or '0')}
+  recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
+  return {'reentered', epoch}
 end
-pruneReaders(readers, counts, now)
+pruneReaders(readers, counts, readGrants, now)
 if redis.call('hexists', counts, owner) == 1 then return {'holds-read', 0} end
 
 local wait = nil
@@ -67,4 +85,6 @@ end
 redis.call('hset', writeKey, owner, 1)
 redis.call('pexpire', writeKey, lease)
 if redis.call('zrem', writers, owner) == 1 then touchWriters(writers, now) end
-return {'granted', redis.call('incr', fence)}
+local first = redis.call('incr', fence)
+recordHold(grants, holdId, 'g', first, owner, lease, first)
+return {'granted', first}

@@ -1,11 +1,14 @@
 #!lua flags=allow-oom
 -- Read-write lock: delete the write hold or every read hold, whoever holds them, and wake the waiters.
--- KEYS[1]  write hold           (see rw-read-lock-5.lua)
+-- KEYS[1]  write hold           (see rw-read-lock-6.lua)
 -- KEYS[2]  readers
 -- KEYS[3]  read hold counts
 -- KEYS[4]  read wake channel
 -- KEYS[5]  write wake channel
 -- KEYS[6]  force calls          (see force-once.lua)
+-- KEYS[7]  write hold ids       (see rw-write-lock-7.lua): deleted with the write hold, and
+-- KEYS[8]  read hold ids        (see rw-readers.lua) with the read holds, so that every hold's release
+--                               finds it gone (and says so) instead of a record of a live hold
 -- ARGV[1]  side                 'write' or 'read'
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
@@ -15,6 +18,7 @@
 --!include rw-readers.lua
 --!include force-once.lua
 local writeKey, readers, counts, readChannel, writeChannel, forced = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local writeGrants, readGrants = KEYS[7], KEYS[8]
 local side, publish = ARGV[1], ARGV[2]
 if side ~= 'write' and side ~= 'read' then
   return redis.error_reply('BADARG side must be write or read, got ' .. tostring(side))
@@ -30,9 +34,11 @@ local now = nowMs()
 local deleted
 if side == 'write' then
   deleted = redis.call('del', writeKey) == 1
+  if deleted then redis.call('del', writeGrants) end
 else
+  pruneReaders(readers, counts, readGrants, now)
   deleted = liveReaders(readers, now) > 0
-  redis.call('del', readers, counts)
+  if deleted then redis.call('del', readers, counts, readGrants) end
 end
 if not deleted then return rememberForce(forced, callId, 0) end
 redis.call(publish, readChannel, 'force')
