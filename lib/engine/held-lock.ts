@@ -4,11 +4,12 @@ import type { LockRegistry } from './lock-registry';
 import { setLongTimeout, type LongTimer } from './long-timer';
 
 /**
- * How a lock is renewed: `hash` when the owner is a field of the lock hash (reentrant, fair lock,
- * write side of a read-write lock), `string` when the lock's value is the owner's token (simple lock),
- * `read` for a read hold (its expiry in the readers zset; renewalKeys: that zset, then the read counts),
- * `permit` when the owner is a member of a semaphore's holds (its score the lease's end), `held` for
- * a reentrant lock's hash whose holds are recorded by id (renewalKeys: the lock, then its hold ids).
+ * How a lock is renewed: `held` when the owner is a field of the lock hash and its holds are recorded
+ * by id (reentrant and fair locks, a read-write lock's write side; renewalKeys: the hash, then its hold
+ * ids), `hash` the same without hold ids, `string` when the lock's value is the owner's token (simple
+ * lock), `read` for a read hold (its expiry in the readers zset; renewalKeys: that zset, the read
+ * counts, then the read hold ids), `permit` when the owner is a member of a semaphore's holds (its
+ * score the lease's end).
  */
 export type RenewalKind = 'hash' | 'held' | 'string' | 'read' | 'permit';
 
