@@ -28,9 +28,8 @@
 --          error BADARG before any write when an argument is unusable
 --!include hand-over.lua
 --!include publish-command.lua
---!include hold-ids.lua
---!include release-hold.lua
-local owner, publish, handOverMode, client, which = ARGV[1], ARGV[4], ARGV[6], ARGV[7], ARGV[8]
+--!include release-call.lua
+local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
 local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
 if badId then return badId end
@@ -46,45 +45,20 @@ end
 if handOverMode == 'keep' and (not client or client == '') then
   return redis.error_reply('BADARG client id is empty')
 end
-if which ~= 'one' and which ~= 'any' then
-  return redis.error_reply('BADARG which must be one or any, got ' .. tostring(which))
-end
+local which, badWhich = releaseModeArgument(ARGV[8])
+if badWhich then return badWhich end
 
-local function notHeld()
-  return redis.call('exists', KEYS[1]) == 1 and 'not-owner' or 'not-locked'
-end
--- What a release of a hold that ended before it replies: a repeat, what its first copy did; a hold
--- another call of the same owner released, what is left of the owner's holds; else not held.
-local function endedReply(kind)
-  if kind == 'r' then return 'released' end
-  if kind == 'd' then return 'decremented' end
-  if kind == 'o' then return redis.pcall('hexists', KEYS[1], owner) == 1 and 'decremented' or 'released' end
-  return notHeld()
-end
+-- pcall: a string here is a simple lock's hold (another owner), not an error
+local function ownerHolds() return redis.pcall('hexists', KEYS[1], owner) == 1 end
+local function locked() return redis.call('exists', KEYS[1]) == 1 end
+local epoch = epochOf(KEYS[6])
 
-local target, epoch = holdId, epochOf(KEYS[6])
-if which == 'any' then
-  local kind = readHold(KEYS[5], holdId)
-  if kind then return endedReply(kind) end
-  target = liveHoldOf(KEYS[5], owner, epoch)
-  if not target then return notHeld() end
-else
-  local kind, _, holder = readHold(KEYS[5], holdId, epoch)
-  if (kind == 'g' or kind == 'e') and holder ~= owner then return notHeld() end
-end
+local target, early = releaseTarget(KEYS[5], holdId, owner, which, epoch, ownerHolds, locked)
+if not target then return early end
 local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch)
-if which == 'any' and (did == HOLD_RELEASED or did == HOLD_DECREMENTED) then
-  -- This call's own id answers its repeats; the hold it ended was ended by another call than its own.
-  endHold(KEYS[5], target, 'o')
-  if did == HOLD_RELEASED then endHold(KEYS[5], holdId, 'r') else endHold(KEYS[5], holdId, 'd') end
-end
-if did == HOLD_MISSING then
-  -- Never taken, or its attempt never landed (yet): a late copy of that attempt must take nothing.
-  endHold(KEYS[5], holdId, 'x')
-  return notHeld()
-end
-if did == HOLD_ENDED then return endedReply(outcome) end
-if did == HOLD_DECREMENTED or redis.call('exists', KEYS[1]) == 1 then return 'decremented' end
+local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
+if settled then return settled end
+if did == HOLD_DECREMENTED or locked() then return 'decremented' end
 if handOverMode == 'keep' then
   return othersWaiting(KEYS[3], client) and 'kept' or 'released'
 end
