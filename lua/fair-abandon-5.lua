@@ -7,7 +7,7 @@
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
 -- KEYS[4]  fencing counter
--- KEYS[5]  channel prefix       (see fair-lock-5.lua)
+-- KEYS[5]  channel prefix       (see fair-lock-6.lua)
 -- ARGV[1]  waiter id            the wait that ends ('<client id>:<nonce>')
 -- ARGV[2]  owner id             the owner it waited for; '' when its process no longer knows (a hand-off
 --                               to a wait it has no more: that wait is out of the queue already)

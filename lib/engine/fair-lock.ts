@@ -4,12 +4,14 @@ import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
 import { HashLock } from './hash-lock';
+import type { RenewalKind } from './held-lock';
 import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from './lock-base';
 import type { LockHandle } from './lock-handle';
 import type { AcquireOptions } from './options';
+import type { HandOver } from './process-turns';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import { retryWhileUnreachable } from './retry-while-unreachable';
-import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
+import { CLAIM_ATTEMPT, FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
 
 export interface FairLockOptions {
   /**
@@ -41,12 +43,22 @@ const currentWait = new AsyncLocalStorage<{ waiterId?: string }>();
  * tells only that waiter, so a hand-off costs one message and no race. Each wait has its own place
  * and id (see lua/include/fair-queue.lua): two waits of one owner, in one process or two, never take
  * each other's. Re-entrant like the reentrant lock (an owner that holds it re-enters, whichever wait
- * asks), and mutually exclusive with it on the same name.
+ * asks), and mutually exclusive with it on the same name. Like it, each hold has an id of its own (the
+ * attempt's, also when it accepts a hand-off; see lua/include/hold-ids.lua): a release names the hold
+ * it ends and a repeated command is recognised by its id, never by a count this client remembers.
  * @example
  * await locks.getFairLock('ticket-counter').withLock(() => serveNext());
  */
 export class FairLock extends HashLock {
   readonly kind: LockKindName = 'fair';
+  protected override readonly recordsHoldIds: boolean = true;
+  protected override readonly renewal: RenewalKind = 'held';
+
+  protected override get renewalKeys(): readonly string[] {
+    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants]);
+  }
+
+  private lockAndGrants?: readonly string[];
   // Strict FIFO: every release hands the lock to the queue head, whichever process it is in, so
   // processes take no turns (LockBase's takesTurns stays false).
   private readonly staleWaiterTimeout: number;
@@ -95,16 +107,17 @@ export class FairLock extends HashLock {
     };
   }
 
-  protected async attempt({ owner, leaseMs, payload, heldBefore, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     // Every attempt runs inside its lock() or tryLock() call, which made the waiter id.
     const waiterId = currentWait.getStore()?.waiterId ?? this.newWaiterId();
     // The release handed us the lock and said so. Accept it before the caller runs: after a failover
     // the message may come from a master whose hand-off the promoted replica never received, and a
     // holder that started on the message alone would overlap the one the new master grants.
     if (payload !== undefined && /^\d+$/.test(payload)) {
-      // Idempotent, so sent again through a failover for as long as the hand-off can still be ours.
+      // Idempotent (the hold is recorded under this attempt's id), so sent again through a failover for
+      // as long as the hand-off can still be ours.
       const { redis, operationTimeout } = this.engine;
-      const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner, waiterId });
+      const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner: holder, waiterId, holdId });
       const accepted = await retryWhileUnreachable(accept, {
         redis,
         operationTimeout,
@@ -120,11 +133,11 @@ export class FairLock extends HashLock {
     const publish = this.engine.publishCommand;
     const [status, value] = await FAIR_LOCK.run(this.engine.redis, this.keys, {
       leaseMs,
-      owner,
+      owner: holder,
       staleWaiterTimeout,
       acceptanceLease,
       publish,
-      heldBefore,
+      holdId,
       waiterId,
       // A single attempt (no `waiting`) never queues.
       mode: waiting ? 'wait' : 'once',
@@ -132,14 +145,36 @@ export class FairLock extends HashLock {
     return attemptOutcome(status, value);
   }
 
-  protected releaseOnce(owner: string, leaseMs: number, expectedHolds?: number): Promise<RawRelease> {
+  /** Releases hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any hold of `owner`. */
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    _expectedHolds?: number,
+    _handOver?: HandOver,
+    holdId?: string,
+  ): Promise<RawRelease> {
     return FAIR_UNLOCK.run(this.engine.redis, this.keys, {
       owner,
+      holdId: holdId ?? this.engine.newHoldId(),
       leaseMs,
       acceptanceLease: this.acceptanceLease,
       publish: this.engine.publishCommand,
-      expectedHolds: expectedHolds ?? '',
+      which: holdId === undefined ? 'any' : 'one',
     });
+  }
+
+  /**
+   * Claims the unanswered attempt's hold if it landed (a grant, a re-entry or an accepted hand-off), or
+   * cancels the attempt for good, so that a copy of it still on its way takes nothing (claim-attempt-3.lua).
+   */
+  protected override async grantOfUnknownAttempt(
+    holder: string,
+    _known: number,
+    holdId: string,
+  ): Promise<Grant | undefined> {
+    const reply = await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder });
+    if (reply[0] === 'cancelled') return undefined;
+    return { fencingToken: reply[1], reentered: reply[0] === 'reentered' };
   }
 
   /**

@@ -8,9 +8,9 @@
 -- its client's own channel, whatever its owner's text; the message names its waiter id.
 -- A single attempt (tryLock without waiting) has a waiter id too, and never queues.
 -- The lock hash keeps, under GRANTED_TO (a field no owner id can be: it starts with NUL), the entry of
--- the wait the lock was granted or handed to: a hand-off (its owner's count 0) can only be accepted by
--- that wait, and an attempt sent again after its reply was lost finds its own grant by it, where a
--- count would not tell it from another process's hold of the same owner. It goes with the lock hash.
+-- the wait the lock was granted or handed to: a hand-off (its owner's count 0) can only be taken over
+-- or accepted by that wait. It goes with the lock hash. A hand-off is no hold: the hold begins when its
+-- wait accepts it, recorded then under that attempt's own id like every other hold (see hold-ids.lua).
 -- `fair` holds the keys and settings of one call: lock, queue, deadlines, fence, channel (prefix),
 -- publish, acceptanceLease, now.
 
@@ -59,6 +59,13 @@ local function entryParts(entry)
   local cut = string.find(entry, '\0', 1, true)
   if not cut then return nil end
   return string.sub(entry, 1, cut - 1), string.sub(entry, cut + 1)
+end
+
+-- Whether `owner` holds the lock (a count of 1 or more: a hand-off to one of its waits, count 0, is no hold).
+local function ownerHolds(lockKey, owner)
+  -- pcall: a string here is a simple lock's hold
+  local count = redis.pcall('hget', lockKey, owner)
+  return type(count) == 'string' and count ~= '0'
 end
 
 -- The entry of the wait the lock was granted or handed to (a hand-off: accepted or not yet), or nil.

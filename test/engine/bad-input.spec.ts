@@ -279,6 +279,7 @@ describe('bad input', () => {
   describe('each script called directly with malformed arguments writes nothing', () => {
     const base = () => lockKeys(prefix, `script-${++n}`);
     const badLeases = ['1500.5', '1e19', '-1', '0', 'abc', '', String(MAX_LEASE_MS + 1)];
+    const fairUnlockKeys = (k: ReturnType<typeof base>) => [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants];
 
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
@@ -286,19 +287,19 @@ describe('bad input', () => {
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [lease, 'owner', 'client', '0', '', 1, 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [lease, 'o', 5000, 2000, 'publish', '', 'c:w', 'wait'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [lease, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'wait'],
         ],
         ['renew-many-n.lua', [k.lock], ['string', lease, 'token']],
-        ['fair-accept-1.lua', [k.lock], [lease, 'owner']],
+        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [lease, 'owner', 'c:w', 'h']],
         ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
         [
           'unlock-6.lua',
           [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', lease, 'publish', 'released', 'pass', 'c', 'one'],
         ],
-        ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', lease, 2000, 'publish', '']],
+        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', lease, 2000, 'publish', 'one']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
@@ -308,7 +309,7 @@ describe('bad input', () => {
 
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
-      const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced];
+      const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants];
       const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:released`];
       const calls: [string, string[], (string | number)[]][] = [
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', '', 1, 'h']],
@@ -316,38 +317,44 @@ describe('bad input', () => {
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [1000, 'o', 0.5, 2000, 'publish', '', 'c:w', 'wait'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o', 0.5, 2000, 'publish', 'h', 'c:w', 'wait'],
         ],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [1000, 'o', 5000, 'x', 'publish', '', 'c:w', 'wait'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o', 5000, 'x', 'publish', 'h', 'c:w', 'wait'],
         ],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [1000, 'o', 5000, 2000, 'del', '', 'c:w', 'wait'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o', 5000, 2000, 'del', 'h', 'c:w', 'wait'],
         ],
         ['fair-abandon-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['', 'o', 1000, 'publish']],
         ['fair-abandon-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['c:w', 'o\0x', 1000, 'publish']],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [1000, 'o', 5000, 2000, 'publish', '', 'w', 'wait'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o', 5000, 2000, 'publish', 'h', 'w', 'wait'],
         ],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [1000, 'o\0x', 5000, 2000, 'publish', '', 'c:w', 'wait'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o\0x', 5000, 2000, 'publish', 'h', 'c:w', 'wait'],
         ],
         [
-          'fair-lock-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          [1000, 'o', 5000, 2000, 'publish', '', 'c:w', 'maybe'],
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'maybe'],
         ],
-        ['fair-accept-1.lua', [k.lock], [1000, 'owner', 'no-nonce:']],
+        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'no-nonce:', 'h']],
+        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'c:w', '']],
+        [
+          'fair-lock-6.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          [1000, 'o', 5000, 2000, 'publish', '', 'c:w', 'wait'],
+        ],
         ['renew-many-n.lua', [k.lock], ['list', 1000, 'owner']],
         ['renew-many-n.lua', [k.lock], ['hash', 1000]],
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['flushall', 'x', 'id']],
@@ -386,12 +393,13 @@ describe('bad input', () => {
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '2.5', 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '', '1001']],
-        ['fair-unlock-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['o', 1000, 2000, 'publish', 'x']],
+        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', 1000, 2000, 'publish', 'x']],
+        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', '', 1000, 2000, 'publish', 'any']],
         // A force without its call id (see force-once.lua), or with unusable settings.
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['publish', 'x', '']],
-        ['fair-force-unlock-6.lua', fairForceKeys, [0, 'publish', 'id']],
-        ['fair-force-unlock-6.lua', fairForceKeys, [1000, 'flushall', 'id']],
-        ['fair-force-unlock-6.lua', fairForceKeys, [1000, 'publish', '']],
+        ['fair-force-unlock-7.lua', fairForceKeys, [0, 'publish', 'id']],
+        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'flushall', 'id']],
+        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'publish', '']],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);

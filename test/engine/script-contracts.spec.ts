@@ -64,7 +64,7 @@ describe('script contracts', () => {
   it('each script says on its first line how it meets a full Redis: refused whole if it takes a lock, run anyway if it frees one', () => {
     // Taking a lock needs memory: refused before it runs (nothing half-written). Reads need none.
     const takesMemory = new Set([
-      'fair-lock-5.lua',
+      'fair-lock-6.lua',
       'lock-5.lua',
       'rw-read-lock-6.lua',
       'rw-write-lock-7.lua',
@@ -172,7 +172,7 @@ describe('script contracts', () => {
           staleWaiterTimeout: 5000,
           acceptanceLease: 1000,
           publish,
-          heldBefore: 0,
+          holdId: 'h1',
           waiterId: 'c:w1',
           mode: 'once',
         },
@@ -180,11 +180,11 @@ describe('script contracts', () => {
       ),
       call(
         catalog.FAIR_UNLOCK,
-        { owner: 'c:1', leaseMs: 5000, acceptanceLease: 1000, publish, expectedHolds: '' },
+        { owner: 'c:1', holdId: 'h1', leaseMs: 5000, acceptanceLease: 1000, publish, which: 'one' },
         'not-locked',
       ),
       call(catalog.FAIR_FORCE_UNLOCK, { acceptanceLease: 1000, publish, callId: 'f1' }, false),
-      call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1', waiterId: 'c:w1' }, false),
+      call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1', waiterId: 'c:w1', holdId: 'h1' }, false),
       call(catalog.FAIR_ABANDON, { waiterId: 'c:w1', owner: 'c:1', acceptanceLease: 1000, publish }, false),
       call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, ['granted', 0]),
       call(catalog.READ_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),

@@ -543,7 +543,7 @@ describe('lua scripts', () => {
     ]);
     const fair = keys();
     kinds.push([
-      'fair-force-unlock-6',
+      'fair-force-unlock-7',
       (owner) =>
         FAIR_LOCK.run(redis, fair, {
           leaseMs: 5000,
@@ -551,7 +551,7 @@ describe('lua scripts', () => {
           staleWaiterTimeout: 5000,
           acceptanceLease: 1000,
           publish: 'publish',
-          heldBefore: '',
+          holdId: `h-${owner}`,
           waiterId: `c:${owner}`,
           mode: 'once',
         }),
@@ -584,55 +584,40 @@ describe('lua scripts', () => {
   });
 
   describe('an attempt sent again after its reply was lost (its first run landed)', () => {
-    type Reply = [string, ...unknown[]];
-    /** Each kind that counts holds: its attempt with the holds the caller knew, and where it counts them. */
-    const counting: [
-      kind: string,
-      attempt: (heldBefore: number | '') => Promise<Reply>,
-      count: () => Promise<string | null>,
-      holdKey: string,
-    ][] = [];
-    const k = keys();
-    const base = { owner: 'c:1', leaseMs: 5000 };
-    counting.push([
-      'fair-lock-5',
-      (heldBefore) => {
-        const fair = lockKeys(prefix, 'fair-repeat');
-        return FAIR_LOCK.run(redis, fair, {
-          ...base,
+    it('fair-lock-6 is told by its hold id: counts one hold and says what its first run said; a hold of the same owner it knew nothing of is a re-entry, counted', async () => {
+      const fair = lockKeys(prefix, 'fair-repeat');
+      const attempt = (holdId: string, waiterId = `c:w-${holdId}`) =>
+        FAIR_LOCK.run(redis, fair, {
+          owner: 'c:1',
+          leaseMs: 5000,
           staleWaiterTimeout: 5000,
           acceptanceLease: 1000,
           publish: 'publish',
-          heldBefore,
-          waiterId: `c:w${heldBefore}`, // each call's own: a copy sent again carries the same
+          holdId,
+          waiterId, // each call's own: a copy sent again carries the same
           mode: 'once',
         });
-      },
-      () => redis.hget(lockKeys(prefix, 'fair-repeat').lock, 'c:1'),
-      lockKeys(prefix, 'fair-repeat').lock,
-    ]);
-
-    it.each(counting)(
-      '%s counts one hold, and says what its first run said',
-      async (_kind, attempt, count, holdKey) => {
-        expect(await attempt(0)).toEqual(await attempt(0)); // granted, then the repeat
-        expect(await count()).toBe('1');
-        // The same reply for a hold whose lease is nearly over (its caller lost track of it) renews the lease.
-        await redis.pexpire(holdKey, 100);
-        await attempt(0);
-        expect(await redis.pttl(holdKey)).toBeGreaterThan(4_000);
-        const reentry = await attempt(1);
-        expect(reentry[0]).toBe('reentered');
-        expect(await attempt(1)).toEqual(reentry);
-        expect(await count()).toBe('2');
-        // Not said (''): every run counts, as before.
-        await attempt('');
-        expect(await count()).toBe('3');
-        await expect(attempt(-1)).rejects.toThrow(/BADARG holds before/);
-        await expect(attempt(1.5)).rejects.toThrow(/BADARG holds before/);
-        expect(await count()).toBe('3');
-      },
-    );
+      const count = () => redis.hget(fair.lock, 'c:1');
+      const first = await attempt('h1');
+      expect(first[0]).toBe('granted');
+      expect(await attempt('h1')).toEqual(first); // the repeat
+      expect(await count()).toBe('1');
+      // The same reply for a hold whose lease is nearly over (its caller lost track of it) renews the lease.
+      await redis.pexpire(fair.lock, 100);
+      await attempt('h1');
+      expect(await redis.pttl(fair.lock)).toBeGreaterThan(4_000);
+      // Another call of the same owner (another process's, knowing nothing of the first): counted.
+      const reentry = await attempt('h2');
+      expect(reentry).toEqual(['reentered', first[1]]);
+      expect(await attempt('h2')).toEqual(reentry);
+      expect(await count()).toBe('2');
+      // An attempt cancelled before it landed (claim-attempt-3) takes nothing when its copy comes.
+      expect(await CLAIM_ATTEMPT.run(redis, fair, { holdId: 'h3', owner: 'c:1' })).toEqual(['cancelled']);
+      expect((await attempt('h3'))[0]).toBe('refused');
+      expect(await count()).toBe('2');
+      await expect(attempt('')).rejects.toThrow(/BADARG hold id/);
+      expect(await count()).toBe('2');
+    });
 
     it('simple-lock-4 with the same token is granted again, takes no new fencing token, and holds one lock', async () => {
       const s = keys();

@@ -213,13 +213,14 @@ describe('FairLock: owner ids are opaque', () => {
     beforeAll(() => (redis = connect()));
     afterAll(() => redis.quit());
 
-    /** One call's attempt: `waiterId` is the call's, `heldBefore` the holds its client knew of. */
-    const attempt = (owner: string, waiterId: string, mode: 'wait' | 'once' = 'wait', heldBefore: number | '' = '') =>
+    let attempts = 0;
+    /** One attempt of a call: `waiterId` is the call's, `holdId` the attempt's own (a copy sent again carries the same). */
+    const attempt = (owner: string, waiterId: string, mode: 'wait' | 'once' = 'wait', holdId = `h${++attempts}`) =>
       FAIR_LOCK.run(redis, lockKeys(prefix, name), {
         leaseMs: 10_000,
         owner,
         ...settings,
-        heldBefore,
+        holdId,
         waiterId,
         mode,
       });
@@ -239,8 +240,8 @@ describe('FairLock: owner ids are opaque', () => {
       const k = lockKeys(prefix, name);
       const sub = await listen(k.channel, ['c1', 'c2', 'order']);
       try {
-        const accept = (owner: string, waiterId: string) =>
-          FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner, waiterId });
+        const accept = (owner: string, waiterId: string, holdId = `accept-${waiterId}`) =>
+          FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner, waiterId, holdId });
         const abandon = (waiterId: string, owner: string) =>
           FAIR_ABANDON.run(redis, k, { waiterId, owner, acceptanceLease: 2_000, publish: 'publish' });
         expect((await attempt('x', 'c0:x', 'once'))[0]).toBe('granted');
@@ -248,13 +249,15 @@ describe('FairLock: owner ids are opaque', () => {
         expect((await attempt('order:1', 'c2:w2'))[0]).toBe('refused'); // the same owner, a place of its own
         expect((await attempt('order:2', 'c2:w3'))[0]).toBe('refused');
         expect(await redis.llen(k.queue)).toBe(3);
+        /** Any one hold of `owner`, under a call id of its own. */
         const unlock = (owner: string) =>
           FAIR_UNLOCK.run(redis, k, {
             owner,
+            holdId: `call-${++attempts}`,
             leaseMs: 10_000,
             acceptanceLease: 2_000,
             publish: 'publish',
-            expectedHolds: '',
+            which: 'any',
           });
         expect(await unlock('x')).toBe('released');
         await eventually(() => sub.heard.c1.length === 1);
@@ -297,10 +300,11 @@ describe('FairLock: owner ids are opaque', () => {
         await attempt('o', 'c2:w2');
         await FAIR_UNLOCK.run(redis, k, {
           owner: 'x',
+          holdId: 'x-release',
           leaseMs: 10_000,
           acceptanceLease: 2_000,
           publish: 'publish',
-          expectedHolds: '',
+          which: 'any',
         });
         await eventually(() => sub.heard.c1.length === 1);
         const passed = await FAIR_ABANDON.run(redis, k, {
@@ -312,8 +316,10 @@ describe('FairLock: owner ids are opaque', () => {
         expect(passed).toBe(true);
         await eventually(() => sub.heard.c2.length === 1);
         expect(sub.heard.c2).toEqual([`c2:w2|${await redis.get(k.fence)}`]);
-        expect(await FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner: 'o', waiterId: 'c1:w1' })).toBe(false);
-        expect(await FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner: 'o', waiterId: 'c2:w2' })).toBe(true);
+        const accept = (waiterId: string) =>
+          FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner: 'o', waiterId, holdId: `accept-${waiterId}` });
+        expect(await accept('c1:w1')).toBe(false);
+        expect(await accept('c2:w2')).toBe(true);
         expect(await redis.llen(k.queue)).toBe(0);
       } finally {
         await sub.close();
@@ -322,18 +328,54 @@ describe('FairLock: owner ids are opaque', () => {
 
     it("a hold its caller knew nothing of is another call's of the same owner (another process's): re-entered, never taken for the call's own attempt sent again", async () => {
       const k = lockKeys(prefix, name);
-      const first = await attempt('shared', 'c1:w1', 'once', 0);
+      const first = await attempt('shared', 'c1:w1', 'once', 'a1');
       expect(first[0]).toBe('granted');
-      expect(await attempt('shared', 'c1:w1', 'once', 0)).toEqual(first); // its reply was lost: sent again
+      expect(await attempt('shared', 'c1:w1', 'once', 'a1')).toEqual(first); // its reply was lost: sent again
       expect(await redis.hget(k.lock, 'shared')).toBe('1');
       // Another client's call for the same owner, knowing no hold of it: a re-entry, counted.
-      expect(await attempt('shared', 'c2:w2', 'once', 0)).toEqual(['reentered', first[1]]);
+      expect(await attempt('shared', 'c2:w2', 'once', 'b1')).toEqual(['reentered', first[1]]);
       expect(await redis.hget(k.lock, 'shared')).toBe('2');
-      // A re-entry sent again is told by the holds its caller knew, as before.
-      expect(await attempt('shared', 'c2:w3', 'wait', 2)).toEqual(['reentered', first[1]]);
-      expect(await attempt('shared', 'c2:w3', 'wait', 2)).toEqual(['reentered', first[1]]);
+      // A re-entry sent again is told by its attempt's id, whatever either client counts.
+      expect(await attempt('shared', 'c2:w3', 'wait', 'b2')).toEqual(['reentered', first[1]]);
+      expect(await attempt('shared', 'c2:w3', 'wait', 'b2')).toEqual(['reentered', first[1]]);
       expect(await redis.hget(k.lock, 'shared')).toBe('3');
       expect(await redis.exists(k.queue)).toBe(0);
+    });
+
+    it('a release names the hold it ends: a repeat replies as its first copy did, and an old copy never touches a newer hold of the same owner', async () => {
+      const k = lockKeys(prefix, name);
+      const release = (owner: string, holdId: string, which: 'one' | 'any' = 'one') =>
+        FAIR_UNLOCK.run(redis, k, {
+          owner,
+          holdId,
+          leaseMs: 10_000,
+          acceptanceLease: 2_000,
+          publish: 'publish',
+          which,
+        });
+      const first = await attempt('job', 'c1:w1', 'once', 'b1');
+      expect(await attempt('job', 'c2:w2', 'once', 'a1')).toEqual(['reentered', first[1]]);
+      expect(await release('job', 'a1')).toBe('decremented');
+      expect(await release('job', 'a1')).toBe('decremented'); // the repeat changes nothing
+      expect(await redis.hget(k.lock, 'job')).toBe('1');
+      expect(await release('other', 'b1')).toBe('not-owner'); // a hold is its owner's
+      expect(await release('job', 'b1')).toBe('released');
+      const again = await attempt('job', 'c1:w3', 'once', 'b2');
+      expect(again[1]).toBeGreaterThan(first[1] as number);
+      expect(await release('job', 'b1')).toBe('released'); // an old copy: the new grant stays
+      expect(await release('job', 'a1')).toBe('decremented');
+      expect(await redis.hget(k.lock, 'job')).toBe('1');
+      // By owner, under the call's own id: one hold, however often the call is sent.
+      expect(await attempt('job', 'c2:w4', 'once', 'a2')).toEqual(['reentered', again[1]]);
+      expect(await release('job', 'call-1', 'any')).toBe('decremented');
+      expect(await release('job', 'call-1', 'any')).toBe('decremented');
+      expect(await redis.hget(k.lock, 'job')).toBe('1');
+      expect(await release('job', 'call-2', 'any')).toBe('released');
+      expect(await release('job', 'call-2', 'any')).toBe('released');
+      expect(await release('job', 'call-3', 'any')).toBe('not-locked');
+      // A late copy of an attempt whose hold ended takes nothing.
+      expect((await attempt('job', 'c2:w4', 'once', 'a2'))[0]).toBe('refused');
+      expect(await redis.exists(k.lock)).toBe(0);
     });
 
     it('owner text is kept as it is given: NUL, which ends an owner in a queue entry, is refused', async () => {

@@ -19,14 +19,8 @@ import type {
 
 /** A caller's waiting state (see waiting-registration.lua). */
 export type WaitingFlag = '0' | '1' | '-' | 'once';
-/** A release's hold count before it, as the client counts it, or '' when unknown. */
-type ExpectedHolds = number | '';
-
 const publish = arg<PublishCommand>();
 const waiting = arg<WaitingFlag>();
-const expectedHolds = arg<ExpectedHolds>();
-/** An attempt's holds before it, as the client counts them, or '' when not said (see repeated-attempt.lua). */
-const heldBefore = arg<number | ''>();
 
 // The reentrant and simple locks: the lock with its process-waiting registry and hand-over.
 
@@ -108,46 +102,50 @@ export const FORCE_UNLOCK = defineScript({
 // Fair lock.
 
 /**
- * Takes, accepts or re-enters the lock, or (`mode` 'wait') queues the wait `waiterId` of `owner` (FIFO).
- * The waiter id is one lock() or tryLock() call's own, a single attempt's too.
+ * Takes, takes over or re-enters the lock under the attempt's own `holdId`, or (`mode` 'wait') queues
+ * the wait `waiterId` of `owner` (FIFO). The waiter id is one lock() or tryLock() call's own, a single
+ * attempt's too. The fair lock keeps its holds by id in the reentrant lock's `grants` (see hold-ids.lua).
  */
 export const FAIR_LOCK = defineScript({
-  file: 'fair-lock-5.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
+  file: 'fair-lock-6.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants'],
   args: {
     leaseMs: num,
     owner: str,
     staleWaiterTimeout: num,
     acceptanceLease: num,
     publish,
-    heldBefore,
+    holdId: str,
     waiterId: str,
     mode: arg<'wait' | 'once'>(),
   },
   reply: asIs<AttemptReply>,
 });
 
-/** Yes: it was locked (deleted, and handed to the next live waiter). A repeat of one `callId` changes nothing. */
+/** Yes: it was locked (deleted with its hold ids, and handed to the next live waiter). A repeat of one `callId` changes nothing. */
 export const FAIR_FORCE_UNLOCK = defineScript({
-  file: 'fair-force-unlock-6.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'forced'],
+  file: 'fair-force-unlock-7.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'forced', 'grants'],
   args: { acceptanceLease: num, publish, callId: str },
   reply: yesNo,
 });
 
-/** Releases one hold; the last one hands the lock to the next live waiter. */
+/**
+ * Releases the hold `holdId` names (`which` 'one'), or any one hold of `owner` under the call's own id
+ * (`which` 'any'); the last one hands the lock to the next live waiter.
+ */
 export const FAIR_UNLOCK = defineScript({
-  file: 'fair-unlock-5.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
-  args: { owner: str, leaseMs: num, acceptanceLease: num, publish, expectedHolds },
+  file: 'fair-unlock-6.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants'],
+  args: { owner: str, holdId: str, leaseMs: num, acceptanceLease: num, publish, which: arg<'one' | 'any'>() },
   reply: asIs<Exclude<ReleaseReply, 'kept'>>,
 });
 
-/** Yes: the hand-off was made to this wait (`waiterId`) and is now a hold with the lease. */
+/** Yes: the hand-off was made to this wait (`waiterId`) and is now a hold with the lease, recorded under `holdId`. */
 export const FAIR_ACCEPT = defineScript({
-  file: 'fair-accept-1.lua',
-  keys: ['lock'],
-  args: { leaseMs: num, owner: str, waiterId: str },
+  file: 'fair-accept-3.lua',
+  keys: ['lock', 'grants', 'fence'],
+  args: { leaseMs: num, owner: str, waiterId: str, holdId: str },
   reply: yesNo,
 });
 

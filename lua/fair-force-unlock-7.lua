@@ -4,8 +4,10 @@
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
 -- KEYS[4]  fencing counter
--- KEYS[5]  channel prefix       (see fair-unlock-5.lua)
+-- KEYS[5]  channel prefix       (see fair-unlock-6.lua)
 -- KEYS[6]  force calls          (see force-once.lua)
+-- KEYS[7]  hold ids             (see hold-ids.lua): deleted with the lock, so every hold's release
+--                               finds it gone (and says so) instead of a record of a live hold
 -- ARGV[1]  acceptance lease in ms for the waiter the lock is handed to
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
@@ -24,6 +26,7 @@ local fair = {
   publish = ARGV[2], acceptanceLease = tonumber(ARGV[1]), now = nowMs(),
 }
 local deleted = redis.call('del', fair.lock) == 1
+if deleted then redis.call('del', KEYS[7]) end
 -- Locked or not (one that expired under its holder left the queue untold), the next waiter gets it.
 handToNextWaiter(fair)
 return rememberForce(KEYS[6], callId, deleted and 1 or 0)

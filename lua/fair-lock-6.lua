@@ -1,74 +1,91 @@
 #!lua
--- Fair lock: acquire, accept a hand-off, re-enter, or queue up (FIFO).
+-- Fair lock: acquire, take over a hand-off made to this wait, re-enter, or queue up (FIFO). Every hold
+-- is recorded under the attempt's own id (see hold-ids.lua): a repeat of the attempt (sent again after
+-- a lost reply) finds its record and changes nothing, and a hold of the same owner taken by another
+-- call (another process's, sharing the owner) is counted as the re-entry it is.
 -- KEYS[1]  lock hash            owner -> hold count; count 0 = handed over, not yet accepted; and the
 --                               wait it was granted or handed to (see fair-queue.lua)
 -- KEYS[2]  waiter queue         list of wait entries '<owner id>\0<waiter id>', head first
 -- KEYS[3]  waiter deadlines     zset entry -> Redis server time (ms) after which the waiter counts as dead
--- KEYS[4]  fencing counter
+-- KEYS[4]  fencing counter      also the epoch of the holds that count (see hold-ids.lua): every grant
+--                               and hand-off takes a token, a re-entry none
 -- KEYS[5]  channel prefix       a waiter is told on <KEYS[5]>:<its client id>, message '<waiter id>|<fencing
 --                               token>' when the lock is handed to it
+-- KEYS[6]  hold ids             <prefix>:{<name>}:grants   hold id -> its record (see hold-ids.lua; the
+--                               reentrant lock of the same name keeps its holds there too)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id             any text without NUL; never parsed
 -- ARGV[3]  stale-waiter timeout in ms (waiters refresh their deadline more often than this)
 -- ARGV[4]  acceptance lease in ms (a lock handed to a waiter lives this long until accepted)
 -- ARGV[5]  publish command      'publish' or 'spublish'
--- ARGV[6]  holds before         the holds the caller knows the owner has ('' = not said): for a re-entry,
---                               one more in the hash means this attempt already landed (see
---                               repeated-attempt.lua); a first hold is told by the waiter id instead
+-- ARGV[6]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
+--                               repeat of the attempt finds that record
 -- ARGV[7]  waiter id            '<client id>:<nonce>', made by the client for this one lock() or tryLock()
---                               call: its place in the queue, and what its grant is recorded under
+--                               call: its place in the queue, and the wait a hand-off is made to
 -- ARGV[8]  mode                 'wait': the caller waits if refused, so it queues; 'once': a single
 --                               attempt, which never queues
--- Returns  {'granted', token}    acquired (or accepted the hand-off made to this wait); token = its fencing token
+-- Returns  {'granted', token}    acquired (or took over the hand-off made to this wait); token = its fencing token
 --          {'reentered', token}  re-entered (the owner holds it, whichever call asks); the wait leaves the queue
---                                (a repeat that already landed: the same reply as its first run; nothing changes)
+--                                (a repeat whose hold is live: the same reply as its first run; nothing
+--                                changes but a lease made at least ARGV[1] long)
 --          {'refused', pttl}     queued (or still queued; 'once': not queued): wait for a message or pttl
+--                                (also a repeat whose hold has ended or was cancelled: nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include fair-queue.lua
---!include repeated-attempt.lua
+--!include hold-ids.lua
 local lease, owner, staleAfter, waiterId, mode = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[7], ARGV[8]
 local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5]) or ownerProblem(owner)
   or waiterIdProblem(waiterId)
 if bad then return bad end
-local heldBefore, badHeld = heldBeforeArgument(ARGV[6])
-if badHeld then return badHeld end
+local holdId, badId = holdIdArgument(ARGV[6], 'hold id')
+if badId then return badId end
 if not staleAfter or staleAfter < 1 or staleAfter > 2147483647 or staleAfter % 1 ~= 0 then
   return redis.error_reply('BADARG stale-waiter timeout must be whole ms in 1..2147483647, got ' .. tostring(ARGV[3]))
 end
 if mode ~= 'wait' and mode ~= 'once' then
   return redis.error_reply('BADARG mode must be wait or once, got ' .. tostring(mode))
 end
+local grants = KEYS[6]
 local entry = waiterEntry(owner, waiterId)
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), now = nowMs(),
 }
+
+local epoch = epochOf(fair.fence)
+local kind, token, holder = readHold(grants, holdId, epoch)
+if (kind == 'g' or kind == 'e') and holder == owner and ownerHolds(fair.lock, owner) then
+  -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
+  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  keepGrants(grants, lease)
+  return {kind == 'g' and 'granted' or 'reentered', token}
+end
+if kind then
+  -- A copy that comes after its hold ended, or after the caller gave the attempt up: it takes nothing.
+  return {'refused', math.max(0, redis.call('pttl', fair.lock))}
+end
 dropDeadHeads(fair)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
 local held = redis.pcall('hget', fair.lock, owner)
 if type(held) ~= 'string' then held = nil end
-local ours = held and grantedTo(fair.lock) == entry
 if held == '0' then
   -- Handed to a wait of this owner: that wait takes it over (its message may be late or lost); any
   -- other wait of the owner keeps its own place behind.
-  if ours then
+  if grantedTo(fair.lock) == entry then
     redis.call('hset', fair.lock, owner, 1)
     redis.call('pexpire', fair.lock, lease)
-    return {'granted', tonumber(redis.call('get', fair.fence))}
+    recordHold(grants, holdId, 'g', epoch, owner, lease, epoch)
+    return {'granted', epoch}
   end
 elseif held then
-  -- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks; this wait is over.
+  -- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks (in this process
+  -- or another); this wait is over.
   leaveQueue(fair, entry)
-  -- This call's own attempt landed before (its reply was lost): the same reply, nothing counted again.
-  -- A hold the caller knew nothing of is not taken for its own: another process may share the owner.
-  if ours or (heldBefore and heldBefore > 0 and alreadyLanded(held, heldBefore)) then
-    extendLease(fair.lock, lease)
-    return {ours and 'granted' or 'reentered', tonumber(redis.call('get', fair.fence))}
-  end
   redis.call('hincrby', fair.lock, owner, 1)
   if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
-  return {'reentered', tonumber(redis.call('get', fair.fence))}
+  recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
+  return {'reentered', epoch}
 else
   while redis.call('exists', fair.lock) == 0 do
     local head = redis.call('lindex', fair.queue, 0)
@@ -76,7 +93,9 @@ else
       if head then dequeueHead(fair, head) end
       redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
       redis.call('pexpire', fair.lock, lease)
-      return {'granted', redis.call('incr', fair.fence)}
+      local granted = redis.call('incr', fair.fence)
+      recordHold(grants, holdId, 'g', granted, owner, lease, granted)
+      return {'granted', granted}
     end
     -- Free, but a live waiter is ahead of us (its holder expired without a release): offer it the
     -- lock, or, if nobody listens for it, drop it and look again.

@@ -1,0 +1,59 @@
+#!lua flags=allow-oom
+-- Fair lock: release one hold, named by its id (see hold-ids.lua and release-call.lua); on the last one
+-- hand the lock straight to the next live waiter. Safe to send again after an unknown outcome, from
+-- any process, at any time: a repeat replies what its first copy did, and no copy can touch another hold.
+-- KEYS[1]  lock hash
+-- KEYS[2]  waiter queue
+-- KEYS[3]  waiter deadlines
+-- KEYS[4]  fencing counter      also the epoch of the holds that count (see hold-ids.lua)
+-- KEYS[5]  channel prefix       the wait it is handed to is told on <KEYS[5]>:<its client id>, message
+--                               '<waiter id>|<fencing token>' (see fair-queue.lua)
+-- KEYS[6]  hold ids             (see fair-lock-6.lua)
+-- ARGV[1]  owner id             the hold's owner (checked against the hold's record)
+-- ARGV[2]  hold id              the hold to release; with ARGV[6] 'any', this call's own id instead
+-- ARGV[3]  lease in ms, re-applied while holds remain
+-- ARGV[4]  acceptance lease in ms for the waiter the lock is handed to
+-- ARGV[5]  publish command      'publish' or 'spublish'
+-- ARGV[6]  'one' the hold ARGV[2]; 'any' any one hold of the owner (unlock by owner of a hold this
+--          client did not record): the call's id ARGV[2] is then recorded as the hold it ended
+-- Returns  'released'     last hold: handed over if anyone waits
+--          'decremented'  one hold released, others of the owner remain
+--          'not-locked'   not locked at all (expired, forced, or never taken)
+--          'not-owner'    locked, but the hold is not there (ended without this release; a hand-off to
+--                         a wait of the owner not accepted yet is no hold): nothing changed
+--          (a repeat replies 'released' or 'decremented' as its first copy did)
+--          error BADARG before any write when an argument is unusable
+--!include fair-queue.lua
+--!include release-call.lua
+local owner = ARGV[1]
+local bad = ownerProblem(owner) or fairArgumentProblem(ARGV[3], ARGV[4]) or publishCommandProblem(ARGV[5])
+if bad then return bad end
+local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
+if badId then return badId end
+local which, badWhich = releaseModeArgument(ARGV[6])
+if badWhich then return badWhich end
+local lease, grants = tonumber(ARGV[3]), KEYS[6]
+local fair = {
+  lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), now = nowMs(),
+}
+
+local function holds() return ownerHolds(fair.lock, owner) end
+local function locked() return redis.call('exists', fair.lock) == 1 end
+-- A lock that expired under its holder left the queue untold: whatever this call ends, hand it on now.
+local function handOnIfFree(reply)
+  if not locked() then handToNextWaiter(fair) end
+  return reply
+end
+local epoch = epochOf(fair.fence)
+
+local target, early = releaseTarget(grants, holdId, owner, which, epoch, holds, locked)
+if not target then return handOnIfFree(early) end
+local did, outcome = releaseHold(fair.lock, grants, target, lease, epoch)
+local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, holds, locked)
+if settled then return handOnIfFree(settled) end
+if did == HOLD_DECREMENTED then return 'decremented' end
+-- The owner's last hold: the lock goes, with the record of the wait it was granted to.
+redis.call('del', fair.lock)
+handToNextWaiter(fair)
+return 'released'

@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import Redis from 'ioredis';
+import { LockClient, LockNotHeldError, type LockLostError } from '../../lib';
+import { lockKeys } from '../../lib/internal';
+import { eventually, quietLogger, sleep } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { sharedTopology } from '../support/topologies';
+
+/**
+ * Identity by id (issue 38), for the fair lock: explicit owners shared across clients (two LockClients
+ * stand for two processes: each has its own connections, client id and memory), replies lost between
+ * Redis and the client, and the application's own ioredis client re-sending what it sent. Every hold,
+ * an accepted hand-off's too, is recorded under its attempt's id; a release names the hold it ends;
+ * a repeat is recognised by its id, never by a count a client remembers.
+ */
+describe('identity by id: explicit owners and repeated commands (fair lock)', () => {
+  const upstream = () => sharedTopology('single').masters[0];
+  const keyPrefix = `fid-${randomUUID().slice(0, 8)}`;
+  const fairOptions = { staleWaiterTimeout: 3_000, acceptanceLease: 2_000 };
+  const opened: LockClient[] = [];
+  const connections: Redis[] = [];
+  let proxy: ReplyDroppingProxy;
+  let plain: Redis;
+
+  beforeAll(async () => {
+    proxy = await ReplyDroppingProxy.start(upstream());
+    plain = new Redis(upstream());
+  });
+  afterEach(() => proxy.cancelDrop());
+  afterAll(async () => {
+    await Promise.all(opened.map((c) => c.close()));
+    for (const redis of connections) redis.disconnect();
+    plain.disconnect();
+    await proxy.close();
+  });
+
+  /**
+   * A client of its own, as another process would have. `viaProxy`: through the proxy, on the
+   * application's ioredis client at its defaults (it re-sends a command whose reply was lost), or
+   * (`'library'`) on a connection set up as the library sets up its own (it never re-sends).
+   */
+  function client(options: { viaProxy?: true | 'library'; replicaSync?: false } = {}) {
+    const { viaProxy } = options;
+    const redis = !viaProxy
+      ? new Redis(upstream())
+      : viaProxy === 'library'
+        ? new Redis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: 0, enableOfflineQueue: false })
+        : new Redis({ host: '127.0.0.1', port: proxy.port });
+    connections.push(redis);
+    const locks = new LockClient({ redis, keyPrefix, logger: quietLogger, replicaSync: options.replicaSync });
+    const lost: LockLostError[] = [];
+    locks.on('lockLost', (error) => lost.push(error));
+    opened.push(locks);
+    return { locks, lost, fair: (name: string) => locks.getFairLock(name, fairOptions) };
+  }
+  /** The owners' holds (a field starting with NUL is the fair lock's record of the wait it was granted to). */
+  const holders = async (name: string) =>
+    Object.fromEntries(
+      Object.entries(await plain.hgetall(lockKeys(keyPrefix, name).lock)).filter(([field]) => field[0] !== '\0'),
+    );
+  const lockKeysLeft = (name: string) => {
+    const k = lockKeys(keyPrefix, name);
+    return plain.exists(k.lock, k.queue, k.deadlines);
+  };
+
+  it('a re-entry by an explicit owner from another process is counted, also when the client re-enters a hold of its own, and its releases leave the other holder its hold (defect 3)', async () => {
+    const a = client();
+    const b = client();
+    const rival = client();
+    const name = 'shared-owner';
+    const held = await b.fair(name).lock({ owner: 'job-8' });
+    // A knows no hold of job-8; then A re-enters its own: A counts 1 hold before it, Redis 2.
+    const reentry = await a.fair(name).lock({ owner: 'job-8' });
+    const nested = await a.fair(name).lock({ owner: 'job-8' });
+    expect(await holders(name)).toEqual({ 'job-8': '3' });
+    expect([reentry.fencingToken, nested.fencingToken]).toEqual([held.fencingToken, held.fencingToken]);
+    expect(await nested.release()).toBe('decremented');
+    expect(await reentry.release()).toBe('decremented');
+    expect(await holders(name)).toEqual({ 'job-8': '1' });
+    expect(await rival.fair(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(held.signal.aborted).toBe(false);
+    expect(await held.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+    expect([...a.lost, ...b.lost]).toEqual([]);
+  });
+
+  it('unlock({ owner }) of a hold taken elsewhere, re-sent after its reply was lost, releases one hold (defect 5)', async () => {
+    const a = client({ viaProxy: true });
+    const b = client();
+    const name = 'unlock-by-owner';
+    const outer = await b.fair(name).lock({ owner: 'job-5' });
+    const inner = await b.fair(name).lock({ owner: 'job-5' });
+    expect(await holders(name)).toEqual({ 'job-5': '2' });
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/decremented/);
+    expect(await a.fair(name).unlock({ owner: 'job-5' })).toBe('decremented');
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(await holders(name)).toEqual({ 'job-5': '1' });
+    // The holder's own releases: one hold was released for it already; the other frees the lock.
+    expect(await inner.release()).toBe('decremented');
+    expect(await outer.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+    expect(b.lost).toEqual([]);
+    await expect(a.fair(name).unlock({ owner: 'job-5' })).rejects.toBeInstanceOf(LockNotHeldError);
+  });
+
+  it("a release re-sent by the application's client after its reply was lost reports what the first copy did (defect 10)", async () => {
+    const a = client({ viaProxy: true });
+    const name = 'resent-release';
+    const handle = await a.fair(name).lock({ leaseTime: 30_000 });
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/released/);
+    expect(await handle.release()).toBe('released');
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(a.lost).toEqual([]);
+    expect(await lockKeysLeft(name)).toBe(0);
+  });
+
+  it("an accepted hand-off whose accept reply was lost (re-sent by the application's client) is one hold, released once", async () => {
+    const a = client({ viaProxy: true });
+    const b = client();
+    const rival = client();
+    const name = 'accept-lost';
+    const blocker = await b.fair(name).lock();
+    const waiting = a.fair(name).lock({ owner: 'job-h', waitTime: 15_000 });
+    await eventually(async () => (await plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/^:1\r\n$/); // FAIR_ACCEPT's 'yes', alone on A's command connection
+    expect(await blocker.release()).toBe('released');
+    const handle = await waiting;
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(handle.fencingToken).toBeGreaterThan(blocker.fencingToken);
+    expect(await holders(name)).toEqual({ 'job-h': '1' });
+    expect(await rival.fair(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(await handle.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+    expect(a.lost).toEqual([]);
+  });
+
+  it('an accepted hand-off whose accept reply was lost on a connection that never re-sends: the client sends it again and the copy finds its own record, one hold, released once', async () => {
+    const a = client({ viaProxy: 'library' });
+    const b = client();
+    const name = 'accept-lost-library';
+    await eventually(async () => a.locks.redis.status === 'ready', 5_000);
+    const blocker = await b.fair(name).lock();
+    const waiting = a.fair(name).lock({ owner: 'job-l', waitTime: 15_000 });
+    await eventually(async () => (await plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/^:1\r\n$/);
+    expect(await blocker.release()).toBe('released');
+    const handle = await waiting;
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(await holders(name)).toEqual({ 'job-l': '1' });
+    expect(await handle.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+    expect(a.lost).toEqual([]);
+  });
+
+  it('a release replayed after a connection drop never deletes the hold another process took since under the same owner (defect 2)', async () => {
+    const a = client();
+    const b = client();
+    const rival = client();
+    const name = 'replayed';
+    const first = await a.fair(name).lock({ owner: 'job-7' });
+    expect(await first.release()).toBe('released');
+    const taken = await b.fair(name).lock({ owner: 'job-7' });
+    // A's connection drops and comes back: it sends its recent releases again, each naming its hold.
+    await plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
+    await eventually(async () => a.locks.redis.status === 'ready', 5_000);
+    await sleep(300);
+    expect(await holders(name)).toEqual({ 'job-7': '1' });
+    expect(taken.signal.aborted).toBe(false);
+    expect(await rival.fair(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(await taken.release()).toBe('released');
+  });
+
+  it("a re-sent attempt of the application's client and the replay of an earlier release never take the new hold back (defect 4)", async () => {
+    const a = client({ viaProxy: true, replicaSync: false });
+    const rival = client();
+    const name = 'resent-and-replayed';
+    expect(await (await a.fair(name).lock({ owner: 'job-4' })).release()).toBe('released');
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/granted/);
+    const again = await a.fair(name).lock({ owner: 'job-4', waitTime: 5_000 });
+    expect(proxy.dropped).toBe(dropped + 1); // lost, re-sent by ioredis, and the release replayed
+    await sleep(300);
+    expect(await holders(name)).toEqual({ 'job-4': '1' });
+    expect(again.signal.aborted).toBe(false);
+    expect(await rival.fair(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(await again.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+  });
+
+  it('forceUnlock ends every hold: a release of one afterwards reports it gone, and a new grant of the same owner is not touched by it', async () => {
+    const a = client();
+    const b = client();
+    const name = 'forced';
+    const held = await a.fair(name).lock({ owner: 'job-f', leaseTime: 30_000 });
+    expect(await b.fair(name).forceUnlock()).toBe(true);
+    expect(await plain.exists(lockKeys(keyPrefix, name).grants)).toBe(0);
+    const again = await b.fair(name).lock({ owner: 'job-f', leaseTime: 30_000 });
+    expect(await held.release()).toBe('expired');
+    expect(await holders(name)).toEqual({ 'job-f': '1' });
+    expect(await again.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+  });
+});
