@@ -4,11 +4,10 @@ import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import type { EngineContext } from './engine-context';
 import { HashLock } from './hash-lock';
-import type { RenewalKind } from './held-lock';
 import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from './lock-base';
 import type { LockHandle } from './lock-handle';
 import type { AcquireOptions } from './options';
-import type { HandOver } from './process-turns';
+import { claimedGrant, releaseCallOf } from './hold-id-calls';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { CLAIM_ATTEMPT, FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
@@ -51,14 +50,6 @@ const currentWait = new AsyncLocalStorage<{ waiterId?: string }>();
  */
 export class FairLock extends HashLock {
   readonly kind: LockKindName = 'fair';
-  protected override readonly recordsHoldIds: boolean = true;
-  protected override readonly renewal: RenewalKind = 'held';
-
-  protected override get renewalKeys(): readonly string[] {
-    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants]);
-  }
-
-  private lockAndGrants?: readonly string[];
   // Strict FIFO: every release hands the lock to the queue head, whichever process it is in, so
   // processes take no turns (LockBase's takesTurns stays false).
   private readonly staleWaiterTimeout: number;
@@ -146,20 +137,13 @@ export class FairLock extends HashLock {
   }
 
   /** Releases hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any hold of `owner`. */
-  protected releaseOnce(
-    owner: string,
-    leaseMs: number,
-    _expectedHolds?: number,
-    _handOver?: HandOver,
-    holdId?: string,
-  ): Promise<RawRelease> {
+  protected releaseOnce(owner: string, leaseMs: number, holdId?: string): Promise<RawRelease> {
     return FAIR_UNLOCK.run(this.engine.redis, this.keys, {
       owner,
-      holdId: holdId ?? this.engine.newHoldId(),
+      ...releaseCallOf(holdId, this.engine.newHoldId),
       leaseMs,
       acceptanceLease: this.acceptanceLease,
       publish: this.engine.publishCommand,
-      which: holdId === undefined ? 'any' : 'one',
     });
   }
 
@@ -167,14 +151,8 @@ export class FairLock extends HashLock {
    * Claims the unanswered attempt's hold if it landed (a grant, a re-entry or an accepted hand-off), or
    * cancels the attempt for good, so that a copy of it still on its way takes nothing (claim-attempt-3.lua).
    */
-  protected override async grantOfUnknownAttempt(
-    holder: string,
-    _known: number,
-    holdId: string,
-  ): Promise<Grant | undefined> {
-    const reply = await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder });
-    if (reply[0] === 'cancelled') return undefined;
-    return { fencingToken: reply[1], reentered: reply[0] === 'reentered' };
+  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder }));
   }
 
   /**

@@ -3,10 +3,18 @@ import { LockBase } from './lock-base';
 
 /**
  * What the reentrant and fair locks share, and only that: the lock is one hash of owner -> hold
- * count (so the two kinds exclude each other on one name), renewed as a hash, its holds countable.
+ * count (so the two kinds exclude each other on one name) with its holds recorded by id in one
+ * grants hash (lua/include/hold-ids.lua), renewed together, its holds countable.
  */
 export abstract class HashLock extends LockBase {
-  protected readonly renewal: RenewalKind = 'hash';
+  protected readonly renewal: RenewalKind = 'held';
+
+  /** The lock hash, then its holds by id (see lua/include/hold-ids.lua), renewed together. */
+  protected override get renewalKeys(): readonly string[] {
+    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants]);
+  }
+
+  private lockAndGrants?: readonly string[];
 
   /** Whether the current lock scope's owner holds this lock. */
   async isHeldByCurrentScope(): Promise<boolean> {

@@ -40,8 +40,6 @@ export interface Acquisition {
   owner: string;
   /** This hold's own id (see lua/include/hold-ids.lua): made for the attempt that took it. */
   holdId: string;
-  /** The owner was the caller's (AcquireOptions.owner), which other processes may share. */
-  explicitOwner: boolean;
   /** Who holds it here, when not `owner` itself: a hold lent on in a turn keeps its Redis id (see ProcessTurns). */
   localOwner?: string;
   leaseMs: number;
@@ -79,8 +77,6 @@ export class HeldLock {
   readonly localOwner: string;
   /** Set while the hold may be lent on in its process's turn. */
   readonly lendable?: Lendable;
-  /** The owner was the caller's (AcquireOptions.owner), which other processes may share. */
-  readonly explicitOwner: boolean;
   leaseMs: number;
   /** Renewed by the watchdog (no explicit leaseTime). */
   watched: boolean;
@@ -114,7 +110,6 @@ export class HeldLock {
     this.owner = a.owner;
     this.localOwner = a.localOwner ?? a.owner;
     this.lendable = a.lendable;
-    this.explicitOwner = a.explicitOwner;
     this.leaseMs = a.leaseMs;
     this.watched = a.watched;
     this.fencingToken = a.fencingToken;
@@ -196,13 +191,12 @@ export class HeldLock {
    * Before sending a release: counts the hold as released at once (so concurrent releases of one
    * owner each expect the right count) and stops renewals when it is the last one.
    */
-  beginRelease(holdId?: string): { expectedHolds: number; final: boolean; holdId: string } {
-    const expectedHolds = this.holdCount;
+  beginRelease(holdId?: string): { final: boolean; holdId: string } {
     const at = holdId === undefined ? this.holdIds.length - 1 : this.holdIds.indexOf(holdId);
     const [released] = this.holdIds.splice(at, 1);
     const final = this.holdIds.length === 0;
     if (final) this.registry.watchdog.unwatch(this);
-    return { expectedHolds, final, holdId: released };
+    return { final, holdId: released };
   }
 
   /** The release of `holdId` failed for a reason other than an unreachable Redis: the hold is still ours. */

@@ -36,7 +36,7 @@ import type { SyncVerdict } from './replica-sync';
 /** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
 type HoldFacts = Pick<
   Acquisition,
-  'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable' | 'holdId' | 'explicitOwner'
+  'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable' | 'holdId'
 >;
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
@@ -93,12 +93,6 @@ export interface AttemptRequest {
   prior?: DeferredRelease;
   /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in a contended turn. */
   tokens: number;
-  /**
-   * The holds this client knows `holder` has before the attempt ('' when another attempt of the same
-   * holder is under way). A kind that counts holds sends it, so that a repeat of an attempt that
-   * already landed changes nothing (see lua/include/repeated-attempt.lua, LockRegistry.holdsBeforeAttempt).
-   */
-  heldBefore: number | '';
   /** This attempt's own id: the hold it takes is recorded under it (see lua/include/hold-ids.lua). */
   holdId: string;
 }
@@ -162,17 +156,16 @@ export abstract class LockBase implements ReleaseReplayer {
   /** One acquisition attempt (see AttemptRequest). */
   protected abstract attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
   /**
-   * Releases one hold of `owner`. `expectedHolds`: the holds this client counts before this release;
-   * with it, sending the same release again after an unknown outcome is harmless. `handOver`: see
-   * ProcessTurns (kinds that do not take turns ignore it). `holdId`: the hold this release ends, for a
-   * kind that records holds by id (none: any one hold of `owner`, under an id of the call's own).
+   * Releases one hold of `owner`: hold `holdId` where the kind records holds by id (none given: any
+   * one hold of `owner`, under an id of the call's own); a simple lock's or a semaphore's `owner` is the
+   * acquisition's own token. Safe to send again after an unknown outcome: a repeat changes nothing.
+   * `handOver`: see ProcessTurns (kinds that do not take turns ignore it).
    */
   protected abstract releaseOnce(
     owner: string,
     leaseMs: number,
-    expectedHolds?: number,
-    handOver?: HandOver,
     holdId?: string,
+    handOver?: HandOver,
   ): Promise<RawRelease>;
   /** How this kind's holds are renewed (watchdog, extend). */
   protected abstract readonly renewal: RenewalKind;
@@ -223,15 +216,11 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /**
    * An attempt whose reply never came (the connection dropped, a failover) may have been granted.
-   * Asked before the next attempt: if Redis shows `holder` with more holds than the `known` ones, that
-   * grant is ours (returned, with its fencing token); sending the attempt again instead would count it
-   * twice and leave the lock behind for a lease. (A kind that records holds by id asks for `holdId`.)
+   * Asked before the next attempt, by the attempt's own id (`holdId`, or a simple lock's or semaphore's
+   * token `holder`): if it landed, that grant is ours (returned, with its fencing token); if not, a kind
+   * that records holds by id cancels it for good, so that a copy still on its way takes nothing.
    */
-  protected async grantOfUnknownAttempt(holder: string, known: number, _holdId: string): Promise<Grant | undefined> {
-    const [, count, fence] = await this.readHold(this.keys.lock, holder, 'hash');
-    if (count === null || Number(count) < 1 || Number(count) <= known) return undefined;
-    return { fencingToken: Number(fence), reentered: known > 0 };
-  }
+  protected abstract grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined>;
 
   /**
    * The lease left on `holdKey`, `holder`'s hold in it (of `kind`; null when none or another kind
@@ -243,21 +232,9 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   /** Undoes an attempt whose outcome we never learned, if it was granted (idempotent: safe to repeat). */
-  protected undoUnknownAttempt(holder: string, leaseMs: number, known: number, holdId: string): Promise<RawRelease> {
-    return this.releaseOnce(holder, leaseMs, known + 1, 'pass', holdId);
+  private undoUnknownAttempt(holder: string, leaseMs: number, holdId: string): Promise<RawRelease> {
+    return this.releaseOnce(holder, leaseMs, holdId);
   }
-
-  /**
-   * Whether a release of `holder`'s hold may be sent again after a failover (see RecentReleases): a
-   * kind whose releases name their hold (a hold id, a simple lock's token) always; otherwise only for
-   * an owner of this client's own making, which no other process can hold meanwhile.
-   */
-  protected replaysSafely(explicitOwner: boolean): boolean {
-    return this.recordsHoldIds || !explicitOwner;
-  }
-
-  /** Whether this kind's scripts record each hold under its own id (see lua/include/hold-ids.lua). */
-  protected readonly recordsHoldIds: boolean = false;
 
   /**
    * A wait that ended without the lock (`waited`: it was not a single attempt). The reentrant and
@@ -442,7 +419,7 @@ export abstract class LockBase implements ReleaseReplayer {
     const settling = this.engine.registry.settled(this.keys.lock, owner);
     if (settling) await settling;
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
-    let unknown: { holder: string; localOwner: string; known: number; sentAt: number; holdId: string } | undefined;
+    let unknown: { holder: string; localOwner: string; sentAt: number; holdId: string } | undefined;
     let refusedBefore = false;
     /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
     let grantedIn = 0;
@@ -465,8 +442,8 @@ export abstract class LockBase implements ReleaseReplayer {
           grantedIn = this.engine.replicaSync.epoch;
           lentGrant = false;
           if (unknown) {
-            const { holder, localOwner, sentAt, known, holdId } = unknown;
-            const grant = await this.bounded(this.grantOfUnknownAttempt(holder, known, holdId), 'lock');
+            const { holder, localOwner, sentAt, holdId } = unknown;
+            const grant = await this.bounded(this.grantOfUnknownAttempt(holder, holdId), 'lock');
             unknown = undefined;
             if (grant) {
               const hold = {
@@ -478,14 +455,13 @@ export abstract class LockBase implements ReleaseReplayer {
                 expiresAt: undefined,
                 lendable: undefined,
                 holdId,
-                explicitOwner,
               };
               return { acquired: true, value: { held: this.recordHold(holder, grant, hold), holdId } };
             }
           }
           const localOwner = this.holderFor(owner);
           const prior = this.turns?.attempting();
-          const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label, explicitOwner });
+          const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label });
           if (lent) {
             lentGrant = true;
             return { acquired: true, value: { held: lent, holdId: prior.holdId } };
@@ -498,23 +474,19 @@ export abstract class LockBase implements ReleaseReplayer {
           const mayLend = !explicitOwner && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
           const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
           const tokens = mayLend ? TURN_TOKENS : 1;
-          const { heldBefore, done } = registry.holdsBeforeAttempt(this.keys.lock, holder);
           const holdId = this.engine.newHoldId();
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens, heldBefore, holdId };
+            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens, holdId };
             result = await this.bounded(this.attempt(request), 'lock');
           } catch (error) {
             if (prior) this.sendDeferredInBackground(prior); // it may not have landed
             if (error instanceof RedisUnavailableError) {
-              const known = registry.get(this.keys.lock, holder)?.holdCount ?? 0;
-              unknown = { holder, localOwner, known, sentAt, holdId };
+              unknown = { holder, localOwner, sentAt, holdId };
             }
             throw error;
-          } finally {
-            done();
           }
           if (prior) this.turns?.carried(prior);
           if (!result.acquired) {
@@ -534,7 +506,6 @@ export abstract class LockBase implements ReleaseReplayer {
             expiresAt: undefined,
             lendable: this.turns?.spareTokens(value, tokens, sentAt),
             holdId,
-            explicitOwner,
           });
           return { acquired: true, value: { held, holdId } };
         },
@@ -572,7 +543,7 @@ export abstract class LockBase implements ReleaseReplayer {
       }));
       return { ttl: outcome.ttl };
     } catch (error) {
-      if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.known, unknown.holdId);
+      if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.holdId);
       await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
       throw error;
     }
@@ -586,7 +557,7 @@ export abstract class LockBase implements ReleaseReplayer {
   private lentHold(
     prior: DeferredRelease,
     localOwner: string,
-    wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label' | 'explicitOwner'>,
+    wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label'>,
   ): HeldLock | undefined {
     const { turns } = this;
     const lent = turns?.lend(prior, wanted.watched, wanted.leaseMs);
@@ -603,7 +574,6 @@ export abstract class LockBase implements ReleaseReplayer {
       expiresAt: prior.expiresAt,
       lendable: lent.lendable,
       holdId: prior.holdId,
-      explicitOwner: wanted.explicitOwner,
     });
     turns.lent(held);
     return held;
@@ -642,7 +612,6 @@ export abstract class LockBase implements ReleaseReplayer {
       key: this.keys.lock,
       owner: holder,
       holdId: hold.holdId,
-      explicitOwner: hold.explicitOwner,
       localOwner: hold.localOwner,
       leaseMs: hold.leaseMs,
       watched: hold.watched,
@@ -671,10 +640,10 @@ export abstract class LockBase implements ReleaseReplayer {
    * The caller gave up (an error) after an attempt whose reply never came: if Redis granted it, nobody
    * will use or renew that hold, so take it back, retrying through the outage until the lease is over.
    */
-  private undoInBackground(holder: string, leaseMs: number, known: number, holdId: string): void {
+  private undoInBackground(holder: string, leaseMs: number, holdId: string): void {
     // Nothing to undo once the lease is over.
     this.sendInBackground(holder, leaseMs, 'undo unanswered attempt', () =>
-      this.undoUnknownAttempt(holder, leaseMs, known, holdId),
+      this.undoUnknownAttempt(holder, leaseMs, holdId),
     );
   }
 
@@ -714,14 +683,14 @@ export abstract class LockBase implements ReleaseReplayer {
   private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
     const { redis, operationTimeout } = this.engine;
     const until = Date.now() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
-    const check = () => this.grantOfUnknownAttempt(held.owner, 0, holdId);
+    const check = () => this.grantOfUnknownAttempt(held.owner, holdId);
     try {
       if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: this.name, name: 'lock' })) {
         return true;
       }
     } catch (error) {
       held.forget();
-      this.undoInBackground(held.owner, held.leaseMs, 0, holdId);
+      this.undoInBackground(held.owner, held.leaseMs, holdId);
       throw error;
     }
     held.forget();
@@ -749,13 +718,12 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   private async releaseHold(held: HeldLock, which?: string): Promise<ReleaseOutcome> {
-    const { expectedHolds, final, holdId } = held.beginRelease(which);
+    const { final, holdId } = held.beginRelease(which);
     // A repeat is sent late: the turn is surely over by then.
-    const send = (handOver: HandOver = 'pass') =>
-      this.releaseOnce(held.owner, held.leaseMs, expectedHolds, handOver, holdId);
+    const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, holdId, handOver);
     const { turns } = this;
     const handOver = turns && final ? turns.handOverFor() : 'pass';
-    if (turns && handOver === 'keep' && turns.deferred(held, expectedHolds, holdId)) return 'released';
+    if (turns && handOver === 'keep' && turns.deferred(held, holdId)) return 'released';
     const startedAt = Date.now();
     let raw: RawRelease;
     try {
@@ -810,7 +778,7 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   private sendRelease(release: DeferredRelease): Promise<RawRelease> {
-    return this.releaseOnce(release.holder, release.leaseMs, release.expectedHolds, 'pass', release.holdId);
+    return this.releaseOnce(release.holder, release.leaseMs, release.holdId, 'pass');
   }
 
   /**
@@ -829,25 +797,15 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases). */
   private noteReleased(held: HeldLock, holdId: string): void {
-    this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs, held.explicitOwner);
+    this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs);
   }
 
-  /** @internal Whether a release of `holder`'s hold, made `explicitOwner` or not, may be sent again now (see RecentReleases). */
-  mayReplay(holder: string, explicitOwner: boolean): boolean {
-    if (this.recordsHoldIds) return true; // it names its hold: no copy can touch another
-    // Released by owner: only while no hold of that owner is recorded here, and never for an owner
-    // another process may hold meanwhile.
-    return this.replaysSafely(explicitOwner) && !this.engine.registry.get(this.keys.lock, holder);
-  }
-
-  /** @internal Sends a release again after a failover (see RecentReleases and mayReplay). */
+  /**
+   * @internal Sends a release again after a failover (see RecentReleases): it names the hold it ends
+   * (its id, or a simple lock's or semaphore's token), so it can never touch another hold.
+   */
   async replayRelease(holder: string, holdId: string, leaseMs: number): Promise<void> {
-    if (this.recordsHoldIds) {
-      await this.releaseOnce(holder, leaseMs, undefined, 'pass', holdId);
-      return;
-    }
-    // Every hold `holder` still has here was released by us.
-    for (let i = 0; i < 10 && (await this.releaseOnce(holder, leaseMs)) === 'decremented'; i++);
+    await this.releaseOnce(holder, leaseMs, holdId);
   }
 
   /**

@@ -12,8 +12,6 @@ export class LockRegistry {
   private readonly lentTo = new Map<string, HeldLock>();
   /** Releases and undos still being sent through an outage, per (lock key, holder). */
   private readonly inFlight = new Map<string, Promise<unknown>>();
-  /** Acquisition attempts awaiting their reply, per (lock key, holder) (see holdsBeforeAttempt). */
-  private readonly attempting = new Map<string, number>();
 
   constructor(
     /** Renews the watched holds. */
@@ -42,27 +40,6 @@ export class LockRegistry {
 
   get size(): number {
     return this.locks.size;
-  }
-
-  /**
-   * Counts an attempt on `owner`'s hold of `key` as awaiting its reply until `done` is called, and
-   * returns the holds Redis should find before it, for the script to tell a repeat of it (sent again
-   * after a lost reply) from a new hold: the holds recorded, or '' when another attempt of the same
-   * holder is under way (two branches of one scope locking at once), whose grant may land first.
-   */
-  holdsBeforeAttempt(key: string, owner: string): { heldBefore: number | ''; done: () => void } {
-    const id = heldLockId(key, owner);
-    const others = this.attempting.get(id) ?? 0;
-    this.attempting.set(id, others + 1);
-    const recorded = this.recordOf(id);
-    return {
-      heldBefore: others === 0 ? (recorded?.holdCount ?? 0) : '',
-      done: () => {
-        const left = (this.attempting.get(id) ?? 1) - 1;
-        if (left === 0) this.attempting.delete(id);
-        else this.attempting.set(id, left);
-      },
-    };
   }
 
   /** The record of `owner`'s hold on `key`, by its Redis id or, for a hold lent to it, its local owner. */

@@ -63,8 +63,8 @@ export class LockTurns {
 
   /** The attempt that carried `prior` was answered: that release landed. */
   carried(prior: DeferredRelease): void {
-    const { holder, holdId, leaseMs, explicitOwner } = prior;
-    this.engine.recentReleases.note(this.lock.replayer, this.lock.key, holder, holdId, leaseMs, explicitOwner);
+    const { holder, holdId, leaseMs } = prior;
+    this.engine.recentReleases.note(this.lock.replayer, this.lock.key, holder, holdId, leaseMs);
   }
 
   /**
@@ -148,7 +148,7 @@ export class LockTurns {
    * the processes waiting elsewhere could not have the lock before the turn passes anyway. A hold known
    * to be lost is never deferred: it must not be lent on, and Redis tells its release how it ended.
    */
-  deferred(held: HeldLock, expectedHolds: number, holdId: string): boolean {
+  deferred(held: HeldLock, holdId: string): boolean {
     const { turns, waiters } = this.engine;
     const leaseLasts = held.watched || held.expiresAt - Date.now() > MIN_DEFERRED_LEASE_MS;
     if (held.lost || !leaseLasts || !turns.mayDefer(held.key)) return false;
@@ -157,8 +157,6 @@ export class LockTurns {
       kind: this.lock.kind,
       holder: held.owner,
       holdId,
-      explicitOwner: held.explicitOwner,
-      expectedHolds,
       leaseMs: held.leaseMs,
       watched: held.watched,
       expiresAt: held.expiresAt,

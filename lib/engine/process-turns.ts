@@ -64,10 +64,6 @@ export interface DeferredRelease {
   readonly holder: string;
   /** The hold it ends (see lua/include/hold-ids.lua). */
   readonly holdId: string;
-  /** The holder was the caller's own owner id (see HeldLock.explicitOwner). */
-  readonly explicitOwner: boolean;
-  /** The holds the client counted before it (see LockBase's releaseOnce). */
-  readonly expectedHolds: number;
   readonly leaseMs: number;
   /** The hold's lease is renewed by the watchdog (no explicit leaseTime). */
   readonly watched: boolean;

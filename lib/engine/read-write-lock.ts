@@ -13,7 +13,7 @@ import {
   type AttemptRequest,
 } from './lock-base';
 import type { LockKindName } from './lock-events';
-import type { HandOver } from './process-turns';
+import { claimedGrant, releaseCallOf } from './hold-id-calls';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import {
   CLAIM_ATTEMPT,
@@ -27,7 +27,6 @@ import {
   WRITE_LOCK,
   WRITE_UNLOCK,
 } from './scripts/catalog';
-import type { ClaimReply } from './scripts/replies';
 
 export interface ReadWriteLockOptions {
   /**
@@ -94,17 +93,10 @@ function sideKeys(side: 'read' | 'write') {
 /** What both sides share: the read-write keys, holds recorded by id, and the hold count query. */
 abstract class ReadWriteSide extends LockBase {
   readonly rw: ReadWriteKeys;
-  protected override readonly recordsHoldIds: boolean = true;
 
   constructor(engine: EngineContext, name: string, side: 'read' | 'write') {
     super(engine, name, sideKeys(side));
     this.rw = readWriteKeys(engine.keyPrefix, name);
-  }
-
-  /** The grant of a claimed attempt, or undefined when it was cancelled. */
-  protected static claimed(reply: ClaimReply): Grant | undefined {
-    if (reply[0] === 'cancelled') return undefined;
-    return { fencingToken: reply[1], reentered: reply[0] === 'reentered' };
   }
 
   protected forceSide(side: 'read' | 'write'): Promise<boolean> {
@@ -141,19 +133,12 @@ export class ReadLock extends ReadWriteSide {
   }
 
   /** Releases read hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any read hold of `owner`. */
-  protected releaseOnce(
-    owner: string,
-    leaseMs: number,
-    _expectedHolds?: number,
-    _handOver?: HandOver,
-    holdId?: string,
-  ): Promise<RawRelease> {
+  protected releaseOnce(owner: string, leaseMs: number, holdId?: string): Promise<RawRelease> {
     return READ_UNLOCK.run(this.engine.redis, this.rw, {
       owner,
-      holdId: holdId ?? this.engine.newHoldId(),
+      ...releaseCallOf(holdId, this.engine.newHoldId),
       leaseMs,
       publish: this.engine.publishCommand,
-      which: holdId === undefined ? 'any' : 'one',
     });
   }
 
@@ -166,13 +151,8 @@ export class ReadLock extends ReadWriteSide {
   protected override async abandonWait(): Promise<void> {}
 
   /** Claims the unanswered attempt's read hold if it landed and is live, or cancels the attempt for good. */
-  protected override async grantOfUnknownAttempt(
-    holder: string,
-    _known: number,
-    holdId: string,
-  ): Promise<Grant | undefined> {
-    const claim = READ_CLAIM_ATTEMPT.run(this.engine.redis, this.rw, { holdId, owner: holder });
-    return ReadWriteSide.claimed(await claim);
+  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
+    return claimedGrant(await READ_CLAIM_ATTEMPT.run(this.engine.redis, this.rw, { holdId, owner: holder }));
   }
 
   /** How many read holds the current scope's owner (or `owner`) has; 0 when none, or once its hold ran out. */
@@ -228,19 +208,12 @@ export class WriteLock extends ReadWriteSide {
   }
 
   /** Releases write hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any write hold of `owner`. */
-  protected releaseOnce(
-    owner: string,
-    leaseMs: number,
-    _expectedHolds?: number,
-    _handOver?: HandOver,
-    holdId?: string,
-  ): Promise<RawRelease> {
+  protected releaseOnce(owner: string, leaseMs: number, holdId?: string): Promise<RawRelease> {
     return WRITE_UNLOCK.run(this.engine.redis, this.rw, {
       owner,
-      holdId: holdId ?? this.engine.newHoldId(),
+      ...releaseCallOf(holdId, this.engine.newHoldId),
       leaseMs,
       publish: this.engine.publishCommand,
-      which: holdId === undefined ? 'any' : 'one',
     });
   }
 
@@ -248,14 +221,9 @@ export class WriteLock extends ReadWriteSide {
    * Claims the unanswered attempt's write hold if it landed and is held, or cancels the attempt for
    * good: the reentrant lock's script, on the write side's hash, hold ids and fencing counter.
    */
-  protected override async grantOfUnknownAttempt(
-    holder: string,
-    _known: number,
-    holdId: string,
-  ): Promise<Grant | undefined> {
+  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
     const { write: lock, writeGrants: grants, fence } = this.rw;
-    const claim = CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, { holdId, owner: holder });
-    return ReadWriteSide.claimed(await claim);
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, { holdId, owner: holder }));
   }
 
   /** One waiter per process retries on a release; every waiter retries every third of the intent timeout, refreshing its intent. */

@@ -13,8 +13,6 @@ const MAX_KEPT = 5_000;
 
 /** The lock that made a release, which can send it again (idempotent: it only removes that hold). */
 export interface ReleaseReplayer {
-  /** Whether a release of `holder`'s hold may be sent again now (see LockBase.mayReplay). */
-  mayReplay(holder: string, explicitOwner: boolean): boolean;
   replayRelease(holder: string, holdId: string, leaseMs: number): Promise<unknown>;
 }
 
@@ -22,8 +20,9 @@ export interface ReleaseReplayer {
  * Replication is asynchronous: a release the old master acknowledged just before it died may never
  * have reached the replica a failover promotes, and the lock would come back there, held by nobody,
  * for the rest of its lease. So the releases of the last few seconds are kept, and when the connection
- * drops they are sent again once it is back (to the new master). A holder that took the lock again
- * meanwhile is left alone.
+ * drops they are sent again once it is back (to the new master). Each names the hold it ended (its id,
+ * or a simple lock's or semaphore's token), so a holder that took the lock since, with any owner, from
+ * any process, is left alone.
  *
  * A hot key releases thousands of times a second, so the record is a ring of plain fields: no object
  * per release, and nothing of the released hold kept alive but its holder id (which a record that
@@ -35,7 +34,6 @@ export class RecentReleases {
   private readonly keys: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
   private readonly holders: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
   private readonly holdIds: (string | undefined)[] = new Array(MAX_KEPT).fill(undefined);
-  private readonly explicit = new Uint8Array(MAX_KEPT);
   private readonly locks: (ReleaseReplayer | undefined)[] = new Array(MAX_KEPT).fill(undefined);
   /** Slot the next release is written to; the oldest kept one when the ring is full. */
   private next = 0;
@@ -51,22 +49,14 @@ export class RecentReleases {
     redis.on('-node', this.replay);
   }
 
-  /** `lock` released `holder`'s hold `holdId` on `key` (its lease `leaseMs`; `explicitOwner`: see HeldLock). */
-  note(
-    lock: ReleaseReplayer,
-    key: string,
-    holder: string,
-    holdId: string,
-    leaseMs: number,
-    explicitOwner: boolean,
-  ): void {
+  /** `lock` released `holder`'s hold `holdId` on `key` (its lease `leaseMs`). */
+  note(lock: ReleaseReplayer, key: string, holder: string, holdId: string, leaseMs: number): void {
     const slot = this.next;
     this.at[slot] = Date.now();
     this.leaseMs[slot] = leaseMs;
     this.keys[slot] = key;
     this.holders[slot] = holder;
     this.holdIds[slot] = holdId;
-    this.explicit[slot] = explicitOwner ? 1 : 0;
     this.locks[slot] = lock;
     this.next = (slot + 1) % MAX_KEPT;
     if (this.size < MAX_KEPT) this.size++;
@@ -98,7 +88,6 @@ export class RecentReleases {
       const holdId = this.holdIds[slot];
       const lock = this.locks[slot];
       if (this.at[slot] < since || key === undefined || holder === undefined || holdId === undefined || !lock) continue;
-      if (!lock.mayReplay(holder, this.explicit[slot] === 1)) continue;
       recent.set(`${key}\u0000${holdId}`, { key, holder, holdId, leaseMs: this.leaseMs[slot], lock });
     }
     this.clear();

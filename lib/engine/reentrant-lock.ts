@@ -1,9 +1,9 @@
 import type { Attempt } from './acquire-loop';
 import type { LockKindName } from './lock-events';
 import { HashLock } from './hash-lock';
-import type { RenewalKind } from './held-lock';
 import { attemptOutcome, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
 import type { HandOver } from './process-turns';
+import { claimedGrant, releaseCallOf } from './hold-id-calls';
 import { CLAIM_ATTEMPT, LOCK, UNLOCK } from './scripts/catalog';
 
 /**
@@ -18,15 +18,6 @@ import { CLAIM_ATTEMPT, LOCK, UNLOCK } from './scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
-  protected override readonly recordsHoldIds: boolean = true;
-  protected override readonly renewal: RenewalKind = 'held';
-
-  protected override get renewalKeys(): readonly string[] {
-    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants]);
-  }
-
-  private lockAndGrants?: readonly string[];
-
   protected async attempt({
     holder,
     leaseMs,
@@ -52,31 +43,23 @@ export class ReentrantLock extends HashLock {
   protected releaseOnce(
     owner: string,
     leaseMs: number,
-    _expectedHolds?: number,
-    handOver: HandOver = 'pass',
     holdId?: string,
+    handOver: HandOver = 'pass',
   ): Promise<RawRelease> {
-    const { redis, publishCommand, clientId } = this.engine;
+    const { redis, publishCommand, clientId, newHoldId } = this.engine;
     return UNLOCK.run(redis, this.keys, {
       owner,
-      holdId: holdId ?? this.engine.newHoldId(),
+      ...releaseCallOf(holdId, newHoldId),
       leaseMs,
       publish: publishCommand,
       message: 'released',
       handOver,
       clientId,
-      which: holdId === undefined ? 'any' : 'one',
     });
   }
 
   /** Claims the unanswered attempt's hold if it landed, or cancels the attempt for good (claim-attempt-3.lua). */
-  protected override async grantOfUnknownAttempt(
-    holder: string,
-    _known: number,
-    holdId: string,
-  ): Promise<Grant | undefined> {
-    const reply = await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder });
-    if (reply[0] === 'cancelled') return undefined;
-    return { fencingToken: reply[1], reentered: reply[0] === 'reentered' };
+  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder }));
   }
 }

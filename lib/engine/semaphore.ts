@@ -286,12 +286,8 @@ class PermitLock extends LockBase {
   }
 
   /** The unanswered attempt's member is in the holds: it was granted. */
-  protected override async grantOfUnknownAttempt(holder: string): Promise<Grant | undefined> {
+  protected async grantOfUnknownAttempt(holder: string): Promise<Grant | undefined> {
     const [, deadline, fence] = await this.readHold(this.semaphore.holds, holder, 'zset');
     return deadline === null ? undefined : { fencingToken: Number(fence), reentered: false, holder };
-  }
-
-  protected override undoUnknownAttempt(holder: string): Promise<RawRelease> {
-    return this.releaseOnce(holder);
   }
 }

@@ -120,11 +120,6 @@ export class SimpleLock extends LockBase {
     return token.slice(0, ID_LENGTH);
   }
 
-  /** A release names its acquisition's token, which no other hold ever has: always safe to send again. */
-  protected override replaysSafely(): boolean {
-    return true;
-  }
-
   protected async attempt({ holder: token, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const reply = await SIMPLE_LOCK.run(redis, this.keys, {
@@ -141,7 +136,7 @@ export class SimpleLock extends LockBase {
   protected releaseOnce(
     token: string,
     _leaseMs?: number,
-    _expectedHolds?: number,
+    _holdId?: string,
     handOver: HandOver = 'pass',
   ): Promise<RawRelease> {
     const { redis, publishCommand, clientId } = this.engine;
@@ -173,13 +168,9 @@ export class SimpleLock extends LockBase {
   protected readonly renewal: RenewalKind = 'string';
 
   /** The unanswered attempt's token is the lock's value: it was granted. */
-  protected override async grantOfUnknownAttempt(token: string): Promise<Grant | undefined> {
+  protected async grantOfUnknownAttempt(token: string): Promise<Grant | undefined> {
     const [, value, fence] = await this.readHold(this.keys.lock, token, 'string');
     return value === token ? { fencingToken: Number(fence), reentered: false, holder: token } : undefined;
-  }
-
-  protected override undoUnknownAttempt(token: string): Promise<RawRelease> {
-    return this.releaseOnce(token);
   }
 
   /** Holds are recorded here under their acquisition's token (lent ones too), which names the owner. */

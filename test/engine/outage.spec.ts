@@ -201,7 +201,7 @@ describe('Redis outage', () => {
       const { recentReleases } = engineOf(replayer.locks);
       for (let i = 0; i < 5_003; i++) {
         const lock = i === 0 ? oldest : newest;
-        recentReleases.note(lock, lock.keys.lock, holder(i), holdId(i), 60_000, false);
+        recentReleases.note(lock, lock.keys.lock, holder(i), holdId(i), 60_000);
       }
       // What a promoted replica that missed them might hold: the oldest release's hold and the newest's
       // (each recorded by id, as lock-5.lua records a grant).
