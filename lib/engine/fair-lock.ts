@@ -8,6 +8,7 @@ import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type 
 import type { LockHandle } from './lock-handle';
 import type { AcquireOptions } from './options';
 import { claimedGrant, releaseCallOf } from './hold-id-calls';
+import type { HandOver } from './process-turns';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import { retryWhileUnreachable } from './retry-while-unreachable';
 import { CLAIM_ATTEMPT, FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from './scripts/catalog';
@@ -137,10 +138,16 @@ export class FairLock extends HashLock {
   }
 
   /** Releases hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any hold of `owner`. */
-  protected releaseOnce(owner: string, leaseMs: number, holdId?: string): Promise<RawRelease> {
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    holdId?: string,
+    _handOver?: HandOver,
+    callId?: string,
+  ): Promise<RawRelease> {
     return FAIR_UNLOCK.run(this.engine.redis, this.keys, {
       owner,
-      ...releaseCallOf(holdId, this.engine.newHoldId),
+      ...releaseCallOf(holdId, this.engine.newHoldId, callId),
       leaseMs,
       acceptanceLease: this.acceptanceLease,
       publish: this.engine.publishCommand,

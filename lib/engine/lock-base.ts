@@ -157,15 +157,17 @@ export abstract class LockBase implements ReleaseReplayer {
   protected abstract attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
   /**
    * Releases one hold of `owner`: hold `holdId` where the kind records holds by id (none given: any
-   * one hold of `owner`, under an id of the call's own); a simple lock's or a semaphore's `owner` is the
-   * acquisition's own token. Safe to send again after an unknown outcome: a repeat changes nothing.
-   * `handOver`: see ProcessTurns (kinds that do not take turns ignore it).
+   * one hold of `owner`, under the call's own id `callId`, or a fresh one); a simple lock's or a
+   * semaphore's `owner` is the acquisition's own token. Safe to send again after an unknown outcome: a
+   * repeat (with the same ids) changes nothing. `handOver`: see ProcessTurns (kinds that do not take
+   * turns ignore it).
    */
   protected abstract releaseOnce(
     owner: string,
     leaseMs: number,
     holdId?: string,
     handOver?: HandOver,
+    callId?: string,
   ): Promise<RawRelease>;
   /** How this kind's holds are renewed (watchdog, extend). */
   protected abstract readonly renewal: RenewalKind;
@@ -341,10 +343,26 @@ export abstract class LockBase implements ReleaseReplayer {
     const held = this.findHeld(owner);
     if (held) return this.release(held);
     // A hold this client did not record (another process's, with an explicit owner): any one of the
-    // owner's holds, under an id of this call's own where the kind records holds by id.
-    const raw = await this.bounded(this.releaseOnce(owner, this.engine.watchdogTimeout), 'unlock');
+    // owner's holds, under an id of this call's own, so that the call can be sent again while Redis
+    // cannot be reached and still end one hold only.
+    const callId = this.engine.newHoldId();
+    const raw = await this.sendOnce(() =>
+      this.releaseOnce(owner, this.engine.watchdogTimeout, undefined, 'pass', callId),
+    );
     if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
     return raw === 'kept' ? 'released' : raw;
+  }
+
+  /**
+   * Sends an operation that is safe to repeat (it carries an id of its call), and again while Redis
+   * cannot be reached, so that a lost reply still gets a final answer: a copy whose reply never comes
+   * is given up on after one operationTimeout, and the next goes out on the connection that replaced
+   * it. Bounded: past two operationTimeouts the caller gets RedisUnavailableError.
+   */
+  protected sendOnce<T>(send: () => Promise<T>): Promise<T> {
+    const { redis, operationTimeout } = this.engine;
+    const until = Date.now() + 2 * operationTimeout;
+    return retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
   }
 
   /** Whether anyone holds the lock. */

@@ -14,6 +14,7 @@ import {
 } from './lock-base';
 import type { LockKindName } from './lock-events';
 import { claimedGrant, releaseCallOf } from './hold-id-calls';
+import type { HandOver } from './process-turns';
 import { checkDuration, TIMEOUT_RULE } from './validation';
 import {
   CLAIM_ATTEMPT,
@@ -133,10 +134,16 @@ export class ReadLock extends ReadWriteSide {
   }
 
   /** Releases read hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any read hold of `owner`. */
-  protected releaseOnce(owner: string, leaseMs: number, holdId?: string): Promise<RawRelease> {
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    holdId?: string,
+    _handOver?: HandOver,
+    callId?: string,
+  ): Promise<RawRelease> {
     return READ_UNLOCK.run(this.engine.redis, this.rw, {
       owner,
-      ...releaseCallOf(holdId, this.engine.newHoldId),
+      ...releaseCallOf(holdId, this.engine.newHoldId, callId),
       leaseMs,
       publish: this.engine.publishCommand,
     });
@@ -208,10 +215,16 @@ export class WriteLock extends ReadWriteSide {
   }
 
   /** Releases write hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any write hold of `owner`. */
-  protected releaseOnce(owner: string, leaseMs: number, holdId?: string): Promise<RawRelease> {
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    holdId?: string,
+    _handOver?: HandOver,
+    callId?: string,
+  ): Promise<RawRelease> {
     return WRITE_UNLOCK.run(this.engine.redis, this.rw, {
       owner,
-      ...releaseCallOf(holdId, this.engine.newHoldId),
+      ...releaseCallOf(holdId, this.engine.newHoldId, callId),
       leaseMs,
       publish: this.engine.publishCommand,
     });

@@ -45,11 +45,12 @@ export class ReentrantLock extends HashLock {
     leaseMs: number,
     holdId?: string,
     handOver: HandOver = 'pass',
+    callId?: string,
   ): Promise<RawRelease> {
     const { redis, publishCommand, clientId, newHoldId } = this.engine;
     return UNLOCK.run(redis, this.keys, {
       owner,
-      ...releaseCallOf(holdId, newHoldId),
+      ...releaseCallOf(holdId, newHoldId, callId),
       leaseMs,
       publish: publishCommand,
       message: 'released',

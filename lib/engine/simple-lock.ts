@@ -102,7 +102,8 @@ export class SimpleLock extends LockBase {
     if (owner === undefined || this.findHeld(owner)) return super.unlock(options);
     // A release of this process's held back in its turn lands first: that owner holds nothing any more.
     await this.bounded(this.engine.turns.settle(this.keys.lock), 'unlock');
-    const raw = await this.bounded(this.releaseOwnerHold(owner), 'unlock');
+    const callId = randomUUID(); // every repeat of this call carries it: one hold ends, whatever comes back
+    const raw = await this.sendOnce(() => this.releaseOwnerHold(owner, callId));
     if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
     return 'released';
   }
@@ -152,7 +153,7 @@ export class SimpleLock extends LockBase {
   }
 
   /** Releases whatever hold Redis has for exactly `owner`, once: a repeat of the call (same id) changes nothing. */
-  private releaseOwnerHold(owner: string): Promise<RawRelease> {
+  private releaseOwnerHold(owner: string, callId: string): Promise<RawRelease> {
     const { redis, publishCommand, clientId } = this.engine;
     return SIMPLE_UNLOCK.run(redis, this.releaseKeys, {
       token: '',
@@ -161,7 +162,7 @@ export class SimpleLock extends LockBase {
       handOver: 'pass',
       clientId,
       owner,
-      callId: randomUUID(),
+      callId,
     });
   }
 

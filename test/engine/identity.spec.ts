@@ -32,8 +32,9 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
   });
 
   /** A client of its own, as another process would have; `viaProxy`: the application's ioredis client at its defaults, through the proxy. */
-  function client(options: { viaProxy?: boolean; replicaSync?: false } = {}) {
-    const redis = options.viaProxy ? new Redis({ host: '127.0.0.1', port: proxy.port }) : new Redis(upstream());
+  function client(options: { viaProxy?: boolean; replicaSync?: false; resends?: false } = {}) {
+    const proxied = { host: '127.0.0.1', port: proxy.port, autoResendUnfulfilledCommands: options.resends ?? true };
+    const redis = options.viaProxy ? new Redis(proxied) : new Redis(upstream());
     const locks = new LockClient({ redis, keyPrefix, logger: quietLogger, replicaSync: options.replicaSync });
     const lost: LockLostError[] = [];
     locks.on('lockLost', (error) => lost.push(error));
@@ -111,6 +112,21 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     expect(await outer.release()).toBe('released');
     expect(await holders(name)).toEqual({});
     expect(b.lost).toEqual([]);
+  });
+
+  it('unlock({ owner }) whose reply was lost on a connection that never re-sends is sent again by the library under the same call id: one hold ends', async () => {
+    const a = client({ viaProxy: true, resends: false });
+    const b = client();
+    const name = 'unlock-by-owner-retried';
+    const outer = await b.locks.getLock(name).lock({ owner: 'job-11' });
+    const inner = await b.locks.getLock(name).lock({ owner: 'job-11' });
+    const dropped = proxy.dropped;
+    proxy.dropNextReply(/decremented/);
+    expect(await a.locks.getLock(name).unlock({ owner: 'job-11' })).toBe('decremented');
+    expect(proxy.dropped).toBe(dropped + 1);
+    expect(await holders(name)).toEqual({ 'job-11': '1' });
+    expect(await inner.release()).toBe('decremented');
+    expect(await outer.release()).toBe('released');
   });
 
   it('an explicit owner is recorded under its own id when the lock was contended, so another process can unlock it (defect 6)', async () => {

@@ -80,6 +80,11 @@ interface LockState {
   forces: number[];
   /** Holds released by `unlock({ owner })` from a client that held none of them itself, per id. */
   remoteUnlocks: Map<string, number>;
+  /**
+   * Holds an `unlock({ owner })` from another client may have released: the call failed (its reply was
+   * lost, Redis was unreachable), so it may or may not have landed, per id.
+   */
+  uncertainUnlocks: Set<string>;
   /** When each such unlock returned, and for which owner. */
   ownerUnlocks: { at: number; owner: OwnerPick }[];
   /** Per hold id: since when Redis has counted more holds than live handles believe. */
@@ -167,6 +172,7 @@ export class ModelRun {
         lastSeen: new Map(),
         forces: [],
         remoteUnlocks: new Map(),
+        uncertainUnlocks: new Set(),
         ownerUnlocks: [],
         excessSince: new Map(),
         inflight: [0, 0, 0],
@@ -458,6 +464,9 @@ export class ModelRun {
     if ('error' in result) {
       this.stats.add(`unlock error ${result.error.name}`);
       if (result.error instanceof LockNotHeldError) return `LockNotHeldError${note}`;
+      // Its outcome is unknown: it may have released a hold of the owner, here or elsewhere.
+      const state = this.lockState(kind);
+      for (const id of this.idsOfOwner(client, kind, owner)) state.uncertainUnlocks.add(id);
       return `${describeError(result.error)}${note}`;
     }
     this.stats.add(`unlock ${result.value}`);
@@ -479,20 +488,30 @@ export class ModelRun {
       // Released in Redis for an owner whose holds this client does not record (held elsewhere): the
       // holds of that owner's handles in other clients (a simple lock's token names its owner), or,
       // if the model knows none, a hold recorded under the owner id itself.
-      const ids = new Set(
-        this.live()
-          .filter((t) => t.kind === kind && isExplicit(owner) && t.owner === owner)
-          .map((t) => t.id),
-      );
-      if (ids.size === 0) {
-        const { locks, inScope } = this.world.clients[client];
-        ids.add(owner === 'scope' ? `${locks.clientId}:${inScope(() => currentScope()?.id)}` : owner);
-      }
+      const ids = this.idsOfOwner(client, kind, owner);
       const state = this.lockState(kind);
       for (const id of ids) state.remoteUnlocks.set(id, (state.remoteUnlocks.get(id) ?? 0) + 1);
       state.ownerUnlocks.push({ at: Date.now(), owner });
     }
     return `${result.value} (no hold of c${client})${note}`;
+  }
+
+  /**
+   * The hold ids an unlock by `owner` from `client` may release: the holds of that owner's handles in
+   * any client (a simple lock's token names its owner), or, if the model knows none, a hold recorded
+   * under the owner id itself.
+   */
+  private idsOfOwner(client: ClientIndex, kind: SingleKind, owner: OwnerPick): Set<string> {
+    const ids = new Set(
+      this.live()
+        .filter((t) => t.kind === kind && isExplicit(owner) && t.owner === owner)
+        .map((t) => t.id),
+    );
+    if (ids.size === 0) {
+      const { locks, inScope } = this.world.clients[client];
+      ids.add(owner === 'scope' ? `${locks.clientId}:${inScope(() => currentScope()?.id)}` : owner);
+    }
+    return ids;
   }
 
   /** A wrong hold released by unlock({ owner }), reported by the next check. */
@@ -699,6 +718,9 @@ export class ModelRun {
         }
       }
       for (const id of state.excessSince.keys()) if (!snap.holds.has(id)) state.excessSince.delete(id);
+      for (const id of state.uncertainUnlocks) {
+        if (!inflight && !here.some((t) => t.id === id)) state.uncertainUnlocks.delete(id);
+      }
       for (const id of state.remoteUnlocks.keys()) {
         if (!inflight && !here.some((t) => t.id === id)) state.remoteUnlocks.delete(id);
       }
@@ -714,6 +736,7 @@ export class ModelRun {
     if (inflight) return 'an acquisition of this lock is under way';
     if (!seen || seen.expiresAt <= serverNow + 25) return 'its lease ended';
     if ((state.remoteUnlocks.get(id) ?? 0) > 0) return 'an unlock({ owner }) from another client';
+    if (state.uncertainUnlocks.has(id)) return 'an unlock({ owner }) whose outcome was lost';
     return undefined;
   }
 
