@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { LockClient, LockNotHeldError, type LockLostError } from '../../lib';
+import { LockNotHeldError } from '../../lib';
 import { lockKeys } from '../../lib/internal';
-import { eventually, quietLogger, sleep } from '../support/engine';
-import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
-import { sharedTopology } from '../support/topologies';
+import { eventually, sleep } from '../support/engine';
+import { IdentityWorld } from '../support/identity-world';
+import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /**
  * Identity by id (issue 38), for the reentrant lock: explicit owners shared across clients (two
@@ -14,33 +14,19 @@ import { sharedTopology } from '../support/topologies';
  * text or from counts a client remembers.
  */
 describe('identity by id: explicit owners and repeated commands (reentrant lock)', () => {
-  const upstream = () => sharedTopology('single').masters[0];
-  const keyPrefix = `id-${randomUUID().slice(0, 8)}`;
-  const opened: LockClient[] = [];
-  let proxy: ReplyDroppingProxy;
+  let world: IdentityWorld;
   let plain: Redis;
+  let proxy: ReplyDroppingProxy;
+  const keyPrefix = `id-${randomUUID().slice(0, 8)}`;
 
   beforeAll(async () => {
-    proxy = await ReplyDroppingProxy.start(upstream());
-    plain = new Redis(upstream());
+    world = await IdentityWorld.start(keyPrefix);
+    ({ plain, proxy } = world);
   });
-  afterAll(async () => {
-    await Promise.all(opened.map((c) => c.close()));
-    for (const c of opened) c.redis.disconnect();
-    plain.disconnect();
-    await proxy.close();
-  });
+  afterEach(() => proxy.cancelDrop());
+  afterAll(() => world.close());
 
-  /** A client of its own, as another process would have; `viaProxy`: the application's ioredis client at its defaults, through the proxy. */
-  function client(options: { viaProxy?: boolean; replicaSync?: false; resends?: false } = {}) {
-    const proxied = { host: '127.0.0.1', port: proxy.port, autoResendUnfulfilledCommands: options.resends ?? true };
-    const redis = options.viaProxy ? new Redis(proxied) : new Redis(upstream());
-    const locks = new LockClient({ redis, keyPrefix, logger: quietLogger, replicaSync: options.replicaSync });
-    const lost: LockLostError[] = [];
-    locks.on('lockLost', (error) => lost.push(error));
-    opened.push(locks);
-    return { locks, lost };
-  }
+  const client = (options?: Parameters<IdentityWorld['client']>[0]) => world.client(options);
   const holders = (name: string) => plain.hgetall(lockKeys(keyPrefix, name).lock);
 
   it('a release replayed after a connection drop never deletes the hold another process took since under the same owner (defect 2)', async () => {
@@ -115,7 +101,7 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
   });
 
   it('unlock({ owner }) whose reply was lost on a connection that never re-sends is sent again by the library under the same call id: one hold ends', async () => {
-    const a = client({ viaProxy: true, resends: false });
+    const a = client({ viaProxy: 'no-resend' });
     const b = client();
     const name = 'unlock-by-owner-retried';
     const outer = await b.locks.getLock(name).lock({ owner: 'job-11' });

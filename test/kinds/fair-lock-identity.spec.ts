@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { LockClient, LockNotHeldError, type LockLostError } from '../../lib';
+import { LockNotHeldError } from '../../lib';
 import { lockKeys } from '../../lib/internal';
-import { eventually, quietLogger, sleep } from '../support/engine';
-import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
-import { sharedTopology } from '../support/topologies';
+import { eventually, sleep } from '../support/engine';
+import { IdentityWorld } from '../support/identity-world';
+import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /**
  * Identity by id (issue 38), for the fair lock: explicit owners shared across clients (two LockClients
@@ -14,44 +14,23 @@ import { sharedTopology } from '../support/topologies';
  * a repeat is recognised by its id, never by a count a client remembers.
  */
 describe('identity by id: explicit owners and repeated commands (fair lock)', () => {
-  const upstream = () => sharedTopology('single').masters[0];
   const keyPrefix = `fid-${randomUUID().slice(0, 8)}`;
   const fairOptions = { staleWaiterTimeout: 3_000, acceptanceLease: 2_000 };
-  const opened: LockClient[] = [];
-  const connections: Redis[] = [];
-  let proxy: ReplyDroppingProxy;
+  let world: IdentityWorld;
   let plain: Redis;
+  let proxy: ReplyDroppingProxy;
 
   beforeAll(async () => {
-    proxy = await ReplyDroppingProxy.start(upstream());
-    plain = new Redis(upstream());
+    world = await IdentityWorld.start(keyPrefix);
+    ({ plain, proxy } = world);
   });
   afterEach(() => proxy.cancelDrop());
-  afterAll(async () => {
-    await Promise.all(opened.map((c) => c.close()));
-    for (const redis of connections) redis.disconnect();
-    plain.disconnect();
-    await proxy.close();
-  });
+  afterAll(() => world.close());
 
-  /**
-   * A client of its own, as another process would have. `viaProxy`: through the proxy, on the
-   * application's ioredis client at its defaults (it re-sends a command whose reply was lost), or
-   * (`'library'`) on a connection set up as the library sets up its own (it never re-sends).
-   */
-  function client(options: { viaProxy?: true | 'library'; replicaSync?: false } = {}) {
-    const { viaProxy } = options;
-    const redis = !viaProxy
-      ? new Redis(upstream())
-      : viaProxy === 'library'
-        ? new Redis({ host: '127.0.0.1', port: proxy.port, maxRetriesPerRequest: 0, enableOfflineQueue: false })
-        : new Redis({ host: '127.0.0.1', port: proxy.port });
-    connections.push(redis);
-    const locks = new LockClient({ redis, keyPrefix, logger: quietLogger, replicaSync: options.replicaSync });
-    const lost: LockLostError[] = [];
-    locks.on('lockLost', (error) => lost.push(error));
-    opened.push(locks);
-    return { locks, lost, fair: (name: string) => locks.getFairLock(name, fairOptions) };
+  /** A client of its own, as another process would have (see IdentityWorld), with its fair locks. */
+  function client(options?: Parameters<IdentityWorld['client']>[0]) {
+    const c = world.client(options);
+    return { ...c, fair: (name: string) => c.locks.getFairLock(name, fairOptions) };
   }
   /** The owners' holds (a field starting with NUL is the fair lock's record of the wait it was granted to). */
   const holders = async (name: string) =>

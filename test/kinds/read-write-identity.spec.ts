@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { createLockClient, LockClient, type LockLostError } from '../../lib';
+import { createLockClient, LockClient } from '../../lib';
 import { readWriteKeys } from '../../lib/internal';
 import { eventually, quietLogger, sleep } from '../support/engine';
-import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { IdentityWorld } from '../support/identity-world';
+import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { sharedTopology } from '../support/topologies';
 
 /**
@@ -14,33 +15,19 @@ import { sharedTopology } from '../support/topologies';
  * ends; a repeat is recognised by its id, never by a count a client remembers.
  */
 describe.each(['write', 'read'] as const)('identity by id: the %s side of a read-write lock', (side) => {
-  const upstream = () => sharedTopology('single').masters[0];
-  const keyPrefix = `rwid-${randomUUID().slice(0, 8)}`;
-  const opened: LockClient[] = [];
-  let proxy: ReplyDroppingProxy;
+  let world: IdentityWorld;
   let plain: Redis;
+  let proxy: ReplyDroppingProxy;
+  const keyPrefix = `rwid-${randomUUID().slice(0, 8)}`;
 
   beforeAll(async () => {
-    proxy = await ReplyDroppingProxy.start(upstream());
-    plain = new Redis(upstream());
+    world = await IdentityWorld.start(keyPrefix);
+    ({ plain, proxy } = world);
   });
   afterEach(() => proxy.cancelDrop());
-  afterAll(async () => {
-    await Promise.all(opened.map((c) => c.close()));
-    for (const c of opened) c.redis.disconnect();
-    plain.disconnect();
-    await proxy.close();
-  });
+  afterAll(() => world.close());
 
-  /** A client of its own, as another process would have; `viaProxy`: the application's ioredis client at its defaults, through the proxy. */
-  function client(options: { viaProxy?: boolean } = {}) {
-    const redis = options.viaProxy ? new Redis({ host: '127.0.0.1', port: proxy.port }) : new Redis(upstream());
-    const locks = new LockClient({ redis, keyPrefix, logger: quietLogger });
-    const lost: LockLostError[] = [];
-    locks.on('lockLost', (error) => lost.push(error));
-    opened.push(locks);
-    return { locks, lost };
-  }
+  const client = (options?: Parameters<IdentityWorld['client']>[0]) => world.client(options);
   const sideOf = (c: { locks: LockClient }, name: string) => {
     const rw = c.locks.getReadWriteLock(name);
     return side === 'write' ? rw.writeLock() : rw.readLock();
@@ -129,7 +116,7 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
       logger: quietLogger,
       replicaSync: false,
     });
-    opened.push(locks);
+    world.track(locks);
     const name = 'claimed';
     const dropped = proxy.dropped;
     proxy.dropNextReply(reply('granted'));
