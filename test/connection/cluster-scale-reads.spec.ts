@@ -101,24 +101,24 @@ describe('an ioredis Cluster with scaleReads: slave', () => {
 
   it('asks the master whether an attempt whose reply never came was granted', async () => {
     // What the engine asks after a lost reply (a dropped connection, a failover), per kind.
-    type Asks = { grantOfUnknownAttempt(holder: string, known: number, holdId: string): Promise<unknown> };
+    type Asks = { grantOfUnknownAttempt(holder: string, holdId: string): Promise<unknown> };
     const before = await readsOnReplicas();
     const lock = locks.getLock('unknown');
     const held = await runInLockScope(() => lock.lock({ leaseTime: 10_000 }), { newScope: true });
     const holder = (await locks.inspect('unknown')).holders[0].owner;
     // The reentrant lock asks by the attempt's hold id (claim-attempt-3.lua), which its handle keeps.
     const { holdId } = held as unknown as { holdId: string };
-    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, 0, holdId)).toMatchObject({
+    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, holdId)).toMatchObject({
       fencingToken: held.fencingToken,
     });
-    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, 0, 'never-sent')).toBeUndefined();
+    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, 'never-sent')).toBeUndefined();
     await held.release();
-    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, 0, holdId)).toBeUndefined();
+    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, holdId)).toBeUndefined();
 
     const simple = locks.getSimpleLock('unknown-simple');
     const token = await simple.lock({ leaseTime: 10_000 });
     const simpleHolder = (await locks.inspect('unknown-simple')).holders[0].owner;
-    expect(await (simple as unknown as Asks).grantOfUnknownAttempt(simpleHolder, 0, '')).toMatchObject({
+    expect(await (simple as unknown as Asks).grantOfUnknownAttempt(simpleHolder, '')).toMatchObject({
       fencingToken: token.fencingToken,
     });
     await token.release();
