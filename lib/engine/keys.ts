@@ -12,8 +12,8 @@
  * - `deadlines`: the fair lock's sorted set of waiter id -> deadline (Redis server time, ms);
  * - `forced`: a hash of recent forceUnlock call ids -> outcome, so a repeat of one changes nothing
  *   (lua/include/force-once.lua); it lives 10 minutes after the latest;
- * - `grants`: the reentrant lock's holds by id, hold id -> its record, living as long as the lock and a
- *   minute after its holds end (lua/include/hold-ids.lua).
+ * - `grants`: the reentrant and fair locks' holds by id, hold id -> its record, living as long as the
+ *   lock and a minute after its holds end (lua/include/hold-ids.lua).
  */
 export type LockKeys = KeySet<
   'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines' | 'forced' | 'grants'

@@ -1,8 +1,9 @@
--- Every hold of a reentrant lock has an id of its own: the client makes one for each attempt, and the
--- hold the attempt takes (a first grant or a re-entry) is recorded under it in the lock's `grants`
--- hash. A release names the hold it ends, so a copy of an old release (re-sent by a client after a
--- lost reply, or replayed after a failover), from any process, can never touch another hold of the
--- same owner; and a repeated attempt finds its own record instead of counting a second hold.
+-- Every hold of a reentrant or fair lock, or of a read-write lock's side, has an id of its own: the
+-- client makes one for each attempt, and the hold the attempt takes (a first grant or a re-entry) is
+-- recorded under it in the lock's `grants` hash. A release names the hold it ends, so a copy of an old
+-- release (re-sent by a client after a lost reply, or replayed after a failover), from any process,
+-- can never touch another hold of the same owner; and a repeated attempt finds its own record instead
+-- of counting a second hold.
 --
 -- A value in the grants hash is one of:
 --   'g<token>/<epoch>|<owner>'  a live first grant of <owner> with fencing token <token>
