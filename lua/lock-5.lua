@@ -45,8 +45,8 @@ if badTokens then return badTokens end
 local holdId, badId = holdIdArgument(ARGV[7], 'hold id')
 if badId then return badId end
 
-local epoch = epochOf(KEYS[2])
-local kind, token, holder = readHold(KEYS[5], holdId, epoch)
+-- The fencing counter is the epoch of the live holds; read only when a live record needs it.
+local kind, token, holder = readHold(KEYS[5], holdId, KEYS[2])
 if kind == 'g' or kind == 'e' then
   if holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
     -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
@@ -61,7 +61,7 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave it up: it must take nothing.
   return {'refused', math.max(0, redis.call('pttl', KEYS[1]))}
 end
-if ARGV[5] ~= '' then releaseInTurn(KEYS[1], KEYS[5], ARGV[5], epoch) end
+if ARGV[5] ~= '' then releaseInTurn(KEYS[1], KEYS[5], ARGV[5], KEYS[2]) end
 
 if redis.call('exists', KEYS[1]) == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
@@ -75,7 +75,8 @@ if redis.call('exists', KEYS[1]) == 0 then
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
   local first = takeTokens(KEYS[2], tokens, others)
-  recordHold(KEYS[5], holdId, 'g', first, owner, lease, epochOf(KEYS[2]))
+  local epoch = others and first + tokens - 1 or first -- the counter now: the last token taken
+  recordHold(KEYS[5], holdId, 'g', first, owner, lease, epoch, true)
   return {'granted', first, others and 1 or 0}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
@@ -86,6 +87,7 @@ if redis.pcall('hexists', KEYS[1], owner) == 1 then
     redis.call('pexpire', KEYS[1], lease)
   end
   grantedWaiting(KEYS[3], client, flag)
+  local epoch = epochOf(KEYS[2])
   recordHold(KEYS[5], holdId, 'e', epoch, owner, lease, epoch)
   return {'reentered', epoch}
 end

@@ -30,25 +30,48 @@ local function holdIdArgument(value, what)
   return value
 end
 
--- The record of hold `id`: nil when there is none; else kind ('g', 'e', 'r', 'd', 'o' or 'x') and, for a
--- live hold, its token and owner. Given the fencing counter `epoch` now, a live record of another
--- epoch reads as 'x' (its lock ran out; see above).
-local function readHold(grants, id, epoch)
-  local value = redis.call('hget', grants, id)
-  if not value then return nil end
-  local kind = string.sub(value, 1, 1)
-  if kind ~= 'g' and kind ~= 'e' then return kind end
-  local bar = string.find(value, '|', 2, true)
-  local numbers = string.sub(value, 2, bar - 1)
-  local slash = string.find(numbers, '/', 1, true)
-  if epoch ~= nil and slash and tonumber(string.sub(numbers, slash + 1)) ~= epoch then return RAN_OUT end
-  return kind, tonumber(slash and string.sub(numbers, 1, slash - 1) or numbers), string.sub(value, bar + 1)
+-- The records this run of the script read or wrote, by grants key and hold id (false: none), so that
+-- a script that looks at one record twice asks Redis once: each call inside a script has a cost.
+local seenHolds = {}
+
+local function recordValue(grants, id)
+  local at = grants .. '\0' .. id
+  local value = seenHolds[at]
+  if value == nil then
+    value = redis.call('hget', grants, id) or false
+    seenHolds[at] = value
+  end
+  return value
+end
+
+local function writeRecord(grants, id, value)
+  redis.call('hset', grants, id, value)
+  seenHolds[grants .. '\0' .. id] = value
 end
 
 -- The fencing counter `fence` now (0 when it was never taken): the epoch of the holds taken since the
 -- last grant (see above).
 local function epochOf(fence)
   return tonumber(redis.call('get', fence) or '0')
+end
+
+-- The record of hold `id`: nil when there is none; else kind ('g', 'e', 'r', 'd', 'o' or 'x') and, for a
+-- live hold, its token and owner. Given the fencing counter now (`epoch`: a number, or the counter's
+-- key, read only when a live record needs it), a live record of another epoch reads as 'x' (its lock
+-- ran out; see above).
+local function readHold(grants, id, epoch)
+  local value = recordValue(grants, id)
+  if not value then return nil end
+  local kind = string.sub(value, 1, 1)
+  if kind ~= 'g' and kind ~= 'e' then return kind end
+  local bar = string.find(value, '|', 2, true)
+  local numbers = string.sub(value, 2, bar - 1)
+  local slash = string.find(numbers, '/', 1, true)
+  if epoch ~= nil and slash then
+    if type(epoch) == 'string' then epoch = epochOf(epoch) end
+    if tonumber(string.sub(numbers, slash + 1)) ~= epoch then return RAN_OUT end
+  end
+  return kind, tonumber(slash and string.sub(numbers, 1, slash - 1) or numbers), string.sub(value, bar + 1)
 end
 
 -- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
@@ -63,22 +86,32 @@ local function pruneEnded(grants)
   local all = redis.call('hgetall', grants)
   for i = 1, #all, 2 do
     local kind = string.sub(all[i + 1], 1, 1)
-    if kind ~= 'g' and kind ~= 'e' then redis.call('hdel', grants, all[i]) end
+    if kind ~= 'g' and kind ~= 'e' then
+      redis.call('hdel', grants, all[i])
+      seenHolds[grants .. '\0' .. all[i]] = false
+    end
   end
 end
 
--- Records hold `id` of `owner`, taken as `kind` ('g' or 'e') with fencing token `token` in `epoch` (may be nil).
-local function recordHold(grants, id, kind, token, owner, lease, epoch)
+-- Records hold `id` of `owner`, taken as `kind` ('g' or 'e') with fencing token `token` in `epoch` (may be
+-- nil). `onlyHold`: no other hold of the lock is live (a first grant of a free lock), so the hash's
+-- expiry is set outright instead of never shortened.
+local function recordHold(grants, id, kind, token, owner, lease, epoch, onlyHold)
   pruneEnded(grants)
   local numbers = epoch == nil and tostring(token) or (token .. '/' .. epoch)
-  redis.call('hset', grants, id, kind .. numbers .. '|' .. owner)
-  keepGrants(grants, lease)
+  writeRecord(grants, id, kind .. numbers .. '|' .. owner)
+  if onlyHold then
+    redis.call('pexpire', grants, math.max(lease, ENDED_MEMORY_MS))
+  else
+    keepGrants(grants, lease)
+  end
 end
 
--- Hold `id` ended with `outcome` ('r', 'd', 'o' or 'x'), remembered for a repeat of its release.
+-- Hold `id` ended with `outcome` ('r', 'd', 'o' or 'x'), remembered for a repeat of its release. ('d'
+-- leaves other holds of the owner live, and with them an expiry at least as long as the lock's.)
 local function endHold(grants, id, outcome)
-  redis.call('hset', grants, id, outcome)
-  keepGrants(grants, 1)
+  writeRecord(grants, id, outcome)
+  if outcome ~= 'd' then keepGrants(grants, 1) end
 end
 
 -- The id of a live hold of `owner`, or nil: a re-entry before the first grant (as a nest unwinds;
