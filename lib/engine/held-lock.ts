@@ -147,8 +147,20 @@ export class HeldLock {
       this.watched = true;
       this.leaseMs = a.leaseMs;
       this.disarmExpiry();
-    }
+    } else if (!this.watched) this.leaseFromReentry(a);
     if (this.watched) this.registry.watchdog.watch(this); // also after a release that failed
+  }
+
+  /**
+   * An explicit re-entry made the lease in Redis at least `a.leaseMs` long from when it ran (never
+   * shorter): the local expiry follows, so the holder is not told of a loss while Redis still holds it.
+   */
+  private leaseFromReentry(a: Acquisition): void {
+    const until = a.sentAt + a.leaseMs; // it ran after it was sent: Redis's lease ends no earlier
+    if (until <= this.expiresAt || this.lost) return;
+    this.expiresAt = until;
+    this.leaseMs = Math.max(this.leaseMs, a.leaseMs);
+    this.armExpiry();
   }
 
   /** Releases hold `holdId` (none given: the newest; see LockBase's release). */
