@@ -27,17 +27,9 @@
 --!include release-call.lua
 local writeKey, readers, counts, writeChannel, grants = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, publish = ARGV[1], ARGV[4]
-if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
-if badId then return badId end
-local lease = tonumber(ARGV[3])
-if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
-end
-local badPublish = publishCommandProblem(publish)
-if badPublish then return badPublish end
-local which, badWhich = releaseModeArgument(ARGV[5])
-if badWhich then return badWhich end
+local call, bad = releaseCallArguments(owner, ARGV[2], ARGV[3], publish, ARGV[5])
+if not call then return bad end
+local holdId, lease, which = call.holdId, call.lease, call.which
 
 local now = nowMs()
 pruneReaders(readers, counts, grants, now)

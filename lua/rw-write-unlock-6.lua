@@ -29,17 +29,9 @@
 local writeKey, readers, readChannel, writeChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local grants, fence = KEYS[5], KEYS[6]
 local owner, publish = ARGV[1], ARGV[4]
-if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
-if badId then return badId end
-local lease = tonumber(ARGV[3])
-if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
-end
-local badPublish = publishCommandProblem(publish)
-if badPublish then return badPublish end
-local which, badWhich = releaseModeArgument(ARGV[5])
-if badWhich then return badWhich end
+local call, bad = releaseCallArguments(owner, ARGV[2], ARGV[3], publish, ARGV[5])
+if not call then return bad end
+local holdId, lease, which = call.holdId, call.lease, call.which
 
 local function ownerHolds() return redis.call('hexists', writeKey, owner) == 1 end
 local function locked() return redis.call('exists', writeKey) == 1 end

@@ -30,23 +30,15 @@
 --!include publish-command.lua
 --!include release-call.lua
 local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
-if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
-if badId then return badId end
-local lease = tonumber(ARGV[3])
-if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
-end
-local badPublish = publishCommandProblem(publish)
-if badPublish then return badPublish end
+local call, bad = releaseCallArguments(owner, ARGV[2], ARGV[3], publish, ARGV[8])
+if not call then return bad end
+local holdId, lease, which = call.holdId, call.lease, call.which
 if handOverMode ~= 'pass' and handOverMode ~= 'keep' then
   return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(handOverMode))
 end
 if handOverMode == 'keep' and (not client or client == '') then
   return redis.error_reply('BADARG client id is empty')
 end
-local which, badWhich = releaseModeArgument(ARGV[8])
-if badWhich then return badWhich end
 
 -- pcall: a string here is a simple lock's hold (another owner), not an error
 local function ownerHolds() return redis.pcall('hexists', KEYS[1], owner) == 1 end

@@ -100,6 +100,26 @@ abstract class ReadWriteSide extends LockBase {
     this.rw = readWriteKeys(engine.keyPrefix, name);
   }
 
+  /**
+   * Releases this side's hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any
+   * hold of `owner` on this side, under the call's id `callId`. Both sides' scripts take the same arguments.
+   */
+  protected releaseOnce(
+    owner: string,
+    leaseMs: number,
+    holdId?: string,
+    _handOver?: HandOver,
+    callId?: string,
+  ): Promise<RawRelease> {
+    const script = this.kind === 'read' ? READ_UNLOCK : WRITE_UNLOCK;
+    return script.run(this.engine.redis, this.rw, {
+      owner,
+      ...releaseCallOf(holdId, this.engine.newHoldId, callId),
+      leaseMs,
+      publish: this.engine.publishCommand,
+    });
+  }
+
   protected forceSide(side: 'read' | 'write'): Promise<boolean> {
     const { redis, publishCommand } = this.engine;
     const force = READ_WRITE_FORCE_UNLOCK.run(redis, this.rw, { side, publish: publishCommand, callId: randomUUID() });
@@ -133,21 +153,6 @@ export class ReadLock extends ReadWriteSide {
     return attemptOutcome(status, value);
   }
 
-  /** Releases read hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any read hold of `owner`. */
-  protected releaseOnce(
-    owner: string,
-    leaseMs: number,
-    holdId?: string,
-    _handOver?: HandOver,
-    callId?: string,
-  ): Promise<RawRelease> {
-    return READ_UNLOCK.run(this.engine.redis, this.rw, {
-      owner,
-      ...releaseCallOf(holdId, this.engine.newHoldId, callId),
-      leaseMs,
-      publish: this.engine.publishCommand,
-    });
-  }
 
   /** A release that may let readers in lets them all in: every waiting reader of a process wakes. */
   protected override waitBehaviour(): WaitBehaviour {
@@ -214,21 +219,6 @@ export class WriteLock extends ReadWriteSide {
     return attemptOutcome(status, value);
   }
 
-  /** Releases write hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any write hold of `owner`. */
-  protected releaseOnce(
-    owner: string,
-    leaseMs: number,
-    holdId?: string,
-    _handOver?: HandOver,
-    callId?: string,
-  ): Promise<RawRelease> {
-    return WRITE_UNLOCK.run(this.engine.redis, this.rw, {
-      owner,
-      ...releaseCallOf(holdId, this.engine.newHoldId, callId),
-      leaseMs,
-      publish: this.engine.publishCommand,
-    });
-  }
 
   /**
    * Claims the unanswered attempt's write hold if it landed and is held, or cancels the attempt for

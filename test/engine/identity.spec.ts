@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import Redis from 'ioredis';
 import { LockNotHeldError } from '../../lib';
 import { lockKeys } from '../../lib/internal';
 import { eventually, sleep } from '../support/engine';
-import { IdentityWorld } from '../support/identity-world';
-import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { useIdentityWorld, type IdentityWorld } from '../support/identity-world';
 
 /**
  * Identity by id (issue 38), for the reentrant lock: explicit owners shared across clients (two
@@ -14,20 +12,12 @@ import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
  * text or from counts a client remembers.
  */
 describe('identity by id: explicit owners and repeated commands (reentrant lock)', () => {
-  let world: IdentityWorld;
-  let plain: Redis;
-  let proxy: ReplyDroppingProxy;
   const keyPrefix = `id-${randomUUID().slice(0, 8)}`;
 
-  beforeAll(async () => {
-    world = await IdentityWorld.start(keyPrefix);
-    ({ plain, proxy } = world);
-  });
-  afterEach(() => proxy.cancelDrop());
-  afterAll(() => world.close());
+  const world = useIdentityWorld(keyPrefix);
 
   const client = (options?: Parameters<IdentityWorld['client']>[0]) => world.client(options);
-  const holders = (name: string) => plain.hgetall(lockKeys(keyPrefix, name).lock);
+  const holders = (name: string) => world.plain.hgetall(lockKeys(keyPrefix, name).lock);
 
   it('a release replayed after a connection drop never deletes the hold another process took since under the same owner (defect 2)', async () => {
     const a = client();
@@ -38,7 +28,7 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     expect(await first.release()).toBe('released');
     const taken = await b.locks.getLock(name).lock({ owner: 'job-7' });
     // A's connection drops and comes back: it sends its recent releases again.
-    await plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
+    await world.plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
     await eventually(async () => a.locks.redis.status === 'ready', 5_000);
     await sleep(300);
     expect(await holders(name)).toEqual({ 'job-7': '1' });
@@ -69,10 +59,10 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     const rival = client();
     const name = 'resent-and-replayed';
     expect(await (await a.locks.getLock(name).lock({ owner: 'job-4' })).release()).toBe('released');
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/granted/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/granted/);
     const again = await a.locks.getLock(name).lock({ owner: 'job-4', waitTime: 5_000 });
-    expect(proxy.dropped).toBe(dropped + 1); // lost, re-sent by ioredis, and the release replayed
+    expect(world.proxy.dropped).toBe(dropped + 1); // lost, re-sent by ioredis, and the release replayed
     await sleep(300);
     expect(await holders(name)).toEqual({ 'job-4': '1' });
     expect(again.signal.aborted).toBe(false);
@@ -88,10 +78,10 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     const outer = await b.locks.getLock(name).lock({ owner: 'job-5' });
     const inner = await b.locks.getLock(name).lock({ owner: 'job-5' });
     expect(await holders(name)).toEqual({ 'job-5': '2' });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/decremented/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/decremented/);
     expect(await a.locks.getLock(name).unlock({ owner: 'job-5' })).toBe('decremented');
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(await holders(name)).toEqual({ 'job-5': '1' });
     // The holder's own releases: one hold was released for it already; the other frees the lock.
     expect(await inner.release()).toBe('decremented');
@@ -106,10 +96,10 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     const name = 'unlock-by-owner-retried';
     const outer = await b.locks.getLock(name).lock({ owner: 'job-11' });
     const inner = await b.locks.getLock(name).lock({ owner: 'job-11' });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/decremented/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/decremented/);
     expect(await a.locks.getLock(name).unlock({ owner: 'job-11' })).toBe('decremented');
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(await holders(name)).toEqual({ 'job-11': '1' });
     expect(await inner.release()).toBe('decremented');
     expect(await outer.release()).toBe('released');
@@ -152,10 +142,10 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     const a = client({ viaProxy: true });
     const name = 'resent-release';
     const handle = await a.locks.getLock(name).lock({ leaseTime: 30_000 });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/released/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/released/);
     expect(await handle.release()).toBe('released');
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(a.lost).toEqual([]);
     expect(await holders(name)).toEqual({});
   });

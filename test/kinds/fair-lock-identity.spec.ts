@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import Redis from 'ioredis';
 import { LockNotHeldError } from '../../lib';
 import { lockKeys } from '../../lib/internal';
 import { eventually, sleep } from '../support/engine';
-import { IdentityWorld } from '../support/identity-world';
-import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { useIdentityWorld, type IdentityWorld } from '../support/identity-world';
 
 /**
  * Identity by id (issue 38), for the fair lock: explicit owners shared across clients (two LockClients
@@ -16,16 +14,8 @@ import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 describe('identity by id: explicit owners and repeated commands (fair lock)', () => {
   const keyPrefix = `fid-${randomUUID().slice(0, 8)}`;
   const fairOptions = { staleWaiterTimeout: 3_000, acceptanceLease: 2_000 };
-  let world: IdentityWorld;
-  let plain: Redis;
-  let proxy: ReplyDroppingProxy;
 
-  beforeAll(async () => {
-    world = await IdentityWorld.start(keyPrefix);
-    ({ plain, proxy } = world);
-  });
-  afterEach(() => proxy.cancelDrop());
-  afterAll(() => world.close());
+  const world = useIdentityWorld(keyPrefix);
 
   /** A client of its own, as another process would have (see IdentityWorld), with its fair locks. */
   function client(options?: Parameters<IdentityWorld['client']>[0]) {
@@ -35,11 +25,11 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
   /** The owners' holds (a field starting with NUL is the fair lock's record of the wait it was granted to). */
   const holders = async (name: string) =>
     Object.fromEntries(
-      Object.entries(await plain.hgetall(lockKeys(keyPrefix, name).lock)).filter(([field]) => field[0] !== '\0'),
+      Object.entries(await world.plain.hgetall(lockKeys(keyPrefix, name).lock)).filter(([field]) => field[0] !== '\0'),
     );
   const lockKeysLeft = (name: string) => {
     const k = lockKeys(keyPrefix, name);
-    return plain.exists(k.lock, k.queue, k.deadlines);
+    return world.plain.exists(k.lock, k.queue, k.deadlines);
   };
 
   it('a re-entry by an explicit owner from another process is counted, also when the client re-enters a hold of its own, and its releases leave the other holder its hold (defect 3)', async () => {
@@ -70,10 +60,10 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const outer = await b.fair(name).lock({ owner: 'job-5' });
     const inner = await b.fair(name).lock({ owner: 'job-5' });
     expect(await holders(name)).toEqual({ 'job-5': '2' });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/decremented/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/decremented/);
     expect(await a.fair(name).unlock({ owner: 'job-5' })).toBe('decremented');
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(await holders(name)).toEqual({ 'job-5': '1' });
     // The holder's own releases: one hold was released for it already; the other frees the lock.
     expect(await inner.release()).toBe('decremented');
@@ -87,10 +77,10 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const a = client({ viaProxy: true });
     const name = 'resent-release';
     const handle = await a.fair(name).lock({ leaseTime: 30_000 });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/released/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/released/);
     expect(await handle.release()).toBe('released');
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(a.lost).toEqual([]);
     expect(await lockKeysLeft(name)).toBe(0);
   });
@@ -102,12 +92,12 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const name = 'accept-lost';
     const blocker = await b.fair(name).lock();
     const waiting = a.fair(name).lock({ owner: 'job-h', waitTime: 15_000 });
-    await eventually(async () => (await plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/^:1\r\n$/); // FAIR_ACCEPT's 'yes', alone on A's command connection
+    await eventually(async () => (await world.plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/^:1\r\n$/); // FAIR_ACCEPT's 'yes', alone on A's command connection
     expect(await blocker.release()).toBe('released');
     const handle = await waiting;
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(handle.fencingToken).toBeGreaterThan(blocker.fencingToken);
     expect(await holders(name)).toEqual({ 'job-h': '1' });
     expect(await rival.fair(name).tryLock({ owner: 'rival' })).toBeNull();
@@ -123,12 +113,12 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     await eventually(async () => a.locks.redis.status === 'ready', 5_000);
     const blocker = await b.fair(name).lock();
     const waiting = a.fair(name).lock({ owner: 'job-l', waitTime: 15_000 });
-    await eventually(async () => (await plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/^:1\r\n$/);
+    await eventually(async () => (await world.plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/^:1\r\n$/);
     expect(await blocker.release()).toBe('released');
     const handle = await waiting;
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(await holders(name)).toEqual({ 'job-l': '1' });
     expect(await handle.release()).toBe('released');
     expect(await lockKeysLeft(name)).toBe(0);
@@ -144,7 +134,7 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     expect(await first.release()).toBe('released');
     const taken = await b.fair(name).lock({ owner: 'job-7' });
     // A's connection drops and comes back: it sends its recent releases again, each naming its hold.
-    await plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
+    await world.plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
     await eventually(async () => a.locks.redis.status === 'ready', 5_000);
     await sleep(300);
     expect(await holders(name)).toEqual({ 'job-7': '1' });
@@ -158,10 +148,10 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const rival = client();
     const name = 'resent-and-replayed';
     expect(await (await a.fair(name).lock({ owner: 'job-4' })).release()).toBe('released');
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(/granted/);
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/granted/);
     const again = await a.fair(name).lock({ owner: 'job-4', waitTime: 5_000 });
-    expect(proxy.dropped).toBe(dropped + 1); // lost, re-sent by ioredis, and the release replayed
+    expect(world.proxy.dropped).toBe(dropped + 1); // lost, re-sent by ioredis, and the release replayed
     await sleep(300);
     expect(await holders(name)).toEqual({ 'job-4': '1' });
     expect(again.signal.aborted).toBe(false);
@@ -176,7 +166,7 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const name = 'forced';
     const held = await a.fair(name).lock({ owner: 'job-f', leaseTime: 30_000 });
     expect(await b.fair(name).forceUnlock()).toBe(true);
-    expect(await plain.exists(lockKeys(keyPrefix, name).grants)).toBe(0);
+    expect(await world.plain.exists(lockKeys(keyPrefix, name).grants)).toBe(0);
     const again = await b.fair(name).lock({ owner: 'job-f', leaseTime: 30_000 });
     expect(await held.release()).toBe('expired');
     expect(await holders(name)).toEqual({ 'job-f': '1' });

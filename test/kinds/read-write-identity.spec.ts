@@ -3,8 +3,7 @@ import Redis from 'ioredis';
 import { createLockClient, LockClient } from '../../lib';
 import { readWriteKeys } from '../../lib/internal';
 import { eventually, quietLogger, sleep } from '../support/engine';
-import { IdentityWorld } from '../support/identity-world';
-import type { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { useIdentityWorld, type IdentityWorld } from '../support/identity-world';
 import { sharedTopology } from '../support/topologies';
 
 /**
@@ -15,17 +14,9 @@ import { sharedTopology } from '../support/topologies';
  * ends; a repeat is recognised by its id, never by a count a client remembers.
  */
 describe.each(['write', 'read'] as const)('identity by id: the %s side of a read-write lock', (side) => {
-  let world: IdentityWorld;
-  let plain: Redis;
-  let proxy: ReplyDroppingProxy;
   const keyPrefix = `rwid-${randomUUID().slice(0, 8)}`;
 
-  beforeAll(async () => {
-    world = await IdentityWorld.start(keyPrefix);
-    ({ plain, proxy } = world);
-  });
-  afterEach(() => proxy.cancelDrop());
-  afterAll(() => world.close());
+  const world = useIdentityWorld(keyPrefix);
 
   const client = (options?: Parameters<IdentityWorld['client']>[0]) => world.client(options);
   const sideOf = (c: { locks: LockClient }, name: string) => {
@@ -35,7 +26,7 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
   /** Owner -> hold count of this side, as Redis has it. */
   const holders = (name: string) => {
     const keys = readWriteKeys(keyPrefix, name);
-    return plain.hgetall(side === 'write' ? keys.write : keys.readCounts);
+    return world.plain.hgetall(side === 'write' ? keys.write : keys.readCounts);
   };
   /** A rival owner is kept out: a writer always, a reader too while the lock is write-locked. */
   const rivalIsRefused = async (name: string) => {
@@ -70,10 +61,10 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
     const outer = await sideOf(b, name).lock({ owner: 'job-5' });
     const inner = await sideOf(b, name).lock({ owner: 'job-5' });
     expect(await holders(name)).toEqual({ 'job-5': '2' });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(reply('decremented'));
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(reply('decremented'));
     expect(await sideOf(a, name).unlock({ owner: 'job-5' })).toBe('decremented');
-    expect(proxy.dropped).toBe(dropped + 1); // lost, and re-sent by ioredis
+    expect(world.proxy.dropped).toBe(dropped + 1); // lost, and re-sent by ioredis
     expect(await holders(name)).toEqual({ 'job-5': '1' });
     await rivalIsRefused(name);
     // The holder's own releases: one hold was released for it already; the other frees the lock.
@@ -87,10 +78,10 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
     const a = client({ viaProxy: true });
     const name = 'resent-release';
     const handle = await sideOf(a, name).lock({ leaseTime: 30_000 });
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(reply('released'));
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(reply('released'));
     expect(await handle.release()).toBe('released');
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     await sleep(100);
     expect(a.lost).toEqual([]);
     expect(await holders(name)).toEqual({});
@@ -99,10 +90,10 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
   it("an attempt re-sent by the application's client after its reply was lost takes one hold", async () => {
     const a = client({ viaProxy: true });
     const name = 'resent-attempt';
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(reply('granted'));
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(reply('granted'));
     const handle = await sideOf(a, name).lock({ owner: 'job-1', waitTime: 5_000 });
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(await holders(name)).toEqual({ 'job-1': '1' });
     await rivalIsRefused(name);
     expect(await handle.release()).toBe('released');
@@ -111,17 +102,17 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
 
   it("an attempt whose reply never came is claimed when it landed (the library's own connection, which re-sends nothing)", async () => {
     const locks = await createLockClient({
-      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      connection: { type: 'single', host: '127.0.0.1', port: world.proxy.port },
       keyPrefix,
       logger: quietLogger,
       replicaSync: false,
     });
     world.track(locks);
     const name = 'claimed';
-    const dropped = proxy.dropped;
-    proxy.dropNextReply(reply('granted'));
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(reply('granted'));
     const handle = await sideOf({ locks }, name).lock({ owner: 'job-2', waitTime: 10_000 });
-    expect(proxy.dropped).toBe(dropped + 1);
+    expect(world.proxy.dropped).toBe(dropped + 1);
     expect(await holders(name)).toEqual({ 'job-2': '1' });
     expect(handle.holdCount).toBe(1);
     expect(await handle.release()).toBe('released');
@@ -136,7 +127,7 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
     expect(await first.release()).toBe('released');
     const taken = await sideOf(b, name).lock({ owner: 'job-7' });
     // A's connection drops and comes back: it sends its recent releases again.
-    await plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
+    await world.plain.client('KILL', 'ID', String(await a.locks.redis.client('ID')));
     await eventually(async () => a.locks.redis.status === 'ready', 5_000);
     await sleep(300);
     expect(await holders(name)).toEqual({ 'job-7': '1' });

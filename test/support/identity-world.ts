@@ -74,3 +74,30 @@ export class IdentityWorld {
     return new Redis({ ...proxied, autoResendUnfulfilledCommands: via === true });
   }
 }
+
+/**
+ * An IdentityWorld for the spec that calls this at its top level: started before its tests, a reply
+ * drop left armed cancelled after each, closed after all.
+ */
+export function useIdentityWorld(keyPrefix: string): Pick<IdentityWorld, 'proxy' | 'plain' | 'client' | 'track'> {
+  let world: IdentityWorld | undefined;
+  const started = (): IdentityWorld => {
+    if (!world) throw new Error('the identity world is used before its beforeAll ran');
+    return world;
+  };
+  beforeAll(async () => {
+    world = await IdentityWorld.start(keyPrefix);
+  });
+  afterEach(() => world?.proxy.cancelDrop());
+  afterAll(() => world?.close());
+  return {
+    get proxy() {
+      return started().proxy;
+    },
+    get plain() {
+      return started().plain;
+    },
+    client: (options) => started().client(options),
+    track: (locks) => started().track(locks),
+  };
+}
