@@ -2,7 +2,7 @@ import { LockAcquireTimeoutError } from './errors';
 import type { ReleaseOutcome } from './lock-handle';
 import type { LockLogger } from './logger';
 import type { AcquireOptions } from './options';
-import { runInLockScope } from './owner-scope';
+import { runAsCriticalSection, type OwnerScope } from './owner-scope';
 import { withLock } from './with-lock';
 
 /** What a lock spanning several locks (MultiLock) or masters (RedLock) hands to its holder. */
@@ -25,6 +25,12 @@ export abstract class GroupLock<H extends GroupLockHandle> {
   /** Where a failed release of the group is reported (a client's logger). */
   protected abstract get logger(): LockLogger;
 
+  /**
+   * @internal Whether `scope` holds the group here already: a `withLock` inside it re-enters (see
+   * runAsCriticalSection).
+   */
+  abstract heldInScope(scope: OwnerScope): boolean;
+
   /** Acquires within `options.waitTime` (undefined: as long as it takes) or resolves null. */
   protected abstract acquire(options: AcquireOptions): Promise<H | null>;
 
@@ -44,8 +50,9 @@ export abstract class GroupLock<H extends GroupLockHandle> {
 
   /** Runs `fn` holding the group and releases it however `fn` ends (a failed release is logged). */
   withLock<T>(fn: (context: GroupLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
-    return runInLockScope(() =>
-      withLock(() => this.lock(options), fn, { logger: this.logger, nameOf: () => this.name }),
+    return runAsCriticalSection(
+      (scope) => this.heldInScope(scope),
+      () => withLock(() => this.lock(options), fn, { logger: this.logger, nameOf: () => this.name }),
     );
   }
 }

@@ -9,7 +9,7 @@ import { lockKeys, type LockKeys } from './keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from './lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
 import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE } from './validation';
-import { currentScope, runInLockScope } from './owner-scope';
+import { currentScope, runAsCriticalSection, type OwnerScope } from './owner-scope';
 import {
   FORCE_UNLOCK,
   HOLD_STATE,
@@ -317,7 +317,17 @@ export abstract class LockBase implements ReleaseReplayer {
     const report = { logger: this.engine.logger, nameOf: () => this.name };
     // `?.`: options that are not an object reach lock(), which refuses them with a LockOptionsError.
     const newScope = (options as WithLockOptions | null)?.newScope;
-    return runInLockScope(() => withLock(() => this.lock(options), fn, report), { newScope });
+    const holds = (scope: OwnerScope) => this.heldInScope(scope);
+    return runAsCriticalSection(holds, () => withLock(() => this.lock(options), fn, report), { newScope });
+  }
+
+  /**
+   * @internal Whether `scope`'s owner holds this lock, as this client last knew it: a `withLock` inside
+   * that scope re-enters it (see runAsCriticalSection).
+   */
+  heldInScope(scope: OwnerScope): boolean {
+    const held = this.findHeld(`${this.engine.clientId}:${scope.id}`);
+    return held !== undefined && !held.lost;
   }
 
   /** @internal The client's logger: a MultiLock reports a failed release through its first lock's. */

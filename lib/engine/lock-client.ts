@@ -266,8 +266,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   /**
    * Stops the watchdog, releases what this client still holds (best effort, bounded by
-   * operationTimeout; what cannot be released expires with its lease) and closes the connections
-   * it created. The `redis` client passed in stays open: it is the caller's.
+   * operationTimeout; what cannot be released expires with its lease) and closes the connections it
+   * created. A hold still held is reported lost first (LockLostError, reason `closed`): its holder's
+   * `signal` aborts, and the client logs a warning and emits `lockLost`, before the release is sent.
+   * The `redis` client passed in stays open: it is the caller's.
    */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -279,6 +281,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     watchdog.close();
     waiters.close();
     const held = registry.all();
+    // Whatever still runs under these locks is told first (its signal aborts, the log says so): they
+    // are given up now, and another process may take them at once.
+    for (const lock of held) lock.markLost('closed');
     await Promise.all(
       held.map(async (lock) => {
         try {

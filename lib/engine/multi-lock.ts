@@ -5,6 +5,7 @@ import type { LockHandle, ReleaseOutcome } from './lock-handle';
 import type { LockLogger } from './logger';
 import { multiLockMembers } from './multi-lock-members';
 import { checkAcquireOptions, type AcquireOptions } from './options';
+import type { OwnerScope } from './owner-scope';
 
 /** What the work inside a MultiLock or RedLock can use. */
 export type MultiLockContext = GroupLockContext;
@@ -65,6 +66,11 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
 
   get name(): string {
     return this.locks.map((l) => l.name).join('+');
+  }
+
+  /** Held in `scope` when one of its locks is: the scope re-enters that one and takes the others under the same owner. */
+  heldInScope(scope: OwnerScope): boolean {
+    return this.ordered.some((lock) => lock.heldInScope(scope));
   }
 
   /** The first lock's client's. */

@@ -19,10 +19,29 @@ export function currentScope(): OwnerScope | undefined {
 /**
  * Runs `fn` in a lock-owner scope: the current one if there is one (so locks taken inside re-enter
  * locks taken outside), else a new one. Pass `{ newScope: true }` to isolate parallel branches of
- * one request from each other.
+ * one request from each other. For code that locks and unlocks by hand; `withLock` opens a critical
+ * section instead (runAsCriticalSection).
  */
 export function runInLockScope<T>(fn: () => T, options: { newScope?: boolean } = {}): T {
   const existing = storage.getStore();
   if (existing && !options.newScope) return fn();
+  return storage.run({ id: randomUUID() }, fn);
+}
+
+/**
+ * Runs `fn` (an acquisition and the work it guards: a `withLock`, a decorated method) as a critical
+ * section. It re-enters only from inside: when the current scope already holds the lock (`holds`),
+ * `fn` runs in that scope; anywhere else it gets a scope, and so an owner, of its own. So sibling
+ * branches of one request or job (`Promise.all([settle(7), settle(7)])`) exclude each other, as
+ * Redisson's threads do, while a call made from inside the section re-enters. `newScope: true`: a
+ * scope of its own even inside a holder (which then waits for itself).
+ */
+export function runAsCriticalSection<T>(
+  holds: (scope: OwnerScope) => boolean,
+  fn: () => T,
+  options: { newScope?: boolean } = {},
+): T {
+  const existing = storage.getStore();
+  if (existing && !options.newScope && holds(existing)) return fn();
   return storage.run({ id: randomUUID() }, fn);
 }

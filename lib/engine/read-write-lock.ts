@@ -13,6 +13,7 @@ import {
   type AttemptRequest,
 } from './lock-base';
 import type { LockKindName } from './lock-events';
+import type { OwnerScope } from './owner-scope';
 import { claimedGrant, releaseCallOf } from './hold-id-calls';
 import type { HandOver } from './process-turns';
 import { checkDuration, TIMEOUT_RULE } from './validation';
@@ -142,6 +143,12 @@ export class ReadLock extends ReadWriteSide {
     super(engine, name, 'read');
   }
 
+  /** A writer reads inside its own critical section too: its scope re-enters the read side. */
+  override heldInScope(scope: OwnerScope): boolean {
+    const writer = this.engine.registry.get(this.rw.write, `${this.engine.clientId}:${scope.id}`);
+    return (writer !== undefined && !writer.lost) || super.heldInScope(scope);
+  }
+
   protected override get renewalKeys(): readonly string[] {
     return (this.readKeys ??= [this.rw.readers, this.rw.readCounts, this.rw.readGrants]);
   }
@@ -152,7 +159,6 @@ export class ReadLock extends ReadWriteSide {
     const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, holdId });
     return attemptOutcome(status, value);
   }
-
 
   /** A release that may let readers in lets them all in: every waiting reader of a process wakes. */
   protected override waitBehaviour(): WaitBehaviour {
@@ -218,7 +224,6 @@ export class WriteLock extends ReadWriteSide {
     if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
     return attemptOutcome(status, value);
   }
-
 
   /**
    * Claims the unanswered attempt's write hold if it landed and is held, or cancels the attempt for

@@ -212,6 +212,11 @@ export class RedLock extends GroupLock<RedLockHandle> {
   }
 
   /** The first master's client's. */
+  /** Never: each RedLock acquisition has an owner of its own (no re-entry). */
+  heldInScope(): boolean {
+    return false;
+  }
+
   protected get logger(): LockLogger {
     return engineOf(this.clients[0]).logger;
   }

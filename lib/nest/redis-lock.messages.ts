@@ -63,8 +63,17 @@ export const messages = {
     `The application is shutting down: RedisLockModule takes no new lock${name ? ` (asked for "${name}")` : ''}.`,
 
   shutdownTimedOut: (count: number, timeoutMs: number) =>
-    `${count} locked call(s) still ran ${timeoutMs} ms into shutdown; their locks are released now ` +
-    '(what cannot be released expires with its lease). Raise shutdownTimeout to give them longer.',
+    `${count} locked call(s) still ran ${timeoutMs} ms into shutdown; their locks are released now and ` +
+    'their signals abort with LockLostError (closed): another instance may take the locks at once. ' +
+    'Raise shutdownTimeout to give them longer.',
+
+  callCancelled: (name: string) =>
+    `The caller of the call holding lock "${name}" went away before its work ended; the lock is kept until ` +
+    'that work stops.',
+
+  workStillPending: (name: string, count: number, seconds: number) =>
+    `Lock "${name}" is still held ${seconds} s after its caller went away: ${count} promise(s) its work started ` +
+    "have not settled. End that work on the lock's signal.",
 
   missingThis: (owner: string) =>
     `${owner} was called without its instance (\`this\` is undefined). Call it as a method, or bind it first.`,

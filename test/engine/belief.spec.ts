@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { LockClient, runInLockScope, type LockLostError } from '../../lib';
+import { LockAcquireTimeoutError, LockClient, LockLostError, MultiLock, runInLockScope } from '../../lib';
 import { quietLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
@@ -47,4 +47,87 @@ describe("the holder's belief follows Redis", () => {
       expect(await lock.isLocked()).toBe(false);
     },
   );
+
+  describe('re-entry only from inside the critical section', () => {
+    /** Runs `body` twice at once and says how many ran at the same moment at most. */
+    async function overlapOf(run: (body: () => Promise<void>) => Promise<unknown>[]): Promise<number> {
+      let active = 0;
+      let most = 0;
+      const body = async () => {
+        most = Math.max(most, ++active);
+        await sleep(150);
+        active--;
+      };
+      await Promise.all(run(body));
+      return most;
+    }
+
+    it.each(['reentrant', 'fair', 'write', 'read-after-write'] as const)(
+      '%s: sibling branches of one scope (Promise.all) exclude each other; a call from inside re-enters',
+      async (kind) => {
+        const name = `siblings-${kind}`;
+        const lock =
+          kind === 'reentrant'
+            ? locks.getLock(name)
+            : kind === 'fair'
+              ? locks.getFairLock(name)
+              : locks.getReadWriteLock(name).writeLock();
+        const most = await runInLockScope(() =>
+          overlapOf((body) => [
+            lock.withLock(async () => {
+              // From inside: re-enters at once (waitTime 0 would fail if it waited for anyone).
+              const inner =
+                kind === 'read-after-write' ? locks.getReadWriteLock(name).readLock() : (lock as typeof lock);
+              await inner.withLock(() => body(), { waitTime: 0 });
+            }),
+            lock.withLock(() => body()),
+          ]),
+        );
+        expect(most).toBe(1);
+        expect(await lock.isLocked()).toBe(false);
+      },
+    );
+
+    it('a MultiLock: siblings exclude each other; inside, a member re-enters', async () => {
+      const multi = () => new MultiLock([locks.getLock('multi-a'), locks.getLock('multi-b')]);
+      const most = await runInLockScope(() =>
+        overlapOf((body) => [
+          multi().withLock(() => locks.getLock('multi-b').withLock(() => body(), { waitTime: 0 })),
+          multi().withLock(() => body()),
+        ]),
+      );
+      expect(most).toBe(1);
+    });
+
+    it('newScope: true makes a call from inside wait for its own holder', async () => {
+      const lock = locks.getLock('inside-new-scope');
+      await lock.withLock(async () => {
+        const error = await lock.withLock(() => 'ran', { newScope: true, waitTime: 100 }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockAcquireTimeoutError);
+      });
+    });
+  });
+
+  it('close() with a hold still held aborts its signal with LockLostError (closed) before releasing it, and logs it', async () => {
+    const own = new LockClient({ redis, keyPrefix: `belief-close-${randomUUID().slice(0, 8)}`, logger: quietLogger });
+    const warned: string[] = [];
+    const lock = own.getLock('closing');
+    const handle = await lock.lock();
+    let lockedAtAbort: number | undefined;
+    const aborted = new Promise<unknown>((resolve) =>
+      handle.signal.addEventListener('abort', () => {
+        // Still in Redis when the holder hears of it: it is told before the lock goes.
+        void redis.exists(lock.keys.lock).then((n) => ((lockedAtAbort = n), resolve(handle.signal.reason)));
+      }),
+    );
+    own.on('lockLost', (error) => warned.push(error.message));
+    await own.close();
+    expect(handle.signal.aborted).toBe(true);
+    const reason = await aborted;
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe('closed');
+    expect(lockedAtAbort).toBe(1);
+    expect(warned).toEqual([expect.stringContaining('its client is closing')]);
+    expect(await redis.exists(lock.keys.lock)).toBe(0);
+  });
 });

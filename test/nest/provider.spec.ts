@@ -292,14 +292,15 @@ describe('@DistributedLock on provider methods', () => {
     expect(await first.get(JobService).outer('acc-1')).toBe(2);
   });
 
-  it('joins the caller’s scope by default; newScope: true makes calls in one scope exclude each other', async () => {
+  it('parallel calls in one scope exclude each other (re-entry only from inside), with or without newScope', async () => {
     const service = first.get(JobService);
-    // One scope (say, one request) calling twice in parallel: by default both re-enter.
-    await runInLockScope(() => Promise.all([service.shared('s1'), service.shared('s1')]));
-    const results = await runInLockScope(() => Promise.allSettled([service.isolated('i1'), service.isolated('i1')]));
-    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
-    const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
-    expect(rejected.reason).toBeInstanceOf(LockAcquireTimeoutError);
+    // One scope (say, one request) calling twice in parallel: two branches, two owners.
+    for (const call of [(id: string) => service.shared(id), (id: string) => service.isolated(id)]) {
+      const results = await runInLockScope(() => Promise.allSettled([call('p1'), call('p1')]));
+      expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+      expect(rejected.reason).toBeInstanceOf(LockAcquireTimeoutError);
+    }
   });
 
   it('holds the lock of a method returning an Observable while it is subscribed', async () => {

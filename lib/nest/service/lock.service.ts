@@ -24,7 +24,7 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-options';
-import { runInLockScope } from '../../engine/owner-scope';
+import { runAsCriticalSection } from '../../engine/owner-scope';
 import { assertOptionsObject } from '../../engine/validation';
 import { withLock } from '../../engine/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
@@ -112,21 +112,42 @@ export class LockService {
     assertOptionsObject(typeof name === 'string' ? name : String(name), options);
     const { newScope, ...rest } = options;
     return this.lifecycle.track(
-      runInLockScope(
-        () =>
-          withLock(
-            () => this.hold(name, rest),
-            (held) => runWithActiveLock(held.lock, () => fn(held.lock)),
-            { logger: engineOf(this.client).logger, nameOf: (held) => held.lock.name },
-          ),
-        { newScope },
-      ),
+      (async () =>
+        this.asCriticalSection(
+          name,
+          rest,
+          () =>
+            withLock(
+              () => this.hold(name, rest),
+              (held) => runWithActiveLock(held.lock, () => fn(held.lock)),
+              { logger: engineOf(this.client).logger, nameOf: (held) => held.lock.name },
+            ),
+          newScope,
+        ))(),
     );
   }
 
   /**
+   * Runs `fn` (acquiring `name` and the work under it) as the lock's critical section: in the current
+   * scope if it holds the lock already (a call from inside re-enters), else in a scope of its own, so
+   * that sibling branches of one request exclude each other (see runAsCriticalSection).
+   * @internal
+   */
+  asCriticalSection<T>(
+    name: string | readonly string[],
+    options: WithLockCallOptions,
+    fn: () => T,
+    newScope?: boolean,
+  ): T {
+    const names = lockNames(name);
+    const target = options.permits !== undefined ? undefined : this.targetOf(names, this.kindOf(options), options);
+    // A permit is never re-entered: each acquisition takes one of its own.
+    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, { newScope });
+  }
+
+  /**
    * Acquires `name` (or several, all-or-nothing) as one lock of `options.kind`, in the current lock
-   * scope: what `withLock` and `@DistributedLock` run on.
+   * scope: what `withLock` and `@DistributedLock` run on (inside asCriticalSection).
    * @internal
    */
   async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
