@@ -88,3 +88,4 @@ export {
 export type { RedisRefusal } from './engine/errors';
 export { LockKeyError } from './nest/errors/lock-key-error';
 export { LockModuleClosedError } from './nest/errors/lock-module-closed-error';
+export { LockCallCancelledError } from './nest/errors/lock-call-cancelled-error';

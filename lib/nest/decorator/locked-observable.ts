@@ -1,9 +1,12 @@
+import { finished } from 'node:stream';
 import { Observable, type Subscription } from 'rxjs';
-import { runInLockScope } from '../../engine/owner-scope';
 import type { RedisLockRuntime } from '../module/redis-lock-runtime';
 import { warnReleaseFailed } from '../../engine/with-lock';
 import { runWithActiveLock } from '../service/current-lock';
-import type { HeldLock } from '../service/held-lock';
+import { cancellableLock, type HeldLock } from '../service/held-lock';
+import { LockCallCancelledError } from '../errors/lock-call-cancelled-error';
+import { messages } from '../redis-lock.messages';
+import { outsideWork, PendingWork } from './pending-work';
 import { runInvocation, type HandlerInvocation } from './handler-invocation';
 import type { LockSpec } from './lock-spec';
 
@@ -24,19 +27,36 @@ export interface LockedObservableOptions<T> {
   mapError?: (error: unknown) => unknown;
 }
 
+/** How long a lock waits for the work of a call whose caller left before the log says so (then every as long again). */
+const PENDING_WORK_WARN_MS = 30_000;
+
 /**
  * An Observable that acquires the lock when subscribed, then subscribes to `run()` inside the lock's
- * scope, and releases the lock when that completes, errors or is unsubscribed, before passing the
- * completion or error on (so a caller that sees the end also sees the lock free). The work's own
- * values and errors pass through unchanged.
+ * critical section, and releases the lock when the work has ended, before passing the completion or
+ * error on (so a caller that sees the end also sees the lock free). The work's own values and errors
+ * pass through unchanged.
+ *
+ * When the caller unsubscribes first (a client that disconnected), the work's `signal` aborts with
+ * LockCallCancelledError and the work's Observable is unsubscribed (its timers and subscriptions end
+ * there), but the lock stays until what cannot be cancelled has stopped: the handler's Promise, every
+ * promise the work started (see PendingWork). A stream emitted as a value (a StreamableFile, a Readable)
+ * keeps the lock until it has been sent or destroyed.
  */
 export function lockedObservable<T>(options: LockedObservableOptions<T>): Observable<T> {
   const { runtime, spec, invocation } = options;
   const { locks, lifecycle, holdTimes, logger } = runtime;
   return new Observable<T>((subscriber) => {
     const waiting = new AbortController();
+    const cancel = new AbortController();
     let handle: HeldLock | undefined;
     let work: Subscription | undefined;
+    let pending: PendingWork | undefined;
+    /** The work's Observable completed or failed. */
+    let ended = false;
+    /** The caller left before that. */
+    let cancelled = false;
+    /** When each stream emitted as a value has been sent or destroyed. */
+    const streams: Promise<void>[] = [];
     let released: Promise<void> | undefined;
     let acquiredAt = 0;
     // Shutdown waits for this call until its lock is released (or it never got one).
@@ -46,48 +66,71 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     const release = (): Promise<void> => {
       const held = handle;
       if (!held) return Promise.resolve();
-      return (released ??= (async () => {
-        // Unsubscribing does not stop a handler's Promise: keep the lock until its work is done.
+      // Outside the work's chain: the release's own promises are not the work's.
+      return (released ??= outsideWork(async () => {
         await invocation?.settled;
+        if (cancelled && pending) await settledOrWarn(pending, held.lock.name, logger);
+        await Promise.all(streams);
+        pending?.stop();
         holdTimes.record(spec, Date.now() - acquiredAt);
         await held.release().catch((error: Error) => warnReleaseFailed(logger, held.lock.name, error));
         finish();
-      })());
+      }));
     };
-    const thenForward = (forward: () => void) => void release().then(forward);
+    /** The work ended: release, then tell the caller; a stream being sent is released after it instead. */
+    const end = (forward: () => void) => {
+      ended = true;
+      if (streams.length === 0) return void release().then(forward);
+      forward();
+      void release();
+    };
 
-    runInLockScope(
-      async () => {
-        const stopWatching = options.watchWait?.((reason) => waiting.abort(reason));
-        try {
-          handle = await locks.hold(await options.name(), {
-            kind: spec.kind,
-            waitTime: spec.waitTime,
-            leaseTime: spec.leaseTime,
-            signal: waiting.signal,
-            label: spec.label,
-            permits: spec.permits,
-            mode: spec.mode,
-          });
-          acquiredAt = Date.now();
-        } finally {
-          stopWatching?.();
-        }
-        if (subscriber.closed) return release();
-        const { lock } = handle;
-        const subscribe = () =>
-          options.run().subscribe({
-            next: (value) => subscriber.next(value),
-            error: (error: unknown) => thenForward(() => subscriber.error(error)),
-            complete: () => thenForward(() => subscriber.complete()),
-          });
-        work = runWithActiveLock(lock, () => (invocation ? runInvocation(invocation, subscribe) : subscribe()));
-      },
-      { newScope: options.newScope },
-    ).catch((error: unknown) => {
+    const lockOptions = {
+      kind: spec.kind,
+      waitTime: spec.waitTime,
+      leaseTime: spec.leaseTime,
+      signal: waiting.signal,
+      label: spec.label,
+      permits: spec.permits,
+      mode: spec.mode,
+    };
+    (async () => {
+      const names = await options.name();
+      await locks.asCriticalSection(
+        names,
+        lockOptions,
+        async () => {
+          const stopWatching = options.watchWait?.((reason) => waiting.abort(reason));
+          try {
+            handle = await locks.hold(names, lockOptions);
+            acquiredAt = Date.now();
+          } finally {
+            stopWatching?.();
+          }
+          if (subscriber.closed) return release();
+          const lock = cancellableLock(handle.lock, cancel.signal);
+          pending = PendingWork.start();
+          if (invocation) invocation.work = pending;
+          const subscribe = () =>
+            options.run().subscribe({
+              next: (value) => {
+                const sent = streamSent(value);
+                if (sent) streams.push(sent);
+                subscriber.next(value);
+              },
+              error: (error: unknown) => end(() => subscriber.error(error)),
+              complete: () => end(() => subscriber.complete()),
+            });
+          work = pending.run(() =>
+            runWithActiveLock(lock, () => (invocation ? runInvocation(invocation, subscribe) : subscribe())),
+          );
+        },
+        options.newScope,
+      );
+    })().catch((error: unknown) => {
       if (handle) {
         // run() itself threw: that is the work's error.
-        thenForward(() => subscriber.error(error));
+        end(() => subscriber.error(error));
       } else {
         finish();
         if (!subscriber.closed) subscriber.error(options.mapError ? options.mapError(error) : error);
@@ -96,8 +139,35 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
 
     return () => {
       waiting.abort();
+      if (handle && !ended) {
+        cancelled = true;
+        const { name } = handle.lock;
+        cancel.abort(new LockCallCancelledError(messages.callCancelled(name), name));
+      }
       work?.unsubscribe();
       void release();
     };
   });
+}
+
+/** Waits for the work's promises, saying so in the log every PENDING_WORK_WARN_MS they keep the lock. */
+async function settledOrWarn(pending: PendingWork, name: string, logger: RedisLockRuntime['logger']): Promise<void> {
+  const since = Date.now();
+  const timer = setInterval(() => {
+    logger.warn(messages.workStillPending(name, pending.size, Math.round((Date.now() - since) / 1_000)));
+  }, PENDING_WORK_WARN_MS);
+  try {
+    await pending.settled();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** When `value`, if it is a stream being sent (a StreamableFile or a Readable), has ended or been destroyed. */
+function streamSent(value: unknown): Promise<void> | undefined {
+  const v = value as { getStream?: () => unknown; pipe?: unknown; on?: unknown } | null;
+  if (v === null || typeof v !== 'object') return undefined;
+  const stream = (typeof v.getStream === 'function' ? v.getStream() : v) as NodeJS.ReadableStream;
+  if (typeof stream?.pipe !== 'function' || typeof stream.on !== 'function') return undefined;
+  return outsideWork(() => new Promise<void>((resolve) => finished(stream, () => resolve())));
 }

@@ -27,3 +27,22 @@ export function activeLockOf(
     extend: (leaseTime?: number) => context.extend(leaseTime),
   };
 }
+
+/**
+ * `lock` as one call sees it: its `signal` also aborts when `cancelled` does (the call's caller went
+ * away, see lockedObservable). The combined signal is made only if read.
+ */
+export function cancellableLock(lock: ActiveLock, cancelled: AbortSignal): ActiveLock {
+  let signal: AbortSignal | undefined;
+  return {
+    name: lock.name,
+    names: lock.names,
+    kind: lock.kind,
+    get signal() {
+      return (signal ??= AbortSignal.any([lock.signal, cancelled]));
+    },
+    fencingToken: lock.fencingToken,
+    fencingTokens: lock.fencingTokens,
+    extend: (leaseTime?: number) => lock.extend(leaseTime),
+  };
+}
