@@ -9,7 +9,13 @@ import { LockOptionsError, RedisRefusedError, RedisUnavailableError, refusalCode
 export function bounded<T>(
   operation: Promise<T>,
   timeoutMs: number,
-  describe: { key?: string; name: string; onUnavailable?: () => void },
+  describe: {
+    key?: string;
+    name: string;
+    onUnavailable?: () => void;
+    /** The connection does not follow promotions: READONLY is a refusal, not a failover (see writesToFixedServer). */
+    readOnlyIsFinal?: boolean;
+  },
   onLateResult?: (value: T) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -29,7 +35,7 @@ export function bounded<T>(
       (error: unknown) => {
         if (!deadline.expire) return;
         deadline.expire = undefined;
-        const refusal = refusalCode(error);
+        const refusal = refusalCode(error, describe.readOnlyIsFinal);
         if (refusal) return reject(new RedisRefusedError(describe.key, describe.name, refusal, error as Error));
         if (isSubscriberMode(error)) return reject(subscriberModeError(describe.key));
         if (!isConnectionError(error)) return reject(error);

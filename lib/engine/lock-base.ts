@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { acquireLoop, type AcquireLoopOptions, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
+import { writesToFixedServer } from './fixed-server';
 import { closedForGood } from './connection-end';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, RedisUnavailableError } from './errors';
@@ -430,7 +431,9 @@ export abstract class LockBase implements ReleaseReplayer {
 
   protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
     const onUnavailable = this.engine.redis.isCluster ? () => refreshSlotsSoon(this.engine.redis) : undefined;
-    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what, onUnavailable }, onLate);
+    const readOnlyIsFinal = writesToFixedServer(this.engine.redis);
+    const describe = { key: this.name, name: what, onUnavailable, readOnlyIsFinal };
+    return bounded(operation, this.engine.operationTimeout, describe, onLate);
   }
 
   private async acquire(options: AcquireOptions, defaultWaitTime?: number): Promise<LockHandle | { ttl: number }> {

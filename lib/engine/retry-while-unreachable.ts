@@ -1,4 +1,5 @@
 import { bounded } from './bounded';
+import { writesToFixedServer } from './fixed-server';
 import { closedForGood } from './connection-end';
 import { nextReady } from './next-ready';
 import { isOutage } from './outage';
@@ -29,7 +30,7 @@ export async function retryWhileUnreachable<T>(
   const { redis, operationTimeout, until, key, name } = options;
   for (let pause = 25; ; pause = Math.min(pause * 2, 250)) {
     try {
-      return await bounded(send(), operationTimeout, { key, name });
+      return await bounded(send(), operationTimeout, { key, name, readOnlyIsFinal: writesToFixedServer(redis) });
     } catch (error) {
       if (!isOutage(error) || Date.now() >= until || closedForGood(redis)) throw error;
       refreshSlotsSoon(redis);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
 import { bounded } from './bounded';
+import { writesToFixedServer } from './fixed-server';
 import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE, MAX_LEASE_MS, show } from './validation';
 import type { EngineContext } from './engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from './errors';
@@ -161,7 +162,8 @@ export class Semaphore {
   }
 
   private bounded<T>(operation: Promise<T>, what: string): Promise<T> {
-    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what });
+    const readOnlyIsFinal = writesToFixedServer(this.engine.redis);
+    return bounded(operation, this.engine.operationTimeout, { key: this.name, name: what, readOnlyIsFinal });
   }
 }
 

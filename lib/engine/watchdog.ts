@@ -1,5 +1,7 @@
 import type { ChainableCommander } from 'ioredis';
 import { bounded } from './bounded';
+import { writesToFixedServer } from './fixed-server';
+import { RedisRefusedError, refusalCode } from './errors';
 import type { HeldLock } from './held-lock';
 import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
@@ -75,7 +77,9 @@ export class Watchdog {
     const batch = [...this.watched];
     const sentAt = Date.now();
     try {
-      const results = await bounded(this.renewAll(batch), this.operationTimeout, { name: 'watchdog renewal' });
+      const readOnlyIsFinal = writesToFixedServer(this.client);
+      const describe = { name: 'watchdog renewal', readOnlyIsFinal };
+      const results = await bounded(this.renewAll(batch), this.operationTimeout, describe);
       batch.forEach((lock, i) => this.apply(lock, results[i], sentAt));
       this.lastRenewedAt = Date.now();
       const renewed = results.filter((r) => r === 1).length;
@@ -96,7 +100,9 @@ export class Watchdog {
     } else if (result === 0) {
       lock.markLost('not-owner');
     } else if (Date.now() >= lock.expiresAt) {
-      lock.markLost('unreachable');
+      // Redis answered and refused (a demoted server, full memory...): say so, not "unreachable".
+      const refused = result instanceof RedisRefusedError || refusalCode(result, writesToFixedServer(this.client));
+      lock.markLost(refused ? 'refused' : 'unreachable');
     }
   }
 

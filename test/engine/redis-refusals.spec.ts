@@ -346,6 +346,32 @@ describe('Redis refusals', () => {
     }
   }, 30_000);
 
+  it('a server demoted to a replica under a single connection: READONLY is a refusal at once (RedisRefusedError), and a holder whose renewals are refused hears "refused"', async () => {
+    const locks = await client({ watchdogTimeout: 1_500 });
+    const held = await locks.getLock('demoted-held').lock();
+    // Demoted (REPLICAOF), as a manual promotion of a replica does to the old master: read-only from now on.
+    await admin.call('REPLICAOF', '127.0.0.1', '1');
+    try {
+      for (const attempt of [
+        () => locks.getLock('demoted').lock({ waitTime: 5_000 }),
+        () => locks.getFairLock('demoted-fair').tryLock(),
+        () => locks.getSemaphore('demoted-sem', { permits: 2 }).acquire({ waitTime: 5_000 }),
+      ]) {
+        const started = Date.now();
+        const error = await attempt().catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RedisRefusedError);
+        expect((error as RedisRefusedError).code).toBe('READONLY');
+        expect((error as Error).message).toMatch(/does not follow promotions.*sentinel/i);
+        expect(Date.now() - started).toBeLessThan(2_000); // at once, not after waiting out an "outage"
+      }
+      // The watchdog cannot renew on a read-only server: at the lease's end the holder is told why.
+      await eventually(() => held.signal.aborted, 5_000);
+      expect((held.signal.reason as { reason: string }).reason).toBe('refused');
+    } finally {
+      await admin.call('REPLICAOF', 'NO', 'ONE');
+    }
+  });
+
   it('a Redis busy with a long script: RedisUnavailableError for a single attempt; a wait rides it out', async () => {
     const locks = await client();
     await locks.getLock('busy').withLock(() => undefined); // scripts loaded, connection warm

@@ -12,6 +12,10 @@ const ADVICE = {
   NOPERM:
     "The connection's Redis user lacks a permission this library needs: see the README's section on " +
     'Redis users (ACL).',
+  READONLY:
+    'The server this client writes to is a read-only replica now (demoted by REPLICAOF or a failover). A ' +
+    'single or master-slave connection stays on the server it was given and does not follow promotions: point ' +
+    "it at the new master and restart, or connect through Sentinel (type 'sentinel'), which follows them.",
 } as const;
 
 export type RedisRefusal = keyof typeof ADVICE;
@@ -22,17 +26,23 @@ export type RedisRefusal = keyof typeof ADVICE;
  */
 const SCRIPT_ACL_REFUSAL = /^ERR The user executing the script can't /;
 
-/** The refusal code a Redis error reply starts with, if it is one of those above. */
-export function refusalCode(error: unknown): RedisRefusal | undefined {
+/**
+ * The refusal code a Redis error reply starts with, if it is one of those above. READONLY only where it
+ * is final (`readOnlyIsFinal`: a connection that does not follow promotions); elsewhere it is a
+ * failover under way.
+ */
+export function refusalCode(error: unknown, readOnlyIsFinal = false): RedisRefusal | undefined {
   if (!(error instanceof Error)) return undefined;
   if (SCRIPT_ACL_REFUSAL.test(error.message)) return 'NOPERM';
-  const code = /^(OOM|MISCONF|NOPERM)\b/.exec(error.message)?.[1];
+  const code = /^(OOM|MISCONF|NOPERM|READONLY)\b/.exec(error.message)?.[1];
+  if (code === 'READONLY' && !readOnlyIsFinal) return undefined;
   return code as RedisRefusal | undefined;
 }
 
 /**
- * Redis answered, and refused: it is out of memory (`OOM`), cannot persist (`MISCONF`), or the
- * connection's user may not run the command (`NOPERM`). `code` says which. Waiting would not help,
+ * Redis answered, and refused: it is out of memory (`OOM`), cannot persist (`MISCONF`), the
+ * connection's user may not run the command (`NOPERM`), or the server was demoted to a replica under a
+ * connection that does not follow promotions (`READONLY`). `code` says which. Waiting would not help,
  * so the operation fails at once; a refused acquisition wrote nothing.
  */
 export class RedisRefusedError extends LockError {
