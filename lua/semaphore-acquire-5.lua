@@ -19,8 +19,10 @@
 -- ARGV[8]  waiting flag       (see waiting-registration.lua): a refused caller that waits registers its
 --                             group '<permits>:<client id>'
 -- Returns  {'granted', token, available}  token = new fencing token, available = permits still free
---          {'refused', ms, available}     ms until the earliest lease ends (-1: no hold to wait for,
---                                         the limit itself is too low), available = permits free now
+--          {'refused', ms, available}     ms until the earliest lease ends (-1: no hold to wait for),
+--                                         available = permits free now
+--          {'refused', -2, limit}         more permits asked for than the current limit: never grantable
+--                                         as it stands (nothing registered)
 --          error BADARG before any write when an argument is unusable
 -- Expired holds are reclaimed first; if that freed permits nobody takes here, a waiter is woken.
 --!include server-time.lua
@@ -47,7 +49,8 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 
 local now = nowMs()
-local available, freed = freePermits(holdsKey, currentLimit(limitKey, configured), now)
+local limit = currentLimit(limitKey, configured)
+local available, freed = freePermits(holdsKey, limit, now)
 if redis.call('zscore', holdsKey, member) then
   -- The same acquisition sent again: it holds its permits already.
   return {'granted', tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
@@ -63,6 +66,12 @@ if permits <= available then
   grantedWaiting(waitingKey, group, flag)
   if passOn then wakeGroupThatFits(waitingKey, channel, publish, available) end
   return {'granted', redis.call('incr', fenceKey), available}
+end
+if permits > limit then
+  -- No release can ever make room at this limit (setPermits lowered it): the caller is told at once, and
+  -- waits for nothing. A wake-up it used goes on.
+  if passOn then wakeGroupThatFits(waitingKey, channel, publish, available) end
+  return {'refused', -2, limit}
 end
 registerWaiting(waitingKey, group, flag)
 if passOn then wakeGroupThatFits(waitingKey, channel, publish, available) end

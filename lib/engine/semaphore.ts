@@ -28,6 +28,9 @@ import {
   SEMAPHORE_STATE,
 } from './scripts/catalog';
 
+/** semaphore-acquire-5.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
+const NEVER_GRANTABLE = -2;
+
 /** Largest limit (and number of permits in one acquisition) the scripts accept. */
 export const MAX_PERMITS = 2_147_483_647;
 
@@ -260,7 +263,7 @@ class PermitLock extends LockBase {
 
   protected async attempt({ holder, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId, publishCommand } = this.engine;
-    const [status, value] = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
+    const [status, value, limit] = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
       member: holder,
       permits: this.permits,
       leaseMs,
@@ -270,6 +273,14 @@ class PermitLock extends LockBase {
       clientId,
       waiting: waitingFlag(waiting),
     });
+    if (status === 'refused' && value === NEVER_GRANTABLE) {
+      throw new LockOptionsError(
+        `Cannot take ${this.permits} permit(s) of semaphore "${this.name}": its limit is ${limit} now ` +
+          '(lowered by setPermits), so no release can ever make room. Ask for fewer, or raise the limit.',
+        this.name,
+        { option: 'permits', value: this.permits },
+      );
+    }
     return attemptOutcome(status, value, holder);
   }
 

@@ -105,6 +105,23 @@ describe('Semaphore', () => {
     await next!.release();
   });
 
+  it('an ask above a limit setPermits lowered fails at once with LockOptionsError, whether permits are held or not; nothing waits', async () => {
+    const semaphore = client.locks.getSemaphore(name, { permits: 5 });
+    await semaphore.setPermits(2);
+    for (const held of [[], [await semaphore.acquire({ leaseTime: 60_000 })]]) {
+      const started = Date.now();
+      const error = await semaphore.acquire({ permits: 3 }).catch((e: unknown) => e); // no waitTime: would wait forever
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect((error as Error).message).toMatch(/limit is 2 now.*setPermits/);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await Promise.all(held.map((h) => h.release()));
+    }
+    // Nothing was registered: the permits are all there, and an ask that fits is granted.
+    expect(await semaphore.availablePermits()).toBe(2);
+    const fits = await semaphore.acquire({ permits: 2, waitTime: 1_000 });
+    await fits.release();
+  });
+
   it("a permit's lease ends without a release (no watchdog): it comes back, and its holder's signal aborts", async () => {
     const semaphore = client.locks.getSemaphore(name, { permits: 1 });
     const stale = await semaphore.acquire({ leaseTime: 300 });
@@ -216,7 +233,8 @@ describe('Semaphore', () => {
     const handles: LockHandle[] = [await semaphore.acquire(), await semaphore.acquire()];
     expect(closing.locks.heldLockCount).toBe(2);
     await closing.close();
-    expect(handles.every((h) => !h.isLost)).toBe(true);
+    // Given up under their holders: told so first (LockLostError, reason 'closed'), then released.
+    expect(handles.map((h) => (h.signal.reason as LockLostError).reason)).toEqual(['closed', 'closed']);
     expect(await client.locks.getSemaphore(name, { permits: 2 }).availablePermits()).toBe(2);
   });
 });
