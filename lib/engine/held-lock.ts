@@ -99,6 +99,13 @@ export class HeldLock {
   readonly label?: string;
   /** When this client learnt of the grant (ms since epoch). */
   readonly grantedAt = Date.now();
+  /**
+   * Told of each watchdog renewal Redis confirmed: when it was sent (performance.now()) and the lease
+   * it set. A RedLock's vote uses it to follow its master's lease on a clock no NTP step moves.
+   */
+  onRenewed?: (sentAtMonotonic: number, leaseMs: number) => void;
+  /** False for a RedLock's vote: the RedLock reports its own loss, a master's is not one. */
+  reportsLoss = true;
 
   /** Recorded by `registry` (see LockRegistry.record), which keeps it until it is released or lost. */
   constructor(
@@ -251,7 +258,7 @@ export class HeldLock {
     this.forget();
     const error = new LockLostError(this.name, this.owner, reason);
     this.controller.abort(error);
-    this.registry.reportLoss(error);
+    if (this.reportsLoss) this.registry.reportLoss(error);
   }
 
   /** Nothing of ours is left to renew or release: drops the record. */

@@ -1,13 +1,16 @@
 import type { LockLostError } from './errors';
 import type { ReleaseOutcome } from './lock-handle';
 
-/** The lock kinds that emit events (RedLock and MultiLock emit through their member locks). */
-export type LockKindName = 'reentrant' | 'fair' | 'simple' | 'read' | 'write' | 'semaphore';
+/**
+ * The lock kinds that emit events. A RedLock emits its own, once per operation, on its first master's
+ * client (its per-master votes emit none); a MultiLock emits through its member locks.
+ */
+export type LockKindName = 'reentrant' | 'fair' | 'simple' | 'read' | 'write' | 'semaphore' | 'redlock';
 
 interface LockEventBase {
   name: string;
   kind: LockKindName;
-  /** The owner id (reentrant, fair) or the hold's token (simple lock, semaphore permits). */
+  /** The owner id (reentrant, fair, RedLock) or the hold's token (simple lock, semaphore permits). */
   owner: string;
   /** The acquisition's bounded name for metrics (AcquireOptions.label), when it gave one. */
   label?: string;
@@ -15,7 +18,10 @@ interface LockEventBase {
 
 /** An acquisition succeeded (a re-entry too, with `reentered`). */
 export interface LockAcquiredEvent extends LockEventBase {
-  fencingToken: number;
+  /** Undefined for a RedLock, which has no single token: see `fencingTokens`. */
+  fencingToken?: number;
+  /** A RedLock's: one per master, null where it holds nothing. */
+  fencingTokens?: (number | null)[];
   /** From the call to its grant, including any wait. */
   waitedMs: number;
   reentered: boolean;

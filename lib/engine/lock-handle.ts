@@ -80,6 +80,15 @@ export class LockHandle implements LockContext, AsyncDisposable {
     return this.held.extend(leaseTime);
   }
 
+  /**
+   * @internal A RedLock's vote on one master: `onRenewed` hears each watchdog renewal (see
+   * HeldLock.onRenewed), and its loss is left to the RedLock to report.
+   */
+  asVote(onRenewed: (sentAtMonotonic: number, leaseMs: number) => void): void {
+    this.held.onRenewed = onRenewed;
+    this.held.reportsLoss = false;
+  }
+
   async [Symbol.asyncDispose](): Promise<void> {
     await this.release();
   }

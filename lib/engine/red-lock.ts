@@ -7,6 +7,7 @@ import {
   LockOptionsError,
   LockQuorumError,
   RedisUnavailableError,
+  type LockLostReason,
 } from './errors';
 import { engineOf, type LockClient } from './lock-client';
 import type { LockHandle, ReleaseOutcome } from './lock-handle';
@@ -16,7 +17,8 @@ import type { LockLogger } from './logger';
 import { masterHealth, PROBE_INTERVAL_MS } from './master-health';
 import { assertAcquireOptions, type AcquireOptions } from './options';
 import { assertLockName, checkDuration, TIMEOUT_RULE } from './validation';
-import type { SimpleLock } from './simple-lock';
+import { SimpleLock } from './simple-lock';
+import type { EmitLockEvent } from './lock-events';
 import type { WaitTicket } from './waiters';
 
 export interface RedLockOptions {
@@ -30,25 +32,61 @@ export interface RedLockOptions {
 }
 
 /**
- * A RedLock acquisition: held on at least a quorum of the masters. Valid until `validUntil`
- * (lease - elapsed - drift) unless extended; `signal` aborts once fewer than a quorum still hold it.
- * RedLock has no single fencing token (each master counts on its own): the tokens are per master.
+ * Local time for RedLock's deadlines and elapsed times: monotonic, so an NTP step of the wall clock
+ * neither stretches nor cuts a validity (the Redlock algorithm measures on such a clock).
+ */
+const monotonicNow = (): number => performance.now();
+
+/** What a round that won the quorum hands to its handle. */
+interface RedLockGrant {
+  /** One slot per master: its hold, or null. */
+  handles: (LockHandle | null)[];
+  /** When the round's first command was sent (monotonicNow). */
+  sentAt: number;
+  lease: number;
+  watched: boolean;
+  /** How long one master may take to answer a release or an extension. */
+  instanceTimeout: number;
+  owner: string;
+  label?: string;
+}
+
+/**
+ * A RedLock acquisition: held on at least a quorum of the masters. Its validity is what a quorum of
+ * them still holds: per master, from the send of the command that last set its lease (the grant, a
+ * watchdog renewal, `extend()`) plus that lease, the quorum-th longest of these, minus the drift. A
+ * renewal that lands on a quorum moves it forward; `signal` aborts when it runs out, or once fewer
+ * than a quorum still hold it. RedLock has no single fencing token (each master counts on its own):
+ * the tokens are per master.
  */
 export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   private readonly controller = new AbortController();
   private expiryTimer?: LongTimer;
   private releasing?: Promise<ReleaseOutcome>;
+  /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
+  readonly handles: (LockHandle | null)[];
+  /** Per master, on the monotonic clock: the earliest its hold can end (-Infinity: none). */
+  private readonly heldUntil: number[];
+  private readonly lease: number;
+  private readonly watched: boolean;
+  private readonly instanceTimeout: number;
+  private readonly grantedAt = monotonicNow();
+  /** The owner every master's hold names. */
+  readonly owner: string;
+  private readonly label?: string;
 
   constructor(
     private readonly redLock: RedLock,
-    /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
-    readonly handles: (LockHandle | null)[],
-    public validUntil: number,
-    private readonly watched: boolean,
-    /** How long one master may take to answer a release or an extension. */
-    private readonly instanceTimeout: number,
+    grant: RedLockGrant,
   ) {
-    for (const handle of handles) if (handle) this.watch(handle);
+    this.handles = grant.handles;
+    this.lease = grant.lease;
+    this.watched = grant.watched;
+    this.instanceTimeout = grant.instanceTimeout;
+    this.owner = grant.owner;
+    this.label = grant.label;
+    this.heldUntil = grant.handles.map((h) => (h ? grant.sentAt + grant.lease : -Infinity));
+    grant.handles.forEach((handle, index) => handle && this.watch(index, handle));
     this.armExpiry();
   }
 
@@ -60,9 +98,23 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     return this.handles.map((h) => h?.fencingToken ?? null);
   }
 
-  /** Milliseconds of guaranteed validity left (0 when none). */
+  /** Milliseconds of guaranteed validity left, on the monotonic clock (0 when none, lost or released). */
   get validity(): number {
-    return Math.max(0, this.validUntil - Date.now());
+    return Math.max(0, this.left());
+  }
+
+  /**
+   * When the validity ends, as a wall-clock timestamp (ms since epoch) worked out when read: now plus
+   * what is left (in the past once it ran out). The deadline itself is kept on the monotonic clock, so
+   * a step of the wall clock moves this by the step and changes nothing else.
+   */
+  get validUntil(): number {
+    return Date.now() + this.left();
+  }
+
+  /** Until the end of the validity (negative once past; 0 once lost or released). */
+  private left(): number {
+    return this.signal.aborted || this.releasing ? 0 : this.deadline() - monotonicNow();
   }
 
   /**
@@ -71,13 +123,20 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * `released` when a quorum confirmed, `pending` when that may still happen, else `expired`.
    */
   release(): Promise<ReleaseOutcome> {
-    this.releasing ??= this.releaseAll();
+    this.releasing ??= this.releaseAll().then((outcome) => {
+      this.redLock.emit('released', () => ({
+        ...this.eventBase(),
+        heldMs: monotonicNow() - this.grantedAt,
+        outcome,
+      }));
+      return outcome;
+    });
     return this.releasing;
   }
 
   /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
   async extend(leaseTime?: number): Promise<void> {
-    const started = Date.now();
+    const started = monotonicNow();
     const lease = leaseTime ?? this.redLock.leaseOf(undefined);
     const results = await Promise.all(
       this.handles.map((h, i) =>
@@ -90,10 +149,11 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
       ),
     );
     if (results.filter(Boolean).length < this.redLock.quorum) {
-      this.lose();
-      throw new LockLostError(this.redLock.name, 'redlock', 'not-owner');
+      this.lose('not-owner');
+      throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
     }
-    this.validUntil = started + lease - this.redLock.drift(lease);
+    // Each master that confirmed holds it for `lease` from the send at least; the others as before.
+    results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = started + lease));
     this.armExpiry();
   }
 
@@ -101,12 +161,34 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     await this.release();
   }
 
-  /** Takes a hold that answered after the round was decided; false when this handle is done with. */
-  adopt(index: number, handle: LockHandle): boolean {
+  /**
+   * Takes a hold that answered after the round was decided; false when this handle is done with.
+   * `sentAt`: when the round sent its command (monotonicNow).
+   */
+  adopt(index: number, handle: LockHandle, sentAt: number): boolean {
     if (this.releasing || this.signal.aborted || this.handles[index]) return false;
     this.handles[index] = handle;
-    this.watch(handle);
+    this.heldUntil[index] = sentAt + this.lease;
+    this.watch(index, handle);
+    this.armExpiry();
     return true;
+  }
+
+  /** @internal What every event of this acquisition names. */
+  eventBase(): { name: string; kind: 'redlock'; owner: string; label?: string } {
+    return { name: this.redLock.name, kind: 'redlock', owner: this.owner, label: this.label };
+  }
+
+  /**
+   * The end of the validity on the monotonic clock: the quorum-th latest end among the masters that
+   * still hold it, minus the drift allowance (-Infinity when fewer than a quorum hold it).
+   */
+  private deadline(): number {
+    const ends = this.handles
+      .flatMap((h, i) => (h && !h.signal.aborted ? [this.heldUntil[i]] : []))
+      .sort((a, b) => b - a);
+    const quorumEnd = ends[this.redLock.quorum - 1] ?? -Infinity;
+    return quorumEnd - this.redLock.drift(this.lease);
   }
 
   private async releaseAll(): Promise<ReleaseOutcome> {
@@ -125,24 +207,37 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     return released + outcomes.filter((o) => o === 'pending').length >= this.redLock.quorum ? 'pending' : 'expired';
   }
 
-  private watch(handle: LockHandle): void {
-    handle.signal.addEventListener('abort', () => this.checkQuorum(), { once: true });
+  private watch(index: number, handle: LockHandle): void {
+    handle.asVote((sentAt, leaseMs) => {
+      this.heldUntil[index] = sentAt + leaseMs;
+      this.armExpiry();
+    });
+    handle.signal.addEventListener('abort', () => this.checkQuorum(handle.signal.reason), { once: true });
   }
 
+  /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
   private armExpiry(): void {
     this.expiryTimer?.clear();
-    if (this.watched) return;
-    this.expiryTimer = setLongTimeout(() => this.lose('lease-expired'), this.validUntil - Date.now());
+    if (this.releasing || this.signal.aborted) return;
+    const left = this.deadline() - monotonicNow();
+    if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
+    // A timer may fire a little early: it checks the deadline again then.
+    this.expiryTimer = setLongTimeout(() => this.armExpiry(), Math.ceil(left));
   }
 
-  private checkQuorum(): void {
+  private checkQuorum(reason: unknown): void {
     const alive = this.handles.filter((h) => h && !h.signal.aborted).length;
-    if (alive < this.redLock.quorum) this.lose();
+    if (alive < this.redLock.quorum) this.lose(reason instanceof LockLostError ? reason.reason : 'not-owner');
+    else this.armExpiry(); // the validity may now rest on masters whose holds end sooner
   }
 
-  private lose(reason: 'not-owner' | 'lease-expired' = 'not-owner'): void {
+  /** Reported once: the holder's signal aborts and the first master's client logs and emits it. */
+  private lose(reason: LockLostReason): void {
     this.expiryTimer?.clear();
-    if (!this.controller.signal.aborted) this.controller.abort(new LockLostError(this.redLock.name, 'redlock', reason));
+    if (this.controller.signal.aborted || this.releasing) return;
+    const error = new LockLostError(this.redLock.name, this.owner, reason);
+    this.controller.abort(error);
+    this.redLock.reportLoss(error);
   }
 }
 
@@ -211,14 +306,23 @@ export class RedLock extends GroupLock<RedLockHandle> {
     this.driftFactor = options.driftFactor ?? 0.01;
   }
 
-  /** The first master's client's. */
   /** Never: each RedLock acquisition has an owner of its own (no re-entry). */
   heldInScope(): boolean {
     return false;
   }
 
+  /** The first master's client's. */
   protected get logger(): LockLogger {
     return engineOf(this.clients[0]).logger;
+  }
+
+  /** @internal Emits a RedLock event (kind 'redlock') once, on the first master's client. */
+  readonly emit: EmitLockEvent = (event, make) => engineOf(this.clients[0]).lockEvent(event, make);
+
+  /** @internal Logs a lost RedLock and emits it as the first master's client's 'lockLost'. */
+  reportLoss(error: LockLostError): void {
+    this.logger.warn(error.message);
+    this.clients[0].emit('lockLost', error);
   }
 
   /** @internal */
@@ -269,22 +373,40 @@ export class RedLock extends GroupLock<RedLockHandle> {
       }
     }
     const owner = options.owner ?? `redlock:${randomUUID()}`;
-    const deadline = options.waitTime === undefined ? Infinity : Date.now() + options.waitTime;
+    const calledAt = monotonicNow();
+    const deadline = options.waitTime === undefined ? Infinity : calledAt + options.waitTime;
+    const { label } = options;
     let watch: ReleaseWatch | undefined;
     try {
       for (let splits = 0, refusals = 0; ;) {
         const seen = watch?.counts();
         const round = await this.round(owner, options, watch !== undefined);
-        if (round instanceof RedLockHandle) return round;
-        const remaining = deadline - Date.now();
+        if (round instanceof RedLockHandle) {
+          this.emit('acquired', () => ({
+            ...round.eventBase(),
+            fencingTokens: round.fencingTokens,
+            waitedMs: monotonicNow() - calledAt,
+            reentered: false,
+          }));
+          return round;
+        }
+        const remaining = deadline - monotonicNow();
         if (remaining <= 0) {
           // Out of time: say whether the masters refused (contention) or could not be reached.
           if (round.reachable < this.quorum) {
             throw new LockQuorumError(this.name, round.reachable, this.quorum, this.clients.length, round.cause);
           }
+          this.emit('timedOut', () => ({
+            name: this.name,
+            kind: 'redlock',
+            owner,
+            label,
+            waitedMs: monotonicNow() - calledAt,
+          }));
           return null;
         }
         if (!watch) {
+          this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
           // Subscribed from now on; a release before that would be missed: try again at once.
           watch = await this.watchReleases(this.timeoutFor(options.leaseTime));
           continue;
@@ -317,7 +439,7 @@ export class RedLock extends GroupLock<RedLockHandle> {
    */
   private async round(owner: string, options: AcquireOptions, gated: boolean): Promise<RedLockHandle | LostRound> {
     const lease = this.leaseOf(options.leaseTime);
-    const started = Date.now();
+    const started = monotonicNow();
     const votes: Vote[] = [];
     const asked: number[] = [];
     this.clients.forEach((_, index) => {
@@ -345,14 +467,20 @@ export class RedLock extends GroupLock<RedLockHandle> {
       votes.push(...(await this.decide(asked.slice(1), need, owner, options.leaseTime, lease, onLate)));
     }
     const granted = votes.filter((v) => 'granted' in v);
-    const validity = lease - (Date.now() - started) - this.drift(lease);
+    const validity = lease - (monotonicNow() - started) - this.drift(lease);
     if (granted.length >= this.quorum && validity > 0) {
       const handles: (LockHandle | null)[] = this.clients.map(() => null);
       for (const v of granted) handles[v.index] = v.granted;
-      const validUntil = started + lease - this.drift(lease);
-      const watched = options.leaseTime === undefined;
-      const handle = new RedLockHandle(this, handles, validUntil, watched, this.timeoutFor(options.leaseTime));
-      settle((v) => 'granted' in v && !handle.adopt(v.index, v.granted) && release(v.granted));
+      const handle = new RedLockHandle(this, {
+        handles,
+        sentAt: started,
+        lease,
+        watched: options.leaseTime === undefined,
+        instanceTimeout: this.timeoutFor(options.leaseTime),
+        owner,
+        label: options.label,
+      });
+      settle((v) => 'granted' in v && !handle.adopt(v.index, v.granted, started) && release(v.granted));
       return handle;
     }
     settle(releaseGranted);
@@ -445,7 +573,9 @@ export class RedLock extends GroupLock<RedLockHandle> {
   private instanceLock(client: LockClient): SimpleLock {
     let lock = this.instanceLocks.get(client);
     if (!lock) {
-      lock = client.getSimpleLock(this.name, { leaseTime: 'watchdog' });
+      // Its votes emit no events of their own (kind 'simple', one per master): the RedLock emits its own.
+      const quiet = { ...engineOf(client), lockEvent: () => undefined };
+      lock = new SimpleLock(quiet, this.name, { leaseTime: 'watchdog' });
       this.instanceLocks.set(client, lock);
     }
     return lock;

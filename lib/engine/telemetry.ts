@@ -106,16 +106,18 @@ export function instrumentLockClient(
     acquisitions.add(1, { ...attributes, 'lock.outcome': e.reentered ? 'reentered' : 'acquired' });
     waitDuration.record(e.waitedMs, { ...attributes, 'lock.outcome': 'acquired' });
     const now = Date.now();
+    // A RedLock has no single fencing token (one per master): no attribute rather than a made-up one.
+    const token: Attributes = e.fencingToken === undefined ? {} : { 'lock.fencing_token': e.fencingToken };
     tracer
       .startSpan('lock acquire', {
         startTime: now - e.waitedMs,
-        attributes: { ...attributes, 'lock.outcome': 'acquired', 'lock.fencing_token': e.fencingToken },
+        attributes: { ...attributes, 'lock.outcome': 'acquired', ...token },
       })
       .end(now);
     if (!e.reentered) {
       heldSpans.set(
         heldLockId(e.name, e.owner),
-        tracer.startSpan('lock held', { attributes: { ...attributes, 'lock.fencing_token': e.fencingToken } }),
+        tracer.startSpan('lock held', { attributes: { ...attributes, ...token } }),
       );
     }
   });

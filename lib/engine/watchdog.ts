@@ -76,27 +76,29 @@ export class Watchdog {
     this.ticking = true;
     const batch = [...this.watched];
     const sentAt = Date.now();
+    const sentAtMonotonic = performance.now();
     try {
       const readOnlyIsFinal = writesToFixedServer(this.client);
       const describe = { name: 'watchdog renewal', readOnlyIsFinal };
       const results = await bounded(this.renewAll(batch), this.operationTimeout, describe);
-      batch.forEach((lock, i) => this.apply(lock, results[i], sentAt));
+      batch.forEach((lock, i) => this.apply(lock, results[i], sentAt, sentAtMonotonic));
       this.lastRenewedAt = Date.now();
       const renewed = results.filter((r) => r === 1).length;
       this.onTick(renewed, batch.length - renewed);
     } catch (error) {
       this.logger.warn(`Lock renewal failed for ${batch.length} lock(s): ${(error as Error).message}`);
-      batch.forEach((lock) => this.apply(lock, error as Error, sentAt));
+      batch.forEach((lock) => this.apply(lock, error as Error, sentAt, sentAtMonotonic));
       this.onTick(0, batch.length);
     } finally {
       this.ticking = false;
     }
   }
 
-  private apply(lock: HeldLock, result: number | Error | undefined, sentAt: number): void {
+  private apply(lock: HeldLock, result: number | Error | undefined, sentAt: number, sentAtMonotonic: number): void {
     if (!this.watched.has(lock)) return; // released (or re-acquired) while the renewal was in flight
     if (result === 1) {
       lock.expiresAt = sentAt + lock.leaseMs;
+      lock.onRenewed?.(sentAtMonotonic, lock.leaseMs);
     } else if (result === 0) {
       lock.markLost('not-owner');
     } else if (Date.now() >= lock.expiresAt) {
