@@ -23,16 +23,19 @@ describe("the holder's belief follows Redis", () => {
     redis.disconnect();
   });
 
+  /** The lock `name` of `kind`: the write side for a read-write lock. */
+  const lockOfKind = (kind: 'reentrant' | 'fair' | 'write' | 'read-after-write', name: string) =>
+    kind === 'reentrant'
+      ? locks.getLock(name)
+      : kind === 'fair'
+        ? locks.getFairLock(name)
+        : locks.getReadWriteLock(name).writeLock();
+
   it.each(['reentrant', 'fair', 'write'] as const)(
     '%s: a re-entry with a longer explicit lease moves the local expiry with the lease Redis now has (no false loss)',
     async (kind) => {
       const name = `longer-${kind}`;
-      const lock =
-        kind === 'reentrant'
-          ? locks.getLock(name)
-          : kind === 'fair'
-            ? locks.getFairLock(name)
-            : locks.getReadWriteLock(name).writeLock();
+      const lock = lockOfKind(kind, name);
       lost.length = 0;
       await runInLockScope(async () => {
         const outer = await lock.lock({ leaseTime: 1_000 });
@@ -66,12 +69,7 @@ describe("the holder's belief follows Redis", () => {
       '%s: sibling branches of one scope (Promise.all) exclude each other; a call from inside re-enters',
       async (kind) => {
         const name = `siblings-${kind}`;
-        const lock =
-          kind === 'reentrant'
-            ? locks.getLock(name)
-            : kind === 'fair'
-              ? locks.getFairLock(name)
-              : locks.getReadWriteLock(name).writeLock();
+        const lock = lockOfKind(kind, name);
         const most = await runInLockScope(() =>
           overlapOf((body) => [
             lock.withLock(async () => {

@@ -1,4 +1,3 @@
-import * as http from 'node:http';
 import { Readable } from 'node:stream';
 import {
   Controller,
@@ -29,7 +28,7 @@ import {
   type ActiveLock,
 } from '../../lib';
 import { connect, eventually, quietLogger, sleep, testPrefix } from '../support/engine';
-import { listen, lockKey, lockOptions } from './nest-support';
+import { listen, lockKey, lockOptions, openRequest } from './nest-support';
 
 /**
  * The holder's belief is always true, as Nest users meet it (issue 39): a lock is released only when
@@ -131,29 +130,7 @@ class BeliefController {
 })
 class AppModule {}
 
-/** A raw HTTP request the test can cut off; `received(text)` waits for text in the body. */
-function open(url: string): { request: http.ClientRequest; received(text: string): Promise<void> } {
-  const req = http.get(url);
-  req.on('error', () => undefined);
-  let body = '';
-  const waiting = new Set<() => void>();
-  req.on('response', (res) => {
-    res.on('error', () => undefined);
-    res.on('data', (chunk: Buffer) => {
-      body += chunk.toString();
-      waiting.forEach((check) => check());
-    });
-  });
-  return {
-    request: req,
-    received: (text) =>
-      new Promise<void>((resolve) => {
-        const check = () => body.includes(text) && (waiting.delete(check), resolve());
-        waiting.add(check);
-        check();
-      }),
-  };
-}
+const open = openRequest;
 
 describe("the holder's belief in Nest", () => {
   let app: INestApplication;

@@ -1,5 +1,6 @@
 /** Helpers shared by the Nest integration tests. */
 import { randomUUID } from 'node:crypto';
+import * as http from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { RedisLockModuleOptions, SingleConnectionOptions } from '../../lib';
@@ -37,4 +38,28 @@ export function gate<T = void>(): { promise: Promise<T>; open(value: T): void } 
   let open!: (value: T) => void;
   const promise = new Promise<T>((resolve) => (open = resolve));
   return { promise, open };
+}
+
+/** A raw HTTP request the test can cut off (destroy its socket); `received(text)` waits for text in the body. */
+export function openRequest(url: string): { request: http.ClientRequest; received(text: string): Promise<void> } {
+  const req = http.get(url);
+  req.on('error', () => undefined); // destroyed on purpose
+  let body = '';
+  const waiting = new Set<() => void>();
+  req.on('response', (res) => {
+    res.on('error', () => undefined);
+    res.on('data', (chunk: Buffer) => {
+      body += chunk.toString();
+      waiting.forEach((check) => check());
+    });
+  });
+  return {
+    request: req,
+    received: (text) =>
+      new Promise<void>((resolve) => {
+        const check = () => body.includes(text) && (waiting.delete(check), resolve());
+        waiting.add(check);
+        check();
+      }),
+  };
 }

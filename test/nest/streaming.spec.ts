@@ -6,7 +6,7 @@ import { interval, map, take, throwError, timer, toArray, finalize, mergeMap, ty
 import request from 'supertest';
 import { DistributedLock, LockService, RedisLockModule } from '../../lib';
 import { connect, eventually, sleep, testPrefix } from '../support/engine';
-import { gate, listen, lockKey, lockOptions } from './nest-support';
+import { gate, listen, lockKey, lockOptions, openRequest } from './nest-support';
 
 const prefix = testPrefix();
 
@@ -74,29 +74,11 @@ class AppModule {}
 
 const clients: http.ClientRequest[] = [];
 
-/** Opens a raw HTTP request, so the test can destroy its socket; `received(text)` waits for text in the body. */
-function open(url: string): { request: http.ClientRequest; received(text: string): Promise<void> } {
-  const req = http.get(url);
-  clients.push(req);
-  req.on('error', () => undefined); // destroyed on purpose
-  let body = '';
-  const waiting = new Set<() => void>();
-  req.on('response', (res) => {
-    res.on('error', () => undefined);
-    res.on('data', (chunk: Buffer) => {
-      body += chunk.toString();
-      waiting.forEach((check) => check());
-    });
-  });
-  return {
-    request: req,
-    received: (text) =>
-      new Promise<void>((resolve) => {
-        const check = () => body.includes(text) && (waiting.delete(check), resolve());
-        waiting.add(check);
-        check();
-      }),
-  };
+/** Opens a raw HTTP request, so the test can destroy its socket (each is destroyed after its test). */
+function open(url: string): ReturnType<typeof openRequest> {
+  const opened = openRequest(url);
+  clients.push(opened.request);
+  return opened;
 }
 
 describe('@DistributedLock on streaming handlers', () => {
