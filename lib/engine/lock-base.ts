@@ -630,6 +630,9 @@ export abstract class LockBase implements ReleaseReplayer {
         throw error;
       }
       const retried = this.retryRelease(held, holdId, () => send(), final);
+      // The first copy may have landed as 'kept', the lock reserved for this process's turn, which a
+      // repeat (answered as that copy was) does not undo: pass it on once a copy lands.
+      if (handOver === 'keep') void retried.then(() => this.passWakeUp());
       this.engine.registry.inFlightFor(held.key, held.owner, retried);
       // The caller waits for the repeats up to one operationTimeout in all: a reconnect (a failover's
       // switch, a revived connection) is over well within it, and then the answer is a final one.
