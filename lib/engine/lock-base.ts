@@ -507,9 +507,9 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
-    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
+    if (!grant.reentered) this.turns?.granted();
     // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
-    // fast path (map transitions at every grant, in a profile of a lending loop).
+    // fast path (map transitions at every grant, in a profile of a hot-key loop).
     return this.engine.registry.record({
       name: this.name,
       key: this.keys.lock,

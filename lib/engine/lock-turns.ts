@@ -33,9 +33,9 @@ export class LockTurns {
     return this.engine.turns.expectsGrant(this.lock.key);
   }
 
-  /** A first hold (not a re-entry) was granted: a turn begins, if none runs; `contended`: others wait. */
-  granted(contended: boolean): void {
-    this.engine.turns.granted(this.lock.key, contended);
+  /** A first hold (not a re-entry) was granted: a turn begins, if none runs. */
+  granted(): void {
+    this.engine.turns.granted(this.lock.key);
   }
 
   /** How a last release should leave the lock: kept in this process's turn, or passed on. */

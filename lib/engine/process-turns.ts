@@ -32,8 +32,8 @@ interface Turn {
   /** First holds (not re-entries) this process was granted in the turn, and when the last one was (see TURN_MIN_HOLDS). */
   holds: number;
   lastGrantAt: number;
-  /** Other processes wait for the lock: the grant said so, or a release in this turn was kept. */
-  contended: boolean;
+  /** The last release was kept, and no grant came since: the free lock is reserved for this process. */
+  reserved: boolean;
 }
 
 /** Past this many entries, turns that are over anyway are swept (a lock whose hold was lost never ends its turn). */
@@ -77,18 +77,18 @@ export class ProcessTurns {
     if (turn) turn.attempts++;
   }
 
-  /** This process was granted lock `key` (a first hold, not a re-entry); `contended`: Redis said other processes wait for it. */
-  granted(key: string, contended = false): void {
+  /** This process was granted lock `key` (a first hold, not a re-entry). */
+  granted(key: string): void {
     const turn = this.turns.get(key);
     const now = Date.now();
     if (turn) {
       turn.holds++;
       turn.lastGrantAt = now;
-      if (contended) turn.contended = true;
+      turn.reserved = false;
       return;
     }
     if (this.turns.size >= SWEEP_AT) this.sweep();
-    this.turns.set(key, { startedAt: now, attempts: 0, holds: 1, lastGrantAt: now, contended });
+    this.turns.set(key, { startedAt: now, attempts: 0, holds: 1, lastGrantAt: now, reserved: false });
   }
 
   /** How the last release of a hold on `key` should leave the lock. */
@@ -108,10 +108,10 @@ export class ProcessTurns {
     return (now - turn.lastGrantAt) * TURN_MIN_HOLDS < longest;
   }
 
-  /** A release in this turn was kept: other processes wait. */
+  /** A release in this turn was kept: other processes wait, and the free lock is reserved for this one. */
   kept(key: string): void {
     const turn = this.turns.get(key);
-    if (turn) turn.contended = true;
+    if (turn) turn.reserved = true;
   }
 
   /**
@@ -132,7 +132,7 @@ export class ProcessTurns {
    */
   expectsGrant(key: string): boolean {
     const turn = this.turns.get(key);
-    return turn !== undefined && turn.contended && this.goesOn(turn);
+    return turn !== undefined && turn.reserved && this.goesOn(turn);
   }
 
   /** The lock was passed on, or nobody else waited for it: the turn is over. */
