@@ -136,11 +136,10 @@ async function inTurnWorker(port: number, id: ContenderId): Promise<void> {
   let waiterGrants = 0;
   const waiter = (async () => {
     // Takes the lock when it comes its way and gives it back. Ours get it when a turn ends early (the
-    // loop paused for over a millisecond); the waiter asks again only after 5 ms, past the millisecond
-    // its deferred release waits for an attempt (DEFERRED_RELEASE_MS), so its own turn passes the lock
-    // straight back instead of lending it to its next acquisition, and the loop's turn stays
-    // contended. A polling lock's loop runs the same path whether anyone waits or not, and a poller
-    // that asked again at once would take every other grant: it pauses 100 ms first.
+    // loop paused past its next macrotask); the waiter asks again only after 5 ms, so its own turn passes
+    // the lock straight back, and the loop's turn stays contended. A polling lock's loop runs the same
+    // path whether anyone waits or not, and a poller that asked again at once would take every other
+    // grant: it pauses 100 ms first.
     const pause = OURS.has(id as ContenderId) ? () => sleep(5) : () => sleep(100);
     while (!stop.signal.aborted) {
       const release = await waiting.contender.acquire(KEY, stop.signal).catch(() => undefined);

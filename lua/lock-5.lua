@@ -11,26 +11,20 @@
 -- ARGV[4]  waiting flag         '1' the caller waits if refused and its client has other waiters for
 --                               this lock; '0' it waits, no other; '-' it waits, no other, and was never
 --                               refused (its client is not registered); 'once' a single attempt (never registered)
--- ARGV[5]  prior hold           '' or the id of a hold whose release the caller's process made in its
---                               turn (see lib/engine/process-turns.ts): it lands here first, waking nobody
--- ARGV[6]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
---                               one; see fencing-tokens.lua)
--- ARGV[7]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
+-- ARGV[5]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
 --                               repeat of the attempt (sent again after a lost reply) finds that record
--- Returns  {'granted', token, others}  acquired; token = new fencing token (the first of the ARGV[6] taken
---                                 from KEYS[2]); others = 1 when other processes wait for the lock, else 0
+-- Returns  {'granted', token, others}  acquired; token = new fencing token (KEYS[2] incremented);
+--                                 others = 1 when other processes wait for the lock, else 0
 --          {'reentered', token}   hold count + 1; token = the current holder's token
 --                                 (a repeat whose hold is live: the same reply as its first run, 'others' 0;
 --                                 nothing changes but a lease made at least ARGV[1] long)
---          {'refused', pttl}      held by another owner, or free but handed over to another process;
+--          {'refused', pttl}      held by another owner, or free but reserved for another process;
 --                                 pttl = how long that lasts at most, in ms (also a repeat whose hold has
 --                                 ended or was cancelled: nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include waiting-registration.lua
 --!include hand-over.lua
---!include fencing-tokens.lua
 --!include hold-ids.lua
---!include release-in-turn.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -39,10 +33,7 @@ local owner, client, flag = ARGV[2], ARGV[3], ARGV[4]
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
-if ARGV[5] == nil then return redis.error_reply('BADARG prior hold is missing') end
-local tokens, badTokens = tokenCountArgument(ARGV[6])
-if badTokens then return badTokens end
-local holdId, badId = holdIdArgument(ARGV[7], 'hold id')
+local holdId, badId = holdIdArgument(ARGV[5], 'hold id')
 if badId then return badId end
 
 -- The fencing counter is the epoch of the live holds; read only when a live record needs it.
@@ -61,23 +52,21 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave it up: it must take nothing.
   return {'refused', math.max(0, redis.call('pttl', KEYS[1]))}
 end
-if ARGV[5] ~= '' then releaseInTurn(KEYS[1], KEYS[5], ARGV[5], KEYS[2]) end
-
 if redis.call('exists', KEYS[1]) == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
   if reservedTtl then
     registerWaiting(KEYS[3], client, flag)
     return {'refused', reservedTtl}
   end
-  if mine then redis.call('del', KEYS[4]) end
+  -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
+  if mine == 'pass' then redis.call('del', KEYS[4]) end
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  local first = takeTokens(KEYS[2], tokens, others)
-  local epoch = others and first + tokens - 1 or first -- the counter now: the last token taken
-  recordHold(KEYS[5], holdId, 'g', first, owner, lease, epoch, true)
-  return {'granted', first, others and 1 or 0}
+  local token = redis.call('incr', KEYS[2])
+  recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
+  return {'granted', token, others and 1 or 0}
 end
 -- pcall: a string here is a simple lock's hold: held by another owner
 if redis.pcall('hexists', KEYS[1], owner) == 1 then

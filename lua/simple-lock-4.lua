@@ -4,26 +4,20 @@
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  (see lock-5.lua)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next     (see hand-over.lua)
--- ARGV[1]  token                unique to this acquisition: '<36-character id>:<owner id>', or the bare id
---                               (a hold its process may lend on names no owner)
+-- ARGV[1]  token                unique to this acquisition: '<36-character id>:<owner id>'
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  client id of the caller's process
 -- ARGV[4]  waiting flag         (see lock-5.lua)
--- ARGV[5]  prior token          '' or the token of a hold the caller's process released in its turn
---                               (see lib/engine/process-turns.ts): that release lands here first, waking nobody
--- ARGV[6]  token count          fencing tokens a grant takes while other processes wait, 1..1000 (else
---                               one; see fencing-tokens.lua)
--- Returns  {'granted', fencingToken, others}  acquired (the first of the ARGV[6] tokens taken); others = 1
+-- Returns  {'granted', fencingToken, others}  acquired (KEYS[2] incremented); others = 1
 --                                     when other processes wait for the lock, else 0
 --                                     (a repeat of an attempt that already landed, its connection gone
 --                                     before the reply: the lock holds this token; the current counter
 --                                     value, others 0, nothing changes)
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
---                                     but handed over to another process; pttl = how long that lasts at most
+--                                     but reserved for another process; pttl = how long that lasts at most
 --          error BADARG before any write when an argument is unusable
 --!include waiting-registration.lua
 --!include hand-over.lua
---!include fencing-tokens.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
@@ -32,17 +26,13 @@ end
 local client, flag = ARGV[3], ARGV[4]
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
-if ARGV[5] == nil then return redis.error_reply('BADARG prior token is missing') end
-local tokens, badTokens = tokenCountArgument(ARGV[6])
-if badTokens then return badTokens end
--- pcall: a hash here is another lock kind's hold, not ours
-if ARGV[5] ~= '' and redis.pcall('get', KEYS[1]) == ARGV[5] then redis.call('del', KEYS[1]) end
 local reservedTtl, mine = reservation(KEYS[4], client)
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
-  if mine then redis.call('del', KEYS[4]) end
+  -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
+  if mine == 'pass' then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  return {'granted', takeTokens(KEYS[2], tokens, others), others and 1 or 0}
+  return {'granted', redis.call('incr', KEYS[2]), others and 1 or 0}
 end
 -- pcall: a hash here is another lock kind's hold, not ours
 if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0'), 0} end

@@ -1,10 +1,9 @@
 #!lua flags=allow-oom
 -- Simple lock: compare-and-delete, then hand the lock over to one waiting process. A hold's value is
--- its token: '<id>:<owner id>', the id being 36 characters of the acquisition's own, or the bare id of
--- a hold its process may lend to another of its owners (see lib/engine/simple-lock.ts), which names no
--- owner. A release names the hold it ends: its whole token, or its owner (a release by owner, from
--- any process), compared whole: never parsed, never a prefix. A release runs once (see
--- release-once.lua): a repeat of one that landed replies 'released' and touches nothing.
+-- its token: '<id>:<owner id>', the id being 36 characters of the acquisition's own. A release names
+-- the hold it ends: its whole token, or its owner (a release by owner, from any process), compared
+-- whole: never parsed, never a prefix. A release runs once (see release-once.lua): a repeat of one
+-- that landed replies 'released' and touches nothing.
 -- KEYS[1]  lock string
 -- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id>; a RedLock
 --                               round waits on KEYS[2] itself (its masters' holds are simple locks)
@@ -16,10 +15,12 @@
 -- ARGV[3]  call id              '' with a token; else the release by owner's own id, the same on a repeat
 -- ARGV[4]  publish command      'publish' or 'spublish'
 -- ARGV[5]  message
--- ARGV[6]  'pass' or 'keep'     (see unlock-5.lua)
--- ARGV[7]  client id of the releasing process (see unlock-5.lua; needed with 'keep')
+-- ARGV[6]  'pass' or 'keep'     (see unlock-6.lua)
+-- ARGV[7]  client id of the releasing process (see unlock-6.lua; needed with 'keep')
+-- ARGV[8]  turn ms              with 'keep': how long the releasing process's turn may still last (see unlock-6.lua)
 -- Returns  'released' (handed over if anyone waits; also a repeat of a release that landed: nothing
---          changed), 'kept' (with 'keep' while other processes than the caller's wait: nobody woken),
+--          changed), 'kept' (with 'keep' while other processes than the caller's wait: reserved for the
+--          caller's turn),
 --          'not-owner' (held under another token or by another owner: nothing changed), 'not-locked'
 --          (expired); error BADARG (nothing changed) for unusable arguments
 --!include hand-over.lua
@@ -41,7 +42,13 @@ if badPublish then return badPublish end
 if mode ~= 'pass' and mode ~= 'keep' then
   return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(mode))
 end
-if mode == 'keep' and (not client or client == '') then return redis.error_reply('BADARG client id is empty') end
+local turnMs
+if mode == 'keep' then
+  if not client or client == '' then return redis.error_reply('BADARG client id is empty') end
+  local badTurn
+  turnMs, badTurn = turnMsArgument(ARGV[8])
+  if badTurn then return badTurn end
+end
 
 -- Whether `value` is a hold of exactly `owner`: the id, ':', then the owner, all of it.
 local function heldBy(value, owner)
@@ -67,7 +74,12 @@ redis.call(publish, KEYS[2], message)
 redis.call('del', KEYS[1])
 rememberRelease(KEYS[5], releaseId)
 if mode == 'keep' then
-  return othersWaiting(KEYS[3], client) and 'kept' or 'released'
+  if othersWaiting(KEYS[3], client) then
+    keepTurn(KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs)
+    return 'kept'
+  end
+  endTurn(KEYS[4], client)
+  return 'released'
 end
 handOver(KEYS[3], KEYS[2], KEYS[4], publish, message)
 return 'released'

@@ -15,12 +15,15 @@
 -- ARGV[4]  publish command      'publish' or 'spublish'
 -- ARGV[5]  message              sent to the one waiting process woken (see wake-one-process.lua)
 -- ARGV[6]  'pass' to hand the lock over to the longest-waiting process; 'keep' while the releasing
---          process's turn lasts: nobody is woken, the process re-acquires or passes it on itself
+--          process's turn lasts: the free lock stays reserved for that process until the turn ends
+--          (ARGV[9]), and the next process in line is told to try then (see hand-over.lua keepTurn)
 -- ARGV[7]  client id of the releasing process (needed with 'keep': its own registration is not a rival)
 -- ARGV[8]  'one' the hold ARGV[2]; 'any' any one hold of the owner (unlock by owner of a hold this
 --          client did not record): the call's id ARGV[2] is then recorded as the hold it ended
+-- ARGV[9]  turn ms              with 'keep': how long the releasing process's turn may still last (1..3600000)
 -- Returns  'released'     last hold: key deleted; handed over to a waiting process if any
---          'kept'         last hold, with 'keep' while other processes than the caller's wait: nobody woken
+--          'kept'         last hold, with 'keep' while other processes than the caller's wait: reserved
+--                         for the caller's turn
 --          'decremented'  one hold released, others of the owner remain
 --          'not-locked'   not locked at all (expired, forced, or never taken)
 --          'not-owner'    locked, but the hold is not there (ended without this release); nothing changed
@@ -36,8 +39,12 @@ local holdId, lease, which = call.holdId, call.lease, call.which
 if handOverMode ~= 'pass' and handOverMode ~= 'keep' then
   return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(handOverMode))
 end
-if handOverMode == 'keep' and (not client or client == '') then
-  return redis.error_reply('BADARG client id is empty')
+local turnMs
+if handOverMode == 'keep' then
+  if not client or client == '' then return redis.error_reply('BADARG client id is empty') end
+  local badTurn
+  turnMs, badTurn = turnMsArgument(ARGV[9])
+  if badTurn then return badTurn end
 end
 
 -- pcall: a string here is a simple lock's hold (another owner), not an error
@@ -52,7 +59,12 @@ local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, 
 if settled then return settled end
 if did == HOLD_DECREMENTED or locked() then return 'decremented' end
 if handOverMode == 'keep' then
-  return othersWaiting(KEYS[3], client) and 'kept' or 'released'
+  if othersWaiting(KEYS[3], client) then
+    keepTurn(KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs)
+    return 'kept'
+  end
+  endTurn(KEYS[4], client)
+  return 'released'
 end
 handOver(KEYS[3], KEYS[2], KEYS[4], publish, ARGV[5] or '')
 return 'released'

@@ -30,8 +30,9 @@ export interface AcquireLoopOptions<T> extends JoinOptions {
    */
   connectionGone?: () => boolean;
   /**
-   * The first attempt is all but sure to be granted (it carries this process's own release of the
-   * lock, made in its turn): no seat is taken before it, as it would be left again at once.
+   * The first attempt is all but sure to be granted (this process's last release of the lock was kept
+   * in its turn, which the lock is reserved for): no seat is taken before it, as it would be left again
+   * at once.
    */
   expectGrant?: boolean;
 }

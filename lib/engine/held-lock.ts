@@ -20,18 +20,6 @@ export interface HoldOps {
   extend(lock: HeldLock, leaseTime?: number): Promise<void>;
 }
 
-/**
- * A hold's spare fencing tokens and when Redis last confirmed it: what its process needs to lend the
- * hold on to its next acquisition of the lock in its turn, without a round trip (see ProcessTurns).
- */
-export interface Lendable {
-  /** The spare tokens, `next` up to `last`, taken with the grant (see lua/include/fencing-tokens.lua). */
-  nextToken: number;
-  lastToken: number;
-  /** When the attempt Redis granted was sent (ms since epoch); local lends do not move it. */
-  confirmedAt: number;
-}
-
 /** One grant as the kind that won it records it. */
 export interface Acquisition {
   name: string;
@@ -40,8 +28,6 @@ export interface Acquisition {
   owner: string;
   /** This hold's own id (see lua/include/hold-ids.lua): made for the attempt that took it. */
   holdId: string;
-  /** Who holds it here, when not `owner` itself: a hold lent on in a turn keeps its Redis id (see ProcessTurns). */
-  localOwner?: string;
   leaseMs: number;
   watched: boolean;
   fencingToken: number;
@@ -50,10 +36,6 @@ export interface Acquisition {
   renewalKeys?: readonly string[];
   ops: HoldOps;
   sentAt: number;
-  /** When Redis lets the lease run out at the latest, if not `sentAt + leaseMs` (a lent hold's). */
-  expiresAt?: number;
-  /** Set when the hold may be lent on in its process's turn. */
-  lendable?: Lendable;
   /** AcquireOptions.label of the first hold. */
   label?: string;
   /** The script reported a re-entry (the owner already held the lock). */
@@ -73,10 +55,6 @@ export class HeldLock {
   readonly key: string;
   /** The id Redis records the hold under (renewals and releases name it). */
   readonly owner: string;
-  /** Who holds it in this process: `owner`, or the acquisition a turn's hold was lent to (see ProcessTurns). */
-  readonly localOwner: string;
-  /** Set while the hold may be lent on in its process's turn. */
-  readonly lendable?: Lendable;
   leaseMs: number;
   /** Renewed by the watchdog (no explicit leaseTime). */
   watched: boolean;
@@ -115,8 +93,6 @@ export class HeldLock {
     this.name = a.name;
     this.key = a.key;
     this.owner = a.owner;
-    this.localOwner = a.localOwner ?? a.owner;
-    this.lendable = a.lendable;
     this.leaseMs = a.leaseMs;
     this.watched = a.watched;
     this.fencingToken = a.fencingToken;
@@ -127,7 +103,7 @@ export class HeldLock {
     this.holdIds = [a.holdId];
     this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
-    this.expiresAt = a.expiresAt ?? a.sentAt + a.leaseMs;
+    this.expiresAt = a.sentAt + a.leaseMs;
   }
 
   /** Holds this client has (1 = first acquisition). */
@@ -192,13 +168,6 @@ export class HeldLock {
     if (this.watched) return;
     // Chunked past setTimeout's limit: a 30-day lease must not be reported lost 1 ms in.
     this.expiryTimer = setLongTimeout(() => this.markLost('lease-expired'), this.expiresAt - Date.now());
-  }
-
-  /** Redis set the lease to end at `expiresAt` at the earliest (a lent explicit lease, see LentLeases). */
-  leaseApplied(expiresAt: number): void {
-    if (this.released || this.lost) return;
-    this.expiresAt = expiresAt;
-    this.armExpiry();
   }
 
   private disarmExpiry(): void {

@@ -29,16 +29,13 @@ import type { LockLogger } from './logger';
 import type { RedisClient } from './redis-client';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from './recent-releases';
-import { TURN_TOKENS, type DeferredRelease, type HandOver } from './process-turns';
+import type { HandOver } from './process-turns';
 import { LockTurns } from './lock-turns';
 import { isOutage } from './outage';
 import type { SyncVerdict } from './replica-sync';
 
 /** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
-type HoldFacts = Pick<
-  Acquisition,
-  'leaseMs' | 'watched' | 'sentAt' | 'label' | 'localOwner' | 'expiresAt' | 'lendable' | 'holdId'
->;
+type HoldFacts = Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label' | 'holdId'>;
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
 interface Taken {
@@ -52,9 +49,6 @@ interface Taken {
  * sentinel failover fits in.
  */
 const FAILOVER_CHECK_TIMEOUTS = 3;
-
-/** Numbers the Redis ids of holds taken in a turn (see turnHolder). */
-let turnHolds = 0;
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -90,10 +84,6 @@ export interface AttemptRequest {
   payload?: string;
   /** Set when the caller waits if refused. */
   waiting?: WaitingAttempt;
-  /** A release of this process's, made in its turn, that this attempt sends first (see ProcessTurns.deferRelease). */
-  prior?: DeferredRelease;
-  /** Fencing tokens a grant takes: 1, or TURN_TOKENS for a hold its process may lend on in a contended turn. */
-  tokens: number;
   /** This attempt's own id: the hold it takes is recorded under it (see lua/include/hold-ids.lua). */
   holdId: string;
 }
@@ -183,19 +173,21 @@ export abstract class LockBase implements ReleaseReplayer {
   /** Whether processes take turns on this kind when it is contended (see ProcessTurns). */
   protected readonly takesTurns: boolean = false;
 
+  /**
+   * What a release made with `handOver` tells Redis of this process's turn: with `keep`, how long it
+   * reserves the free lock for the turn (see ProcessTurns.reservationMs); else 0 (unused).
+   */
+  protected turnMsFor(handOver: HandOver): number {
+    return handOver === 'keep' ? this.engine.turns.reservationMs(this.keys.lock) : 0;
+  }
+
   /** This lock's part in its process's turns; undefined for a kind that takes none. */
   private get turns(): LockTurns | undefined {
     if (!this.takesTurns) return undefined;
     return (this.lockTurns ??= new LockTurns(this.engine, {
-      replayer: this,
-      kind: this.kind,
-      name: this.name,
       key: this.keys.lock,
       processChannel: this.processChannel,
-      sendRelease: (release) => this.bounded(this.sendRelease(release), 'unlock'),
-      sendReleaseInBackground: (release) => this.sendDeferredInBackground(release),
       passWakeUp: () => this.passWakeUp(),
-      renewLease: (held, until) => this.renewLease(held, until),
     }));
   }
 
@@ -207,14 +199,6 @@ export abstract class LockBase implements ReleaseReplayer {
   /** The id a grant of this attempt is recorded and released under: the owner, or a token per attempt (simple lock). */
   protected holderFor(owner: string): string {
     return owner;
-  }
-
-  /**
-   * The Redis id of a hold taken in a turn, which its process may lend on (see LockTurns.lend): never
-   * an owner's own id, so that an owner whose hold it once was cannot re-enter it while it is lent.
-   */
-  protected turnHolder(_localOwner: string): string {
-    return `${this.engine.clientId}:turn:${++turnHolds}`;
   }
 
   /**
@@ -378,26 +362,16 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Whether anyone holds the lock. */
   async isLocked(): Promise<boolean> {
-    await this.settleOwnRelease();
     return (await this.bounded(this.readHold(this.keys.lock, '', 'hash'), 'isLocked'))[0] !== -2;
   }
 
   /** Remaining lease in ms; -2 when not locked (Redis PTTL semantics). */
   async remainTimeToLive(): Promise<number> {
-    await this.settleOwnRelease();
     return (await this.bounded(this.readHold(this.keys.lock, '', 'hash'), 'remainTimeToLive'))[0];
-  }
-
-  /** A release of this process's still held back in its turn (see ProcessTurns.settle) lands before a read. */
-  private settleOwnRelease(): Promise<void> {
-    return this.bounded(this.engine.turns.settle(this.keys.lock), 'unlock');
   }
 
   /** Deletes the lock whoever holds it and wakes the waiters. True when it was locked. */
   async forceUnlock(): Promise<boolean> {
-    // A release of this process's held back in its turn lands first: its hold must not be lent on
-    // after the lock was deleted under it, and it is not "locked" for the caller.
-    await this.settleOwnRelease();
     const { redis, publishCommand } = this.engine;
     return this.bounded(
       FORCE_UNLOCK.run(redis, this.keys, { publish: publishCommand, message: 'force', callId: randomUUID() }),
@@ -408,9 +382,7 @@ export abstract class LockBase implements ReleaseReplayer {
   /** How many holds `owner` (none: 0) has in the hash `key`, as Redis counts them. */
   protected async holdCount(key: string, owner: string | undefined): Promise<number> {
     if (owner === undefined) return 0;
-    await this.settleOwnRelease();
-    const holder = this.engine.registry.redisIdOf(key, owner);
-    const [, count] = await this.bounded(this.readHold(key, holder, 'hash'), 'getHoldCount');
+    const [, count] = await this.bounded(this.readHold(key, owner, 'hash'), 'getHoldCount');
     return count === null ? 0 : Number(count);
   }
 
@@ -439,7 +411,6 @@ export abstract class LockBase implements ReleaseReplayer {
   private async acquire(options: AcquireOptions, defaultWaitTime?: number): Promise<LockHandle | { ttl: number }> {
     options = checkAcquireOptions(this.name, options, defaultWaitTime);
     const owner = this.ownerForAcquire(options.owner);
-    const explicitOwner = options.owner !== undefined;
     const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
     const watched = leaseTime === undefined;
     const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
@@ -450,12 +421,10 @@ export abstract class LockBase implements ReleaseReplayer {
     const settling = this.engine.registry.settled(this.keys.lock, owner);
     if (settling) await settling;
     /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
-    let unknown: { holder: string; localOwner: string; sentAt: number; holdId: string } | undefined;
+    let unknown: { holder: string; sentAt: number; holdId: string } | undefined;
     let refusedBefore = false;
     /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
     let grantedIn = 0;
-    /** The last attempt was lent a hold of this process (see lentHold): nothing was written. */
-    let lentGrant = false;
     const startedAt = Date.now();
     try {
       const outcome = await acquireLoop<Taken>({
@@ -465,61 +434,35 @@ export abstract class LockBase implements ReleaseReplayer {
         signal: options.signal,
         operationTimeout: this.engine.operationTimeout,
         connectionGone: () => closedForGood(this.engine.redis),
-        expectGrant: this.turns?.carriesRelease(),
+        expectGrant: this.turns?.expectsGrant(),
         ...behaviour,
         channel: behaviour.channel ?? this.keys.channel,
         attempt: async (payload, othersWaiting) => {
-          const { registry } = this.engine;
           grantedIn = this.engine.replicaSync.epoch;
-          lentGrant = false;
           if (unknown) {
-            const { holder, localOwner, sentAt, holdId } = unknown;
+            const { holder, sentAt, holdId } = unknown;
             const grant = await this.bounded(this.grantOfUnknownAttempt(holder, holdId), 'lock');
             unknown = undefined;
             if (grant) {
-              const hold = {
-                leaseMs,
-                watched,
-                sentAt,
-                label,
-                localOwner,
-                expiresAt: undefined,
-                lendable: undefined,
-                holdId,
-              };
+              const hold = { leaseMs, watched, sentAt, label, holdId };
               return { acquired: true, value: { held: this.recordHold(holder, grant, hold), holdId } };
             }
           }
-          const localOwner = this.holderFor(owner);
-          const prior = this.turns?.attempting();
-          const lent = prior && this.lentHold(prior, localOwner, { leaseMs, watched, label });
-          if (lent) {
-            lentGrant = true;
-            return { acquired: true, value: { held: lent, holdId: prior.holdId } };
-          }
-          // Taken in a turn that goes on, or by a waiter (a turn of a contended lock may begin with it), the
-          // hold may be lent on (see LockTurns.lend): it gets an id for that, and a block of fencing tokens
-          // if Redis finds other processes waiting.
-          // An explicit owner's hold is recorded under the owner itself, contended or not: any process
-          // may share that owner, re-enter its hold or unlock it by owner.
-          const mayLend = !explicitOwner && this.turns?.mayLendLater(prior !== undefined, refusedBefore) === true;
-          const holder = mayLend ? this.turnHolder(localOwner) : registry.redisIdOf(this.keys.lock, localOwner);
-          const tokens = mayLend ? TURN_TOKENS : 1;
+          this.turns?.attempting();
+          const holder = this.holderFor(owner);
           const holdId = this.engine.newHoldId();
           const sentAt = Date.now();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            const request = { owner, leaseMs, holder, payload, waiting, prior, tokens, holdId };
+            const request = { owner, leaseMs, holder, payload, waiting, holdId };
             result = await this.bounded(this.attempt(request), 'lock');
           } catch (error) {
-            if (prior) this.sendDeferredInBackground(prior); // it may not have landed
             if (error instanceof RedisUnavailableError) {
-              unknown = { holder, localOwner, sentAt, holdId };
+              unknown = { holder, sentAt, holdId };
             }
             throw error;
           }
-          if (prior) this.turns?.carried(prior);
           if (!result.acquired) {
             if (!refusedBefore && options.waitTime !== 0) {
               this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner, label }));
@@ -528,24 +471,14 @@ export abstract class LockBase implements ReleaseReplayer {
             return result;
           }
           const { value } = result;
-          const held = this.recordHold(value.holder ?? holder, value, {
-            leaseMs,
-            watched,
-            sentAt,
-            label,
-            localOwner,
-            expiresAt: undefined,
-            lendable: this.turns?.spareTokens(value, tokens, sentAt),
-            holdId,
-          });
+          const held = this.recordHold(value.holder ?? holder, value, { leaseMs, watched, sentAt, label, holdId });
           return { acquired: true, value: { held, holdId } };
         },
       });
       if (outcome.acquired) {
         const { held, holdId } = outcome.value;
         const handle = new LockHandle(held, holdId);
-        // A lent hold is one Redis granted earlier, synced then, and unchanged since: no WAIT.
-        const syncing = lentGrant ? undefined : this.syncReplicas(handle, grantedIn);
+        const syncing = this.syncReplicas(handle, grantedIn);
         if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId))) {
           // The grant went down with the master that made it: wait for the lock again, for what is
           // left of waitTime, on the master that serves it now.
@@ -580,70 +513,21 @@ export abstract class LockBase implements ReleaseReplayer {
     }
   }
 
-  /**
-   * The hold this process released in its turn (`prior`), lent to this acquisition when it may be
-   * (see LockTurns.lend): recorded as it stands in Redis, with no round trip. An explicit lease is
-   * renewed later if it is held long enough to need it (see LentLeases).
-   */
-  private lentHold(
-    prior: DeferredRelease,
-    localOwner: string,
-    wanted: Pick<HoldFacts, 'leaseMs' | 'watched' | 'label'>,
-  ): HeldLock | undefined {
-    const { turns } = this;
-    const lent = turns?.lend(prior, wanted.watched, wanted.leaseMs);
-    if (!turns || !lent) return undefined;
-    // Shaped like a grant from Redis (every field set: see recordGrant): a first hold, made while other
-    // processes wait, under the lent hold's Redis id.
-    const grant: Grant = { fencingToken: lent.fencingToken, reentered: false, holder: undefined, othersWaiting: true };
-    const held = this.recordHold(prior.holder, grant, {
-      leaseMs: wanted.leaseMs,
-      watched: wanted.watched,
-      sentAt: Date.now(),
-      label: wanted.label,
-      localOwner,
-      expiresAt: prior.expiresAt,
-      lendable: lent.lendable,
-      holdId: prior.holdId,
-    });
-    turns.lent(held);
-    return held;
-  }
-
-  /**
-   * Sets `held`'s lease in Redis to end at `until` (a lent explicit lease's, see LentLeases), sent
-   * again while Redis cannot be reached and the lease it has may not have ended yet.
-   */
-  private renewLease(held: HeldLock, until: number): Promise<boolean> {
-    const { redis, operationTimeout } = this.engine;
-    const send = () => this.sendRenewal(held, Math.max(1, Math.ceil(until - Date.now())));
-    return retryWhileUnreachable(send, {
-      redis,
-      operationTimeout,
-      until: held.expiresAt,
-      key: this.name,
-      name: 'lease',
-    });
-  }
-
-  /** Sets `held`'s lease in Redis to `leaseMs` from now (extend, a lent lease); true when the hold was there. */
+  /** Sets `held`'s lease in Redis to `leaseMs` from now (extend); true when the hold was there. */
   private async sendRenewal(held: HeldLock, leaseMs: number): Promise<boolean> {
     const [renewed] = await RENEW_MANY.run(this.engine.redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]);
     return renewed === 1;
   }
 
   private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
-    // Known contended from the grant, a turn defers from its first release on: what lets its next
-    // acquisition be lent the hold at once.
-    if (!grant.reentered) this.turns?.granted(grant.othersWaiting === true);
+    if (!grant.reentered) this.turns?.granted();
     // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
-    // fast path (map transitions at every grant, in a profile of a lending loop).
-    const held = this.engine.registry.record({
+    // fast path (map transitions at every grant, in a profile of a hot-key loop).
+    return this.engine.registry.record({
       name: this.name,
       key: this.keys.lock,
       owner: holder,
       holdId: hold.holdId,
-      localOwner: hold.localOwner,
       leaseMs: hold.leaseMs,
       watched: hold.watched,
       fencingToken: grant.fencingToken,
@@ -654,14 +538,9 @@ export abstract class LockBase implements ReleaseReplayer {
         extend: (lock, leaseTime) => this.extend(lock, leaseTime),
       }),
       sentAt: hold.sentAt,
-      expiresAt: hold.expiresAt,
-      lendable: hold.lendable,
       label: hold.label,
       reentered: grant.reentered,
     });
-    // A re-entry's script set the lease in Redis from now: a lent lease is owed nothing more (see LentLeases).
-    if (grant.reentered) this.turns?.extended(held);
-    return held;
   }
 
   /** How a hold of this lock is released and extended (made on the first grant). */
@@ -754,7 +633,6 @@ export abstract class LockBase implements ReleaseReplayer {
     const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, holdId, handOver);
     const { turns } = this;
     const handOver = turns && final ? turns.handOverFor() : 'pass';
-    if (turns && handOver === 'keep' && turns.deferred(held, holdId)) return 'released';
     const startedAt = Date.now();
     let raw: RawRelease;
     try {
@@ -765,6 +643,9 @@ export abstract class LockBase implements ReleaseReplayer {
         throw error;
       }
       const retried = this.retryRelease(held, holdId, () => send(), final);
+      // The first copy may have landed as 'kept', the lock reserved for this process's turn, which a
+      // repeat (answered as that copy was) does not undo: pass it on once a copy lands.
+      if (handOver === 'keep') void retried.then(() => this.passWakeUp());
       this.engine.registry.inFlightFor(held.key, held.owner, retried);
       // The caller waits for the repeats up to one operationTimeout in all: a reconnect (a failover's
       // switch, a revived connection) is over well within it, and then the answer is a final one.
@@ -799,6 +680,7 @@ export abstract class LockBase implements ReleaseReplayer {
       held.markReleased();
       return Date.now() < held.expiresAt ? 'released' : 'expired';
     }
+    if (final) this.turns?.released(handOver, raw); // the hold was gone: so is the turn
     if (held.lost) {
       held.forget(); // already reported
       return 'expired';
@@ -806,24 +688,6 @@ export abstract class LockBase implements ReleaseReplayer {
     // It ran out before we released it: the work ran unprotected for a while; say so loudly.
     held.markLost(raw === 'not-owner' ? 'not-owner' : 'lease-expired');
     return 'expired';
-  }
-
-  private sendRelease(release: DeferredRelease): Promise<RawRelease> {
-    return this.releaseOnce(release.holder, release.leaseMs, release.holdId, 'pass');
-  }
-
-  /**
-   * A deferred release whose attempt failed, or that could not reach Redis: sent again (it is
-   * idempotent) until it lands or its lease is over; a new grant of the same owner waits for it.
-   */
-  private sendDeferredInBackground(release: DeferredRelease): void {
-    this.sendInBackground(
-      release.holder,
-      release.leaseMs,
-      'unlock',
-      () => this.sendRelease(release),
-      (error) => this.engine.logger.warn(`Gave up releasing lock "${this.name}": ${error.message}`),
-    );
   }
 
   /** Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases). */
@@ -876,7 +740,6 @@ export abstract class LockBase implements ReleaseReplayer {
       throw new LockLostError(this.name, held.owner, 'not-owner');
     }
     held.expiresAt = sentAt + leaseMs;
-    this.turns?.extended(held);
     if (!held.watched) {
       held.leaseMs = leaseMs;
       held.armExpiry();

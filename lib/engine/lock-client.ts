@@ -239,9 +239,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async inspect(name: string): Promise<LockInspection> {
     assertLockName(name);
     const keys = lockKeys(this.keyPrefix, name);
-    const bound = { key: name, name: 'inspect' };
-    await bounded(this.engine.turns.settle(keys.lock), this.operationTimeout, bound); // our own releases first
-    return bounded(inspectLock(this.redis, name, keys), this.operationTimeout, bound);
+    return bounded(inspectLock(this.redis, name, keys), this.operationTimeout, { key: name, name: 'inspect' });
   }
 
   /**

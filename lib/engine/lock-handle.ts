@@ -39,8 +39,7 @@ export class LockHandle implements LockContext, AsyncDisposable {
   }
 
   /**
-   * The id Redis records the hold under (what inspect shows): the owner's own, a simple lock's token,
-   * or, for a hold that its process may lend on in a turn, an id of the process's (see ProcessTurns).
+   * The id Redis records the hold under (what inspect shows): the owner's own, or a simple lock's token.
    */
   get owner(): string {
     return this.held.owner;

@@ -8,8 +8,6 @@ import type { Watchdog } from './watchdog';
  */
 export class LockRegistry {
   private readonly locks = new Map<string, HeldLock>();
-  /** The holds whose local owner is not their Redis id (lent in a turn), by (lock key, local owner). */
-  private readonly lentTo = new Map<string, HeldLock>();
   /** Releases and undos still being sent through an outage, per (lock key, holder). */
   private readonly inFlight = new Map<string, Promise<unknown>>();
 
@@ -42,23 +40,14 @@ export class LockRegistry {
     return this.locks.size;
   }
 
-  /** The record of `owner`'s hold on `key`, by its Redis id or, for a hold lent to it, its local owner. */
+  /** The record of `owner`'s hold on `key` (`owner`: the id Redis records it under). */
   get(key: string, owner: string): HeldLock | undefined {
-    return this.recordOf(heldLockId(key, owner));
+    return this.locks.get(heldLockId(key, owner));
   }
 
-  private recordOf(id: string): HeldLock | undefined {
-    return this.locks.get(id) ?? (this.lentTo.size === 0 ? undefined : this.lentTo.get(id));
-  }
-
-  /** The id Redis knows `owner`'s hold on `key` by: its own, or that of the hold lent to it in a turn. */
-  redisIdOf(key: string, owner: string): string {
-    return this.lentTo.size === 0 ? owner : (this.lentTo.get(heldLockId(key, owner))?.owner ?? owner);
-  }
-
-  /** The first record of `key` whose local owner satisfies `match`. */
-  find(key: string, match: (localOwner: string) => boolean): HeldLock | undefined {
-    for (const lock of this.locks.values()) if (lock.key === key && match(lock.localOwner)) return lock;
+  /** The first record of `key` whose owner satisfies `match`. */
+  find(key: string, match: (owner: string) => boolean): HeldLock | undefined {
+    for (const lock of this.locks.values()) if (lock.key === key && match(lock.owner)) return lock;
     return undefined;
   }
 
@@ -77,7 +66,6 @@ export class LockRegistry {
     if (existing) existing.markLost('lease-expired');
     const lock = new HeldLock(this, a);
     this.locks.set(lock.id, lock);
-    if (lock.localOwner !== lock.owner) this.lentTo.set(heldLockId(lock.key, lock.localOwner), lock);
     lock.keepAlive();
     return lock;
   }
@@ -89,8 +77,5 @@ export class LockRegistry {
 
   remove(lock: HeldLock): void {
     if (this.isCurrent(lock)) this.locks.delete(lock.id);
-    if (lock.localOwner === lock.owner) return;
-    const lentId = heldLockId(lock.key, lock.localOwner);
-    if (this.lentTo.get(lentId) === lock) this.lentTo.delete(lentId);
   }
 }

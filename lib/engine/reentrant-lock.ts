@@ -18,22 +18,13 @@ import { CLAIM_ATTEMPT, LOCK, UNLOCK } from './scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
-  protected async attempt({
-    holder,
-    leaseMs,
-    waiting,
-    prior,
-    tokens,
-    holdId,
-  }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ holder, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
     const [status, value, othersWaiting] = await LOCK.run(redis, this.keys, {
       leaseMs,
       owner: holder,
       clientId,
       waiting: waitingFlag(waiting),
-      priorHold: prior?.holdId ?? '',
-      tokens,
       holdId,
     });
     return attemptOutcome(status, value, undefined, othersWaiting);
@@ -56,6 +47,7 @@ export class ReentrantLock extends HashLock {
       message: 'released',
       handOver,
       clientId,
+      turnMs: this.turnMsFor(handOver),
     });
   }
 

@@ -40,8 +40,7 @@ export type SimpleLockContext = ({ isSuccess: true } & LockContext) | { isSucces
  * The cheapest kind: `SET key token PX lease NX`, released by compare-and-delete. Not re-entrant
  * (a second acquisition by the same owner waits like anyone else). The token is unique to each
  * acquisition and names its owner (`<id>:<owner id>`), so any process can release an owner's hold by
- * owner; a hold its process may lend to another of its owners names none (see turnHolder). Waiters
- * sleep on the same pub/sub notifications as the reentrant lock.
+ * owner. Waiters sleep on the same pub/sub notifications as the reentrant lock.
  * @example
  * const done = await locks.getSimpleLock('sync:users').doWithLock(async (ctx) => {
  *   if (!ctx.isSuccess) return false;
@@ -100,8 +99,6 @@ export class SimpleLock extends LockBase {
     if (options.owner !== undefined) assertAcquireOptions(this.name, { owner: options.owner });
     const owner = options.owner ?? this.scopeOwner();
     if (owner === undefined || this.findHeld(owner)) return super.unlock(options);
-    // A release of this process's held back in its turn lands first: that owner holds nothing any more.
-    await this.bounded(this.engine.turns.settle(this.keys.lock), 'unlock');
     const callId = randomUUID(); // every repeat of this call carries it: one hold ends, whatever comes back
     const raw = await this.sendOnce(() => this.releaseOwnerHold(owner, callId));
     if (raw === 'not-locked' || raw === 'not-owner') throw new LockNotHeldError(this.name, owner);
@@ -113,24 +110,9 @@ export class SimpleLock extends LockBase {
     return `${randomUUID()}:${owner}`;
   }
 
-  /**
-   * A hold its process may lend on is taken under its acquisition's id alone: lent to another owner of
-   * the process, a token naming the first one would let a release by that owner end the lent hold.
-   */
-  protected override turnHolder(token: string): string {
-    return token.slice(0, ID_LENGTH);
-  }
-
-  protected async attempt({ holder: token, leaseMs, waiting, prior, tokens }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId } = this.engine;
-    const reply = await SIMPLE_LOCK.run(redis, this.keys, {
-      token,
-      leaseMs,
-      clientId,
-      waiting: waitingFlag(waiting),
-      priorToken: prior?.holder ?? '',
-      tokens,
-    });
+    const reply = await SIMPLE_LOCK.run(redis, this.keys, { token, leaseMs, clientId, waiting: waitingFlag(waiting) });
     return attemptOutcome(reply[0], reply[1], token, reply[2]);
   }
 
@@ -149,6 +131,7 @@ export class SimpleLock extends LockBase {
       clientId,
       owner: '',
       callId: '',
+      turnMs: this.turnMsFor(handOver),
     });
   }
 
@@ -163,6 +146,7 @@ export class SimpleLock extends LockBase {
       clientId,
       owner,
       callId,
+      turnMs: 0,
     });
   }
 
@@ -174,7 +158,7 @@ export class SimpleLock extends LockBase {
     return value === token ? { fencingToken: Number(fence), reentered: false, holder: token } : undefined;
   }
 
-  /** Holds are recorded here under their acquisition's token (lent ones too), which names the owner. */
+  /** Holds are recorded here under their acquisition's token, which names the owner. */
   protected override findHeld(owner: string): HeldLock | undefined {
     return this.engine.registry.find(this.keys.lock, (token) => namesOwner(token, owner));
   }

@@ -4,6 +4,12 @@ import type { PubSub } from './pubsub';
 export type WakeReason = 'notified' | 'timeout';
 
 /**
+ * A message `after:<ms>` tells this process to try the lock in `ms` milliseconds, not at once: another
+ * process's turn keeps the free lock reserved until then (see lua/include/hand-over.lua keepTurn).
+ */
+const TRY_AFTER = 'after:';
+
+/**
  * One waiter's seat on a lock channel. `wait()` sleeps until an unlock message picks this waiter or
  * the timeout passes; a wake-up that arrives while the waiter is busy retrying is kept for its next
  * `wait()`, so none is lost.
@@ -97,6 +103,8 @@ class ChannelWaiters {
   broadcast = false;
   private lastHeard = Date.now();
   private recheckTimer?: NodeJS.Timeout;
+  /** Wakes a waiter when the turn another process reserved the lock for ends (see TRY_AFTER). */
+  private tryTimer?: NodeJS.Timeout;
 
   add(ticket: WaitTicket): void {
     this.members.add(ticket);
@@ -146,6 +154,23 @@ class ChannelWaiters {
   stopRechecks(): void {
     clearTimeout(this.recheckTimer);
     this.recheckTimer = undefined;
+    clearTimeout(this.tryTimer);
+    this.tryTimer = undefined;
+  }
+
+  /**
+   * Another process's turn keeps the lock reserved for `ms` more (see TRY_AFTER): the longest-parked
+   * waiter tries once it ends, unless a wake-up comes first. The timer runs here, so a stall of the
+   * process whose turn it is cannot put it off.
+   */
+  private tryAfter(ms: number): void {
+    // No waiter left: pass it on now (the next process in line is told instead).
+    if (this.members.size === 0 && this.onUnheard) return this.onUnheard();
+    this.tryTimer = setTimeout(() => {
+      this.tryTimer = undefined;
+      this.deliver('');
+    }, ms + 1); // past the reservation's last millisecond
+    this.tryTimer.unref();
   }
 
   unpark(ticket: WaitTicket): void {
@@ -165,6 +190,13 @@ class ChannelWaiters {
    */
   deliver(message: string): void {
     this.lastHeard = Date.now();
+    // A wake-up replaces a pending try: the lock was passed on, or this is that try.
+    clearTimeout(this.tryTimer);
+    this.tryTimer = undefined;
+    if (message.startsWith(TRY_AFTER)) {
+      const ms = Number(message.slice(TRY_AFTER.length));
+      if (Number.isFinite(ms) && ms >= 0) return this.tryAfter(ms);
+    }
     if (this.broadcast) return this.wakeAll();
     if (this.byId.size > 0) {
       const target = this.byId.get(message);

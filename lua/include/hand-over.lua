@@ -1,21 +1,40 @@
 -- Hand-over of a contended reentrant or simple lock between processes (see lib/engine/process-turns.ts).
 -- A process that holds a contended lock keeps re-acquiring it, or handing it to its own waiters, for a
--- short turn; then its release passes the lock on: it wakes the longest-waiting process and reserves
--- the free lock for it, so that the passer's own next attempt, sent at once while the woken process is
--- still waking, cannot take it back. The reservation lapses by itself, so a woken process that never
--- comes (frozen, or gone between its wake-up and its attempt) holds the lock back for this long at most.
+-- short turn; then its release passes the lock on. The free lock may be reserved (`next` key) in two
+-- ways, its value naming the kind and the client it is for:
+--   'pass:<client>'  a release passed the lock on: it woke the longest-waiting process and reserved the
+--                    free lock for it, so that the passer's own next attempt, sent at once while the woken
+--                    process is still waking, cannot take it back. Used up by that process's grant; lapses
+--                    by itself after HAND_OVER_MS, so a woken process that never comes (frozen, or gone
+--                    between its wake-up and its attempt) holds the lock back for this long at most.
+--   'turn:<client>'  a release inside <client>'s turn kept the lock in its process while others wait
+--                    (keepTurn): the free lock stays <client>'s until the turn's end, whatever its grants
+--                    in between, and the next process in line was told when that is. A stall of <client>
+--                    (nothing in that process runs, not even the pass it would make when its turn ends)
+--                    therefore holds the others back until the turn's end in Redis time, and no longer.
 --!include wake-one-process.lua
 local HAND_OVER_MS = 50
 
--- When the free lock is reserved for another process than `client`: the reservation's remaining ms
--- (what a refused caller waits at most). Otherwise nil, and `mine` tells whether it was reserved for
--- `client` (the reservation is then used up by its grant).
-local function reservation(nextKey, client)
-  local reserved = redis.call('get', nextKey)
-  if not reserved then return nil, false end
-  if reserved == client then return nil, true end
+-- The free lock's reservation: its kind ('pass' or 'turn'), the client it is for and its remaining ms;
+-- nil when there is none. A value of another form (an older script's) counts as a hand-over to
+-- another client.
+local function readReservation(nextKey)
+  local value = redis.call('get', nextKey)
+  if not value then return nil end
   local ttl = redis.call('pttl', nextKey)
-  if ttl <= 0 then return nil, false end
+  if ttl <= 0 then return nil end
+  local kind, client = string.match(value, '^(%l+):(.*)$')
+  if kind ~= 'pass' and kind ~= 'turn' then kind, client = 'pass', '' end
+  return kind, client, ttl
+end
+
+-- When the free lock is reserved for another process than `client`: the reservation's remaining ms
+-- (what a refused caller waits at most). Otherwise nil, and `mine` tells how it is reserved for
+-- `client`: 'pass' (used up by its grant), 'turn' (kept through the turn) or false.
+local function reservation(nextKey, client)
+  local kind, reservedFor, ttl = readReservation(nextKey)
+  if not kind then return nil, false end
+  if reservedFor == client then return nil, kind end
   return ttl, false
 end
 
@@ -34,9 +53,40 @@ end
 local function handOver(waitingKey, channelPrefix, nextKey, publish, message)
   local woken = wakeOneProcess(waitingKey, channelPrefix, publish, message)
   if woken then
-    redis.call('set', nextKey, woken, 'px', HAND_OVER_MS)
+    redis.call('set', nextKey, 'pass:' .. woken, 'px', HAND_OVER_MS)
   else
     redis.call('del', nextKey)
   end
   return woken
+end
+
+-- The message that tells a waiting process to try the lock in `ms` milliseconds (when a turn's
+-- reservation ends), not at once (see lib/engine/waiters.ts).
+local function tryAfterMessage(ms)
+  return 'after:' .. ms
+end
+
+-- A release in `client`'s turn left the lock free while other processes wait ('kept'): the free lock is
+-- reserved for `client` until its turn ends, `turnMs` from now, and the longest-waiting other process is
+-- told to try then. Once per turn: a later release of the same turn finds the reservation and changes
+-- nothing. So whatever `client` does next (takes the lock again, passes it, or stalls), the others
+-- can take the lock at the latest when the reservation ends.
+local function keepTurn(waitingKey, channelPrefix, nextKey, publish, client, turnMs)
+  if redis.call('get', nextKey) == 'turn:' .. client then return end
+  redis.call('set', nextKey, 'turn:' .. client, 'px', turnMs)
+  wakeOneProcess(waitingKey, channelPrefix, publish, tryAfterMessage(turnMs), client)
+end
+
+-- A release in `client`'s turn found no other process waiting: the turn is over, and so is its reservation.
+local function endTurn(nextKey, client)
+  if redis.call('get', nextKey) == 'turn:' .. client then redis.call('del', nextKey) end
+end
+
+-- The turn-length argument of a release made with 'keep', or nil and the BADARG reply to return.
+local function turnMsArgument(value)
+  local ms = tonumber(value)
+  if not ms or ms < 1 or ms > 3600000 or ms % 1 ~= 0 then
+    return nil, redis.error_reply('BADARG turn ms must be whole ms in 1..3600000, got ' .. tostring(value))
+  end
+  return ms
 end

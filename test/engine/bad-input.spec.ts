@@ -284,7 +284,7 @@ describe('bad input', () => {
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [lease, 'owner', 'client', '0', '', 1, 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [lease, 'owner', 'client', '0', 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
         [
           'fair-lock-6.lua',
@@ -312,8 +312,8 @@ describe('bad input', () => {
       const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants];
       const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:released`];
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', '', 1, 'h']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', 'yes', '', 1, 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', 'yes', 'h']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
         [
@@ -383,16 +383,22 @@ describe('bad input', () => {
         ],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', '']],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', '', 'c']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', '', '0', '', 1, 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', '', '0', 'h']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', 1, '']],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0']],
-        // Fencing token counts (see fencing-tokens.lua): missing, not whole, out of 1..1000.
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '', 'h']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '0', 'h']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '', '2.5', 'h']],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '']],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0', '', '1001']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '']],
+        // A release kept in a turn says how long the turn may last (see hand-over.lua): missing, not whole, out of range.
+        [
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
+          ['owner', 'h', 1000, 'publish', 'released', 'keep', 'c', 'one'],
+        ],
+        [
+          'unlock-6.lua',
+          [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
+          ['owner', 'h', 1000, 'publish', 'released', 'keep', 'c', 'one', '2.5'],
+        ],
+        ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', 'c', '0']],
+        ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', 'c', '3600001']],
         ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', 1000, 2000, 'publish', 'x']],
         ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', '', 1000, 2000, 'publish', 'any']],
         // A force without its call id (see force-once.lua), or with unusable settings.
@@ -411,8 +417,8 @@ describe('bad input', () => {
       const k = base();
       const unlockKeys = [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence];
       const lockKeys = [k.lock, k.fence, k.waiting, k.next, k.grants];
-      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', '', 1, 'h1']);
-      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', '', 1, 'h2']);
+      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', 'h1']);
+      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', 'h2']);
       await expect(
         runScriptUnchecked(redis, 'unlock-6.lua', unlockKeys, [
           'owner',

@@ -108,7 +108,7 @@ describe('simple-unlock-5: a release runs once', () => {
   };
   type Keys = ReturnType<typeof keysOf>;
   const take = (k: Keys, token: string) =>
-    SIMPLE_LOCK.run(redis, k, { token, leaseMs: 10_000, clientId: 'c', waiting: 'once', priorToken: '', tokens: 1 });
+    SIMPLE_LOCK.run(redis, k, { token, leaseMs: 10_000, clientId: 'c', waiting: 'once' });
   const release = (k: Keys, by: { token: string } | { owner: string; callId: string }) =>
     SIMPLE_UNLOCK.run(redis, k, {
       token: 'token' in by ? by.token : '',
@@ -118,6 +118,7 @@ describe('simple-unlock-5: a release runs once', () => {
       message: 'released',
       handOver: 'pass',
       clientId: 'c',
+      turnMs: 0,
     });
   const token = (owner: string) => `${randomUUID()}:${owner}`;
 

@@ -21,6 +21,7 @@ export async function workerClient(): Promise<{ redis: RedisClient; locks: LockC
     operationTimeout: process.env.OPERATION_TIMEOUT_MS ? Number(process.env.OPERATION_TIMEOUT_MS) : undefined,
     logger: { warn: (m: string) => console.error(m), error: (m: string) => console.error(m) },
     replicaSync: replicaSyncFromEnv(process.env.REPLICA_SYNC),
+    turnTime: process.env.TURN_MS ? Number(process.env.TURN_MS) : undefined,
   };
   if (process.env.CONNECTION) {
     const connection = JSON.parse(process.env.CONNECTION) as ConnectionOptions;

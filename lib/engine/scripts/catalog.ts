@@ -28,15 +28,16 @@ const RELEASE_KEYS = ['lock', 'channel', 'waiting', 'next'] as const;
 const handOver = arg<HandOver>();
 
 /**
- * LOCK takes or re-enters the lock under the attempt's own hold id, or registers the waiting process,
- * after landing the release its process made in its turn, if any (`priorHold`, '' for none); UNLOCK
- * releases the hold it names (`which` 'one'), or any one hold of the owner under the call's own id
- * (`which` 'any'), the last one waking one waiting process (or none inside a turn). See hold-ids.lua.
+ * LOCK takes or re-enters the lock under the attempt's own hold id, or registers the waiting process;
+ * UNLOCK releases the hold it names (`which` 'one'), or any one hold of the owner under the call's own
+ * id (`which` 'any'), the last one waking one waiting process, or inside a turn (`handOver` 'keep')
+ * reserving the lock for the rest of the turn (`turnMs`) and telling the next process when it ends.
+ * See hold-ids.lua and hand-over.lua.
  */
 export const LOCK = defineScript({
   file: 'lock-5.lua',
   keys: ['lock', 'fence', 'waiting', 'next', 'grants'],
-  args: { leaseMs: num, owner: str, clientId: str, waiting, priorHold: str, tokens: num, holdId: str },
+  args: { leaseMs: num, owner: str, clientId: str, waiting, holdId: str },
   reply: asIs<TurnAttemptReply>,
 });
 
@@ -52,6 +53,7 @@ export const UNLOCK = defineScript({
     handOver,
     clientId: str,
     which: arg<'one' | 'any'>(),
+    turnMs: num,
   },
   reply: asIs<ReleaseReply>,
 });
@@ -68,7 +70,7 @@ export const CLAIM_ATTEMPT = defineScript({
 export const SIMPLE_LOCK = defineScript({
   file: 'simple-lock-4.lua',
   keys: ['lock', 'fence', 'waiting', 'next'],
-  args: { token: str, leaseMs: num, clientId: str, waiting, priorToken: str, tokens: num },
+  args: { token: str, leaseMs: num, clientId: str, waiting },
   reply: asIs<TurnAttemptReply>,
 });
 
@@ -79,7 +81,7 @@ export const SIMPLE_LOCK = defineScript({
 export const SIMPLE_UNLOCK = defineScript({
   file: 'simple-unlock-5.lua',
   keys: [...RELEASE_KEYS, 'released'],
-  args: { token: str, owner: str, callId: str, publish, message: str, handOver, clientId: str },
+  args: { token: str, owner: str, callId: str, publish, message: str, handOver, clientId: str, turnMs: num },
   reply: asIs<ReleaseReply>,
 });
 
