@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { bounded } from './bounded';
 import { isOutage } from './outage';
 import { MAX_TIMER_MS } from './long-timer';
@@ -60,12 +61,12 @@ class OutageAllowance {
   /** Whether to keep waiting after `error`; if so, `retryIn()` says when to try again. */
   tolerates(error: unknown): boolean {
     if (!isOutage(error) || this.waitTime === 0 || this.connectionGone()) return false;
-    this.since ??= Date.now();
-    return Date.now() < this.giveUpAt();
+    this.since ??= monotonicNow();
+    return monotonicNow() < this.giveUpAt();
   }
 
   retryIn(): number {
-    return Math.max(0, Math.min(OUTAGE_RETRY_MS, this.giveUpAt() - Date.now()));
+    return Math.max(0, Math.min(OUTAGE_RETRY_MS, this.giveUpAt() - monotonicNow()));
   }
 
   reached(): void {
@@ -88,7 +89,7 @@ class OutageAllowance {
 export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<AcquireOutcome<T>> {
   const { waitTime, signal, waiters, channel } = options;
   signal?.throwIfAborted();
-  const deadline = waitTime === undefined ? Infinity : Date.now() + waitTime;
+  const deadline = waitTime === undefined ? Infinity : monotonicNow() + waitTime;
   const outage = new OutageAllowance(waitTime, deadline, options.operationTimeout, options.connectionGone);
   // Already subscribed (a hot key): take a seat before the first attempt, so a release right after
   // it cannot be missed and no second attempt is needed once subscribed. Not for an attempt expected
@@ -135,7 +136,7 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
         }
       }
       if (!refused) continue; // unreachable: retried above
-      const remaining = deadline - Date.now();
+      const remaining = deadline - monotonicNow();
       if (remaining <= 0) return refused;
       // PTTL -2: released in between, retry at once; -1 (no expiry): rely on the message.
       const ttl = refused.ttl === -2 ? 0 : refused.ttl === -1 ? remaining : refused.ttl;

@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { LockOptionsError, RedisRefusedError, RedisUnavailableError, refusalCode } from './errors';
 
 /**
@@ -76,20 +77,20 @@ class DeadlineQueue {
       this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
-    const deadline: Deadline = { at: Date.now() + this.timeoutMs, expire };
+    const deadline: Deadline = { at: monotonicNow() + this.timeoutMs, expire };
     this.queue.push(deadline);
     if (!this.timer) this.arm(deadline.at);
     return deadline;
   }
 
   private arm(at: number): void {
-    this.timer = setTimeout(this.sweep, Math.max(0, at - Date.now()));
+    this.timer = setTimeout(this.sweep, Math.max(0, at - monotonicNow()));
     this.timer.unref();
   }
 
   private readonly sweep = (): void => {
     this.timer = undefined;
-    const now = Date.now();
+    const now = monotonicNow();
     while (this.head < this.queue.length) {
       const next = this.queue[this.head];
       const { expire } = next;

@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from './acquire-loop';
@@ -113,7 +114,7 @@ export class FairLock extends HashLock {
       const accepted = await retryWhileUnreachable(accept, {
         redis,
         operationTimeout,
-        until: Date.now() + this.acceptanceLease,
+        until: monotonicNow() + this.acceptanceLease,
         key: this.name,
         name: 'accept hand-off',
       });
@@ -182,7 +183,7 @@ export class FairLock extends HashLock {
     const left = retryWhileUnreachable(() => FAIR_ABANDON.run(redis, this.keys, args), {
       redis,
       operationTimeout,
-      until: Date.now() + this.staleWaiterTimeout,
+      until: monotonicNow() + this.staleWaiterTimeout,
       key: this.name,
       name: 'abandon wait',
     });

@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import type { LockClient } from './lock-client';
 import type { Watchdog } from './watchdog';
 
@@ -36,11 +37,11 @@ export async function checkHealth(
   // Read before the PING's await: a renewal round that runs meanwhile must not hide a lag seen now.
   const lagMs = renewals.lagMs;
   const watchedLocks = renewals.size;
-  const started = Date.now();
+  const started = monotonicNow();
   const redis: LockClientHealth['redis'] = { healthy: true, status: client.redis.status };
   try {
     await ping();
-    redis.pingMs = Date.now() - started;
+    redis.pingMs = monotonicNow() - started;
   } catch (error) {
     redis.healthy = false;
     redis.error = (error as Error).message;

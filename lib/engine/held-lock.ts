@@ -1,3 +1,4 @@
+import { leaseEnd, monotonicNow } from './clock';
 import { LockLostError, type LockLostReason } from './errors';
 import type { ReleaseOutcome } from './lock-handle';
 import type { LockRegistry } from './lock-registry';
@@ -69,14 +70,17 @@ export class HeldLock {
   lost = false;
   /** Redis reported the last hold released; later releases of it are no-ops. */
   released = false;
-  /** Conservative local estimate of when Redis lets the lease run out (ms since epoch). */
+  /**
+   * When this side takes the lease for over (monotonicNow ms): a drift margin before Redis can let it run
+   * out, counted from when the command that set it was sent (see leaseEnd).
+   */
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   private expiryTimer?: LongTimer;
   /** AcquireOptions.label of the first hold, for events and metrics. */
   readonly label?: string;
-  /** When this client learnt of the grant (ms since epoch). */
-  readonly grantedAt = Date.now();
+  /** When this client learnt of the grant (monotonicNow ms). */
+  readonly grantedAt = monotonicNow();
   /**
    * Told of each watchdog renewal Redis confirmed: when it was sent (performance.now()) and the lease
    * it set. A RedLock's vote uses it to follow its master's lease on a clock no NTP step moves.
@@ -103,12 +107,22 @@ export class HeldLock {
     this.holdIds = [a.holdId];
     this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
-    this.expiresAt = a.sentAt + a.leaseMs;
+    this.expiresAt = this.leaseEndFrom(a.sentAt, a.leaseMs);
   }
 
   /** Holds this client has (1 = first acquisition). */
   get holdCount(): number {
     return this.holdIds.length;
+  }
+
+  /** Redis set this hold's lease to `leaseMs` with a command sent at `sentAt` (a renewal, `extend()`). */
+  leaseSet(sentAt: number, leaseMs: number): void {
+    this.expiresAt = this.leaseEndFrom(sentAt, leaseMs);
+  }
+
+  /** When the holder must take such a lease for over: a drift margin before Redis's end (see leaseEnd). */
+  private leaseEndFrom(sentAt: number, leaseMs: number): number {
+    return leaseEnd(sentAt, leaseMs, this.registry.driftFactor);
   }
 
   /** Whether hold `holdId` is one this client still has. */
@@ -139,7 +153,7 @@ export class HeldLock {
    * shorter): the local expiry follows, so the holder is not told of a loss while Redis still holds it.
    */
   private leaseFromReentry(a: Acquisition): void {
-    const until = a.sentAt + a.leaseMs; // it ran after it was sent: Redis's lease ends no earlier
+    const until = this.leaseEndFrom(a.sentAt, a.leaseMs); // it ran after it was sent: Redis's lease ends no earlier
     if (until <= this.expiresAt || this.lost) return;
     this.expiresAt = until;
     this.leaseMs = Math.max(this.leaseMs, a.leaseMs);
@@ -167,7 +181,7 @@ export class HeldLock {
     this.disarmExpiry();
     if (this.watched) return;
     // Chunked past setTimeout's limit: a 30-day lease must not be reported lost 1 ms in.
-    this.expiryTimer = setLongTimeout(() => this.markLost('lease-expired'), this.expiresAt - Date.now());
+    this.expiryTimer = setLongTimeout(() => this.markLost('lease-expired'), this.expiresAt - monotonicNow());
   }
 
   private disarmExpiry(): void {

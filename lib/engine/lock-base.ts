@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { randomUUID } from 'node:crypto';
 import { acquireLoop, type AcquireLoopOptions, type Attempt } from './acquire-loop';
 import { bounded } from './bounded';
@@ -356,7 +357,7 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   protected sendOnce<T>(send: () => Promise<T>): Promise<T> {
     const { redis, operationTimeout } = this.engine;
-    const until = Date.now() + 2 * operationTimeout;
+    const until = monotonicNow() + 2 * operationTimeout;
     return retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
   }
 
@@ -425,7 +426,7 @@ export abstract class LockBase implements ReleaseReplayer {
     let refusedBefore = false;
     /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
     let grantedIn = 0;
-    const startedAt = Date.now();
+    const startedAt = monotonicNow();
     try {
       const outcome = await acquireLoop<Taken>({
         key: this.name,
@@ -451,7 +452,7 @@ export abstract class LockBase implements ReleaseReplayer {
           this.turns?.attempting();
           const holder = this.holderFor(owner);
           const holdId = this.engine.newHoldId();
-          const sentAt = Date.now();
+          const sentAt = monotonicNow();
           let result: Attempt<Grant>;
           try {
             const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
@@ -483,7 +484,7 @@ export abstract class LockBase implements ReleaseReplayer {
           // The grant went down with the master that made it: wait for the lock again, for what is
           // left of waitTime, on the master that serves it now.
           const { waitTime } = options;
-          const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (Date.now() - startedAt));
+          const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
           return await this.acquire({ ...options, waitTime: left }, defaultWaitTime);
         }
         this.engine.lockEvent('acquired', () => ({
@@ -492,7 +493,7 @@ export abstract class LockBase implements ReleaseReplayer {
           owner: handle.owner,
           label,
           fencingToken: handle.fencingToken,
-          waitedMs: Date.now() - startedAt,
+          waitedMs: monotonicNow() - startedAt,
           reentered: handle.holdCount > 1,
         }));
         return handle;
@@ -503,7 +504,7 @@ export abstract class LockBase implements ReleaseReplayer {
         kind: this.kind,
         owner,
         label,
-        waitedMs: Date.now() - startedAt,
+        waitedMs: monotonicNow() - startedAt,
       }));
       return { ttl: outcome.ttl };
     } catch (error) {
@@ -570,7 +571,7 @@ export abstract class LockBase implements ReleaseReplayer {
     onGiveUp: (error: Error) => void = () => undefined,
   ): void {
     const { redis, operationTimeout, registry } = this.engine;
-    const until = Date.now() + leaseMs + operationTimeout;
+    const until = monotonicNow() + leaseMs + operationTimeout;
     const sent = retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name }).then(
       () => undefined,
       onGiveUp,
@@ -592,7 +593,7 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
     const { redis, operationTimeout } = this.engine;
-    const until = Date.now() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
+    const until = monotonicNow() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
     const check = () => this.grantOfUnknownAttempt(held.owner, holdId);
     try {
       if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: this.name, name: 'lock' })) {
@@ -621,7 +622,7 @@ export abstract class LockBase implements ReleaseReplayer {
       kind: this.kind,
       owner: held.owner,
       label: held.label,
-      heldMs: Date.now() - held.grantedAt,
+      heldMs: monotonicNow() - held.grantedAt,
       outcome,
     }));
     return outcome;
@@ -633,7 +634,7 @@ export abstract class LockBase implements ReleaseReplayer {
     const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, holdId, handOver);
     const { turns } = this;
     const handOver = turns && final ? turns.handOverFor() : 'pass';
-    const startedAt = Date.now();
+    const startedAt = monotonicNow();
     let raw: RawRelease;
     try {
       raw = await this.bounded(send(handOver), 'unlock');
@@ -649,7 +650,7 @@ export abstract class LockBase implements ReleaseReplayer {
       this.engine.registry.inFlightFor(held.key, held.owner, retried);
       // The caller waits for the repeats up to one operationTimeout in all: a reconnect (a failover's
       // switch, a revived connection) is over well within it, and then the answer is a final one.
-      const result = await settledWithin(retried, startedAt + this.engine.operationTimeout - Date.now());
+      const result = await settledWithin(retried, startedAt + this.engine.operationTimeout - monotonicNow());
       if (result instanceof Error) throw result;
       return result ?? 'pending';
     }
@@ -678,7 +679,7 @@ export abstract class LockBase implements ReleaseReplayer {
       // Gone: our earlier send landed before its reply was lost, or the lease ran out; either way no
       // hold of ours is left.
       held.markReleased();
-      return Date.now() < held.expiresAt ? 'released' : 'expired';
+      return monotonicNow() < held.expiresAt ? 'released' : 'expired';
     }
     if (final) this.turns?.released(handOver, raw); // the hold was gone: so is the turn
     if (held.lost) {
@@ -733,13 +734,13 @@ export abstract class LockBase implements ReleaseReplayer {
     leaseTime = checkDuration(this.name, 'leaseTime', leaseTime, LEASE_RULE);
     if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
     const leaseMs = leaseTime ?? held.leaseMs;
-    const sentAt = Date.now();
+    const sentAt = monotonicNow();
     const renewed = await this.bounded(this.sendRenewal(held, leaseMs), 'extend');
     if (!renewed) {
       held.markLost('not-owner');
       throw new LockLostError(this.name, held.owner, 'not-owner');
     }
-    held.expiresAt = sentAt + leaseMs;
+    held.leaseSet(sentAt, leaseMs);
     if (!held.watched) {
       held.leaseMs = leaseMs;
       held.armExpiry();

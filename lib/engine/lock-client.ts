@@ -8,7 +8,8 @@ import { LockOptionsError } from './errors';
 import { lockKeys } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
-import { assertKeyPrefix, assertLockName, checkDuration, TIMEOUT_RULE } from './validation';
+import { assertKeyPrefix, assertLockName, checkDuration, show, TIMEOUT_RULE } from './validation';
+import { DEFAULT_DRIFT_FACTOR } from './clock';
 import { RedisPubSub, type PubSub } from './pubsub';
 import { RecentReleases } from './recent-releases';
 import { LockObjects } from './lock-objects';
@@ -45,6 +46,12 @@ export interface LockClientOptions {
   watchdogTimeout?: number;
   /** Longest any single Redis operation may take before RedisUnavailableError. Default 3000 ms. */
   operationTimeout?: number;
+  /**
+   * The share of every lease a holder gives up to clock drift, plus 2 ms: its `signal` aborts (and the
+   * lock counts as lost here) that long before Redis can let the lease run out, counted from when the
+   * command that set it was sent. In [0, 1); default 0.01, Redlock's rule.
+   */
+  driftFactor?: number;
   /**
    * How long this process may keep taking a contended reentrant or simple lock (a loop, or its own
    * waiters one after another) before passing it to the process that waited longest. Default 10 ms;
@@ -123,6 +130,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       checkDuration('', 'operationTimeout', options.operationTimeout, TIMEOUT_RULE) ?? DEFAULT_OPERATION_TIMEOUT);
     const logger = options.logger ?? consoleLogger;
     const turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
+    const driftFactor = checkDriftFactor(options.driftFactor);
     const replicaSync = checkReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;
@@ -138,10 +146,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       logger,
       (renewed, failed) => this.lockEvent('renewed', () => ({ renewed, failed })),
     );
-    const registry = new LockRegistry(watchdog, (error) => {
-      logger.warn(error.message);
-      this.emit('lockLost', error);
-    });
+    const registry = new LockRegistry(
+      watchdog,
+      (error) => {
+        logger.warn(error.message);
+        this.emit('lockLost', error);
+      },
+      driftFactor,
+    );
     registerScripts(redis);
     this.engine = {
       redis,
@@ -338,4 +350,14 @@ function assertTelemetryOptions(telemetry: unknown): void {
   if (problems.length > 0) {
     throw new LockOptionsError(`${problems.join('; ')}.`, undefined, { option: 'telemetry', value: telemetry });
   }
+}
+
+/** `driftFactor` in [0, 1) (default DEFAULT_DRIFT_FACTOR), or LockOptionsError before any connection is used. */
+function checkDriftFactor(value: unknown): number {
+  if (value === undefined) return DEFAULT_DRIFT_FACTOR;
+  if (typeof value === 'number' && value >= 0 && value < 1) return value;
+  throw new LockOptionsError(`driftFactor must be a number in [0, 1), got ${show(value)}.`, undefined, {
+    option: 'driftFactor',
+    value,
+  });
 }

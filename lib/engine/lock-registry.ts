@@ -1,3 +1,4 @@
+import { DEFAULT_DRIFT_FACTOR } from './clock';
 import type { LockLostError } from './errors';
 import { HeldLock, heldLockId, type Acquisition } from './held-lock';
 import type { Watchdog } from './watchdog';
@@ -16,6 +17,8 @@ export class LockRegistry {
     readonly watchdog: Watchdog,
     /** Logs a lost hold and emits it as 'lockLost' (the client's). */
     readonly reportLoss: (error: LockLostError) => void,
+    /** The share of each lease a holder gives up to clock drift (see leaseEnd). */
+    readonly driftFactor: number = DEFAULT_DRIFT_FACTOR,
   ) {}
 
   /**

@@ -1,3 +1,5 @@
+import { monotonicNow } from './clock';
+
 /** setTimeout's own limit (about 24.8 days); a longer delay would fire after 1 ms. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -11,10 +13,10 @@ export interface LongTimer {
  * re-armed until the deadline, so a long lease is never reported as ended 1 ms in.
  */
 export function setLongTimeout(callback: () => void, delayMs: number): LongTimer {
-  const deadline = Date.now() + Math.max(0, delayMs);
+  const deadline = monotonicNow() + Math.max(0, delayMs);
   let timer: NodeJS.Timeout;
   const arm = (): void => {
-    const remaining = deadline - Date.now();
+    const remaining = deadline - monotonicNow();
     if (remaining <= MAX_TIMER_MS) {
       timer = setTimeout(callback, Math.max(0, remaining));
     } else {

@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { LockOptionsError } from './errors';
 import { GroupLock, type GroupLockContext, type GroupLockHandle } from './group-lock';
 import type { LockBase } from './lock-base';
@@ -80,11 +81,11 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
 
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
     options = checkAcquireOptions(this.name, options); // before any member is tried
-    const deadline = options.waitTime === undefined ? undefined : Date.now() + options.waitTime;
+    const deadline = options.waitTime === undefined ? undefined : monotonicNow() + options.waitTime;
     const held = new Map<LockBase, LockHandle>();
     try {
       for (const lock of this.ordered) {
-        const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - Date.now());
+        const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
         const handle = waitTime === undefined ? await lock.lock(options) : await lock.tryLock({ ...options, waitTime });
         if (!handle) {
           await releaseAll([...held.values()]);

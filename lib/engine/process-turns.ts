@@ -1,3 +1,5 @@
+import { monotonicNow } from './clock';
+
 /**
  * How long a process keeps a contended reentrant or simple lock to itself before passing it on.
  * Long enough for many acquisitions of a hot key (an acquisition is a few round trips), short enough
@@ -80,7 +82,7 @@ export class ProcessTurns {
   /** This process was granted lock `key` (a first hold, not a re-entry). */
   granted(key: string): void {
     const turn = this.turns.get(key);
-    const now = Date.now();
+    const now = monotonicNow();
     if (turn) {
       turn.holds++;
       turn.lastGrantAt = now;
@@ -99,7 +101,7 @@ export class ProcessTurns {
 
   /** Whether `turn` still runs: for turnTime, stretched while its holds are short (see TURN_MIN_HOLDS). */
   private goesOn(turn: Turn): boolean {
-    const now = Date.now();
+    const now = monotonicNow();
     const elapsed = now - turn.startedAt;
     if (elapsed < this.turnMs) return true;
     const longest = this.turnMs * TURN_STRETCH;
@@ -122,8 +124,8 @@ export class ProcessTurns {
    */
   reservationMs(key: string): number {
     const turn = this.turns.get(key);
-    const end = (turn?.startedAt ?? Date.now()) + this.turnMs * TURN_STRETCH;
-    return Math.max(1, Math.ceil(end - Date.now()));
+    const end = (turn?.startedAt ?? monotonicNow()) + this.turnMs * TURN_STRETCH;
+    return Math.max(1, Math.ceil(end - monotonicNow()));
   }
 
   /**
@@ -171,7 +173,7 @@ export class ProcessTurns {
 
   /** Turns older than the longest a turn lasts are over: a release would pass the lock on with or without them. */
   private sweep(): void {
-    const over = Date.now() - this.turnMs * TURN_STRETCH;
+    const over = monotonicNow() - this.turnMs * TURN_STRETCH;
     for (const [key, turn] of this.turns) if (turn.startedAt < over) this.turns.delete(key);
   }
 }

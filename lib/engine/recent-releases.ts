@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import type { LockRegistry } from './lock-registry';
 import type { RedisClient } from './redis-client';
 import { retryWhileUnreachable } from './retry-while-unreachable';
@@ -52,7 +53,7 @@ export class RecentReleases {
   /** `lock` released `holder`'s hold `holdId` on `key` (its lease `leaseMs`). */
   note(lock: ReleaseReplayer, key: string, holder: string, holdId: string, leaseMs: number): void {
     const slot = this.next;
-    this.at[slot] = Date.now();
+    this.at[slot] = monotonicNow();
     this.leaseMs[slot] = leaseMs;
     this.keys[slot] = key;
     this.holders[slot] = holder;
@@ -77,7 +78,7 @@ export class RecentReleases {
   }
 
   private readonly replay = (): void => {
-    const since = Date.now() - REPLAY_WINDOW_MS;
+    const since = monotonicNow() - REPLAY_WINDOW_MS;
     // One release per hold: a hold is released once.
     type Replay = { key: string; holder: string; holdId: string; leaseMs: number; lock: ReleaseReplayer };
     const recent = new Map<string, Replay>();
@@ -93,7 +94,7 @@ export class RecentReleases {
     this.clear();
     const { redis, operationTimeout, registry } = this;
     for (const { key, holder, holdId, leaseMs, lock } of recent.values()) {
-      const until = Date.now() + leaseMs + operationTimeout;
+      const until = monotonicNow() + leaseMs + operationTimeout;
       const sent = retryWhileUnreachable(() => lock.replayRelease(holder, holdId, leaseMs), {
         redis,
         operationTimeout,

@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import type { Cluster, Redis } from 'ioredis';
 import { bounded } from './bounded';
 import { slotThrough } from './cluster-slot';
@@ -121,7 +122,7 @@ export class ReplicaCounts {
   knownNow(node: Redis): number | undefined {
     const known = this.known.get(node);
     if (!known || known.generation !== this.generation) return undefined;
-    if (Date.now() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
+    if (monotonicNow() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
     return known.count;
   }
 
@@ -129,7 +130,7 @@ export class ReplicaCounts {
   async of(node: Redis): Promise<number> {
     const known = this.known.get(node);
     if (known && known.generation === this.generation) {
-      if (Date.now() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
+      if (monotonicNow() - known.at >= this.ttlMs) void this.refresh(node).catch(() => undefined);
       return known.count;
     }
     // An unreadable answer (an ACL without INFO) counts as no replica; an unreachable master is the caller's to judge.
@@ -141,7 +142,7 @@ export class ReplicaCounts {
 
   /** Counts `node` as replica-less until the next read (its replicas did not acknowledge in time). */
   degrade(node: Redis): void {
-    this.known.set(node, { count: 0, at: Date.now(), generation: this.generation });
+    this.known.set(node, { count: 0, at: monotonicNow(), generation: this.generation });
   }
 
   forget(): void {
@@ -160,7 +161,7 @@ export class ReplicaCounts {
     const reading = this.read(node)
       .then((info) => {
         const count = onlineReplicas(info);
-        if (generation === this.generation) this.known.set(node, { count, at: Date.now(), generation });
+        if (generation === this.generation) this.known.set(node, { count, at: monotonicNow(), generation });
         return count;
       })
       .finally(() => this.reading.delete(node));
@@ -271,8 +272,8 @@ export class ReplicaSync {
     // The master answered, its replicas did not: kept. Not waiting again on this master until its
     // replicas are read afresh: one stall, not one per lock.
     this.counts.degrade(node);
-    if (Date.now() - this.lastWarning >= AUTO_WARNING_INTERVAL_MS) {
-      this.lastWarning = Date.now();
+    if (monotonicNow() - this.lastWarning >= AUTO_WARNING_INTERVAL_MS) {
+      this.lastWarning = monotonicNow();
       this.logger.warn(
         `Lock "${name}": no replica acknowledged it within ${AUTO_SYNC_TIMEOUT_MS} ms; kept. Until a replica ` +
           'catches up, a failover may lose locks granted now (replicaSync: auto; warned at most every 10 s).',

@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { bounded } from './bounded';
 import { writesToFixedServer } from './fixed-server';
 import { closedForGood } from './connection-end';
@@ -11,7 +12,7 @@ export interface RetryWhileUnreachableOptions {
   redis: RedisClient;
   /** Each send is bounded like any operation. */
   operationTimeout: number;
-  /** Give up (rethrowing the last error) once this time (ms since epoch) has passed. */
+  /** Give up (rethrowing the last error) once this time (monotonicNow ms) has passed. */
   until: number;
   key?: string;
   name: string;
@@ -32,10 +33,10 @@ export async function retryWhileUnreachable<T>(
     try {
       return await bounded(send(), operationTimeout, { key, name, readOnlyIsFinal: writesToFixedServer(redis) });
     } catch (error) {
-      if (!isOutage(error) || Date.now() >= until || closedForGood(redis)) throw error;
+      if (!isOutage(error) || monotonicNow() >= until || closedForGood(redis)) throw error;
       refreshSlotsSoon(redis);
     }
     // Back off, but go again the moment the connection is back: every ms here keeps the lock blocked.
-    await Promise.race([sleep(Math.min(pause, Math.max(0, until - Date.now()))), nextReady(redis)]);
+    await Promise.race([sleep(Math.min(pause, Math.max(0, until - monotonicNow()))), nextReady(redis)]);
   }
 }

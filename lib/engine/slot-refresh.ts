@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import type { Cluster } from 'ioredis';
 import type { RedisClient } from './redis-client';
 
@@ -15,7 +16,7 @@ const lastRefresh = new WeakMap<Cluster, number>();
 export function refreshSlotsSoon(client: RedisClient): void {
   if (!client.isCluster) return;
   const cluster = client as Cluster;
-  const now = Date.now();
+  const now = monotonicNow();
   if (now - (lastRefresh.get(cluster) ?? 0) < REFRESH_EVERY_MS) return;
   lastRefresh.set(cluster, now);
   cluster.refreshSlotsCache(() => undefined);

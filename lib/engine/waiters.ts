@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import { onAbort } from './abort-fan-out';
 import type { PubSub } from './pubsub';
 
@@ -101,7 +102,7 @@ class ChannelWaiters {
   quietRecheckMs?: number;
   /** Every message wakes every local waiter (see JoinOptions.broadcast). */
   broadcast = false;
-  private lastHeard = Date.now();
+  private lastHeard = monotonicNow();
   private recheckTimer?: NodeJS.Timeout;
   /** Wakes a waiter when the turn another process reserved the lock for ends (see TRY_AFTER). */
   private tryTimer?: NodeJS.Timeout;
@@ -129,7 +130,7 @@ class ChannelWaiters {
 
   park(ticket: WaitTicket): void {
     this.parkedQueue.push(ticket);
-    this.lastHeard = Date.now(); // it has just tried the lock
+    this.lastHeard = monotonicNow(); // it has just tried the lock
     this.armRecheck();
   }
 
@@ -140,12 +141,12 @@ class ChannelWaiters {
    */
   private armRecheck(): void {
     if (this.quietRecheckMs === undefined || this.recheckTimer) return;
-    const due = Math.max(0, this.lastHeard + this.quietRecheckMs - Date.now());
+    const due = Math.max(0, this.lastHeard + this.quietRecheckMs - monotonicNow());
     this.recheckTimer = setTimeout(() => {
       this.recheckTimer = undefined;
       const first = this.parkedQueue[0];
       if (!first) return;
-      if (Date.now() - this.lastHeard >= this.quietRecheckMs!) first.notify();
+      if (monotonicNow() - this.lastHeard >= this.quietRecheckMs!) first.notify();
       else this.armRecheck();
     }, due);
     this.recheckTimer.unref();
@@ -189,7 +190,7 @@ class ChannelWaiters {
    * `<waiter id>|<payload>`), else the longest parked.
    */
   deliver(message: string): void {
-    this.lastHeard = Date.now();
+    this.lastHeard = monotonicNow();
     // A wake-up replaces a pending try: the lock was passed on, or this is that try.
     clearTimeout(this.tryTimer);
     this.tryTimer = undefined;
@@ -360,7 +361,7 @@ export class LockWaiters {
     if (ticket.pending && !waiters.broadcast) waiters.deliver('');
     if (waiters.members.size > 0) return;
     waiters.stopRechecks();
-    waiters.idleSince = Date.now();
+    waiters.idleSince = monotonicNow();
     // One timer per idle spell, not one per wait: a hot key's waiters join and leave at every
     // acquisition, and a timer set and cleared each time is work for nothing.
     if (!waiters.lingerTimer) this.lingerCheck(channel, waiters, SUBSCRIPTION_LINGER_MS);
@@ -371,7 +372,7 @@ export class LockWaiters {
     waiters.lingerTimer = setTimeout(() => {
       waiters.lingerTimer = undefined;
       if (waiters.members.size > 0) return; // in use again: its next idle spell checks anew
-      const idleFor = Date.now() - waiters.idleSince;
+      const idleFor = monotonicNow() - waiters.idleSince;
       if (idleFor < SUBSCRIPTION_LINGER_MS) this.lingerCheck(channel, waiters, SUBSCRIPTION_LINGER_MS - idleFor);
       else this.unsubscribe(channel, waiters);
     }, delayMs);

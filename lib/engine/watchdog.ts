@@ -1,3 +1,4 @@
+import { monotonicNow } from './clock';
 import type { ChainableCommander } from 'ioredis';
 import { bounded } from './bounded';
 import { writesToFixedServer } from './fixed-server';
@@ -19,7 +20,7 @@ export class Watchdog {
   private timer?: NodeJS.Timeout;
   private ticking = false;
   /** When the last round of renewals was answered (or first became due). */
-  private lastRenewedAt = Date.now();
+  private lastRenewedAt = monotonicNow();
 
   constructor(
     private readonly client: RedisClient,
@@ -41,11 +42,11 @@ export class Watchdog {
    */
   get lagMs(): number {
     if (this.watched.size === 0) return 0;
-    return Math.max(0, Date.now() - this.lastRenewedAt - this.intervalMs);
+    return Math.max(0, monotonicNow() - this.lastRenewedAt - this.intervalMs);
   }
 
   watch(lock: HeldLock): void {
-    if (this.watched.size === 0) this.lastRenewedAt = Date.now();
+    if (this.watched.size === 0) this.lastRenewedAt = monotonicNow();
     this.watched.add(lock);
     if (!this.timer) {
       this.timer = setInterval(() => void this.tick(), this.intervalMs);
@@ -75,33 +76,32 @@ export class Watchdog {
     if (this.ticking) return;
     this.ticking = true;
     const batch = [...this.watched];
-    const sentAt = Date.now();
-    const sentAtMonotonic = performance.now();
+    const sentAt = monotonicNow();
     try {
       const readOnlyIsFinal = writesToFixedServer(this.client);
       const describe = { name: 'watchdog renewal', readOnlyIsFinal };
       const results = await bounded(this.renewAll(batch), this.operationTimeout, describe);
-      batch.forEach((lock, i) => this.apply(lock, results[i], sentAt, sentAtMonotonic));
-      this.lastRenewedAt = Date.now();
+      batch.forEach((lock, i) => this.apply(lock, results[i], sentAt));
+      this.lastRenewedAt = monotonicNow();
       const renewed = results.filter((r) => r === 1).length;
       this.onTick(renewed, batch.length - renewed);
     } catch (error) {
       this.logger.warn(`Lock renewal failed for ${batch.length} lock(s): ${(error as Error).message}`);
-      batch.forEach((lock) => this.apply(lock, error as Error, sentAt, sentAtMonotonic));
+      batch.forEach((lock) => this.apply(lock, error as Error, sentAt));
       this.onTick(0, batch.length);
     } finally {
       this.ticking = false;
     }
   }
 
-  private apply(lock: HeldLock, result: number | Error | undefined, sentAt: number, sentAtMonotonic: number): void {
+  private apply(lock: HeldLock, result: number | Error | undefined, sentAt: number): void {
     if (!this.watched.has(lock)) return; // released (or re-acquired) while the renewal was in flight
     if (result === 1) {
-      lock.expiresAt = sentAt + lock.leaseMs;
-      lock.onRenewed?.(sentAtMonotonic, lock.leaseMs);
+      lock.leaseSet(sentAt, lock.leaseMs);
+      lock.onRenewed?.(sentAt, lock.leaseMs);
     } else if (result === 0) {
       lock.markLost('not-owner');
-    } else if (Date.now() >= lock.expiresAt) {
+    } else if (monotonicNow() >= lock.expiresAt) {
       // Redis answered and refused (a demoted server, full memory...): say so, not "unreachable".
       const refused = result instanceof RedisRefusedError || refusalCode(result, writesToFixedServer(this.client));
       lock.markLost(refused ? 'refused' : 'unreachable');

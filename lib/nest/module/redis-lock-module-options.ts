@@ -72,6 +72,10 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   duration(problems, 'waitTime', options.waitTime, { ...WAIT_RULE, infinite: true });
   duration(problems, 'leaseTime', options.leaseTime, LEASE_RULE);
   duration(problems, 'shutdownTimeout', options.shutdownTimeout);
+  const drift = options.driftFactor;
+  if (drift !== undefined && !(typeof drift === 'number' && drift >= 0 && drift < 1)) {
+    problems.push(`driftFactor must be a number in [0, 1), got ${show(drift)}.`);
+  }
   const status = options.conflictStatus;
   if (status !== undefined && !(Number.isInteger(status) && status >= 400 && status <= 599)) {
     problems.push(messages.badConflictStatus(show(status)));
