@@ -1,3 +1,4 @@
+import { monotonicNow } from '../engine/clock';
 import type { Cluster, Redis } from 'ioredis';
 import { revivedAfterEnd } from '../engine/connection-end';
 import { reconnectDelay } from './redis-options';
@@ -69,8 +70,8 @@ function watch(connection: Connection): void {
   connection.on('error', (error: Error) => {
     const refusal = refusedSettings(error) !== undefined;
     const previous = lastErrors.get(connection);
-    if (previous?.refusal && !refusal && Date.now() - previous.at < SAME_ATTEMPT_MS) return;
-    lastErrors.set(connection, { error, at: Date.now(), refusal });
+    if (previous?.refusal && !refusal && monotonicNow() - previous.at < SAME_ATTEMPT_MS) return;
+    lastErrors.set(connection, { error, at: monotonicNow(), refusal });
   });
   connection.on('ready', () => lastErrors.delete(connection));
   reviveWhenEnded(connection);

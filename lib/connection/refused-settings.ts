@@ -1,3 +1,4 @@
+import { monotonicNow } from '../engine/clock';
 import type { ConnectionConfigError } from '../engine/errors';
 import { isError } from '../engine/errors/is-error';
 import type { LockLogger } from '../engine/logger';
@@ -35,8 +36,8 @@ export function warnWhenRefused(connection: RedisClient, logger: LockLogger): vo
   connection.on('error', (error: Error) => {
     const text = refusedSettings(error)?.problems.join('; ');
     if (text === undefined) return;
-    if (last?.text === text && Date.now() - last.at < REFUSAL_WARNING_INTERVAL_MS) return;
-    last = { text, at: Date.now() };
+    if (last?.text === text && monotonicNow() - last.at < REFUSAL_WARNING_INTERVAL_MS) return;
+    last = { text, at: monotonicNow() };
     logger.warn(`Redis refuses the lock connection as it reconnects: ${text}`);
   });
 }

@@ -1,3 +1,4 @@
+import { monotonicNow } from '../../engine/clock';
 import { finished } from 'node:stream';
 import { Observable, type Subscription } from 'rxjs';
 import type { RedisLockRuntime } from '../module/redis-lock-runtime';
@@ -72,7 +73,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         if (cancelled && pending) await settledOrWarn(pending, held.lock.name, logger);
         await Promise.all(streams);
         pending?.stop();
-        holdTimes.record(spec, Date.now() - acquiredAt);
+        holdTimes.record(spec, monotonicNow() - acquiredAt);
         await held.release().catch((error: Error) => warnReleaseFailed(logger, held.lock.name, error));
         finish();
       }));
@@ -103,7 +104,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
           const stopWatching = options.watchWait?.((reason) => waiting.abort(reason));
           try {
             handle = await locks.hold(names, lockOptions);
-            acquiredAt = Date.now();
+            acquiredAt = monotonicNow();
           } finally {
             stopWatching?.();
           }
@@ -152,9 +153,9 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
 
 /** Waits for the work's promises, saying so in the log every PENDING_WORK_WARN_MS they keep the lock. */
 async function settledOrWarn(pending: PendingWork, name: string, logger: RedisLockRuntime['logger']): Promise<void> {
-  const since = Date.now();
+  const since = monotonicNow();
   const timer = setInterval(() => {
-    logger.warn(messages.workStillPending(name, pending.size, Math.round((Date.now() - since) / 1_000)));
+    logger.warn(messages.workStillPending(name, pending.size, Math.round((monotonicNow() - since) / 1_000)));
   }, PENDING_WORK_WARN_MS);
   try {
     await pending.settled();
