@@ -67,9 +67,9 @@ describe("replica sync 'auto' (the default)", () => {
     expect(warnings).toEqual([]);
   });
 
-  it('on a hot key, every grant Redis makes is waited on, a hold lent on inside a turn is not', async () => {
-    // Two clients, as two processes: the key moves between them in turns. Each move is a grant Redis
-    // makes, and WAITs; inside a turn most acquisitions are lent the hold, which changed nothing in Redis.
+  it('on a hot key, every grant is waited on, inside a turn too: each acquisition is a grant Redis makes', async () => {
+    // Two clients, as two processes: the key moves between them in turns. Nothing is lent inside a turn
+    // (issue 39): every acquisition is a grant Redis makes, and WAITs.
     const keyPrefix = `rs-${randomUUID().slice(0, 8)}`;
     const [a, b] = [await client(undefined, keyPrefix), await client(undefined, keyPrefix)];
     const before = await waitCalls(admin);
@@ -93,8 +93,7 @@ describe("replica sync 'auto' (the default)", () => {
     await Promise.all([loop(a), loop(b), loop(a), loop(b)]);
     const waits = (await waitCalls(admin)) - before;
     expect(moves).toBeGreaterThanOrEqual(30);
-    expect(waits).toBeGreaterThanOrEqual(moves);
-    expect(waits).toBeLessThan(acquisitions / 3);
+    expect(waits).toBeGreaterThanOrEqual(acquisitions);
   });
 
   it('replicas that do not answer: one stall, a warning, the lock kept; no wait again until they are read afresh', async () => {

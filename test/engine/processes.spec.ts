@@ -10,7 +10,7 @@ describe('reentrant lock across OS processes', () => {
   afterEach(() => killAll(workers));
   afterAll(() => client.close());
 
-  // Both leases: a contended turn lends its holds on, and an explicit lease is set in full once lent.
+  // Both leases: the watchdog's, and an explicit one (each grant sets it in full).
   it.each(['watchdog', 'explicit'] as const)(
     '8 processes incrementing a racy counter for a few seconds lose no update; fencing tokens only grow (%s lease)',
     async (lease) => {

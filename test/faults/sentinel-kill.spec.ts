@@ -39,7 +39,7 @@ describe('fault: sentinel master SIGKILL', () => {
         failover: `${Math.round(failoverMs)} ms`,
         phases,
       });
-      // Holds lent on in a turn (reentrant lock) stop with the turn: none while there is no master.
+      // Every grant comes from Redis: none while there is no master.
       expect(withoutMaster).toEqual([]);
       expect(report.doubleGrants).toBe(0);
       expect(report.lostUpdates).toBe(0);

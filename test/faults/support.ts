@@ -305,9 +305,8 @@ export const PAUSE_MS = 4_000;
 
 /**
  * No master, no grant: a section that starts this long after the master stopped answering, and before
- * a replica took over, was lent a hold by its process (see LockTurns.lend) past the turn that ran at
- * the fault, which ends within 3 x turnTime (30 ms). Slack for a grant already on its way back, and a
- * busy machine.
+ * a replica took over, would have been granted by nobody. Slack for a grant already on its way back,
+ * and a busy machine.
  */
 export const NO_MASTER_GRACE_MS = 250;
 
