@@ -383,6 +383,8 @@ export class ModelRun {
     if (state.forces.some((at) => at >= calledAt)) t.borrowed = 'a forceUnlock while it waited';
     else if (state.ownerUnlocks.some((u) => u.at >= calledAt && u.owner === t.owner)) {
       t.borrowed = 'an unlock({ owner }) while it waited';
+      // That unlock, from this client, found the grant recorded before its lock() returned, and released it.
+      if (handle.holdCount === 0) t.state = 'consumed';
     }
     // The lease this grant set ends no sooner than this; a re-entry or a lent hold may have set it
     // shorter than what Redis showed before.
@@ -470,7 +472,15 @@ export class ModelRun {
       return `${describeError(result.error)}${note}`;
     }
     this.stats.add(`unlock ${result.value}`);
-    const changed = [...before].filter(([t, count]) => t.handle.holdCount < count).map(([t]) => t);
+    // A wait of this client granted while the call ran may have had its hold released by it: the
+    // library had recorded the grant (so the call found it), its lock() had not returned yet.
+    const grantedMeanwhile = this.live().filter(
+      (t) => t.client === client && t.kind === kind && !before.has(t) && t.handle.holdCount === 0,
+    );
+    const changed = [...before]
+      .filter(([t, count]) => t.handle.holdCount < count)
+      .map(([t]) => t)
+      .concat(grantedMeanwhile);
     if (changed.length > 0) {
       // It released a hold this client records: the model consumes one handle of it.
       const t = changed.reduce((a, b) => (a.seq > b.seq ? a : b));
