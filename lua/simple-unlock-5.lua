@@ -39,16 +39,8 @@ end
 if owner ~= '' and callId == '' then return redis.error_reply('BADARG call id is empty') end
 local badPublish = publishCommandProblem(publish)
 if badPublish then return badPublish end
-if mode ~= 'pass' and mode ~= 'keep' then
-  return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(mode))
-end
-local turnMs
-if mode == 'keep' then
-  if not client or client == '' then return redis.error_reply('BADARG client id is empty') end
-  local badTurn
-  turnMs, badTurn = turnMsArgument(ARGV[8])
-  if badTurn then return badTurn end
-end
+local turnMs, badHandOver = handOverArguments(mode, client, ARGV[8])
+if badHandOver then return badHandOver end
 
 -- Whether `value` is a hold of exactly `owner`: the id, ':', then the owner, all of it.
 local function heldBy(value, owner)

@@ -36,16 +36,8 @@ local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
 local call, bad = releaseCallArguments(owner, ARGV[2], ARGV[3], publish, ARGV[8])
 if not call then return bad end
 local holdId, lease, which = call.holdId, call.lease, call.which
-if handOverMode ~= 'pass' and handOverMode ~= 'keep' then
-  return redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(handOverMode))
-end
-local turnMs
-if handOverMode == 'keep' then
-  if not client or client == '' then return redis.error_reply('BADARG client id is empty') end
-  local badTurn
-  turnMs, badTurn = turnMsArgument(ARGV[9])
-  if badTurn then return badTurn end
-end
+local turnMs, badHandOver = handOverArguments(handOverMode, client, ARGV[9])
+if badHandOver then return badHandOver end
 
 -- pcall: a string here is a simple lock's hold (another owner), not an error
 local function ownerHolds() return redis.pcall('hexists', KEYS[1], owner) == 1 end

@@ -90,3 +90,15 @@ local function turnMsArgument(value)
   end
   return ms
 end
+
+-- A release's hand-over arguments: `mode` 'pass' or 'keep'; a kept release also names its process
+-- (`client`) and what is left of its turn (`rawTurnMs`). Returns the turn's ms (nil for 'pass'), or nil
+-- and an error reply before anything is written.
+local function handOverArguments(mode, client, rawTurnMs)
+  if mode ~= 'pass' and mode ~= 'keep' then
+    return nil, redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(mode))
+  end
+  if mode == 'pass' then return nil, nil end
+  if not client or client == '' then return nil, redis.error_reply('BADARG client id is empty') end
+  return turnMsArgument(rawTurnMs)
+end
