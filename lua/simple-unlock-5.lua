@@ -65,13 +65,4 @@ end
 redis.call(publish, KEYS[2], message)
 redis.call('del', KEYS[1])
 rememberRelease(KEYS[5], releaseId)
-if mode == 'keep' then
-  if othersWaiting(KEYS[3], client) then
-    keepTurn(KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs)
-    return 'kept'
-  end
-  endTurn(KEYS[4], client)
-  return 'released'
-end
-handOver(KEYS[3], KEYS[2], KEYS[4], publish, message)
-return 'released'
+return afterRelease(mode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, message)

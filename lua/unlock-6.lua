@@ -50,13 +50,4 @@ local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch)
 local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
 if did == HOLD_DECREMENTED or locked() then return 'decremented' end
-if handOverMode == 'keep' then
-  if othersWaiting(KEYS[3], client) then
-    keepTurn(KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs)
-    return 'kept'
-  end
-  endTurn(KEYS[4], client)
-  return 'released'
-end
-handOver(KEYS[3], KEYS[2], KEYS[4], publish, ARGV[5] or '')
-return 'released'
+return afterRelease(handOverMode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, ARGV[5] or '')

@@ -102,3 +102,19 @@ local function handOverArguments(mode, client, rawTurnMs)
   if not client or client == '' then return nil, redis.error_reply('BADARG client id is empty') end
   return turnMsArgument(rawTurnMs)
 end
+
+-- What a release that freed the lock does next, by its hand-over `mode`: in its process's turn while
+-- other processes wait, it keeps the lock for the turn ('kept'); with none waiting the turn is over;
+-- otherwise the lock is passed to the process that waited longest. Returns the release's reply.
+local function afterRelease(mode, waitingKey, channelPrefix, nextKey, publish, client, turnMs, message)
+  if mode == 'keep' then
+    if othersWaiting(waitingKey, client) then
+      keepTurn(waitingKey, channelPrefix, nextKey, publish, client, turnMs)
+      return 'kept'
+    end
+    endTurn(nextKey, client)
+    return 'released'
+  end
+  handOver(waitingKey, channelPrefix, nextKey, publish, message)
+  return 'released'
+end
