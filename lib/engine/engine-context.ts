@@ -26,6 +26,8 @@ export interface EngineContext {
   readonly registry: LockRegistry;
   readonly recentReleases: RecentReleases;
   readonly turns: ProcessTurns;
+  /** How long a name's fencing counter outlives its last grant or renewal, past the lease (ms). */
+  readonly idleKeyTtl: number;
   readonly logger: LockLogger;
   readonly replicaSync: ReplicaSync;
   /** See LockClientEvents. */

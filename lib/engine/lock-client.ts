@@ -8,7 +8,7 @@ import { LockOptionsError } from './errors';
 import { lockKeys } from './keys';
 import { LockRegistry } from './lock-registry';
 import { consoleLogger, type LockLogger } from './logger';
-import { assertKeyPrefix, assertLockName, checkDuration, show, TIMEOUT_RULE } from './validation';
+import { assertKeyPrefix, assertLockName, checkDuration, IDLE_KEY_TTL_RULE, show, TIMEOUT_RULE } from './validation';
 import { DEFAULT_DRIFT_FACTOR } from './clock';
 import { RedisPubSub, type PubSub } from './pubsub';
 import { RecentReleases } from './recent-releases';
@@ -59,6 +59,13 @@ export interface LockClientOptions {
    * TURN_MIN_HOLDS). 0 passes it on at every release, as Redisson does. See ProcessTurns.
    */
   turnTime?: number;
+  /**
+   * How long what a lock name leaves in Redis outlives its last grant or renewal, past that hold's
+   * lease: its fencing counter (and a semaphore's run-time limit). Then Redis holds nothing for the
+   * name; its next token is still larger (tokens never fall below Redis's clock, see
+   * lua/include/fencing.lua). Default 600000 (10 min), at most 24 h.
+   */
+  idleKeyTtl?: number;
   /** Default: console. */
   logger?: LockLogger;
   /** Default: a random UUID. */
@@ -83,6 +90,9 @@ export interface LockClientOptions {
    */
   connectionProblem?: () => string | undefined;
 }
+
+/** How long a name's fencing counter outlives its last use (see LockClientOptions.idleKeyTtl), unless configured. */
+export const DEFAULT_IDLE_KEY_TTL = 600_000;
 
 /** Longest any single Redis operation may take before RedisUnavailableError, unless configured. */
 export const DEFAULT_OPERATION_TIMEOUT = 3_000;
@@ -131,6 +141,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const logger = options.logger ?? consoleLogger;
     const turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
     const driftFactor = checkDriftFactor(options.driftFactor);
+    const idleKeyTtl = checkDuration('', 'idleKeyTtl', options.idleKeyTtl, IDLE_KEY_TTL_RULE) ?? DEFAULT_IDLE_KEY_TTL;
     const replicaSync = checkReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;
@@ -168,6 +179,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       registry,
       recentReleases: new RecentReleases(redis, registry, operationTimeout),
       turns,
+      idleKeyTtl,
       logger,
       replicaSync: new ReplicaSync(replicaSync, redis, operationTimeout, logger),
       lockEvent: this.lockEvent,

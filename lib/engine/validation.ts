@@ -37,6 +37,9 @@ export const WAIT_RULE: DurationRule = { max: MAX_LEASE_MS };
 /** A timeout or an interval (`operationTimeout`, `watchdogTimeout`, `commandTimeout`, …): > 0. */
 export const TIMEOUT_RULE: DurationRule = { positive: true };
 
+/** `idleKeyTtl`: at most a day, so what a name leaves behind is bounded ("hours at most"). */
+export const IDLE_KEY_TTL_RULE: DurationRule = { positive: true, max: 86_400_000 };
+
 /** What is wrong with `value` as the duration `field`, or undefined when it is acceptable (or omitted). */
 export function durationProblem(field: string, value: unknown, rule: DurationRule = {}): string | undefined {
   if (value === undefined) return undefined;

@@ -3,6 +3,7 @@ import { MAX_TURN_MS } from '../../engine/process-turns';
 import { connectionProblems, isRedisDeployment } from '../../connection/create-deployment';
 import {
   durationProblem,
+  IDLE_KEY_TTL_RULE,
   keyPrefixProblem,
   LEASE_RULE,
   show,
@@ -69,6 +70,7 @@ export function moduleOptionsProblems(options: RedisLockModuleOptions | undefine
   duration(problems, 'watchdogTimeout', options.watchdogTimeout, TIMEOUT_RULE);
   duration(problems, 'operationTimeout', options.operationTimeout, TIMEOUT_RULE);
   duration(problems, 'turnTime', options.turnTime, { max: MAX_TURN_MS });
+  duration(problems, 'idleKeyTtl', options.idleKeyTtl, IDLE_KEY_TTL_RULE);
   duration(problems, 'waitTime', options.waitTime, { ...WAIT_RULE, infinite: true });
   duration(problems, 'leaseTime', options.leaseTime, LEASE_RULE);
   duration(problems, 'shutdownTimeout', options.shutdownTimeout);
