@@ -13,16 +13,17 @@
 --                               to a wait it has no more: that wait is out of the queue already)
 -- ARGV[3]  acceptance lease in ms for the waiter the lock is passed on to
 -- ARGV[4]  publish command      'publish' or 'spublish'
+-- ARGV[5]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
 -- Returns  1 if the lock had been handed to this wait (it is passed on now), else 0;
 --          error BADARG (nothing changed) for unusable arguments. Safe to send again.
 --!include fair-queue.lua
 local waiterId, owner = ARGV[1], ARGV[2]
 local bad = waiterIdProblem(waiterId) or (owner ~= '' and ownerProblem(owner))
-  or acceptanceLeaseProblem(ARGV[3]) or publishCommandProblem(ARGV[4])
+  or acceptanceLeaseProblem(ARGV[3]) or publishCommandProblem(ARGV[4]) or idleTtlProblem(ARGV[5])
 if bad then return bad end
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[4], acceptanceLease = tonumber(ARGV[3]), now = nowMs(),
+  publish = ARGV[4], acceptanceLease = tonumber(ARGV[3]), idle = tonumber(ARGV[5]), now = nowMs(),
 }
 if owner ~= '' then leaveQueue(fair, waiterEntry(owner, waiterId)) end
 local handed = grantedTo(fair.lock)

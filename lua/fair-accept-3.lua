@@ -14,6 +14,7 @@
 -- ARGV[2]  owner id             the owner the wait is for
 -- ARGV[3]  waiter id            the wait the hand-off message named ('<client id>:<nonce>')
 -- ARGV[4]  hold id              the accepting attempt's own id
+-- ARGV[5]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
 -- Returns  1 accepted (by this attempt, now or in an earlier copy, and still held), 0 not handed to
 --          this wait (any more: the acceptance lease ran out first, or it never was), or the hold this
 --          attempt took has ended; error BADARG (nothing changed) for unusable arguments
@@ -23,7 +24,7 @@ local lease, owner, waiterId = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
 end
-local bad = ownerProblem(owner) or waiterIdProblem(waiterId)
+local bad = ownerProblem(owner) or waiterIdProblem(waiterId) or idleTtlProblem(ARGV[5])
 if bad then return bad end
 local holdId, badId = holdIdArgument(ARGV[4], 'hold id')
 if badId then return badId end
@@ -34,11 +35,13 @@ if kind == 'g' and holder == owner and ownerHolds(lockKey, owner) then
   -- A repeat of an acceptance that landed.
   if redis.call('pttl', lockKey) < lease then redis.call('pexpire', lockKey, lease) end
   keepGrants(grants, lease)
+  keepFence(KEYS[3], lease + tonumber(ARGV[5]))
   return 1
 end
 if kind then return 0 end
 if grantedTo(lockKey) ~= waiterEntry(owner, waiterId) or redis.call('hget', lockKey, owner) ~= '0' then return 0 end
 redis.call('hset', lockKey, owner, 1)
 redis.call('pexpire', lockKey, lease)
+keepFence(KEYS[3], lease + tonumber(ARGV[5]))
 recordHold(grants, holdId, 'g', epoch, owner, lease, epoch)
 return 1

@@ -11,11 +11,12 @@
 -- ARGV[1]  acceptance lease in ms for the waiter the lock is handed to
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
+-- ARGV[4]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
 -- Returns  1 deleted, 0 was not locked (a repeat: what the first run returned);
 --          error BADARG before any write when an argument is unusable
 --!include fair-queue.lua
 --!include force-once.lua
-local bad = acceptanceLeaseProblem(ARGV[1]) or publishCommandProblem(ARGV[2])
+local bad = acceptanceLeaseProblem(ARGV[1]) or publishCommandProblem(ARGV[2]) or idleTtlProblem(ARGV[4])
 if bad then return bad end
 local callId, badCall = forceCallArgument(ARGV[3])
 if badCall then return badCall end
@@ -23,7 +24,7 @@ local earlier = earlierForce(KEYS[6], callId)
 if earlier then return earlier end
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[2], acceptanceLease = tonumber(ARGV[1]), now = nowMs(),
+  publish = ARGV[2], acceptanceLease = tonumber(ARGV[1]), idle = tonumber(ARGV[4]), now = nowMs(),
 }
 local deleted = redis.call('del', fair.lock) == 1
 if deleted then redis.call('del', KEYS[7]) end

@@ -24,6 +24,7 @@
 --                               call: its place in the queue, and the wait a hand-off is made to
 -- ARGV[8]  mode                 'wait': the caller waits if refused, so it queues; 'once': a single
 --                               attempt, which never queues
+-- ARGV[9]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
 -- Returns  {'granted', token}    acquired (or took over the hand-off made to this wait); token = its fencing token
 --          {'reentered', token}  re-entered (the owner holds it, whichever call asks); the wait leaves the queue
 --                                (a repeat whose hold is live: the same reply as its first run; nothing
@@ -35,7 +36,7 @@
 --!include hold-ids.lua
 local lease, owner, staleAfter, waiterId, mode = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[7], ARGV[8]
 local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5]) or ownerProblem(owner)
-  or waiterIdProblem(waiterId)
+  or waiterIdProblem(waiterId) or idleTtlProblem(ARGV[9])
 if bad then return bad end
 local holdId, badId = holdIdArgument(ARGV[6], 'hold id')
 if badId then return badId end
@@ -49,7 +50,7 @@ local grants = KEYS[6]
 local entry = waiterEntry(owner, waiterId)
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), now = nowMs(),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]), now = nowMs(),
 }
 
 local epoch = epochOf(fair.fence)
@@ -58,6 +59,7 @@ if (kind == 'g' or kind == 'e') and holder == owner and ownerHolds(fair.lock, ow
   -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
   if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
   keepGrants(grants, lease)
+  keepFence(fair.fence, lease + fair.idle)
   return {kind == 'g' and 'granted' or 'reentered', token}
 end
 if kind then
@@ -75,6 +77,7 @@ if held == '0' then
   if grantedTo(fair.lock) == entry then
     redis.call('hset', fair.lock, owner, 1)
     redis.call('pexpire', fair.lock, lease)
+    keepFence(fair.fence, lease + fair.idle)
     recordHold(grants, holdId, 'g', epoch, owner, lease, epoch)
     return {'granted', epoch}
   end
@@ -84,6 +87,7 @@ elseif held then
   leaveQueue(fair, entry)
   redis.call('hincrby', fair.lock, owner, 1)
   if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  keepFence(fair.fence, lease + fair.idle)
   recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
   return {'reentered', epoch}
 else
@@ -93,7 +97,7 @@ else
       if head then dequeueHead(fair, head) end
       redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
       redis.call('pexpire', fair.lock, lease)
-      local granted = redis.call('incr', fair.fence)
+      local granted = nextToken(fair.fence, lease + fair.idle)
       recordHold(grants, holdId, 'g', granted, owner, lease, granted)
       return {'granted', granted}
     end

@@ -16,6 +16,7 @@
 -- ARGV[5]  publish command      'publish' or 'spublish'
 -- ARGV[6]  'one' the hold ARGV[2]; 'any' any one hold of the owner (unlock by owner of a hold this
 --          client did not record): the call's id ARGV[2] is then recorded as the hold it ended
+-- ARGV[7]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
 -- Returns  'released'     last hold: handed over if anyone waits
 --          'decremented'  one hold released, others of the owner remain
 --          'not-locked'   not locked at all (expired, forced, or never taken)
@@ -27,6 +28,7 @@
 --!include release-call.lua
 local owner = ARGV[1]
 local bad = ownerProblem(owner) or fairArgumentProblem(ARGV[3], ARGV[4]) or publishCommandProblem(ARGV[5])
+  or idleTtlProblem(ARGV[7])
 if bad then return bad end
 local holdId, badId = holdIdArgument(ARGV[2], 'hold id')
 if badId then return badId end
@@ -35,7 +37,7 @@ if badWhich then return badWhich end
 local lease, grants = tonumber(ARGV[3]), KEYS[6]
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), now = nowMs(),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]), now = nowMs(),
 }
 
 local function holds() return ownerHolds(fair.lock, owner) end

@@ -1,7 +1,7 @@
 #!lua
 -- Reentrant lock: acquire or re-enter; a refused waiter's process is registered to be woken.
 -- KEYS[1]  lock hash            <prefix>:{<name>}          field = owner id, value = hold count
--- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    never expires, so tokens only grow
+-- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    kept a lease + ARGV[6] (see fencing.lua)
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  client id -> time it registered (µs)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next     client id the free lock is reserved for (see hand-over.lua)
 -- KEYS[5]  hold ids             <prefix>:{<name>}:grants   hold id -> its record (see hold-ids.lua)
@@ -13,7 +13,8 @@
 --                               refused (its client is not registered); 'once' a single attempt (never registered)
 -- ARGV[5]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
 --                               repeat of the attempt (sent again after a lost reply) finds that record
--- Returns  {'granted', token, others}  acquired; token = new fencing token (KEYS[2] incremented);
+-- ARGV[6]  idle key TTL in ms   how long the fencing counter outlives the lease (see fencing.lua)
+-- Returns  {'granted', token, others}  acquired; token = new fencing token (see fencing.lua);
 --                                 others = 1 when other processes wait for the lock, else 0
 --          {'reentered', token}   hold count + 1; token = the current holder's token
 --                                 (a repeat whose hold is live: the same reply as its first run, 'others' 0;
@@ -25,6 +26,7 @@
 --!include waiting-registration.lua
 --!include hand-over.lua
 --!include hold-ids.lua
+--!include fencing.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -35,6 +37,9 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 local holdId, badId = holdIdArgument(ARGV[5], 'hold id')
 if badId then return badId end
+local badIdle = idleTtlProblem(ARGV[6])
+if badIdle then return badIdle end
+local fenceKeep = lease + tonumber(ARGV[6])
 
 -- The fencing counter is the epoch of the live holds; read only when a live record needs it.
 local kind, token, holder = readHold(KEYS[5], holdId, KEYS[2])
@@ -43,6 +48,7 @@ if kind == 'g' or kind == 'e' then
     -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
     if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
     keepGrants(KEYS[5], lease)
+    keepFence(KEYS[2], fenceKeep)
     if kind == 'g' then return {'granted', token, 0} end
     return {'reentered', token}
   end
@@ -64,7 +70,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  local token = redis.call('incr', KEYS[2])
+  local token = nextToken(KEYS[2], fenceKeep)
   recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
   return {'granted', token, others and 1 or 0}
 end
@@ -77,6 +83,7 @@ if redis.pcall('hexists', KEYS[1], owner) == 1 then
   end
   grantedWaiting(KEYS[3], client, flag)
   local epoch = epochOf(KEYS[2])
+  keepFence(KEYS[2], fenceKeep)
   recordHold(KEYS[5], holdId, 'e', epoch, owner, lease, epoch)
   return {'reentered', epoch}
 end

@@ -1,11 +1,13 @@
 #!lua flags=allow-oom
 -- Watchdog: renew many held locks in one call (any mix of hash locks, simple-lock strings, read
--- holds and semaphore permits).
--- KEYS     the keys of each lock in ARGV order (a variable number; on a Cluster all in one slot): one
---          key for 'hash', 'string' and 'permit', two for 'held' (the lock hash, then its hold ids,
---          see hold-ids.lua), three for 'read' (the readers zset, the read-count hash, then the read
---          hold ids, see rw-readers.lua)
--- ARGV     three values per lock: kind ('hash': owner is a field of the lock hash; 'held': the same,
+-- holds and semaphore permits), and keep each name's fencing counter a lease + ARGV[1] (see fencing.lua).
+-- KEYS     the keys of each lock in ARGV order (a variable number; on a Cluster all in one slot): for
+--          'hash' and 'string' the lock key, then its fencing counter; for 'held' the lock hash, its
+--          hold ids (see hold-ids.lua), then its fencing counter; for 'read' the readers zset, the
+--          read-count hash, the read hold ids (see rw-readers.lua), then the fencing counter; for
+--          'permit' the semaphore's holds, its fencing counter, then its run-time limit
+-- ARGV[1]  idle key TTL in ms   how long a fencing counter outlives the lease (see fencing.lua)
+-- ARGV     then three values per lock: kind ('hash': owner is a field of the lock hash; 'held': the same,
 --          with the hold ids' hash kept alive as long as the lock; 'string': the
 --          lock's value is the owner's token; 'read': a read hold of a read-write lock, owner ->
 --          expiry in the readers zset, its hold ids kept alive as long; 'permit': owner is a member
@@ -19,20 +21,26 @@
 --!include server-time.lua
 --!include rw-readers.lua
 --!include hold-ids.lua
-if #ARGV % 3 ~= 0 then
-  return redis.error_reply('BADARG expected 3 arguments per lock, got ' .. #ARGV)
+--!include fencing.lua
+local badIdle = idleTtlProblem(ARGV[1])
+if badIdle then return badIdle end
+local idle = tonumber(ARGV[1])
+if (#ARGV - 1) % 3 ~= 0 then
+  return redis.error_reply('BADARG expected the idle key TTL, then 3 arguments per lock, got ' .. #ARGV)
 end
-local locks, keyCount, leases = #ARGV / 3, 0, {}
+-- Keys per kind: the lock's own, then its fencing counter (and a semaphore's limit).
+local KEYS_OF = { hash = 2, held = 3, string = 2, read = 4, permit = 3 }
+local locks, keyCount, leases = (#ARGV - 1) / 3, 0, {}
 for i = 1, locks do
-  local kind, lease = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1])
-  if kind ~= 'hash' and kind ~= 'held' and kind ~= 'string' and kind ~= 'read' and kind ~= 'permit' then
+  local kind, lease = ARGV[3 * i - 1], tonumber(ARGV[3 * i])
+  if not KEYS_OF[kind] then
     return redis.error_reply('BADARG kind must be hash, held, string, read or permit, got ' .. tostring(kind))
   end
   if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-    return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3 * i - 1]))
+    return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3 * i]))
   end
   leases[i] = lease
-  keyCount = keyCount + (kind == 'read' and 3 or kind == 'held' and 2 or 1)
+  keyCount = keyCount + KEYS_OF[kind]
 end
 if keyCount ~= #KEYS then
   return redis.error_reply('BADARG expected ' .. keyCount .. ' keys for these kinds, got ' .. #KEYS)
@@ -40,15 +48,12 @@ end
 
 local results, k, now = {}, 1, nil
 for i = 1, locks do
-  local kind, owner, key = ARGV[3 * i - 2], ARGV[3 * i], KEYS[k]
+  local kind, owner, key = ARGV[3 * i - 1], ARGV[3 * i + 1], KEYS[k]
   local held
   if kind == 'hash' or kind == 'held' then
     held = redis.pcall('hexists', key, owner) == 1
     if held then redis.call('pexpire', key, leases[i]) end
-    if kind == 'held' then
-      if held then keepGrants(KEYS[k + 1], leases[i]) end
-      k = k + 1
-    end
+    if held and kind == 'held' then keepGrants(KEYS[k + 1], leases[i]) end
   elseif kind == 'string' then
     held = redis.pcall('get', key) == owner
     if held then redis.call('pexpire', key, leases[i]) end
@@ -61,13 +66,16 @@ for i = 1, locks do
       redis.call('zadd', key, 'xx', now + leases[i], owner)
       -- The holds set outlives its longest lease; never shorten another hold's.
       if redis.call('pttl', key) < leases[i] then redis.call('pexpire', key, leases[i]) end
+      keepFence(KEYS[k + 2], leases[i] + idle)
     end
   else
     now = now or nowMs()
     held = renewReader(key, KEYS[k + 1], KEYS[k + 2], owner, now + leases[i], leases[i], now)
-    k = k + 2
   end
-  k = k + 1
+  -- The fencing counter is the last key of 'hash', 'held', 'string' and 'read', the second of 'permit'.
+  local fence = kind == 'permit' and KEYS[k + 1] or KEYS[k + KEYS_OF[kind] - 1]
+  if held then keepFence(fence, leases[i] + idle) end
+  k = k + KEYS_OF[kind]
   results[i] = held and 1 or 0
 end
 return results

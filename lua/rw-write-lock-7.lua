@@ -6,7 +6,7 @@
 -- KEYS[2]  readers              zset owner -> expiry (server ms)
 -- KEYS[3]  read hold counts     hash owner -> hold count
 -- KEYS[4]  writer intents       zset owner -> deadline (server ms)
--- KEYS[5]  fencing counter      never expires, so tokens only grow
+-- KEYS[5]  fencing counter      kept a lease + ARGV[5] (see fencing.lua)
 -- KEYS[6]  write hold ids       <prefix>:{<name>}:rw:write:grants  hold id -> its record (see hold-ids.lua;
 --                               a record's epoch is the fencing counter, which only a write grant moves)
 -- KEYS[7]  read hold ids        (see rw-read-lock-6.lua): read holds that ran out are pruned with
@@ -19,7 +19,8 @@
 --                               repeat of the attempt (sent again after a lost reply) finds that record
 -- Granted when nobody holds the write side and no read hold is live. The writer may hold read holds
 -- of its own taken after its write hold (downgrade): they do not stop its re-entry.
--- Returns  {'granted', token}    acquired; token = new fencing token (INCR of KEYS[5])
+-- ARGV[5]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
+-- Returns  {'granted', token}    acquired; token = new fencing token (see fencing.lua)
 --          {'reentered', token}  re-entered; token = the holder's token
 --                                (a repeat whose hold is live: the same reply as its first run; nothing
 --                                changes but a lease made at least ARGV[1] long)
@@ -32,6 +33,7 @@
 --!include server-time.lua
 --!include rw-readers.lua
 --!include rw-writers.lua
+--!include fencing.lua
 local writeKey, readers, counts, writers, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local grants, readGrants = KEYS[6], KEYS[7]
 local lease, owner, intentMs = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
@@ -44,6 +46,9 @@ if not intentMs or intentMs < 0 or intentMs > 2147483647 or intentMs % 1 ~= 0 th
 end
 local holdId, badId = holdIdArgument(ARGV[4], 'hold id')
 if badId then return badId end
+local badIdle = idleTtlProblem(ARGV[5])
+if badIdle then return badIdle end
+local fenceKeep = lease + tonumber(ARGV[5])
 
 local epoch = epochOf(fence)
 local kind, token, holder = readHold(grants, holdId, epoch)
@@ -51,6 +56,7 @@ if (kind == 'g' or kind == 'e') and holder == owner and redis.call('hexists', wr
   -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
   keepGrants(grants, lease)
+  keepFence(fence, fenceKeep)
   return {kind == 'g' and 'granted' or 'reentered', token}
 end
 if kind then
@@ -63,6 +69,7 @@ local now = nowMs()
 if redis.call('hexists', writeKey, owner) == 1 then
   redis.call('hincrby', writeKey, owner, 1)
   if redis.call('pttl', writeKey) < lease then redis.call('pexpire', writeKey, lease) end
+  keepFence(fence, fenceKeep)
   recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
   return {'reentered', epoch}
 end
@@ -85,6 +92,6 @@ end
 redis.call('hset', writeKey, owner, 1)
 redis.call('pexpire', writeKey, lease)
 if redis.call('zrem', writers, owner) == 1 then touchWriters(writers, now) end
-local first = redis.call('incr', fence)
+local first = nextToken(fence, fenceKeep)
 recordHold(grants, holdId, 'g', first, owner, lease, first)
 return {'granted', first}

@@ -1,8 +1,8 @@
 #!lua
 -- Semaphore: take `permits` permits at once, or none (all or nothing: a partial grab could deadlock).
 -- KEYS[1]  holds              <prefix>:{<name>}:permits        see include/semaphore-holds.lua
--- KEYS[2]  run-time limit     <prefix>:{<name>}:permits:limit  set by setPermits; never expires
--- KEYS[3]  fencing counter    <prefix>:{<name>}:permits:fence  never expires, so tokens only grow
+-- KEYS[2]  run-time limit     <prefix>:{<name>}:permits:limit  set by setPermits; kept as long as the fence
+-- KEYS[3]  fencing counter    <prefix>:{<name>}:permits:fence  kept a lease + ARGV[9] (see fencing.lua)
 -- KEYS[4]  channel prefix     <prefix>:{<name>}:permits:free   a process's waiters for n permits listen on
 --                             <KEYS[4]>:<n>:<its client id>
 -- KEYS[5]  waiting groups     <prefix>:{<name>}:permits:waiting '<n>:<client id>' -> time it registered (µs):
@@ -18,6 +18,7 @@
 -- ARGV[7]  client id of the caller's process
 -- ARGV[8]  waiting flag       (see waiting-registration.lua): a refused caller that waits registers its
 --                             group '<permits>:<client id>'
+-- ARGV[9]  idle key TTL in ms how long the fencing counter and the limit outlive a lease (see fencing.lua)
 -- Returns  {'granted', token, available}  token = new fencing token, available = permits still free
 --          {'refused', ms, available}     ms until the earliest lease ends (-1: no hold to wait for),
 --                                         available = permits free now
@@ -30,6 +31,7 @@
 --!include publish-command.lua
 --!include waiting-registration.lua
 --!include semaphore-waiting.lua
+--!include fencing.lua
 local holdsKey, limitKey, fenceKey, channel, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local member, permits, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local configured, publish, chained = tonumber(ARGV[4]), ARGV[5], ARGV[6] == '1'
@@ -47,6 +49,8 @@ local badLimit = limitAndPublishProblem(ARGV[4], publish)
 if badLimit then return badLimit end
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
+local badIdle = idleTtlProblem(ARGV[9])
+if badIdle then return badIdle end
 
 local now = nowMs()
 local limit = currentLimit(limitKey, configured)
@@ -65,7 +69,9 @@ if permits <= available then
   available = available - permits
   grantedWaiting(waitingKey, group, flag)
   if passOn then wakeGroupThatFits(waitingKey, channel, publish, available) end
-  return {'granted', redis.call('incr', fenceKey), available}
+  local keep = lease + tonumber(ARGV[9])
+  keepFence(limitKey, keep)
+  return {'granted', nextToken(fenceKey, keep), available}
 end
 if permits > limit then
   -- No release can ever make room at this limit (setPermits lowered it): the caller is told at once, and

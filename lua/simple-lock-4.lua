@@ -1,14 +1,15 @@
 #!lua
 -- Simple lock: SET NX PX, not re-entrant; a refused waiter's process is registered to be woken.
 -- KEYS[1]  lock string          <prefix>:{<name>}          value = the token (see simple-unlock-5.lua)
--- KEYS[2]  fencing counter      <prefix>:{<name>}:fence
+-- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    kept a lease + ARGV[5] (see fencing.lua)
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  (see lock-5.lua)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next     (see hand-over.lua)
 -- ARGV[1]  token                unique to this acquisition: '<36-character id>:<owner id>'
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  client id of the caller's process
 -- ARGV[4]  waiting flag         (see lock-5.lua)
--- Returns  {'granted', fencingToken, others}  acquired (KEYS[2] incremented); others = 1
+-- ARGV[5]  idle key TTL in ms   how long the fencing counter outlives the lease (see fencing.lua)
+-- Returns  {'granted', fencingToken, others}  acquired (a new token, see fencing.lua); others = 1
 --                                     when other processes wait for the lock, else 0
 --                                     (a repeat of an attempt that already landed, its connection gone
 --                                     before the reply: the lock holds this token; the current counter
@@ -18,6 +19,7 @@
 --          error BADARG before any write when an argument is unusable
 --!include waiting-registration.lua
 --!include hand-over.lua
+--!include fencing.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
@@ -26,13 +28,15 @@ end
 local client, flag = ARGV[3], ARGV[4]
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
+local badIdle = idleTtlProblem(ARGV[5])
+if badIdle then return badIdle end
 local reservedTtl, mine = reservation(KEYS[4], client)
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
   if mine == 'pass' then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  return {'granted', redis.call('incr', KEYS[2]), others and 1 or 0}
+  return {'granted', nextToken(KEYS[2], lease + tonumber(ARGV[5])), others and 1 or 0}
 end
 -- pcall: a hash here is another lock kind's hold, not ours
 if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0'), 0} end

@@ -109,8 +109,8 @@ export class FairLock extends HashLock {
     if (payload !== undefined && /^\d+$/.test(payload)) {
       // Idempotent (the hold is recorded under this attempt's id), so sent again through a failover for
       // as long as the hand-off can still be ours.
-      const { redis, operationTimeout } = this.engine;
-      const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner: holder, waiterId, holdId });
+      const { redis, operationTimeout, idleKeyTtl } = this.engine;
+      const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner: holder, waiterId, holdId, idleKeyTtl });
       const accepted = await retryWhileUnreachable(accept, {
         redis,
         operationTimeout,
@@ -125,6 +125,7 @@ export class FairLock extends HashLock {
     const { staleWaiterTimeout, acceptanceLease } = this;
     const publish = this.engine.publishCommand;
     const [status, value] = await FAIR_LOCK.run(this.engine.redis, this.keys, {
+      idleKeyTtl: this.engine.idleKeyTtl,
       leaseMs,
       owner: holder,
       staleWaiterTimeout,
@@ -147,6 +148,7 @@ export class FairLock extends HashLock {
     callId?: string,
   ): Promise<RawRelease> {
     return FAIR_UNLOCK.run(this.engine.redis, this.keys, {
+      idleKeyTtl: this.engine.idleKeyTtl,
       owner,
       ...releaseCallOf(holdId, this.engine.newHoldId, callId),
       leaseMs,
@@ -178,8 +180,8 @@ export class FairLock extends HashLock {
    * lock by the next release, and cost everyone behind it an acceptance lease.
    */
   private leave(waiterId: string, owner: string): Promise<boolean> {
-    const { redis, operationTimeout, publishCommand } = this.engine;
-    const args = { waiterId, owner, acceptanceLease: this.acceptanceLease, publish: publishCommand };
+    const { redis, operationTimeout, publishCommand, idleKeyTtl } = this.engine;
+    const args = { waiterId, owner, acceptanceLease: this.acceptanceLease, publish: publishCommand, idleKeyTtl };
     const left = retryWhileUnreachable(() => FAIR_ABANDON.run(redis, this.keys, args), {
       redis,
       operationTimeout,
@@ -196,6 +198,7 @@ export class FairLock extends HashLock {
   override async forceUnlock(): Promise<boolean> {
     const { redis, publishCommand } = this.engine;
     const force = FAIR_FORCE_UNLOCK.run(redis, this.keys, {
+      idleKeyTtl: this.engine.idleKeyTtl,
       acceptanceLease: this.acceptanceLease,
       publish: publishCommand,
       callId: randomUUID(),

@@ -11,7 +11,7 @@ export abstract class HashLock extends LockBase {
 
   /** The lock hash, then its holds by id (see lua/include/hold-ids.lua), renewed together. */
   protected override get renewalKeys(): readonly string[] {
-    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants]);
+    return (this.lockAndGrants ??= [this.keys.lock, this.keys.grants, this.keys.fence]);
   }
 
   private lockAndGrants?: readonly string[];

@@ -166,10 +166,10 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** The keys a renewal of this kind touches, in renew-many-n.lua's order for `renewal`. */
   protected get renewalKeys(): readonly string[] {
-    return (this.lockKeyOnly ??= [this.keys.lock]);
+    return (this.lockAndFence ??= [this.keys.lock, this.keys.fence]);
   }
 
-  private lockKeyOnly?: readonly string[];
+  private lockAndFence?: readonly string[];
 
   /** Whether processes take turns on this kind when it is contended (see ProcessTurns). */
   protected readonly takesTurns: boolean = false;
@@ -516,7 +516,12 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Sets `held`'s lease in Redis to `leaseMs` from now (extend); true when the hold was there. */
   private async sendRenewal(held: HeldLock, leaseMs: number): Promise<boolean> {
-    const [renewed] = await RENEW_MANY.run(this.engine.redis, held.renewalKeys, [held.renewal, leaseMs, held.owner]);
+    const [renewed] = await RENEW_MANY.run(this.engine.redis, held.renewalKeys, [
+      this.engine.idleKeyTtl,
+      held.renewal,
+      leaseMs,
+      held.owner,
+    ]);
     return renewed === 1;
   }
 

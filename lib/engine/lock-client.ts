@@ -155,6 +155,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       Math.max(1, Math.floor(this.watchdogTimeout / 3)),
       operationTimeout,
       logger,
+      idleKeyTtl,
       (renewed, failed) => this.lockEvent('renewed', () => ({ renewed, failed })),
     );
     const registry = new LockRegistry(

@@ -150,13 +150,18 @@ export class ReadLock extends ReadWriteSide {
   }
 
   protected override get renewalKeys(): readonly string[] {
-    return (this.readKeys ??= [this.rw.readers, this.rw.readCounts, this.rw.readGrants]);
+    return (this.readKeys ??= [this.rw.readers, this.rw.readCounts, this.rw.readGrants, this.rw.fence]);
   }
 
   private readKeys?: readonly string[];
 
   protected async attempt({ owner, leaseMs, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
-    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, { leaseMs, owner, holdId });
+    const [status, value] = await READ_LOCK.run(this.engine.redis, this.rw, {
+      leaseMs,
+      owner,
+      holdId,
+      idleKeyTtl: this.engine.idleKeyTtl,
+    });
     return attemptOutcome(status, value);
   }
 
@@ -212,14 +217,14 @@ export class WriteLock extends ReadWriteSide {
   }
 
   protected override get renewalKeys(): readonly string[] {
-    return (this.writeKeys ??= [this.rw.write, this.rw.writeGrants]);
+    return (this.writeKeys ??= [this.rw.write, this.rw.writeGrants, this.rw.fence]);
   }
 
   private writeKeys?: readonly string[];
 
   protected async attempt({ owner, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     const intent = waiting ? this.writerIntentTimeout : 0;
-    const args = { leaseMs, owner, intentMs: intent, holdId };
+    const args = { leaseMs, owner, intentMs: intent, holdId, idleKeyTtl: this.engine.idleKeyTtl };
     const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, args);
     if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
     return attemptOutcome(status, value);

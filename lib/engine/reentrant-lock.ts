@@ -19,8 +19,9 @@ export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
   protected async attempt({ holder, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
-    const { redis, clientId } = this.engine;
+    const { redis, clientId, idleKeyTtl } = this.engine;
     const [status, value, othersWaiting] = await LOCK.run(redis, this.keys, {
+      idleKeyTtl,
       leaseMs,
       owner: holder,
       clientId,

@@ -150,7 +150,11 @@ export class Semaphore {
   async setPermits(permits: number): Promise<void> {
     permits = checkPermits(this.name, 'permits', permits, MAX_PERMITS);
     await this.bounded(
-      SEMAPHORE_SET_PERMITS.run(this.engine.redis, this.keys, { permits, publish: this.engine.publishCommand }),
+      SEMAPHORE_SET_PERMITS.run(this.engine.redis, this.keys, {
+        permits,
+        publish: this.engine.publishCommand,
+        idleKeyTtl: this.engine.idleKeyTtl,
+      }),
       'setPermits',
     );
   }
@@ -221,6 +225,13 @@ class PermitLock extends LockBase {
     this.defaultLeaseTime = defaultLeaseTime;
   }
 
+  /** The holds, the fencing counter, then the run-time limit (see renew-many-n.lua). */
+  protected override get renewalKeys(): readonly string[] {
+    return (this.renewed ??= [this.semaphore.holds, this.semaphore.fence, this.semaphore.limit]);
+  }
+
+  private renewed?: readonly string[];
+
   protected override holderFor(owner: string): string {
     return `${this.permits}:${owner}:${randomUUID()}`;
   }
@@ -262,8 +273,9 @@ class PermitLock extends LockBase {
   }
 
   protected async attempt({ holder, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
-    const { redis, clientId, publishCommand } = this.engine;
+    const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
     const [status, value, limit] = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
+      idleKeyTtl,
       member: holder,
       permits: this.permits,
       leaseMs,

@@ -111,8 +111,14 @@ export class SimpleLock extends LockBase {
   }
 
   protected async attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
-    const { redis, clientId } = this.engine;
-    const reply = await SIMPLE_LOCK.run(redis, this.keys, { token, leaseMs, clientId, waiting: waitingFlag(waiting) });
+    const { redis, clientId, idleKeyTtl } = this.engine;
+    const reply = await SIMPLE_LOCK.run(redis, this.keys, {
+      token,
+      leaseMs,
+      clientId,
+      waiting: waitingFlag(waiting),
+      idleKeyTtl,
+    });
     return attemptOutcome(reply[0], reply[1], token, reply[2]);
   }
 

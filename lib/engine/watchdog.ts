@@ -27,6 +27,8 @@ export class Watchdog {
     private readonly intervalMs: number,
     private readonly operationTimeout: number,
     private readonly logger: LockLogger,
+    /** How long a renewed name's fencing counter outlives the lease (see LockClientOptions.idleKeyTtl). */
+    private readonly idleKeyTtl: number,
     /** After each tick: how many renewals Redis confirmed and how many failed (lost or unreachable). */
     private readonly onTick: (renewed: number, failed: number) => void = () => undefined,
   ) {}
@@ -120,7 +122,7 @@ export class Watchdog {
     const calls = groups.flatMap((group) => chunks(group, RENEWALS_PER_CALL));
     const argumentsOf = (call: number[]): [string[], (string | number)[]] => [
       call.flatMap((i) => batch[i].renewalKeys),
-      call.flatMap((i) => [batch[i].renewal, batch[i].leaseMs, batch[i].owner]),
+      [this.idleKeyTtl, ...call.flatMap((i) => [batch[i].renewal, batch[i].leaseMs, batch[i].owner])],
     ];
     let replies: (number[] | Error)[];
     if (this.client.isCluster) {

@@ -1,5 +1,6 @@
 --!include server-time.lua
 --!include publish-command.lua
+--!include fencing.lua
 -- The fair lock's queue: one entry per wait, in FIFO order (a list) with its deadline (a zset, Redis
 -- server time in ms). A waiter refreshes its deadline while it waits; one whose deadline passed is dead.
 -- An entry is '<owner id>\0<waiter id>': the owner the wait is for (owner ids hold no NUL, so the
@@ -12,7 +13,7 @@
 -- or accepted by that wait. It goes with the lock hash. A hand-off is no hold: the hold begins when its
 -- wait accepts it, recorded then under that attempt's own id like every other hold (see hold-ids.lua).
 -- `fair` holds the keys and settings of one call: lock, queue, deadlines, fence, channel (prefix),
--- publish, acceptanceLease, now.
+-- publish, acceptanceLease, idle (how long the fencing counter outlives a lease), now.
 
 local GRANTED_TO = '\0granted-to'
 
@@ -106,8 +107,8 @@ local function offerTo(fair, entry)
   local owner, waiterId = entryParts(entry)
   local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
   if not client or owner == '' then return false end
-  local token = redis.call('incr', fair.fence)
-  if redis.call(fair.publish, fair.channel .. ':' .. client, waiterId .. '|' .. token) == 0 then return false end
+  local token = nextToken(fair.fence, fair.acceptanceLease + fair.idle)
+  if redis.call(fair.publish, fair.channel .. ':' .. client, waiterId .. '|' .. tokenText(token)) == 0 then return false end
   redis.call('hset', fair.lock, owner, 0, GRANTED_TO, entry)
   redis.call('pexpire', fair.lock, fair.acceptanceLease)
   return true

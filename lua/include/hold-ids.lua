@@ -98,7 +98,8 @@ end
 -- expiry is set outright instead of never shortened.
 local function recordHold(grants, id, kind, token, owner, lease, epoch, onlyHold)
   pruneEnded(grants)
-  local numbers = epoch == nil and tostring(token) or (token .. '/' .. epoch)
+  -- %.0f: Lua's own number-to-text keeps 14 digits, and tokens have 16 (see fencing.lua).
+  local numbers = string.format('%.0f', token) .. (epoch == nil and '' or string.format('/%.0f', epoch))
   writeRecord(grants, id, kind .. numbers .. '|' .. owner)
   if onlyHold then
     redis.call('pexpire', grants, math.max(lease, ENDED_MEMORY_MS))

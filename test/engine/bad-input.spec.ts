@@ -14,6 +14,7 @@ import {
 } from '../support/bad-input';
 import { connect, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 type Kind = 'reentrant' | 'fair' | 'simple';
 const KINDS: Kind[] = ['reentrant', 'fair', 'simple'];
@@ -284,22 +285,30 @@ describe('bad input', () => {
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [lease, 'owner', 'client', '0', 'h']],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0']],
+        [
+          'lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, k.grants],
+          [lease, 'owner', 'client', '0', 'h', IDLE_KEY_TTL],
+        ],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0', IDLE_KEY_TTL]],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [lease, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'wait'],
+          [lease, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
-        ['renew-many-n.lua', [k.lock], ['string', lease, 'token']],
-        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [lease, 'owner', 'c:w', 'h']],
-        ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner', 'hash', lease, 'owner']],
+        ['renew-many-n.lua', [k.lock, k.fence], [IDLE_KEY_TTL, 'string', lease, 'token']],
+        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [lease, 'owner', 'c:w', 'h', IDLE_KEY_TTL]],
+        [
+          'renew-many-n.lua',
+          [k.lock, k.fence, k.lock, k.fence],
+          [IDLE_KEY_TTL, 'hash', 1000, 'owner', 'hash', lease, 'owner'],
+        ],
         [
           'unlock-6.lua',
           [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', lease, 'publish', 'released', 'pass', 'c', 'one'],
         ],
-        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', lease, 2000, 'publish', 'one']],
+        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', lease, 2000, 'publish', 'one', IDLE_KEY_TTL]],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
@@ -312,51 +321,69 @@ describe('bad input', () => {
       const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants];
       const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:released`];
       const calls: [string, string[], (string | number)[]][] = [
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', 'h']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', 'yes', 'h']],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2']],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', 'h', IDLE_KEY_TTL]],
+        [
+          'lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, k.grants],
+          [1000, 'owner', 'client', 'yes', 'h', IDLE_KEY_TTL],
+        ],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2', IDLE_KEY_TTL]],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0', IDLE_KEY_TTL]],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o', 0.5, 2000, 'publish', 'h', 'c:w', 'wait'],
+          [1000, 'o', 0.5, 2000, 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o', 5000, 'x', 'publish', 'h', 'c:w', 'wait'],
+          [1000, 'o', 5000, 'x', 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o', 5000, 2000, 'del', 'h', 'c:w', 'wait'],
+          [1000, 'o', 5000, 2000, 'del', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
-        ['fair-abandon-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['', 'o', 1000, 'publish']],
-        ['fair-abandon-5.lua', [k.lock, k.queue, k.deadlines, k.fence, k.channel], ['c:w', 'o\0x', 1000, 'publish']],
+        [
+          'fair-abandon-5.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
+          ['', 'o', 1000, 'publish', IDLE_KEY_TTL],
+        ],
+        [
+          'fair-abandon-5.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
+          ['c:w', 'o\0x', 1000, 'publish', IDLE_KEY_TTL],
+        ],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o', 5000, 2000, 'publish', 'h', 'w', 'wait'],
+          [1000, 'o', 5000, 2000, 'publish', 'h', 'w', 'wait', IDLE_KEY_TTL],
         ],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o\0x', 5000, 2000, 'publish', 'h', 'c:w', 'wait'],
+          [1000, 'o\0x', 5000, 2000, 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'maybe'],
+          [1000, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'maybe', IDLE_KEY_TTL],
         ],
-        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'no-nonce:', 'h']],
-        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'c:w', '']],
+        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'no-nonce:', 'h', IDLE_KEY_TTL]],
+        ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'c:w', '', IDLE_KEY_TTL]],
         [
           'fair-lock-6.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
-          [1000, 'o', 5000, 2000, 'publish', '', 'c:w', 'wait'],
+          [1000, 'o', 5000, 2000, 'publish', '', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
-        ['renew-many-n.lua', [k.lock], ['list', 1000, 'owner']],
-        ['renew-many-n.lua', [k.lock], ['hash', 1000]],
+        ['renew-many-n.lua', [k.lock, k.fence], [IDLE_KEY_TTL, 'list', 1000, 'owner']],
+        ['renew-many-n.lua', [k.lock, k.fence], [IDLE_KEY_TTL, 'hash', 1000]],
+        // The idle key TTL (see fencing.lua): missing, not whole, out of range.
+        ['renew-many-n.lua', [k.lock, k.fence], ['hash', 1000, 'owner']],
+        ['renew-many-n.lua', [k.lock, k.fence], ['0', 'hash', 1000, 'owner']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', 'h', '1.5']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', 'h', 86_400_001]],
+        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0']],
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['flushall', 'x', 'id']],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'del', 'x', 'pass', 'c']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],
@@ -383,9 +410,13 @@ describe('bad input', () => {
         ],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', '']],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', '', 'c']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', '', '0', 'h']],
+        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', '', '0', 'h', IDLE_KEY_TTL]],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0']],
-        ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', '']],
+        [
+          'lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, k.grants],
+          [1000, 'owner', 'client', '0', '', IDLE_KEY_TTL],
+        ],
         // A release kept in a turn says how long the turn may last (see hand-over.lua): missing, not whole, out of range.
         [
           'unlock-6.lua',
@@ -399,13 +430,13 @@ describe('bad input', () => {
         ],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', 'c', '0']],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', 'c', '3600001']],
-        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', 1000, 2000, 'publish', 'x']],
-        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', '', 1000, 2000, 'publish', 'any']],
+        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', 1000, 2000, 'publish', 'x', IDLE_KEY_TTL]],
+        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', '', 1000, 2000, 'publish', 'any', IDLE_KEY_TTL]],
         // A force without its call id (see force-once.lua), or with unusable settings.
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['publish', 'x', '']],
-        ['fair-force-unlock-7.lua', fairForceKeys, [0, 'publish', 'id']],
-        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'flushall', 'id']],
-        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'publish', '']],
+        ['fair-force-unlock-7.lua', fairForceKeys, [0, 'publish', 'id', IDLE_KEY_TTL]],
+        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'flushall', 'id', IDLE_KEY_TTL]],
+        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'publish', '', IDLE_KEY_TTL]],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
@@ -417,8 +448,8 @@ describe('bad input', () => {
       const k = base();
       const unlockKeys = [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence];
       const lockKeys = [k.lock, k.fence, k.waiting, k.next, k.grants];
-      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', 'h1']);
-      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', 'h2']);
+      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', 'h1', IDLE_KEY_TTL]);
+      await runScriptUnchecked(redis, 'lock-5.lua', lockKeys, [60_000, 'owner', 'client', 'once', 'h2', IDLE_KEY_TTL]);
       await expect(
         runScriptUnchecked(redis, 'unlock-6.lua', unlockKeys, [
           'owner',

@@ -10,6 +10,7 @@ import {
 } from '../../lib/engine/scripts/catalog';
 import { connect, sleep, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 /**
  * The read-write lock's scripts called directly on a real Redis: every hold of either side has an id of
@@ -35,7 +36,8 @@ describe('read-write lock scripts: every hold has an id of its own', () => {
   }
   const write: Side = {
     name: 'write',
-    attempt: (k, owner, holdId, leaseMs = 5000) => WRITE_LOCK.run(redis, k, { leaseMs, owner, intentMs: 0, holdId }),
+    attempt: (k, owner, holdId, leaseMs = 5000) =>
+      WRITE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, intentMs: 0, holdId }),
     release: (k, owner, holdId, which = 'one') =>
       WRITE_UNLOCK.run(redis, k, { owner, holdId, leaseMs: 5000, publish: 'publish', which }),
     claim: (k, owner, holdId) =>
@@ -44,7 +46,8 @@ describe('read-write lock scripts: every hold has an id of its own', () => {
   };
   const read: Side = {
     name: 'read',
-    attempt: (k, owner, holdId, leaseMs = 5000) => READ_LOCK.run(redis, k, { leaseMs, owner, holdId }),
+    attempt: (k, owner, holdId, leaseMs = 5000) =>
+      READ_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, holdId }),
     release: (k, owner, holdId, which = 'one') =>
       READ_UNLOCK.run(redis, k, { owner, holdId, leaseMs: 5000, publish: 'publish', which }),
     claim: (k, owner, holdId) => READ_CLAIM_ATTEMPT.run(redis, k, { holdId, owner }),

@@ -9,6 +9,7 @@ import { LuaScript } from '../../lib/engine/scripts/lua-script';
 import { loadedScript } from '../../lib/engine/scripts/loader';
 import { REPLY_MEANINGS } from '../../lib/engine/scripts/replies';
 import { connect, testPrefix } from '../support/engine';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
@@ -127,6 +128,7 @@ describe('script contracts', () => {
       call(
         catalog.LOCK,
         {
+          idleKeyTtl: IDLE_KEY_TTL,
           leaseMs: 5000,
           owner: 'c:1',
           clientId: 'c',
@@ -153,7 +155,11 @@ describe('script contracts', () => {
       call(catalog.CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
       call(catalog.FORCE_UNLOCK, { publish, message: 'm', callId: 'f1' }, false),
-      call(catalog.SIMPLE_LOCK, { token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once' }, turnGrant),
+      call(
+        catalog.SIMPLE_LOCK,
+        { idleKeyTtl: IDLE_KEY_TTL, token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once' },
+        turnGrant,
+      ),
       call(
         catalog.SIMPLE_UNLOCK,
         { token: 't', owner: '', callId: '', publish, message: 'm', handOver: 'pass', clientId: 'c', turnMs: 0 },
@@ -162,6 +168,7 @@ describe('script contracts', () => {
       call(
         catalog.FAIR_LOCK,
         {
+          idleKeyTtl: IDLE_KEY_TTL,
           leaseMs: 5000,
           owner: 'c:1',
           staleWaiterTimeout: 5000,
@@ -175,17 +182,41 @@ describe('script contracts', () => {
       ),
       call(
         catalog.FAIR_UNLOCK,
-        { owner: 'c:1', holdId: 'h1', leaseMs: 5000, acceptanceLease: 1000, publish, which: 'one' },
+        {
+          idleKeyTtl: IDLE_KEY_TTL,
+          owner: 'c:1',
+          holdId: 'h1',
+          leaseMs: 5000,
+          acceptanceLease: 1000,
+          publish,
+          which: 'one',
+        },
         'not-locked',
       ),
-      call(catalog.FAIR_FORCE_UNLOCK, { acceptanceLease: 1000, publish, callId: 'f1' }, false),
-      call(catalog.FAIR_ACCEPT, { leaseMs: 5000, owner: 'c:1', waiterId: 'c:w1', holdId: 'h1' }, false),
-      call(catalog.FAIR_ABANDON, { waiterId: 'c:w1', owner: 'c:1', acceptanceLease: 1000, publish }, false),
-      call(catalog.READ_LOCK, { leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, ['granted', 0]),
+      call(
+        catalog.FAIR_FORCE_UNLOCK,
+        { idleKeyTtl: IDLE_KEY_TTL, acceptanceLease: 1000, publish, callId: 'f1' },
+        false,
+      ),
+      call(
+        catalog.FAIR_ACCEPT,
+        { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', waiterId: 'c:w1', holdId: 'h1' },
+        false,
+      ),
+      call(
+        catalog.FAIR_ABANDON,
+        { idleKeyTtl: IDLE_KEY_TTL, waiterId: 'c:w1', owner: 'c:1', acceptanceLease: 1000, publish },
+        false,
+      ),
+      call(catalog.READ_LOCK, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, ['granted', 0]),
       call(catalog.READ_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_PTTL, {}, -2),
       call(catalog.READ_HOLD_COUNT, { owner: 'c:1' }, 0),
-      call(catalog.WRITE_LOCK, { leaseMs: 5000, owner: 'c:1', intentMs: 0, holdId: 'h1' }, grant),
+      call(
+        catalog.WRITE_LOCK,
+        { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', intentMs: 0, holdId: 'h1' },
+        grant,
+      ),
       call(catalog.WRITE_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),
       call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
@@ -193,6 +224,7 @@ describe('script contracts', () => {
       call(
         catalog.SEMAPHORE_ACQUIRE,
         {
+          idleKeyTtl: IDLE_KEY_TTL,
           member: '1:c:1',
           permits: 1,
           leaseMs: 5000,
@@ -205,7 +237,7 @@ describe('script contracts', () => {
         ['granted', 1, 1],
       ),
       call(catalog.SEMAPHORE_RELEASE, { member: '1:c:1', configuredLimit: 2, publish, memoryMs: 1000 }, 'not-locked'),
-      call(catalog.SEMAPHORE_SET_PERMITS, { permits: 3, publish }, 3),
+      call(catalog.SEMAPHORE_SET_PERMITS, { idleKeyTtl: IDLE_KEY_TTL, permits: 3, publish }, 3),
       call(catalog.SEMAPHORE_STATE, { configuredLimit: 2 }, [2, 0]),
       call(catalog.SEMAPHORE_PASS, { clientId: 'c', permits: 1, configuredLimit: 2, publish }, false),
       call(catalog.INSPECT, {}, ['none', -2, [], null, [], []]),
@@ -221,8 +253,8 @@ describe('script contracts', () => {
     });
 
     it('renew-many-n.lua', async () => {
-      const { lock } = freshKeys();
-      expect(await RENEW_MANY.run(redis, [lock], ['hash', 5000, 'c:1'])).toEqual([0]);
+      const { lock, fence } = freshKeys();
+      expect(await RENEW_MANY.run(redis, [lock, fence], [IDLE_KEY_TTL, 'hash', 5000, 'c:1'])).toEqual([0]);
     });
   });
 });

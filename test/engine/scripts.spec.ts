@@ -17,6 +17,7 @@ import type { HandOver } from '../../lib/engine/process-turns';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { connect, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 /** Each Lua script called directly on a real Redis, with random keys. */
 describe('lua scripts', () => {
@@ -28,6 +29,7 @@ describe('lua scripts', () => {
   /** A reentrant attempt; `client` set = a caller that waits if refused (else a single attempt of client 'solo'). */
   const lock = (k: Keys, owner: string, lease = 5000, client?: string, flag: '0' | '1' | '-' = '0') =>
     LOCK.run(redis, k, {
+      idleKeyTtl: IDLE_KEY_TTL,
       leaseMs: lease,
       owner,
       clientId: client ?? 'solo',
@@ -173,6 +175,7 @@ describe('lua scripts', () => {
     await shared.subscribe(k.channel);
     const simple = (token: string, client?: string) =>
       SIMPLE_LOCK.run(redis, k, {
+        idleKeyTtl: IDLE_KEY_TTL,
         token,
         leaseMs: 5000,
         clientId: client ?? 'solo',
@@ -337,7 +340,7 @@ describe('lua scripts', () => {
 
   describe('lock-5 / unlock-6: every hold has an id of its own (hold-ids.lua)', () => {
     const attempt = (k: Keys, owner: string, holdId: string, client = 'c') =>
-      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId: client, waiting: 'once', holdId });
+      LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner, clientId: client, waiting: 'once', holdId });
 
     it('a repeated attempt (its reply lost) replies as its first run did and counts nothing; another attempt of the same owner, from any process, counts one more', async () => {
       const k = keys();
@@ -428,7 +431,7 @@ describe('lua scripts', () => {
       await attempt(k, 'o', 'r1');
       expect(await redis.pttl(k.grants)).toBeGreaterThan(4_000);
       await redis.pexpire(k.grants, 100);
-      await RENEW_MANY.run(redis, [k.lock, k.grants], ['held', 120_000, 'o']);
+      await RENEW_MANY.run(redis, [k.lock, k.grants, k.fence], [IDLE_KEY_TTL, 'held', 120_000, 'o']);
       expect(await redis.pttl(k.grants)).toBeGreaterThan(100_000);
       expect(await FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'm', callId: 'f' })).toBe(true);
       expect(await redis.exists(k.grants)).toBe(0);
@@ -439,7 +442,7 @@ describe('lua scripts', () => {
   it('lock-5 / simple-lock-4: every grant takes one fencing token, whether other processes wait or not; re-entries and refusals take none', async () => {
     const k = keys();
     const reentrant = (owner: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
-      LOCK.run(redis, k, { leaseMs: 5000, owner, clientId, waiting, holdId: nextHoldId() });
+      LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner, clientId, waiting, holdId: nextHoldId() });
     expect(await reentrant('pa:1')).toEqual(['granted', 1, 0]);
     expect((await reentrant('pb:1', 'pb', '0'))[0]).toBe('refused'); // process pb waits now
     expect(await reentrant('pa:1')).toEqual(['reentered', 1]);
@@ -449,7 +452,7 @@ describe('lua scripts', () => {
     expect(await reentrant('pb:1', 'pb', '0')).toEqual(['granted', 3, 0]);
     await redis.del(k.lock);
     const simple = (token: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
-      SIMPLE_LOCK.run(redis, k, { token, leaseMs: 5000, clientId, waiting });
+      SIMPLE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 5000, clientId, waiting });
     expect(await simple('t1')).toEqual(['granted', 4, 0]);
     expect((await simple('t2', 'pc', '0'))[0]).toBe('refused');
     await redis.del(k.lock);
@@ -509,9 +512,9 @@ describe('lua scripts', () => {
   it('renew-many-n: extends only for the owner', async () => {
     const k = keys();
     await lock(k, 'a', 1000);
-    expect(await RENEW_MANY.run(redis, [k.lock], ['hash', 30_000, 'b'])).toEqual([0]);
+    expect(await RENEW_MANY.run(redis, [k.lock, k.fence], [IDLE_KEY_TTL, 'hash', 30_000, 'b'])).toEqual([0]);
     expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(1000);
-    expect(await RENEW_MANY.run(redis, [k.lock], ['hash', 30_000, 'a'])).toEqual([1]);
+    expect(await RENEW_MANY.run(redis, [k.lock, k.fence], [IDLE_KEY_TTL, 'hash', 30_000, 'a'])).toEqual([1]);
     expect(await redis.pttl(k.lock)).toBeGreaterThan(20_000);
   });
 
@@ -533,6 +536,7 @@ describe('lua scripts', () => {
   describe('a force unlock sent again after its reply was lost (its first run landed)', () => {
     const rwWrite = (owner: string) =>
       WRITE_LOCK.run(redis, readWriteKeys(prefix, 'force-rw'), {
+        idleKeyTtl: IDLE_KEY_TTL,
         leaseMs: 5000,
         owner,
         intentMs: 0,
@@ -556,6 +560,7 @@ describe('lua scripts', () => {
       'fair-force-unlock-7',
       (owner) =>
         FAIR_LOCK.run(redis, fair, {
+          idleKeyTtl: IDLE_KEY_TTL,
           leaseMs: 5000,
           owner,
           staleWaiterTimeout: 5000,
@@ -565,7 +570,13 @@ describe('lua scripts', () => {
           waiterId: `c:${owner}`,
           mode: 'once',
         }),
-      (callId) => FAIR_FORCE_UNLOCK.run(redis, fair, { acceptanceLease: 1000, publish: 'publish', callId }),
+      (callId) =>
+        FAIR_FORCE_UNLOCK.run(redis, fair, {
+          idleKeyTtl: IDLE_KEY_TTL,
+          acceptanceLease: 1000,
+          publish: 'publish',
+          callId,
+        }),
       // The owners' holds; a field starting with NUL is the fair lock's record of the wait it was granted to.
       async () => Object.fromEntries(Object.entries(await redis.hgetall(fair.lock)).filter(([f]) => f[0] !== '\0')),
     ]);
@@ -598,6 +609,7 @@ describe('lua scripts', () => {
       const fair = lockKeys(prefix, 'fair-repeat');
       const attempt = (holdId: string, waiterId = `c:w-${holdId}`) =>
         FAIR_LOCK.run(redis, fair, {
+          idleKeyTtl: IDLE_KEY_TTL,
           owner: 'c:1',
           leaseMs: 5000,
           staleWaiterTimeout: 5000,
@@ -633,6 +645,7 @@ describe('lua scripts', () => {
       const s = keys();
       const attempt = () =>
         SIMPLE_LOCK.run(redis, s, {
+          idleKeyTtl: IDLE_KEY_TTL,
           token: 'c:1:t',
           leaseMs: 5000,
           clientId: 'c',
@@ -644,6 +657,7 @@ describe('lua scripts', () => {
       expect(await redis.get(s.fence)).toBe('1');
       // Another token is still refused.
       const other = await SIMPLE_LOCK.run(redis, s, {
+        idleKeyTtl: IDLE_KEY_TTL,
         token: 'c:2:t',
         leaseMs: 5000,
         clientId: 'c',

@@ -9,6 +9,7 @@ import {
 } from '../../lib/engine/scripts/catalog';
 import { permitKeys } from '../../lib/engine/semaphore';
 import { connect, testPrefix } from '../support/engine';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 /** The semaphore's Lua scripts called directly on a real Redis, with random keys. */
 describe('semaphore lua scripts', () => {
@@ -28,6 +29,7 @@ describe('semaphore lua scripts', () => {
     client?: string,
   ) =>
     SEMAPHORE_ACQUIRE.run(redis, k, {
+      idleKeyTtl: IDLE_KEY_TTL,
       member,
       permits,
       leaseMs: lease,
@@ -42,7 +44,8 @@ describe('semaphore lua scripts', () => {
   const pass = (k: Keys, client: string, permits: number, limit = 3) =>
     SEMAPHORE_PASS.run(redis, k, { clientId: client, permits, configuredLimit: limit, publish: 'publish' });
   const state = (k: Keys, limit = 3) => SEMAPHORE_STATE.run(redis, k, { configuredLimit: limit });
-  const setPermits = (k: Keys, permits: number) => SEMAPHORE_SET_PERMITS.run(redis, k, { permits, publish: 'publish' });
+  const setPermits = (k: Keys, permits: number) =>
+    SEMAPHORE_SET_PERMITS.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, permits, publish: 'publish' });
 
   /**
    * Registers the waiters of process `client` for `permits` permits and subscribes to their channel;
@@ -221,15 +224,15 @@ describe('semaphore lua scripts', () => {
     const lock = `${prefix}:{renew-lock}`;
     const renewed = await RENEW_MANY.run(
       redis,
-      [k.holds, k.holds, k.holds, lock],
-      ['permit', 60_000, '1:a', 'permit', 60_000, '1:b', 'permit', 60_000, '1:zz', 'string', 60_000, 'x'],
+      [...[1, 2, 3].flatMap(() => [k.holds, k.fence, k.limit]), lock, `${lock}:fence`],
+      [IDLE_KEY_TTL, 'permit', 60_000, '1:a', 'permit', 60_000, '1:b', 'permit', 60_000, '1:zz', 'string', 60_000, 'x'],
     );
     expect(renewed).toEqual([1, 0, 0, 0]);
     const [seconds] = await redis.time();
     expect(Number(await redis.zscore(k.holds, '1:a')) - Number(seconds) * 1000).toBeGreaterThan(50_000);
     expect(await redis.pttl(k.holds)).toBeGreaterThan(50_000);
-    await expect(RENEW_MANY.run(redis, [k.holds], ['permits', 1_000, '1:a'])).rejects.toThrow(
-      /BADARG kind must be .*permit, got permits/,
-    );
+    await expect(
+      RENEW_MANY.run(redis, [k.holds, k.fence, k.limit], [IDLE_KEY_TTL, 'permits', 1_000, '1:a']),
+    ).rejects.toThrow(/BADARG kind must be .*permit, got permits/);
   });
 });

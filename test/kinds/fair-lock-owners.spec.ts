@@ -12,6 +12,7 @@ import {
   type TestClient,
 } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 /**
  * Issue #38: an owner id is opaque text, shared by any number of waits in any number of processes. A
@@ -217,6 +218,7 @@ describe('FairLock: owner ids are opaque', () => {
     /** One attempt of a call: `waiterId` is the call's, `holdId` the attempt's own (a copy sent again carries the same). */
     const attempt = (owner: string, waiterId: string, mode: 'wait' | 'once' = 'wait', holdId = `h${++attempts}`) =>
       FAIR_LOCK.run(redis, lockKeys(prefix, name), {
+        idleKeyTtl: IDLE_KEY_TTL,
         leaseMs: 10_000,
         owner,
         ...settings,
@@ -241,9 +243,15 @@ describe('FairLock: owner ids are opaque', () => {
       const sub = await listen(k.channel, ['c1', 'c2', 'order']);
       try {
         const accept = (owner: string, waiterId: string, holdId = `accept-${waiterId}`) =>
-          FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner, waiterId, holdId });
+          FAIR_ACCEPT.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 10_000, owner, waiterId, holdId });
         const abandon = (waiterId: string, owner: string) =>
-          FAIR_ABANDON.run(redis, k, { waiterId, owner, acceptanceLease: 2_000, publish: 'publish' });
+          FAIR_ABANDON.run(redis, k, {
+            idleKeyTtl: IDLE_KEY_TTL,
+            waiterId,
+            owner,
+            acceptanceLease: 2_000,
+            publish: 'publish',
+          });
         expect((await attempt('x', 'c0:x', 'once'))[0]).toBe('granted');
         expect((await attempt('order:1', 'c1:w1'))[0]).toBe('refused');
         expect((await attempt('order:1', 'c2:w2'))[0]).toBe('refused'); // the same owner, a place of its own
@@ -252,6 +260,7 @@ describe('FairLock: owner ids are opaque', () => {
         /** Any one hold of `owner`, under a call id of its own. */
         const unlock = (owner: string) =>
           FAIR_UNLOCK.run(redis, k, {
+            idleKeyTtl: IDLE_KEY_TTL,
             owner,
             holdId: `call-${++attempts}`,
             leaseMs: 10_000,
@@ -299,6 +308,7 @@ describe('FairLock: owner ids are opaque', () => {
         await attempt('o', 'c1:w1');
         await attempt('o', 'c2:w2');
         await FAIR_UNLOCK.run(redis, k, {
+          idleKeyTtl: IDLE_KEY_TTL,
           owner: 'x',
           holdId: 'x-release',
           leaseMs: 10_000,
@@ -308,6 +318,7 @@ describe('FairLock: owner ids are opaque', () => {
         });
         await eventually(() => sub.heard.c1.length === 1);
         const passed = await FAIR_ABANDON.run(redis, k, {
+          idleKeyTtl: IDLE_KEY_TTL,
           waiterId: 'c1:w1',
           owner: 'o',
           acceptanceLease: 2_000,
@@ -317,7 +328,13 @@ describe('FairLock: owner ids are opaque', () => {
         await eventually(() => sub.heard.c2.length === 1);
         expect(sub.heard.c2).toEqual([`c2:w2|${await redis.get(k.fence)}`]);
         const accept = (waiterId: string) =>
-          FAIR_ACCEPT.run(redis, k, { leaseMs: 10_000, owner: 'o', waiterId, holdId: `accept-${waiterId}` });
+          FAIR_ACCEPT.run(redis, k, {
+            idleKeyTtl: IDLE_KEY_TTL,
+            leaseMs: 10_000,
+            owner: 'o',
+            waiterId,
+            holdId: `accept-${waiterId}`,
+          });
         expect(await accept('c1:w1')).toBe(false);
         expect(await accept('c2:w2')).toBe(true);
         expect(await redis.llen(k.queue)).toBe(0);
@@ -346,6 +363,7 @@ describe('FairLock: owner ids are opaque', () => {
       const k = lockKeys(prefix, name);
       const release = (owner: string, holdId: string, which: 'one' | 'any' = 'one') =>
         FAIR_UNLOCK.run(redis, k, {
+          idleKeyTtl: IDLE_KEY_TTL,
           owner,
           holdId,
           leaseMs: 10_000,

@@ -13,6 +13,7 @@ import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, typ
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 /** Runs `fn` as another owner (a fresh lock scope), like a concurrent request would. */
 const asOther = <T>(fn: () => Promise<T>): Promise<T> => runInLockScope(fn, { newScope: true });
@@ -298,27 +299,30 @@ describe('ReadWriteLock', () => {
     const read = await rw.readLock().lock({ leaseTime: 1_000 });
     const renew = (keys: string[], args: (string | number)[]) =>
       runScriptUnchecked(client.redis, 'renew-many-n.lua', keys, args);
-    const readKeys = [readers, readCounts, readGrants];
-    const both = [hash.keys.lock, ...readKeys];
+    const readKeys = [readers, readCounts, readGrants, rw.keys.fence];
+    const both = [hash.keys.lock, hash.keys.fence, ...readKeys];
     await client.redis.pexpire(readGrants, 1_000);
-    expect(await renew(both, ['hash', 90_000, plain.owner, 'read', 90_000, read.owner])).toEqual([1, 1]);
+    expect(await renew(both, [IDLE_KEY_TTL, 'hash', 90_000, plain.owner, 'read', 90_000, read.owner])).toEqual([1, 1]);
     const score = Number(await client.redis.zscore(readers, read.owner));
     expect(score - (await serverMs(client.redis))).toBeGreaterThan(80_000);
     expect(await client.redis.pttl(readCounts)).toBeGreaterThan(80_000);
     expect(await client.redis.pttl(readGrants)).toBeGreaterThan(80_000); // the hold's id lives as long
-    expect(await renew(readKeys, ['read', 30_000, 'someone-else'])).toEqual([0]);
+    expect(await renew(readKeys, [IDLE_KEY_TTL, 'read', 30_000, 'someone-else'])).toEqual([0]);
 
     // A hold whose own expiry has passed stays expired, even while its keys live on for another reader.
     await client.redis.zadd(readers, (await serverMs(client.redis)) - 1, read.owner);
     await client.redis.zadd(readers, (await serverMs(client.redis)) + 30_000, 'living-reader');
-    expect(await renew(readKeys, ['read', 30_000, read.owner])).toEqual([0]);
+    expect(await renew(readKeys, [IDLE_KEY_TTL, 'read', 30_000, read.owner])).toEqual([0]);
     expect(Number(await client.redis.zscore(readers, read.owner))).toBeLessThan(await serverMs(client.redis));
 
     // Key counts must match the kinds: refused before any renewal.
     await expect(
-      renew([hash.keys.lock, readers, readCounts], ['hash', 1_000, plain.owner, 'read', 1_000, 'x']),
-    ).rejects.toThrow(/BADARG expected 4 keys/);
-    await expect(renew(readKeys, ['rw', 1_000, 'x'])).rejects.toThrow(/BADARG kind/);
+      renew(
+        [hash.keys.lock, hash.keys.fence, readers, readCounts],
+        [IDLE_KEY_TTL, 'hash', 1_000, plain.owner, 'read', 1_000, 'x'],
+      ),
+    ).rejects.toThrow(/BADARG expected 6 keys/);
+    await expect(renew(readKeys, [IDLE_KEY_TTL, 'rw', 1_000, 'x'])).rejects.toThrow(/BADARG kind/);
     await plain.release();
     await client.redis.del(readers, readCounts, readGrants);
   });
@@ -332,14 +336,14 @@ describe('ReadWriteLock', () => {
     const writeUnlock = [write, readers, readChannel, writeChannel, writeGrants, fence];
     const force = [write, readers, readCounts, readChannel, writeChannel, forced, writeGrants, readGrants];
     const calls: [string, string[], (string | number)[]][] = [
-      ['rw-read-lock-6.lua', readLock, ['1500.5', 'owner', 'h']],
-      ['rw-read-lock-6.lua', readLock, [1_000, '', 'h']],
-      ['rw-read-lock-6.lua', readLock, [1_000, 'owner', '']],
+      ['rw-read-lock-6.lua', readLock, ['1500.5', 'owner', 'h', IDLE_KEY_TTL]],
+      ['rw-read-lock-6.lua', readLock, [1_000, '', 'h', IDLE_KEY_TTL]],
+      ['rw-read-lock-6.lua', readLock, [1_000, 'owner', '', IDLE_KEY_TTL]],
       ['rw-read-lock-6.lua', readLock, [1_000, 'owner']],
-      ['rw-write-lock-7.lua', writeLock, [0, 'owner', 5_000, 'h']],
-      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', -1, 'h']],
-      ['rw-write-lock-7.lua', writeLock, [1_000, '', 0, 'h']],
-      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', 0, '']],
+      ['rw-write-lock-7.lua', writeLock, [0, 'owner', 5_000, 'h', IDLE_KEY_TTL]],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', -1, 'h', IDLE_KEY_TTL]],
+      ['rw-write-lock-7.lua', writeLock, [1_000, '', 0, 'h', IDLE_KEY_TTL]],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', 0, '', IDLE_KEY_TTL]],
       ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', 1_000, 'publish', 'all']],
       ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', 1_000, 'del', 'one']],
       ['rw-read-unlock-5.lua', readUnlock, ['owner', '', 1_000, 'publish', 'one']],

@@ -4,6 +4,7 @@ import { SIMPLE_LOCK, SIMPLE_UNLOCK } from '../../lib/engine/scripts/catalog';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { connect, lockClient, testPrefix, type TestClient } from '../support/engine';
 import type Redis from 'ioredis';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
 
 /**
  * An owner id is opaque text (issue #38): never parsed, never matched by prefix, any characters
@@ -108,7 +109,7 @@ describe('simple-unlock-5: a release runs once', () => {
   };
   type Keys = ReturnType<typeof keysOf>;
   const take = (k: Keys, token: string) =>
-    SIMPLE_LOCK.run(redis, k, { token, leaseMs: 10_000, clientId: 'c', waiting: 'once' });
+    SIMPLE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 10_000, clientId: 'c', waiting: 'once' });
   const release = (k: Keys, by: { token: string } | { owner: string; callId: string }) =>
     SIMPLE_UNLOCK.run(redis, k, {
       token: 'token' in by ? by.token : '',

@@ -37,7 +37,7 @@ const handOver = arg<HandOver>();
 export const LOCK = defineScript({
   file: 'lock-5.lua',
   keys: ['lock', 'fence', 'waiting', 'next', 'grants'],
-  args: { leaseMs: num, owner: str, clientId: str, waiting, holdId: str },
+  args: { leaseMs: num, owner: str, clientId: str, waiting, holdId: str, idleKeyTtl: num },
   reply: asIs<TurnAttemptReply>,
 });
 
@@ -70,7 +70,7 @@ export const CLAIM_ATTEMPT = defineScript({
 export const SIMPLE_LOCK = defineScript({
   file: 'simple-lock-4.lua',
   keys: ['lock', 'fence', 'waiting', 'next'],
-  args: { token: str, leaseMs: num, clientId: str, waiting },
+  args: { token: str, leaseMs: num, clientId: str, waiting, idleKeyTtl: num },
   reply: asIs<TurnAttemptReply>,
 });
 
@@ -120,6 +120,7 @@ export const FAIR_LOCK = defineScript({
     holdId: str,
     waiterId: str,
     mode: arg<'wait' | 'once'>(),
+    idleKeyTtl: num,
   },
   reply: asIs<AttemptReply>,
 });
@@ -128,7 +129,7 @@ export const FAIR_LOCK = defineScript({
 export const FAIR_FORCE_UNLOCK = defineScript({
   file: 'fair-force-unlock-7.lua',
   keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'forced', 'grants'],
-  args: { acceptanceLease: num, publish, callId: str },
+  args: { acceptanceLease: num, publish, callId: str, idleKeyTtl: num },
   reply: yesNo,
 });
 
@@ -139,7 +140,15 @@ export const FAIR_FORCE_UNLOCK = defineScript({
 export const FAIR_UNLOCK = defineScript({
   file: 'fair-unlock-6.lua',
   keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants'],
-  args: { owner: str, holdId: str, leaseMs: num, acceptanceLease: num, publish, which: arg<'one' | 'any'>() },
+  args: {
+    owner: str,
+    holdId: str,
+    leaseMs: num,
+    acceptanceLease: num,
+    publish,
+    which: arg<'one' | 'any'>(),
+    idleKeyTtl: num,
+  },
   reply: asIs<Exclude<ReleaseReply, 'kept'>>,
 });
 
@@ -147,7 +156,7 @@ export const FAIR_UNLOCK = defineScript({
 export const FAIR_ACCEPT = defineScript({
   file: 'fair-accept-3.lua',
   keys: ['lock', 'grants', 'fence'],
-  args: { leaseMs: num, owner: str, waiterId: str, holdId: str },
+  args: { leaseMs: num, owner: str, waiterId: str, holdId: str, idleKeyTtl: num },
   reply: yesNo,
 });
 
@@ -158,7 +167,7 @@ export const FAIR_ACCEPT = defineScript({
 export const FAIR_ABANDON = defineScript({
   file: 'fair-abandon-5.lua',
   keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
-  args: { waiterId: str, owner: str, acceptanceLease: num, publish },
+  args: { waiterId: str, owner: str, acceptanceLease: num, publish, idleKeyTtl: num },
   reply: yesNo,
 });
 
@@ -179,7 +188,7 @@ function sideRelease<K extends string>(file: string, keys: readonly K[]) {
 export const READ_LOCK = defineScript({
   file: 'rw-read-lock-6.lua',
   keys: ['write', 'readers', 'readCounts', 'writers', 'fence', 'readGrants'],
-  args: { leaseMs: num, owner: str, holdId: str },
+  args: { leaseMs: num, owner: str, holdId: str, idleKeyTtl: num },
   reply: asIs<AttemptReply>,
 });
 
@@ -187,7 +196,7 @@ export const READ_LOCK = defineScript({
 export const WRITE_LOCK = defineScript({
   file: 'rw-write-lock-7.lua',
   keys: ['write', 'readers', 'readCounts', 'writers', 'fence', 'writeGrants', 'readGrants'],
-  args: { leaseMs: num, owner: str, intentMs: num, holdId: str },
+  args: { leaseMs: num, owner: str, intentMs: num, holdId: str, idleKeyTtl: num },
   reply: asIs<WriteAttemptReply>,
 });
 
@@ -268,6 +277,7 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     chained: arg<'1' | '0'>(),
     clientId: str,
     waiting,
+    idleKeyTtl: num,
   },
   reply: asIs<PermitAttemptReply>,
 });
@@ -284,7 +294,7 @@ export const SEMAPHORE_RELEASE = defineScript({
 export const SEMAPHORE_SET_PERMITS = defineScript({
   file: 'semaphore-set-permits-4.lua',
   keys: ['holds', 'limit', 'channel', 'waiting'],
-  args: { permits: num, publish },
+  args: { permits: num, publish, idleKeyTtl: num },
   reply: asIs<number>,
 });
 
@@ -331,8 +341,8 @@ export const HOLD_STATE = defineScript({
 });
 
 /**
- * The watchdog's renewal of many holds in one call: keys and (kind, lease, owner) triples laid out
- * per hold (see renew-many-n.lua); one reply per hold, 1 renewed, 0 no longer held.
+ * The watchdog's renewal of many holds in one call: the idle key TTL, then keys and (kind, lease,
+ * owner) triples laid out per hold (see renew-many-n.lua); one reply per hold, 1 renewed, 0 no longer held.
  */
 export const RENEW_MANY = new VariableKeysScript('renew-many-n.lua', asIs<number[]>);
 
