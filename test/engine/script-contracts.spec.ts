@@ -10,6 +10,7 @@ import { loadedScript } from '../../lib/engine/scripts/loader';
 import { REPLY_MEANINGS } from '../../lib/engine/scripts/replies';
 import { connect, testPrefix } from '../support/engine';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { clockToken } from '../support/fencing';
 
 const LUA_DIR = join(__dirname, '..', '..', 'lua');
 
@@ -121,9 +122,9 @@ describe('script contracts', () => {
     function call<K extends string, A, R>(script: LuaScript<K, A, R>, args: A, expected: unknown) {
       return [script.file, () => script.run(redis, freshKeys() as Record<K, string>, args), expected] as const;
     }
-    const grant = ['granted', 1];
+    const grant = ['granted', clockToken()];
     /** A grant of a lock that takes turns also says whether other processes wait. */
-    const turnGrant = ['granted', 1, 0];
+    const turnGrant = ['granted', clockToken(), 0];
     const calls = [
       call(
         catalog.LOCK,
@@ -208,7 +209,7 @@ describe('script contracts', () => {
         { idleKeyTtl: IDLE_KEY_TTL, waiterId: 'c:w1', owner: 'c:1', acceptanceLease: 1000, publish },
         false,
       ),
-      call(catalog.READ_LOCK, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, ['granted', 0]),
+      call(catalog.READ_LOCK, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, grant),
       call(catalog.READ_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_PTTL, {}, -2),
       call(catalog.READ_HOLD_COUNT, { owner: 'c:1' }, 0),
@@ -234,7 +235,7 @@ describe('script contracts', () => {
           clientId: 'c',
           waiting: 'once',
         },
-        ['granted', 1, 1],
+        ['granted', clockToken(), 1],
       ),
       call(catalog.SEMAPHORE_RELEASE, { member: '1:c:1', configuredLimit: 2, publish, memoryMs: 1000 }, 'not-locked'),
       call(catalog.SEMAPHORE_SET_PERMITS, { idleKeyTtl: IDLE_KEY_TTL, permits: 3, publish }, 3),

@@ -18,6 +18,7 @@ import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { connect, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { FENCE_SEED, seedFence } from '../support/fencing';
 
 /** Each Lua script called directly on a real Redis, with random keys. */
 describe('lua scripts', () => {
@@ -85,15 +86,16 @@ describe('lua scripts', () => {
 
   it('lock-5: acquires with a new token, re-enters with the same token, refuses others with the PTTL', async () => {
     const k = keys();
-    expect(await lock(k, 'a')).toEqual(['granted', 1, 0]);
-    expect(await lock(k, 'a')).toEqual(['reentered', 1]);
+    await seedFence(redis, k.fence);
+    expect(await lock(k, 'a')).toEqual(['granted', FENCE_SEED + 1, 0]);
+    expect(await lock(k, 'a')).toEqual(['reentered', FENCE_SEED + 1]);
     expect(await redis.hget(k.lock, 'a')).toBe('2');
     const [status, pttl] = await lock(k, 'b');
     expect(status).toBe('refused');
     expect(pttl).toBeGreaterThan(4000);
     expect(await redis.exists(k.waiting)).toBe(0); // a single attempt is not registered
     await redis.del(k.lock);
-    expect(await lock(k, 'b')).toEqual(['granted', 2, 0]);
+    expect(await lock(k, 'b')).toEqual(['granted', FENCE_SEED + 2, 0]);
   });
 
   it('lock-5: re-entry never shortens a longer lease', async () => {
@@ -344,12 +346,13 @@ describe('lua scripts', () => {
 
     it('a repeated attempt (its reply lost) replies as its first run did and counts nothing; another attempt of the same owner, from any process, counts one more', async () => {
       const k = keys();
-      expect(await attempt(k, 'job-8', 'b1', 'B')).toEqual(['granted', 1, 0]);
-      expect(await attempt(k, 'job-8', 'b1', 'B')).toEqual(['granted', 1, 0]); // the repeat
+      await seedFence(redis, k.fence);
+      expect(await attempt(k, 'job-8', 'b1', 'B')).toEqual(['granted', FENCE_SEED + 1, 0]);
+      expect(await attempt(k, 'job-8', 'b1', 'B')).toEqual(['granted', FENCE_SEED + 1, 0]); // the repeat
       expect(await redis.hget(k.lock, 'job-8')).toBe('1');
       // Process A locks the same explicit owner: a re-entry, counted, whatever A remembers.
-      expect(await attempt(k, 'job-8', 'a1', 'A')).toEqual(['reentered', 1]);
-      expect(await attempt(k, 'job-8', 'a1', 'A')).toEqual(['reentered', 1]);
+      expect(await attempt(k, 'job-8', 'a1', 'A')).toEqual(['reentered', FENCE_SEED + 1]);
+      expect(await attempt(k, 'job-8', 'a1', 'A')).toEqual(['reentered', FENCE_SEED + 1]);
       expect(await redis.hget(k.lock, 'job-8')).toBe('2');
       // A's release (and its repeat) leaves B's hold.
       expect(await unlock(k, 'job-8', 'pass', 'A', 'a1')).toBe('decremented');
@@ -357,7 +360,7 @@ describe('lua scripts', () => {
       expect(await redis.hget(k.lock, 'job-8')).toBe('1');
       // B's release frees it; a repeat says what the first copy did and changes nothing.
       expect(await unlock(k, 'job-8', 'pass', 'B', 'b1')).toBe('released');
-      expect(await attempt(k, 'job-8', 'b2', 'B')).toEqual(['granted', 2, 0]); // B again, a new grant
+      expect(await attempt(k, 'job-8', 'b2', 'B')).toEqual(['granted', FENCE_SEED + 2, 0]); // B again, a new grant
       expect(await unlock(k, 'job-8', 'pass', 'B', 'b1')).toBe('released'); // an old copy: the new grant stays
       expect(await redis.hget(k.lock, 'job-8')).toBe('1');
       // A late copy of an attempt whose hold ended takes nothing.
@@ -367,9 +370,10 @@ describe('lua scripts', () => {
 
     it('a hold whose lock ran out never counts again, even when its owner holds the lock anew', async () => {
       const k = keys();
+      await seedFence(redis, k.fence);
       await attempt(k, 'o', 'old');
       await redis.del(k.lock); // its lease ran out (the record outlives it)
-      expect(await attempt(k, 'o', 'new')).toEqual(['granted', 2, 0]);
+      expect(await attempt(k, 'o', 'new')).toEqual(['granted', FENCE_SEED + 2, 0]);
       expect((await attempt(k, 'o', 'old'))[0]).toBe('refused'); // a late copy is no repeat of a live hold
       expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'old', owner: 'o' })).toEqual(['cancelled']);
       expect(await unlock(k, 'o', 'pass', 'c', 'old')).toBe('not-owner'); // nor can it release the new hold
@@ -418,8 +422,9 @@ describe('lua scripts', () => {
 
     it('claim-attempt-3: claims an unanswered attempt that landed, else cancels it for good', async () => {
       const k = keys();
+      await seedFence(redis, k.fence);
       await attempt(k, 'o', 'landed');
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o' })).toEqual(['granted', 1]);
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o' })).toEqual(['granted', FENCE_SEED + 1]);
       expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'late', owner: 'o' })).toEqual(['cancelled']);
       expect((await attempt(k, 'o', 'late'))[0]).toBe('refused'); // the late copy takes nothing
       expect(await redis.hget(k.lock, 'o')).toBe('1');
@@ -441,23 +446,24 @@ describe('lua scripts', () => {
 
   it('lock-5 / simple-lock-4: every grant takes one fencing token, whether other processes wait or not; re-entries and refusals take none', async () => {
     const k = keys();
+    await seedFence(redis, k.fence);
     const reentrant = (owner: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
       LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner, clientId, waiting, holdId: nextHoldId() });
-    expect(await reentrant('pa:1')).toEqual(['granted', 1, 0]);
+    expect(await reentrant('pa:1')).toEqual(['granted', FENCE_SEED + 1, 0]);
     expect((await reentrant('pb:1', 'pb', '0'))[0]).toBe('refused'); // process pb waits now
-    expect(await reentrant('pa:1')).toEqual(['reentered', 1]);
+    expect(await reentrant('pa:1')).toEqual(['reentered', FENCE_SEED + 1]);
     await redis.del(k.lock);
-    expect(await reentrant('pa:2')).toEqual(['granted', 2, 1]); // pb waits: said, and still one token
+    expect(await reentrant('pa:2')).toEqual(['granted', FENCE_SEED + 2, 1]); // pb waits: said, and still one token
     await redis.del(k.lock);
-    expect(await reentrant('pb:1', 'pb', '0')).toEqual(['granted', 3, 0]);
+    expect(await reentrant('pb:1', 'pb', '0')).toEqual(['granted', FENCE_SEED + 3, 0]);
     await redis.del(k.lock);
     const simple = (token: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
       SIMPLE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 5000, clientId, waiting });
-    expect(await simple('t1')).toEqual(['granted', 4, 0]);
+    expect(await simple('t1')).toEqual(['granted', FENCE_SEED + 4, 0]);
     expect((await simple('t2', 'pc', '0'))[0]).toBe('refused');
     await redis.del(k.lock);
-    expect(await simple('t3')).toEqual(['granted', 5, 1]);
-    expect(await redis.get(k.fence)).toBe('5');
+    expect(await simple('t3')).toEqual(['granted', FENCE_SEED + 5, 1]);
+    expect(await redis.get(k.fence)).toBe(String(FENCE_SEED + 5));
   });
 
   it('hand-over: the free lock waits for the process it was passed to; others are refused until it lapses', async () => {
@@ -643,6 +649,7 @@ describe('lua scripts', () => {
 
     it('simple-lock-4 with the same token is granted again, takes no new fencing token, and holds one lock', async () => {
       const s = keys();
+      await seedFence(redis, s.fence);
       const attempt = () =>
         SIMPLE_LOCK.run(redis, s, {
           idleKeyTtl: IDLE_KEY_TTL,
@@ -651,10 +658,10 @@ describe('lua scripts', () => {
           clientId: 'c',
           waiting: '0',
         });
-      expect(await attempt()).toEqual(['granted', 1, 0]);
-      expect(await attempt()).toEqual(['granted', 1, 0]);
+      expect(await attempt()).toEqual(['granted', FENCE_SEED + 1, 0]);
+      expect(await attempt()).toEqual(['granted', FENCE_SEED + 1, 0]);
       expect(await redis.get(s.lock)).toBe('c:1:t');
-      expect(await redis.get(s.fence)).toBe('1');
+      expect(await redis.get(s.fence)).toBe(String(FENCE_SEED + 1));
       // Another token is still refused.
       const other = await SIMPLE_LOCK.run(redis, s, {
         idleKeyTtl: IDLE_KEY_TTL,

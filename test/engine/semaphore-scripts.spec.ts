@@ -10,6 +10,7 @@ import {
 import { permitKeys } from '../../lib/engine/semaphore';
 import { connect, testPrefix } from '../support/engine';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { FENCE_SEED, seedFence } from '../support/fencing';
 
 /** The semaphore's Lua scripts called directly on a real Redis, with random keys. */
 describe('semaphore lua scripts', () => {
@@ -71,12 +72,13 @@ describe('semaphore lua scripts', () => {
 
   it('semaphore-acquire-5: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end', async () => {
     const k = keys();
-    expect(await acquire(k, '2:a', 2, 60_000)).toEqual(['granted', 1, 1]);
+    await seedFence(redis, k.fence);
+    expect(await acquire(k, '2:a', 2, 60_000)).toEqual(['granted', FENCE_SEED + 1, 1]);
     const [status, ms, available] = await acquire(k, '2:b', 2, 5_000);
     expect([status, available]).toEqual(['refused', 1]);
     expect(ms).toBeGreaterThan(50_000);
     expect(await redis.zcard(k.holds)).toBe(1); // refused: nothing taken
-    expect(await acquire(k, '1:c', 1)).toEqual(['granted', 2, 0]);
+    expect(await acquire(k, '1:c', 1)).toEqual(['granted', FENCE_SEED + 2, 0]);
     expect(await state(k)).toEqual([3, 3]);
     // A permits count that disagrees with the member is refused before any write.
     await expect(acquire(k, '2:d', 1)).rejects.toThrow(/BADARG/);
@@ -85,13 +87,14 @@ describe('semaphore lua scripts', () => {
 
   it('semaphore-acquire-5: reclaims holds whose lease ended (server time) and wakes waiters for what is left over', async () => {
     const k = keys();
+    await seedFence(redis, k.fence);
     await acquire(k, '1:long', 1, 60_000); // keeps the set alive: only the short hold's lease ends
     await acquire(k, '2:a', 2, 100);
     const heard = await messages(k);
     try {
       await new Promise((resolve) => setTimeout(resolve, 250));
       expect(await state(k)).toEqual([3, 1]); // the expired hold counts for nothing, even before reclaimed
-      expect(await acquire(k, '1:b', 1)).toEqual(['granted', 3, 1]);
+      expect(await acquire(k, '1:b', 1)).toEqual(['granted', FENCE_SEED + 3, 1]);
       expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:b', '1:long']);
       expect(await heard.count()).toBe(1);
       // A woken waiter (chained) granted with permits left over passes the wake-up on; a newcomer does not.
@@ -141,7 +144,10 @@ describe('semaphore lua scripts', () => {
     try {
       expect(await setPermits(k, 2)).toBe(-1);
       expect(await heard.count()).toBe(0);
-      expect(await redis.pttl(k.limit)).toBe(-1); // stored without expiry
+      // Stored as long as the longest hold, and the idle key TTL after (see fencing.lua).
+      const limitTtl = await redis.pttl(k.limit);
+      expect(limitTtl).toBeGreaterThan(IDLE_KEY_TTL);
+      expect(limitTtl).toBeLessThanOrEqual(IDLE_KEY_TTL + 5_000);
       expect((await acquire(k, '1:b', 1, 5_000, 10))[0]).toBe('refused'); // the configured 10 does not apply
       expect(await setPermits(k, 5)).toBe(2);
       expect(await heard.count()).toBe(1);
@@ -179,6 +185,7 @@ describe('semaphore lua scripts', () => {
 
   it('semaphore-waiting: permits coming free wake the longest-waiting group that can take them, skipping one that wants more', async () => {
     const k = keys();
+    await seedFence(redis, k.fence);
     await acquire(k, '3:a', 3, 60_000, 5);
     await acquire(k, '2:b', 2, 60_000, 5);
     // Process p1 waits for 3 (registered first), p2 for 1, and p1 for 1 as well.
@@ -193,7 +200,7 @@ describe('semaphore lua scripts', () => {
       expect(await release(k, '2:b', 5)).toBe('released'); // 2 free: the 3-permit group cannot take them
       expect(await counts()).toEqual([0, 1, 0]);
       // The woken group's waiter was beaten to them: refused with 1 still free, it passes the wake-up on.
-      expect(await acquire(k, '1:n', 1, 60_000, 5)).toEqual(['granted', 3, 1]); // a newcomer: no pass-on
+      expect(await acquire(k, '1:n', 1, 60_000, 5)).toEqual(['granted', FENCE_SEED + 3, 1]); // a newcomer: no pass-on
       expect(await counts()).toEqual([0, 1, 0]);
       expect(await acquire(k, '2:w', 2, 5_000, 5, '1', 'p2')).toEqual(['refused', expect.any(Number), 1]);
       expect(await counts()).toEqual([0, 2, 0]); // '1:p2' is still the longest-waiting group that fits
