@@ -2,7 +2,8 @@
  * The Redis keys and channel of one lock. They all carry the same hash tag `{<name>}`, so every
  * script touching them runs on one Cluster slot, and SPUBLISH on the channel stays on that slot.
  * - `lock`: the lock itself, a hash of owner -> hold count (reentrant, fair) or a string token (simple);
- * - `fence`: the fencing-token counter;
+ * - `fence`: the fencing-token counter, kept a lease plus `idleKeyTtl` after the last grant or renewal
+ *   (lua/include/fencing.lua);
  * - `channel`: unlock notifications (RedLock rounds); a waiting process listens on `<channel>:<client id>`;
  * - `waiting`: reentrant and simple locks' sorted set of waiting client id -> time it registered (one is
  *   woken per release);
@@ -23,8 +24,8 @@ export type LockKeys = KeySet<
  * The keys of semaphore `name`: a namespace of their own under the name's hash tag, so a lock and a
  * semaphore of the same name never meet, and every script of one semaphore runs on one Cluster slot.
  * - `holds`: sorted set of holds, '<permits>:<hold id>' -> Redis server time (ms) their lease ends;
- * - `limit`: the limit set at run time (setPermits), absent until then; never expires;
- * - `fence`: the fencing-token counter, one token per acquisition;
+ * - `limit`: the limit set at run time (setPermits), absent until then; it lives as long as `fence`;
+ * - `fence`: the fencing-token counter, one token per acquisition (see LockKeys);
  * - `channel`: permits came free; a waiting process listens on `<channel>:<client id>`;
  * - `waiting`: sorted set of waiting client id -> time it registered (one is woken when permits come free).
  */
@@ -37,7 +38,7 @@ export type SemaphoreKeys = KeySet<'holds' | 'limit' | 'fence' | 'channel' | 'wa
  * - `readers`: the read holds, a sorted set owner -> expiry of its hold (Redis server time, ms);
  * - `readCounts`: re-entrant read holds, a hash owner -> hold count, living as long as the last read hold;
  * - `writers`: waiting writers' intents, a sorted set owner -> deadline (Redis server time, ms);
- * - `fence`: the fencing-token counter, incremented by each write grant;
+ * - `fence`: the fencing-token counter, moved by each write grant (see LockKeys);
  * - `readChannel`: releases that may let readers in; every waiting reader's process listens;
  * - `writeChannel`: releases that may let a writer in; every waiting writer's process listens;
  * - `forced`: recent forceUnlock calls of either side (see LockKeys);
