@@ -15,6 +15,8 @@ const USAGE = `Usage: nestjs-redis-lock <command> [--json]
   list [pattern]             every lock whose name matches the glob pattern (default *), via SCAN
                              (on every master of a Cluster); names as stored: { } % percent-encoded
   unlock <name> --force      release the lock whoever holds it (asks first; --yes to skip)
+  sweep [--dry-run]          give every key under the prefix that has no TTL (fencing counters and
+                             semaphore limits left by versions before idleKeyTtl) the idle TTL
 
 Connection and key prefix from REDIS_DEPLOY_TYPE, REDIS_URL, REDIS_NODES, REDIS_SENTINELS, … and
 REDIS_LOCK_PREFIX, as the Nest module reads them. An unreachable Redis is given three times
@@ -28,41 +30,75 @@ interface Args {
   json: boolean;
   force: boolean;
   yes: boolean;
+  dryRun: boolean;
 }
 
 function parse(argv: string[]): Args {
   const flags = new Set(argv.filter((a) => a.startsWith('--')));
   for (const flag of flags) {
-    if (!['--json', '--force', '--yes', '--help'].includes(flag)) throw new UsageError(`Unknown option ${flag}.`);
+    if (!['--json', '--force', '--yes', '--dry-run', '--help'].includes(flag)) {
+      throw new UsageError(`Unknown option ${flag}.`);
+    }
   }
   if (flags.has('--help')) throw new UsageError('');
   const [command, operand, ...rest] = argv.filter((a) => !a.startsWith('--'));
   if (rest.length > 0) throw new UsageError(`Unexpected argument ${rest[0]}.`);
-  return { command, operand, json: flags.has('--json'), force: flags.has('--force'), yes: flags.has('--yes') };
+  const [json, force, yes, dryRun] = ['--json', '--force', '--yes', '--dry-run'].map((flag) => flags.has(flag));
+  return { command, operand, json, force, yes, dryRun };
 }
 
 /** SCAN MATCH treats these as glob syntax; a prefix is matched literally. */
 const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
+
+/** Every master that holds keys (each master of a Cluster). */
+const mastersOf = (client: LockClient): Redis[] =>
+  client.redis.isCluster ? (client.redis as Cluster).nodes('master') : [client.redis as Redis];
+
+/** Calls `visit` with each batch of keys matching `match` on `node` (SCAN). */
+async function scanKeys(node: Redis, match: string, visit: (keys: string[]) => Promise<void> | void): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 500);
+    cursor = next;
+    if (keys.length > 0) await visit(keys);
+  } while (cursor !== '0');
+}
 
 /** Names of the locks under `prefix` matching `pattern`, on every node that holds keys. */
 async function lockNames(client: LockClient, pattern: string): Promise<string[]> {
   const prefix = client.keyPrefix;
   const match = `${escapeGlob(prefix)}:{${pattern}}`;
   const exact = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\{(.*)\\}$`);
-  const nodes: Redis[] = client.redis.isCluster ? (client.redis as Cluster).nodes('master') : [client.redis as Redis];
   const names = new Set<string>();
-  for (const node of nodes) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 500);
-      cursor = next;
+  for (const node of mastersOf(client)) {
+    await scanKeys(node, match, (keys) => {
       for (const key of keys) {
         const found = exact.exec(key);
         if (found) names.add(decodeName(found[1]));
       }
-    } while (cursor !== '0');
+    });
   }
   return [...names].sort();
+}
+
+/**
+ * The keys under the client's prefix that have no TTL (none is written so now; earlier versions kept
+ * fencing counters and semaphore limits forever), given `idleKeyTtl` unless `dryRun`. Returns them.
+ */
+async function sweep(client: LockClient, dryRun: boolean): Promise<string[]> {
+  const forever: string[] = [];
+  for (const node of mastersOf(client)) {
+    await scanKeys(node, `${escapeGlob(client.keyPrefix)}:{*`, async (keys) => {
+      const pipeline = node.pipeline();
+      keys.forEach((key) => pipeline.pttl(key));
+      const ttls = (await pipeline.exec()) ?? [];
+      const found = keys.filter((_, i) => ttls[i]?.[1] === -1);
+      // PEXPIRE NX: a key that got a TTL meanwhile (a grant or a renewal) keeps it.
+      if (!dryRun) await Promise.all(found.map((key) => node.call('pexpire', key, client.idleKeyTtl, 'NX')));
+      forever.push(...found);
+    });
+  }
+  return forever.sort();
 }
 
 async function confirm(question: string): Promise<boolean> {
@@ -77,8 +113,8 @@ async function confirm(question: string): Promise<boolean> {
 async function run(args: Args, out: (text: string) => void): Promise<number> {
   const { command, operand } = args;
   if (!command) throw new UsageError('');
-  if (!['inspect', 'list', 'unlock'].includes(command)) throw new UsageError(`Unknown command ${command}.`);
-  if (command !== 'list' && !operand) throw new UsageError(`${command} needs a lock name.`);
+  if (!['inspect', 'list', 'unlock', 'sweep'].includes(command)) throw new UsageError(`Unknown command ${command}.`);
+  if (command !== 'list' && command !== 'sweep' && !operand) throw new UsageError(`${command} needs a lock name.`);
   if (command === 'unlock' && !args.force) {
     throw new UsageError('unlock releases a lock whoever holds it: pass --force to mean it.');
   }
@@ -87,6 +123,18 @@ async function run(args: Args, out: (text: string) => void): Promise<number> {
     if (command === 'inspect') {
       const seen = await locks.inspect(operand!);
       out(args.json ? JSON.stringify(seen, null, 2) : formatInspection(seen));
+      return 0;
+    }
+    if (command === 'sweep') {
+      const keys = await sweep(locks, args.dryRun);
+      const done = args.dryRun ? 'would get' : 'got';
+      if (args.json) out(JSON.stringify({ keys, ttlMs: locks.idleKeyTtl, applied: !args.dryRun }, null, 2));
+      else
+        out(
+          keys.length === 0
+            ? 'Every key has a TTL.'
+            : `${keys.length} keys without a TTL ${done} ${locks.idleKeyTtl} ms:\n${keys.join('\n')}`,
+        );
       return 0;
     }
     if (command === 'list') {

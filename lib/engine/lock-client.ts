@@ -113,6 +113,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly keyPrefix: string;
   readonly watchdogTimeout: number;
   readonly operationTimeout: number;
+  /** How long a name's fencing counter outlives its last grant or renewal, past the lease (see LockClientOptions). */
+  readonly idleKeyTtl: number;
   readonly publishCommand: PublishCommand;
   readonly redis: RedisClient;
   /** What this client's locks share (see EngineContext): handed to each lock, never to the user. */
@@ -141,7 +143,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const logger = options.logger ?? consoleLogger;
     const turns = new ProcessTurns(checkDuration('', 'turnTime', options.turnTime, { max: MAX_TURN_MS }) ?? TURN_MS);
     const driftFactor = checkDriftFactor(options.driftFactor);
-    const idleKeyTtl = checkDuration('', 'idleKeyTtl', options.idleKeyTtl, IDLE_KEY_TTL_RULE) ?? DEFAULT_IDLE_KEY_TTL;
+    const idleKeyTtl = (this.idleKeyTtl =
+      checkDuration('', 'idleKeyTtl', options.idleKeyTtl, IDLE_KEY_TTL_RULE) ?? DEFAULT_IDLE_KEY_TTL);
     const replicaSync = checkReplicaSync(options.replicaSync); // before any connection is made
     assertTelemetryOptions(options.telemetry);
     this.onClose = options.onClose;

@@ -95,6 +95,27 @@ describe('CLI (nestjs-redis-lock inspect | list | unlock)', () => {
       expect(await held.release()).toBe('expired');
     });
 
+    it('sweep: keys an earlier version left without a TTL get the idle TTL (--dry-run only lists them); held locks keep theirs', async () => {
+      const legacy = [`${prefix}:{legacy:1}:fence`, `${prefix}:{legacy:2}:permits:limit`];
+      await a.redis.set(legacy[0], '41');
+      await a.redis.set(legacy[1], '3');
+      const held = await a.locks.getLock('swept').lock({ leaseTime: 60_000 });
+      const dry = await cli(['sweep', '--dry-run', '--json'], env);
+      expect(dry.code).toBe(0);
+      expect(JSON.parse(dry.stdout)).toEqual({ keys: [...legacy].sort(), ttlMs: 600_000, applied: false });
+      expect(await a.redis.pttl(legacy[0])).toBe(-1);
+      const swept = await cli(['sweep'], env);
+      expect(swept.stdout).toContain('2 keys without a TTL got 600000 ms');
+      for (const key of legacy) expect(await a.redis.pttl(key)).toBeGreaterThan(590_000);
+      expect(await a.redis.pttl(`${prefix}:{swept}`)).toBeLessThanOrEqual(60_000); // a held lock keeps its lease
+      expect((await cli(['sweep'], env)).stdout.trim()).toBe('Every key has a TTL.');
+      // The counter's next token is above its old value (and Redis's clock).
+      const next = await a.locks.getLock('legacy:1').lock({ leaseTime: 5_000 });
+      expect(next.fencingToken).toBeGreaterThan(41);
+      await Promise.all([next.release(), held.release()]);
+      await a.redis.del(...legacy);
+    });
+
     it('usage errors exit 2 with the usage; an unreachable Redis exits 1 naming the error', async () => {
       const usage = await cli(['frobnicate'], env);
       expect(usage.code).toBe(2);
