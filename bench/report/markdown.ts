@@ -13,6 +13,7 @@ import type { WatchdogResult } from '../scenarios/watchdog';
 import type { FailoverResult, FailoverRow } from '../scenarios/failover';
 import type { SharedResult } from '../scenarios/shared';
 import type { MachineInfo } from './machine';
+import { int, n, pct, table, us } from './cells';
 import { formatLikeRepo } from './format';
 import { prose } from './prose';
 import { renderSvg } from './svg';
@@ -40,24 +41,6 @@ export interface BenchResults {
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
-
-const n = (v: number | undefined, digits = 2): string =>
-  v !== undefined && Number.isFinite(v) ? v.toFixed(digits) : 'n/a';
-const int = (v: number | undefined): string =>
-  v !== undefined && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a';
-const us = (ms: number | undefined): string =>
-  ms !== undefined && Number.isFinite(ms) ? `${Math.round(ms * 1000)}` : 'n/a';
-const pct = (v: number | undefined): string =>
-  v !== undefined && Number.isFinite(v) ? `${Math.round(v * 100)}%` : 'n/a';
-
-function table(headers: string[], rows: string[][], align?: ('l' | 'r')[]): string {
-  const a = align ?? headers.map((_, i) => (i === 0 ? 'l' : 'r'));
-  return [
-    `| ${headers.join(' | ')} |`,
-    `| ${a.map((x) => (x === 'l' ? ':--' : '--:')).join(' | ')} |`,
-    ...rows.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
-}
 
 const label = (id: ContenderId): string => CONTENDER_LABELS[id];
 /** Values of several contenders, as the prose lists them: "1.56 / 1.83 / 1.78". */
