@@ -12,9 +12,11 @@ import type { UncontendedResult } from '../scenarios/uncontended';
 import type { WatchdogResult } from '../scenarios/watchdog';
 import type { FailoverResult, FailoverRow } from '../scenarios/failover';
 import type { SharedResult } from '../scenarios/shared';
+import type { ManyNamesResult } from '../scenarios/many-names';
 import type { MachineInfo } from './machine';
 import { int, n, pct, table, us } from './cells';
 import { formatLikeRepo } from './format';
+import { manyNamesSection } from './many-names';
 import { prose } from './prose';
 import { renderSvg } from './svg';
 import { best as bestOf, evaluateTargets, type TargetRow } from './targets';
@@ -36,6 +38,8 @@ export interface BenchResults {
   watchdog?: WatchdogResult;
   startup?: StartupResult;
   failover?: FailoverResult;
+  /** Many names, once each (`--only=names`; maybe from a run of its own, see bench/report/merge.ts). */
+  names?: ManyNamesResult;
   durationS?: number;
 }
 
@@ -72,6 +76,7 @@ function header(r: BenchResults): string {
     date: m.date.slice(0, 10),
     durationS: n(r.durationS, 0),
     quick: r.config.quick ? ` ${prose('header', 'quick')}` : '',
+    separate: r.names?.separateRun ? ` ${prose('header', 'separate')}` : '',
     machineTable: table(
       ['', ''],
       [
@@ -844,6 +849,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));
   if (r.failover) sections.push(failoverSection(r.failover));
+  if (r.names) sections.push(manyNamesSection(r.names));
   sections.push(analysis(r, targets), findingsSection(r));
   sections.push(
     prose('reproduce', 'section', {
