@@ -105,7 +105,8 @@ async function measure(
     const ended = nowMs();
     const sample = async (point: NamesPoint, atMs: number): Promise<NamesSample> => {
       await sleep(ended + atMs - nowMs());
-      const taken = { ...(await sampleKeyspace(ctx.admin)), atMs: nowMs() - ended };
+      const at = nowMs() - ended;
+      const taken = { ...(await sampleKeyspace(ctx.admin)), atMs: at };
       ctx.log(
         `  names ${id.padEnd(13)} ${point.padEnd(6)} at ${(taken.atMs / 1000).toFixed(1)} s: used_memory ${(taken.usedMemory / 2 ** 20).toFixed(1)} MiB, DBSIZE ${taken.dbsize}, ${taken.keys} keys, ${taken.noTtl} without TTL, longest TTL ${taken.maxTtlMs ?? '-'} ms`,
       );
