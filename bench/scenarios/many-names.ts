@@ -108,13 +108,13 @@ async function measure(
       const at = nowMs() - ended;
       const taken = { ...(await sampleKeyspace(ctx.admin)), atMs: at };
       ctx.log(
-        `  names ${id.padEnd(13)} ${point.padEnd(6)} at ${(taken.atMs / 1000).toFixed(1)} s: used_memory ${(taken.usedMemory / 2 ** 20).toFixed(1)} MiB, DBSIZE ${taken.dbsize}, ${taken.keys} keys, ${taken.noTtl} without TTL, longest TTL ${taken.maxTtlMs ?? '-'} ms`,
+        `  names ${id.padEnd(15)} ${point.padEnd(6)} at ${(taken.atMs / 1000).toFixed(1)} s: used_memory ${(taken.usedMemory / 2 ** 20).toFixed(1)} MiB, DBSIZE ${taken.dbsize}, ${taken.keys} keys, ${taken.noTtl} without TTL, longest TTL ${taken.maxTtlMs ?? '-'} ms`,
       );
       return taken;
     };
     const runMs = ended - started;
     const perSecond = (names / runMs) * 1000;
-    ctx.log(`  names ${id.padEnd(13)} ${names} names in ${(runMs / 1000).toFixed(1)} s (${Math.round(perSecond)}/s)`);
+    ctx.log(`  names ${id.padEnd(15)} ${names} names in ${(runMs / 1000).toFixed(1)} s (${Math.round(perSecond)}/s)`);
     const run = await sample('run', 0);
     const lease = await sample('lease', leaseAtMs);
     const idle = await sample('idle', idleAtMs);
