@@ -50,7 +50,7 @@ const SCENARIOS = [
   'names',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
-/** What a run without `--only` measures: many names (about 3 minutes per lock at 1,000,000 names) is run by itself. */
+/** What a run without `--only` measures: many names (about half an hour at 1,000,000 names) is run by itself. */
 const DEFAULT_SCENARIOS: readonly Scenario[] = SCENARIOS.filter((s) => s !== 'names');
 
 interface Args {
