@@ -1,6 +1,9 @@
 /**
- * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,shared,waiters,watchdog,startup,failover]`
+ * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,shared,waiters,watchdog,startup,failover,names]`
  *   `[-- --turn-time=MS]` (our locks' LockClient `turnTime`, to measure the trade-off; such a run goes to bench/out/)
+ *   `[-- --names=N]` (the many-names scenario's names, default 1,000,000; it runs only when `--only` names it)
+ *   `--merge=bench/out/results.json` (no run: puts that run's many-names result into docs/benchmarks.json and
+ *   re-renders docs/benchmarks.md)
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
  * private 7200-7399 range of scripts/redis-topology.ts; the failover scenario adds sentinel topologies on
@@ -22,6 +25,7 @@ import { killAllWorkers, WorkerPool } from './lib/worker-pool';
 import { formatLikeRepo } from './report/format';
 import { machineInfo } from './report/machine';
 import { writeReport, type BenchResults } from './report/markdown';
+import { mergeManyNames } from './report/merge';
 import { runHotKey, runHotKey1ms } from './scenarios/hot-key';
 import { runManyWaiters } from './scenarios/many-waiters';
 import { runParallel } from './scenarios/parallel';
@@ -30,6 +34,7 @@ import { runStartup } from './scenarios/startup';
 import { runWatchdog } from './scenarios/watchdog';
 import { runFailover, stopFailoverSync } from './scenarios/failover';
 import { runShared } from './scenarios/shared';
+import { runManyNames } from './scenarios/many-names';
 
 const BASE_PORT = 7300;
 const SCENARIOS = [
@@ -42,8 +47,11 @@ const SCENARIOS = [
   'watchdog',
   'startup',
   'failover',
+  'names',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
+/** What a run without `--only` measures: many names (about half an hour at 1,000,000 names) is run by itself. */
+const DEFAULT_SCENARIOS: readonly Scenario[] = SCENARIOS.filter((s) => s !== 'names');
 
 interface Args {
   quick: boolean;
@@ -51,6 +59,10 @@ interface Args {
   noPin: boolean;
   /** Only re-render the report from a results.json of an earlier run. */
   from?: string;
+  /** Only merge the many-names result of this results.json into docs/benchmarks.json, and re-render. */
+  merge?: string;
+  /** Names of the many-names scenario. */
+  names?: number;
   contenders?: ContenderId[];
   rounds?: number;
   /** Our locks' `turnTime` instead of the default (see bench/lib/contenders.ts). */
@@ -59,12 +71,14 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, noPin: false, only: new Set(SCENARIOS) };
+  const args: Args = { quick: false, noPin: false, only: new Set(DEFAULT_SCENARIOS) };
   for (const arg of argv) {
     if (arg === '--quick') args.quick = true;
     else if (arg === '--no-pin') args.noPin = true;
     else if (arg.startsWith('--from=')) args.from = arg.slice('--from='.length);
+    else if (arg.startsWith('--merge=')) args.merge = arg.slice('--merge='.length);
     else if (arg.startsWith('--rounds=')) args.rounds = Number(arg.slice('--rounds='.length));
+    else if (arg.startsWith('--names=')) args.names = Number(arg.slice('--names='.length));
     else if (arg.startsWith('--turn-time=')) args.turnTime = Number(arg.slice('--turn-time='.length));
     else if (arg.startsWith('--only=')) {
       const names = arg.slice('--only='.length).split(',');
@@ -82,13 +96,17 @@ function parseArgs(argv: string[]): Args {
       console.log(
         `npm run bench [-- --quick] [--no-pin] [--rounds=N] [--only=${SCENARIOS.join(',')}] [--contenders=${CONTENDER_IDS.join(',')}]\n` +
           "              [--turn-time=MS]   (our locks' turnTime; the run goes to bench/out/)\n" +
-          '              [--from=bench/out/results.json]   (re-render the report only)',
+          '              [--names=N]   (names of --only=names, default 1,000,000; not run without --only)\n' +
+          '              [--from=bench/out/results.json]   (re-render the report only)\n' +
+          '              [--merge=bench/out/results.json]   (its many-names result into docs/benchmarks.json, and re-render)',
       );
       process.exit(0);
     } else throw new Error(`unknown argument ${arg} (try --help)`);
   }
   if (args.rounds !== undefined && !(Number.isInteger(args.rounds) && args.rounds > 0))
     throw new Error('--rounds must be a positive integer');
+  if (args.names !== undefined && !(Number.isInteger(args.names) && args.names > 0))
+    throw new Error('--names must be a positive integer');
   if (args.turnTime !== undefined && !(Number.isInteger(args.turnTime) && args.turnTime >= 0))
     throw new Error('--turn-time must be a whole number of ms (0: pass the lock on at every release)');
   return args;
@@ -99,15 +117,28 @@ const log = (line: string): void => console.log(line);
 const OUT_DIR = path.join(__dirname, 'out');
 const DOCS_DIR = path.join(__dirname, '..', 'docs');
 
+const PUBLISHED = path.join(DOCS_DIR, 'benchmarks.json');
+const readResults = (file: string): BenchResults => JSON.parse(fs.readFileSync(file, 'utf8')) as BenchResults;
+
 async function report(results: BenchResults): Promise<void> {
   const written = await writeReport(results, results.complete ? DOCS_DIR : OUT_DIR);
   if (results.complete) {
     // The published report's raw numbers, next to it.
-    const raw = path.join(DOCS_DIR, 'benchmarks.json');
-    fs.writeFileSync(raw, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', raw));
-    written.push(raw);
+    fs.writeFileSync(PUBLISHED, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', PUBLISHED));
+    written.push(PUBLISHED);
   }
   log(`wrote ${written.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
+}
+
+/**
+ * The published report with the many-names result of `file` (a run of `--only=names`) in place of its
+ * own: nothing is measured, docs/benchmarks.json and docs/benchmarks.md are rewritten.
+ */
+async function merge(file: string): Promise<void> {
+  const from = readResults(file);
+  if (from.names && from.names.names !== benchConfig(false).names)
+    log(`note: ${from.names.names.toLocaleString('en-US')} names, not the default; the report says so`);
+  await report(mergeManyNames(readResults(PUBLISHED), from));
 }
 
 /** What has to be cleaned up, for the exit and signal handlers. */
@@ -118,8 +149,9 @@ const run: { topology?: RunningTopology; stopped: boolean; interrupted: boolean 
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.from) return report(JSON.parse(fs.readFileSync(args.from, 'utf8')) as BenchResults);
-  const config = benchConfig(args.quick, args.rounds, args.contenders, args.turnTime);
+  if (args.from) return report(readResults(args.from));
+  if (args.merge) return merge(args.merge);
+  const config = benchConfig(args.quick, args.rounds, args.contenders, args.turnTime, args.names);
   // Read by our contenders, here and in the worker processes, which inherit the environment.
   if (config.turnTime !== undefined) process.env[TURN_TIME_ENV] = String(config.turnTime);
   const started = Date.now();
@@ -209,20 +241,25 @@ async function main(): Promise<void> {
     await measure('watchdog', `watchdog, ${config.watchdogLocks} held locks`, 'watchdog', runWatchdog);
     await measure('startup', 'start-up race', 'startup', runStartup);
     await measure('failover', 'failover (sentinel master killed / paused)', 'failover', runFailover);
+    await measure('names', `many names (${config.names} names, each locked once)`, 'names', runManyNames);
     results.durationS = (Date.now() - started) / 1000;
     results.machine.loadEnd = os.loadavg()[0];
     // Only a full run at the default sizes replaces docs/benchmarks.md; anything else goes to bench/out/.
     results.complete =
       !args.quick &&
-      args.only.size === SCENARIOS.length &&
+      DEFAULT_SCENARIOS.every((s) => args.only.has(s)) &&
       args.rounds === undefined &&
       args.contenders === undefined &&
+      args.names === undefined &&
       config.turnTime === undefined;
     fs.mkdirSync(OUT_DIR, { recursive: true });
     const resultsFile = path.join(OUT_DIR, 'results.json');
     fs.writeFileSync(resultsFile, await formatLikeRepo(JSON.stringify(results, null, 2) + '\n', resultsFile));
     log(`measured in ${results.durationS.toFixed(0)} s`);
-    await report(results);
+    // A full run without many names keeps the published many-names result (it is run by itself).
+    const published =
+      results.complete && !results.names && fs.existsSync(PUBLISHED) ? readResults(PUBLISHED) : undefined;
+    await report(published?.names ? mergeManyNames(results, published) : results);
   } finally {
     await pool?.close();
     admin.disconnect();

@@ -37,6 +37,7 @@ export const CONTENDER_IDS = [
   'permits',
   'rs-semaphore',
   'read',
+  'write',
   'redisson-script',
   'hand-off-floor',
 ] as const;
@@ -63,6 +64,7 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
   permits: 'ours: semaphore',
   'rs-semaphore': 'redis-semaphore Semaphore',
   read: 'ours: read lock',
+  write: 'ours: write lock',
   'redisson-script': "Redisson's lock script, bare",
   'hand-off-floor': 'wake-one FIFO floor',
 };
@@ -85,6 +87,8 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
   permits: `\`getSemaphore(name, { permits: ${SHARED_LIMIT} }).acquire()\`: one permit, watchdog lease, woken by releases (pub/sub)`,
   'rs-semaphore': `\`redis-semaphore\` 5.8.0 \`Semaphore\` of ${SHARED_LIMIT}, all defaults (lockTimeout 10 s, acquireTimeout 10 s, retryInterval 10 ms)`,
   read: '`getReadWriteLock(name).readLock().lock()`: watchdog lease, shared with every other reader',
+  write:
+    '`getReadWriteLock(name).writeLock().lock()`: watchdog lease 30 s, exclusive of readers and other writers; many names only',
   'redisson-script':
     "written here (bench/lib/redisson-script.ts): Redisson RLock's acquire and release scripts (owner hash, PEXPIRE, publish on the last release) called directly, nothing around them; uncontended latency only",
   'hand-off-floor':
@@ -111,23 +115,43 @@ export const FLOORS: ReadonlySet<ContenderId> = new Set<ContenderId>(['redisson-
 export const SHARED_HOLDERS: ReadonlySet<ContenderId> = new Set<ContenderId>(['permits', 'rs-semaphore', 'read']);
 
 /**
+ * The locks measured on many names, each locked and released once (what a name leaves in Redis):
+ * every kind of ours, and the peers that take a name of their own per lock. `write` runs there only.
+ */
+export const MANY_NAMES: ReadonlySet<ContenderId> = new Set<ContenderId>([
+  'reentrant',
+  'fair',
+  'simple',
+  'permits',
+  'read',
+  'write',
+  'redlock',
+  'semaphore',
+  'rs-semaphore',
+  'redisson-script',
+]);
+const MANY_NAMES_ONLY: ReadonlySet<ContenderId> = new Set<ContenderId>(['write']);
+
+/**
  * Who runs where: `locks` (parallel, many waiters, the chart): the mutexes; `uncontended` and `hot`:
  * those plus the baselines and the floor of that scenario; `shared`: the shared holders plus our
- * reentrant lock, the exclusive reference.
+ * reentrant lock, the exclusive reference; `names`: MANY_NAMES.
  */
 export function contendersFor(
   ids: readonly ContenderId[],
-  scenario: 'locks' | 'uncontended' | 'hot' | 'shared',
+  scenario: 'locks' | 'uncontended' | 'hot' | 'shared' | 'names',
 ): ContenderId[] {
+  if (scenario === 'names') return ids.filter((id) => MANY_NAMES.has(id));
+  const elsewhere = ids.filter((id) => !MANY_NAMES_ONLY.has(id));
   switch (scenario) {
     case 'locks':
-      return ids.filter((id) => !BASELINES.has(id) && !SHARED_HOLDERS.has(id) && !FLOORS.has(id));
+      return elsewhere.filter((id) => !BASELINES.has(id) && !SHARED_HOLDERS.has(id) && !FLOORS.has(id));
     case 'uncontended':
-      return ids.filter((id) => !SHARED_HOLDERS.has(id) && id !== 'hand-off-floor');
+      return elsewhere.filter((id) => !SHARED_HOLDERS.has(id) && id !== 'hand-off-floor');
     case 'hot':
-      return ids.filter((id) => !SHARED_HOLDERS.has(id) && id !== 'redisson-script');
+      return elsewhere.filter((id) => !SHARED_HOLDERS.has(id) && id !== 'redisson-script');
     case 'shared':
-      return ids.filter((id) => SHARED_HOLDERS.has(id) || id === 'reentrant');
+      return elsewhere.filter((id) => SHARED_HOLDERS.has(id) || id === 'reentrant');
   }
 }
 
@@ -145,6 +169,7 @@ export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   permits: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'rs-semaphore': SCRIPTS,
   read: [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  write: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'redisson-script': SCRIPTS,
   'hand-off-floor': [...SCRIPTS, 'subscribe'],
 };
@@ -155,6 +180,8 @@ const RAW_RETRY_MS = 5;
 export interface ContenderOptions {
   /** Called with each connection a contender opens itself (ours: the pub/sub connection), to count its commands. */
   onConnection?: (connection: Redis) => void;
+  /** Our clients' `idleKeyTtl` (ms); unset: the library's default. */
+  idleKeyTtl?: number;
 }
 
 export function createContender(id: ContenderId, redis: Redis, options: ContenderOptions = {}): Contender {
@@ -174,6 +201,7 @@ export function createContender(id: ContenderId, redis: Redis, options: Contende
       return new RawSetNx(redis);
     case 'permits':
     case 'read':
+    case 'write':
       return new OurLock(id, redis, options);
     case 'rs-semaphore':
       return new RedisSemaphoreContender(id, (key) => new Semaphore(redis, key, SHARED_LIMIT));
@@ -190,7 +218,7 @@ class OurLock implements Contender {
   private readonly subscriber: Redis;
 
   constructor(
-    readonly id: 'reentrant' | 'reentrant-no-otel' | 'fair' | 'simple' | 'permits' | 'read',
+    readonly id: 'reentrant' | 'reentrant-no-otel' | 'fair' | 'simple' | 'permits' | 'read' | 'write',
     redis: Redis,
     options: ContenderOptions,
   ) {
@@ -206,6 +234,7 @@ class OurLock implements Contender {
       // Default (undefined): instrumented through the global providers, with no SDK registered here.
       telemetry: id === 'reentrant-no-otel' ? false : undefined,
       turnTime: process.env[TURN_TIME_ENV] === undefined ? undefined : Number(process.env[TURN_TIME_ENV]),
+      idleKeyTtl: options.idleKeyTtl,
     });
   }
 
@@ -225,9 +254,10 @@ class OurLock implements Contender {
       const permit = await this.client.getSemaphore(key, { permits: SHARED_LIMIT }).acquire({ signal });
       return () => permit.release();
     }
-    if (this.id === 'read') {
-      const read = await this.client.getReadWriteLock(key).readLock().lock({ signal });
-      return () => read.release();
+    if (this.id === 'read' || this.id === 'write') {
+      const rw = this.client.getReadWriteLock(key);
+      const side = await (this.id === 'read' ? rw.readLock() : rw.writeLock()).lock({ signal });
+      return () => side.release();
     }
     const lock =
       this.id === 'reentrant' || this.id === 'reentrant-no-otel'

@@ -32,6 +32,10 @@ export interface BenchConfig {
   waitersWindowMs: number;
   watchdogLocks: number;
   watchdogTicks: number;
+  /** Distinct names each contender locks and releases once in the many-names scenario (`--names=`). */
+  names: number;
+  /** How many of those names are locked at a time. */
+  namesInFlight: number;
 }
 
 export function benchConfig(
@@ -39,6 +43,7 @@ export function benchConfig(
   rounds?: number,
   contenders: ContenderId[] = [...CONTENDER_IDS],
   turnTime?: number,
+  names?: number,
 ): BenchConfig {
   const warmupGrantsPerProcess = quick ? 2_000 : 5_000;
   const warmupMaxWindows = quick ? 20 : 60;
@@ -65,6 +70,8 @@ export function benchConfig(
     waitersWindowMs: quick ? 400 : 1_200,
     watchdogLocks: 10_000,
     watchdogTicks: quick ? 3 : 10,
+    names: names ?? (quick ? 100_000 : 1_000_000),
+    namesInFlight: 256,
   };
 }
 

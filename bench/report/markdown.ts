@@ -12,8 +12,11 @@ import type { UncontendedResult } from '../scenarios/uncontended';
 import type { WatchdogResult } from '../scenarios/watchdog';
 import type { FailoverResult, FailoverRow } from '../scenarios/failover';
 import type { SharedResult } from '../scenarios/shared';
+import type { ManyNamesResult } from '../scenarios/many-names';
 import type { MachineInfo } from './machine';
+import { int, n, pct, table, us } from './cells';
 import { formatLikeRepo } from './format';
+import { manyNamesSection } from './many-names';
 import { prose } from './prose';
 import { renderSvg } from './svg';
 import { best as bestOf, evaluateTargets, type TargetRow } from './targets';
@@ -35,29 +38,13 @@ export interface BenchResults {
   watchdog?: WatchdogResult;
   startup?: StartupResult;
   failover?: FailoverResult;
+  /** Many names, once each (`--only=names`; maybe from a run of its own, see bench/report/merge.ts). */
+  names?: ManyNamesResult;
   durationS?: number;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Formatting
-
-const n = (v: number | undefined, digits = 2): string =>
-  v !== undefined && Number.isFinite(v) ? v.toFixed(digits) : 'n/a';
-const int = (v: number | undefined): string =>
-  v !== undefined && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : 'n/a';
-const us = (ms: number | undefined): string =>
-  ms !== undefined && Number.isFinite(ms) ? `${Math.round(ms * 1000)}` : 'n/a';
-const pct = (v: number | undefined): string =>
-  v !== undefined && Number.isFinite(v) ? `${Math.round(v * 100)}%` : 'n/a';
-
-function table(headers: string[], rows: string[][], align?: ('l' | 'r')[]): string {
-  const a = align ?? headers.map((_, i) => (i === 0 ? 'l' : 'r'));
-  return [
-    `| ${headers.join(' | ')} |`,
-    `| ${a.map((x) => (x === 'l' ? ':--' : '--:')).join(' | ')} |`,
-    ...rows.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n');
-}
 
 const label = (id: ContenderId): string => CONTENDER_LABELS[id];
 /** Values of several contenders, as the prose lists them: "1.56 / 1.83 / 1.78". */
@@ -89,6 +76,7 @@ function header(r: BenchResults): string {
     date: m.date.slice(0, 10),
     durationS: n(r.durationS, 0),
     quick: r.config.quick ? ` ${prose('header', 'quick')}` : '',
+    separate: r.names?.separateRun ? ` ${prose('header', 'separate')}` : '',
     machineTable: table(
       ['', ''],
       [
@@ -861,6 +849,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));
   if (r.failover) sections.push(failoverSection(r.failover));
+  if (r.names) sections.push(manyNamesSection(r.names));
   sections.push(analysis(r, targets), findingsSection(r));
   sections.push(
     prose('reproduce', 'section', {
