@@ -1,5 +1,5 @@
 import { monotonicNow } from './clock';
-import type { LockClient } from './lock-client';
+import type { RedisClient } from './redis-client';
 import type { Watchdog } from './watchdog';
 
 /** What `LockClient.health()` found; `healthy` when every part is. */
@@ -23,12 +23,19 @@ export interface LockClientHealth {
   watchdog: { healthy: boolean; watchedLocks: number; lagMs: number };
 }
 
+/** What health reads of its client (a LockClient). */
+export interface HealthSubject {
+  readonly redis: RedisClient;
+  readonly subscriberStatus: string;
+  readonly watchdogTimeout: number;
+}
+
 /** Connection states in which a subscriber still delivers, or will once needed. */
 const SUBSCRIBER_OK = new Set(['wait', 'connecting', 'connect', 'ready', 'unknown']);
 
 /** See LockClient.health(). */
 export async function checkHealth(
-  client: LockClient,
+  client: HealthSubject,
   renewals: Watchdog,
   ping: () => Promise<unknown>,
   /** Why the lock connection fails to connect, if it does (see LockClientOptions.connectionProblem). */

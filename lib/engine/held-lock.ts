@@ -1,7 +1,6 @@
 import { leaseEnd, monotonicNow } from './clock';
 import { LockLostError, type LockLostReason } from './errors';
-import type { ReleaseOutcome } from './lock-handle';
-import type { LockRegistry } from './lock-registry';
+import type { ReleaseOutcome } from './release-outcome';
 import { setLongTimeout, type LongTimer } from './long-timer';
 
 /**
@@ -41,6 +40,18 @@ export interface Acquisition {
   label?: string;
   /** The script reported a re-entry (the owner already held the lock). */
   reentered: boolean;
+}
+
+/**
+ * What a hold needs of the registry that records it (LockRegistry): the share of a lease given to
+ * drift, the watchdog's list, and word of a loss or a release.
+ */
+export interface HoldRecords {
+  readonly driftFactor: number;
+  readonly watchdog: { watch(lock: HeldLock): void; unwatch(lock: HeldLock): void };
+  reportLoss(error: LockLostError): void;
+  isCurrent(lock: HeldLock): boolean;
+  remove(lock: HeldLock): void;
 }
 
 /**
@@ -91,7 +102,7 @@ export class HeldLock {
 
   /** Recorded by `registry` (see LockRegistry.record), which keeps it until it is released or lost. */
   constructor(
-    private readonly registry: LockRegistry,
+    private readonly registry: HoldRecords,
     a: Acquisition,
   ) {
     this.name = a.name;

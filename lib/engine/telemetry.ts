@@ -11,8 +11,8 @@ import {
   type TracerProvider,
 } from '@opentelemetry/api';
 import { heldLockId } from './held-lock';
-import type { LockClient } from './lock-client';
-import type { LockKindName } from './lock-events';
+import type { EventEmitter } from 'node:events';
+import type { LockClientEvents, LockKindName } from './lock-events';
 import type { LockWaiters } from './waiters';
 
 /** The instrumentation scope every metric and span of this library is reported under. */
@@ -44,8 +44,14 @@ export function telemetryProblems(telemetry: unknown): string[] {
   ];
 }
 
+/** What telemetry reads of its client (a LockClient): its events, its id and how many locks it holds. */
+export interface InstrumentedClient extends EventEmitter<LockClientEvents> {
+  readonly clientId: string;
+  readonly heldLockCount: number;
+}
+
 /**
- * OpenTelemetry metrics and spans for one LockClient, built on its events. Through
+ * OpenTelemetry metrics and spans for one LockClient (`client`), built on its events. Through
  * `@opentelemetry/api` only: without an SDK registered every instrument is a no-op.
  *
  * Metrics: `lock.wait.duration` and `lock.hold.duration` (histograms, ms), `lock.acquisitions`,
@@ -54,7 +60,7 @@ export function telemetryProblems(telemetry: unknown): string[] {
  * (from the grant to the last release).
  */
 export function instrumentLockClient(
-  client: LockClient,
+  client: InstrumentedClient,
   waiters: LockWaiters,
   options: LockTelemetryOptions = {},
 ): () => void {
