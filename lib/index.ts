@@ -27,22 +27,22 @@ export type { LockKind, SingleLockKind, LockCallOptions, WithLockCallOptions } f
 
 // The lock engine: a client, the locks it hands out (types: get them from the client), and the
 // two locks built over several.
-export { LockClient, type LockClientOptions } from './engine/lock-client';
-export { MultiLock, type MultiLockContext } from './engine/multi-lock';
-export { RedLock, type RedLockOptions } from './engine/red-lock';
-export { runInLockScope } from './engine/owner-scope';
-export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/telemetry';
-export type { ReentrantLock } from './engine/reentrant-lock';
-export type { FairLock, FairLockOptions } from './engine/fair-lock';
-export type { SimpleLock, SimpleLockOptions, SimpleLockContext } from './engine/simple-lock';
-export type { ReadWriteLock, ReadLock, WriteLock, ReadWriteLockOptions } from './engine/read-write-lock';
-export type { Semaphore, SemaphoreOptions, PermitAcquireOptions } from './engine/semaphore';
-export type { LockBase, WithLockOptions } from './engine/lock-base';
-export type { GroupLockContext, GroupLockHandle } from './engine/group-lock';
-export type { MultiLockHandle } from './engine/multi-lock';
-export type { RedLockHandle } from './engine/red-lock';
-export type { LockHandle, LockContext, ReleaseOutcome } from './engine/lock-handle';
-export type { AcquireOptions } from './engine/options';
+export { LockClient, type LockClientOptions } from './engine/client/lock-client';
+export { MultiLock, type MultiLockContext } from './engine/kinds/multi-lock';
+export { RedLock, type RedLockOptions } from './engine/kinds/red-lock';
+export { runInLockScope } from './engine/holds/owner-scope';
+export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/client/telemetry';
+export type { ReentrantLock } from './engine/kinds/reentrant-lock';
+export type { FairLock, FairLockOptions } from './engine/kinds/fair-lock';
+export type { SimpleLock, SimpleLockOptions, SimpleLockContext } from './engine/kinds/simple-lock';
+export type { ReadWriteLock, ReadLock, WriteLock, ReadWriteLockOptions } from './engine/kinds/read-write-lock';
+export type { Semaphore, SemaphoreOptions, PermitAcquireOptions } from './engine/kinds/semaphore';
+export type { LockBase, WithLockOptions } from './engine/kinds/lock-base';
+export type { GroupLockContext, GroupLockHandle } from './engine/kinds/group-lock';
+export type { MultiLockHandle } from './engine/kinds/multi-lock';
+export type { RedLockHandle } from './engine/kinds/red-lock';
+export type { LockHandle, LockContext, ReleaseOutcome } from './engine/holds/lock-handle';
+export type { AcquireOptions } from './engine/kinds/options';
 export type {
   LockClientEvents,
   LockAcquiredEvent,
@@ -51,13 +51,13 @@ export type {
   LockReleasedEvent,
   LockRenewedEvent,
   LockKindName,
-} from './engine/lock-events';
-export type { LockInspection, LockHolder, QueuedWaiter } from './engine/inspection';
-export type { LockClientHealth } from './engine/health';
-export type { LockLogger } from './engine/logger';
-export type { ReplicaSyncOptions, ReplicaSyncSetting } from './engine/replica-sync';
-export type { RedisClient } from './engine/redis-client';
-export type { PubSub } from './engine/pubsub';
+} from './engine/client/lock-events';
+export type { LockInspection, LockHolder, QueuedWaiter } from './engine/client/inspection';
+export type { LockClientHealth } from './engine/client/health';
+export type { LockLogger } from './engine/util/logger';
+export type { ReplicaSyncOptions, ReplicaSyncSetting } from './engine/redis/replica-sync';
+export type { RedisClient } from './engine/redis/redis-client';
+export type { PubSub } from './engine/waiting/pubsub';
 
 // Connections: a client over a deployment, from options or the environment.
 export {

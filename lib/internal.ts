@@ -3,18 +3,18 @@
 export * from './index';
 
 // The engine's classes as values, its defaults and limits, keys and pub/sub.
-export { ReentrantLock } from './engine/reentrant-lock';
-export { FairLock, FAIR_LOCK_DEFAULTS } from './engine/fair-lock';
-export { SimpleLock, SIMPLE_LOCK_DEFAULTS } from './engine/simple-lock';
-export { ReadWriteLock, ReadLock, WriteLock, READ_WRITE_LOCK_DEFAULTS } from './engine/read-write-lock';
-export { Semaphore, MAX_PERMITS } from './engine/semaphore';
-export { LockBase } from './engine/lock-base';
-export { GroupLock } from './engine/group-lock';
-export { MultiLockHandle } from './engine/multi-lock';
-export { RedLockHandle } from './engine/red-lock';
-export { LockHandle } from './engine/lock-handle';
-export { engineOf } from './engine/lock-client';
-export { currentScope, type OwnerScope } from './engine/owner-scope';
+export { ReentrantLock } from './engine/kinds/reentrant-lock';
+export { FairLock, FAIR_LOCK_DEFAULTS } from './engine/kinds/fair-lock';
+export { SimpleLock, SIMPLE_LOCK_DEFAULTS } from './engine/kinds/simple-lock';
+export { ReadWriteLock, ReadLock, WriteLock, READ_WRITE_LOCK_DEFAULTS } from './engine/kinds/read-write-lock';
+export { Semaphore, MAX_PERMITS } from './engine/kinds/semaphore';
+export { LockBase } from './engine/kinds/lock-base';
+export { GroupLock } from './engine/kinds/group-lock';
+export { MultiLockHandle } from './engine/kinds/multi-lock';
+export { RedLockHandle } from './engine/kinds/red-lock';
+export { LockHandle } from './engine/holds/lock-handle';
+export { engineOf } from './engine/client/lock-client';
+export { currentScope, type OwnerScope } from './engine/holds/owner-scope';
 export {
   lockKeys,
   readWriteKeys,
@@ -23,10 +23,10 @@ export {
   type LockKeys,
   type ReadWriteKeys,
   type SemaphoreKeys,
-} from './engine/keys';
-export { MAX_NAME_BYTES } from './engine/validation';
-export { RedisPubSub } from './engine/pubsub';
-export type { PublishCommand } from './engine/redis-client';
+} from './engine/redis/keys';
+export { MAX_NAME_BYTES } from './engine/util/validation';
+export { RedisPubSub } from './engine/waiting/pubsub';
+export type { PublishCommand } from './engine/redis/redis-client';
 
 // Connection strategies.
 export { DEPLOY_TYPES } from './connection/connection-options';

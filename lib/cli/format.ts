@@ -1,4 +1,4 @@
-import type { LockInspection } from '../engine/inspection';
+import type { LockInspection } from '../engine/client/inspection';
 
 const seconds = (ms: number): string => (ms >= 10_000 ? `${Math.round(ms / 1000)} s` : `${(ms / 1000).toFixed(1)} s`);
 

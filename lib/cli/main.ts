@@ -5,8 +5,8 @@ import { createInterface } from 'node:readline/promises';
 import type { Cluster, Redis } from 'ioredis';
 import { lockOptionsFromEnv } from '../connection/env';
 import { createLockClient } from '../connection/create-lock-client';
-import { decodeName } from '../engine/keys';
-import type { LockClient } from '../engine/lock-client';
+import { decodeName } from '../engine/redis/keys';
+import type { LockClient } from '../engine/client/lock-client';
 import { formatInspection } from './format';
 
 const USAGE = `Usage: nestjs-redis-lock <command> [--json]

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { RedisPubSub } from '../engine/pubsub';
+import { RedisPubSub } from '../engine/waiting/pubsub';
 import type { HostPort } from './connection-options';
 import { DEFAULT_REDIS_PORT } from './addresses';
 import { connectAll, lastConnectionError, quitAll } from './lifecycle';

@@ -1,6 +1,6 @@
-import { bounded } from '../engine/bounded';
+import { bounded } from '../engine/redis/bounded';
 import { RedisRefusedError } from '../engine/errors';
-import { ioredisKeyPrefix } from '../engine/redis-client';
+import { ioredisKeyPrefix } from '../engine/redis/redis-client';
 import type { RedisDeployment } from './redis-deployment';
 
 /**

@@ -1,5 +1,5 @@
 import { ConnectionConfigError } from '../engine/errors';
-import { durationProblem, TIMEOUT_RULE } from '../engine/validation';
+import { durationProblem, TIMEOUT_RULE } from '../engine/util/validation';
 import { isHostPort, isPort } from './addresses';
 import { ClusterDeployment } from './cluster-deployment';
 import type { ConnectionOptions } from './connection-options';

@@ -1,7 +1,7 @@
-import { bounded } from '../engine/bounded';
+import { bounded } from '../engine/redis/bounded';
 import { LockError, RedisUnavailableError } from '../engine/errors';
-import { DEFAULT_OPERATION_TIMEOUT, engineOf, LockClient, type LockClientOptions } from '../engine/lock-client';
-import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/validation';
+import { DEFAULT_OPERATION_TIMEOUT, engineOf, LockClient, type LockClientOptions } from '../engine/client/lock-client';
+import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/util/validation';
 import { checkChannelAccess } from './channel-access';
 import type { ConnectionOptions } from './connection-options';
 import { createDeployment, isRedisDeployment } from './create-deployment';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConnectionConfigError } from '../engine/errors';
-import { keyPrefixProblem, MAX_TIMEOUT_MS } from '../engine/validation';
+import { keyPrefixProblem, MAX_TIMEOUT_MS } from '../engine/util/validation';
 import { readHostPorts, redisUrlAddress, redisUrlProblem } from './addresses';
 import type { CommonConnectionOptions, ConnectionOptions, DeployType, HostPort } from './connection-options';
 import { DEPLOY_TYPES } from './connection-options';

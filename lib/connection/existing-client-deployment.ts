@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { subscriberFor } from '../engine/lock-client';
+import { subscriberFor } from '../engine/client/lock-client';
 import { BaseDeployment } from './base-deployment';
 import type { ExistingClientOptions } from './connection-options';
 

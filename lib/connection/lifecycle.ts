@@ -1,6 +1,6 @@
-import { monotonicNow } from '../engine/clock';
+import { monotonicNow } from '../engine/util/clock';
 import type { Cluster, Redis } from 'ioredis';
-import { revivedAfterEnd } from '../engine/connection-end';
+import { revivedAfterEnd } from '../engine/redis/connection-end';
 import { reconnectDelay } from './redis-options';
 import { refusedSettings } from './refused-settings';
 

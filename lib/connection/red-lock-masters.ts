@@ -1,5 +1,5 @@
 import { ConnectionConfigError, RedisUnavailableError } from '../engine/errors';
-import { engineOf, type LockClient } from '../engine/lock-client';
+import { engineOf, type LockClient } from '../engine/client/lock-client';
 import { checkChannelAccess } from './channel-access';
 import type { ConnectionOptions } from './connection-options';
 import {

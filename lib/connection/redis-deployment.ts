@@ -1,5 +1,5 @@
-import type { PubSub } from '../engine/pubsub';
-import type { PublishCommand, RedisClient } from '../engine/redis-client';
+import type { PubSub } from '../engine/waiting/pubsub';
+import type { PublishCommand, RedisClient } from '../engine/redis/redis-client';
 import type { DeployType, HostPort } from './connection-options';
 
 /** What the lock engine needs from a deployment; one strategy per deployment type creates it. */

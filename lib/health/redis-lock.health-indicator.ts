@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
-import { LockClient } from '../engine/lock-client';
+import { LockClient } from '../engine/client/lock-client';
 
 /**
  * A `@nestjs/terminus` health indicator for the lock module's client: up when the lock connection

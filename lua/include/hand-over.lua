@@ -1,4 +1,4 @@
--- Hand-over of a contended reentrant or simple lock between processes (see lib/engine/process-turns.ts).
+-- Hand-over of a contended reentrant or simple lock between processes (see lib/engine/turns/process-turns.ts).
 -- A process that holds a contended lock keeps re-acquiring it, or handing it to its own waiters, for a
 -- short turn; then its release passes the lock on. The free lock may be reserved (`next` key) in two
 -- ways, its value naming the kind and the client it is for:
@@ -61,7 +61,7 @@ local function handOver(waitingKey, channelPrefix, nextKey, publish, message)
 end
 
 -- The message that tells a waiting process to try the lock in `ms` milliseconds (when a turn's
--- reservation ends), not at once (see lib/engine/waiters.ts).
+-- reservation ends), not at once (see lib/engine/waiting/waiters.ts).
 local function tryAfterMessage(ms)
   return 'after:' .. ms
 end

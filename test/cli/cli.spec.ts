@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Cluster } from 'ioredis';
 import { LockClient, runInLockScope } from '../../lib';
-import { clusterSlot } from '../../lib/engine/cluster-slot';
+import { clusterSlot } from '../../lib/engine/redis/cluster-slot';
 import { lockClient, quietLogger, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
 /** The CLI run as a child process against the shared single server and cluster, its output checked. */
-const CLI = join(__dirname, '../../lib/cli/main.ts');
+const CLI = join(__dirname, '../../lib/cli/main.ts.ts');
 
 interface Run {
   code: number | null;

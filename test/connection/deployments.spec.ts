@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Cluster } from 'ioredis';
-import { clusterSlot } from '../../lib/engine/cluster-slot';
+import { clusterSlot } from '../../lib/engine/redis/cluster-slot';
 import { createLockClient, runInLockScope, type LockClient } from '../../lib';
 import { deploymentCases } from '../support/deployments';
 import { eventually, quietLogger, sleep } from '../support/engine';

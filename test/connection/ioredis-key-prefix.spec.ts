@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis, { Cluster } from 'ioredis';
 import { createLockClient, LockClient, LockOptionsError, runInLockScope, type LockHandle } from '../../lib';
-import { clusterSlot } from '../../lib/engine/cluster-slot';
+import { clusterSlot } from '../../lib/engine/redis/cluster-slot';
 import { quietLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 

@@ -1,4 +1,4 @@
-import { acquireLoop, type Attempt } from '../../lib/engine/acquire-loop';
+import { acquireLoop, type Attempt } from '../../lib/engine/waiting/acquire-loop';
 import { engineOf } from '../../lib/internal';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 

@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { LockClient, LockOptionsError, MultiLock, RedLock, type AcquireOptions, type LockHandle } from '../../lib';
 import { engineOf } from '../../lib/internal';
-import { MAX_LEASE_MS } from '../../lib/engine/validation';
-import { lockKeys } from '../../lib/engine/keys';
+import { MAX_LEASE_MS } from '../../lib/engine/util/validation';
+import { lockKeys } from '../../lib/engine/redis/keys';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import {
   anyDuration,
@@ -14,7 +14,7 @@ import {
 } from '../support/bad-input';
 import { connect, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 
 type Kind = 'reentrant' | 'fair' | 'simple';
 const KINDS: Kind[] = ['reentrant', 'fair', 'simple'];

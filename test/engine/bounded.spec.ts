@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { bounded } from '../../lib/engine/bounded';
+import { bounded } from '../../lib/engine/redis/bounded';
 import { RedisUnavailableError } from '../../lib';
 
 // A full collection on demand: whether a settled operation's result can still be reached is the point.

@@ -1,7 +1,7 @@
 import type { LockClient, LockHandle } from '../../lib';
 import { runInLockScope } from '../../lib';
 import { engineOf } from '../../lib/internal';
-import { QUIET_RECHECK_MS } from '../../lib/engine/lock-base';
+import { QUIET_RECHECK_MS } from '../../lib/engine/kinds/lock-base';
 import { killAll, startWorker, type Worker } from '../support/workers';
 import {
   eventually,
@@ -15,7 +15,7 @@ import {
 } from '../support/engine';
 
 /**
- * Processes take turns on a contended reentrant or simple lock (lib/engine/process-turns.ts): a
+ * Processes take turns on a contended reentrant or simple lock (lib/engine/turns/process-turns.ts): a
  * release inside the holder's turn wakes nobody, the holder's process re-acquires or hands the lock
  * to its own waiters, and once the turn is over the lock is passed to the process that waited longest.
  * Each LockClient here stands for a process (its own connections and client id). A long `turnTime`

@@ -10,7 +10,7 @@ import {
 } from '../../lib/engine/scripts/catalog';
 import { connect, sleep, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 
 /**
  * The read-write lock's scripts called directly on a real Redis: every hold of either side has an id of

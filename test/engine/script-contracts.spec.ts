@@ -2,14 +2,14 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { lockKeys, readWriteKeys } from '../../lib/internal';
-import { permitKeys } from '../../lib/engine/semaphore';
+import { permitKeys } from '../../lib/engine/kinds/semaphore';
 import * as catalog from '../../lib/engine/scripts/catalog';
 import { ALL_SCRIPTS, RENEW_MANY } from '../../lib/engine/scripts/catalog';
 import { LuaScript } from '../../lib/engine/scripts/lua-script';
 import { loadedScript } from '../../lib/engine/scripts/loader';
 import { REPLY_MEANINGS } from '../../lib/engine/scripts/replies';
 import { connect, testPrefix } from '../support/engine';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { clockToken } from '../support/fencing';
 
 const LUA_DIR = join(__dirname, '..', '..', 'lua');

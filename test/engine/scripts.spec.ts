@@ -13,11 +13,11 @@ import {
   SIMPLE_UNLOCK,
   UNLOCK,
 } from '../../lib/engine/scripts/catalog';
-import type { HandOver } from '../../lib/engine/process-turns';
+import type { HandOver } from '../../lib/engine/turns/process-turns';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { connect, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { FENCE_SEED, seedFence } from '../support/fencing';
 
 /** Each Lua script called directly on a real Redis, with random keys. */

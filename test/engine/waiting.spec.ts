@@ -1,6 +1,6 @@
 import { engineOf, RedisPubSub, runInLockScope } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { SUBSCRIPTION_LINGER_MS } from '../../lib/engine/waiters';
+import { SUBSCRIPTION_LINGER_MS } from '../../lib/engine/waiting/waiters';
 
 describe('waiting on pub/sub', () => {
   let holder: TestClient;

@@ -1,6 +1,6 @@
 import { LockClient, LockLostError } from '../../lib';
 import { engineOf } from '../../lib/internal';
-import { DEFAULT_OPERATION_TIMEOUT } from '../../lib/engine/lock-client';
+import { DEFAULT_OPERATION_TIMEOUT } from '../../lib/engine/client/lock-client';
 import { connect, eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 
 describe('watchdog', () => {

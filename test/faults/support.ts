@@ -11,7 +11,7 @@ import { restartNode, signalNode, type RunningTopology } from '../../scripts/red
 import { epochNow, sleep, type HostPort } from '../../scripts/tooling';
 import { parseClusterNodes, parseInfo, withClient } from '../../scripts/topology/probes';
 import type { FaultRacerResult } from '../workers/fault-racer';
-import { lockKeys, type LockKeys } from '../../lib/engine/keys';
+import { lockKeys, type LockKeys } from '../../lib/engine/redis/keys';
 import { sharedTopology } from '../support/topologies';
 import { waitFor } from '../support/wait';
 import { startWorker, type Worker } from '../support/workers';

@@ -12,7 +12,7 @@ import {
   type TestClient,
 } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 
 /**
  * Issue #38: an owner id is opaque text, shared by any number of waits in any number of processes. A

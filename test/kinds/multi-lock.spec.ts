@@ -1,6 +1,6 @@
 import Redis, { type RedisOptions } from 'ioredis';
 import { LockOptionsError, MultiLock, runInLockScope, type LockLogger } from '../../lib';
-import { deploymentIdentity } from '../../lib/engine/deployment-identity';
+import { deploymentIdentity } from '../../lib/engine/redis/deployment-identity';
 import { keysWithoutTtl } from '../support/bad-input';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';

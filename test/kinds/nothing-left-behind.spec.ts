@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { MultiLock, RedLock, type LockClient } from '../../lib';
-import { lockKeys, readWriteKeys, semaphoreKeys } from '../../lib/engine/keys';
+import { lockKeys, readWriteKeys, semaphoreKeys } from '../../lib/engine/redis/keys';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { serverMicros } from '../support/fencing';
 import { sharedTopology } from '../support/topologies';

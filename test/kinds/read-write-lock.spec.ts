@@ -13,7 +13,7 @@ import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, typ
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 
 /** Runs `fn` as another owner (a fresh lock scope), like a concurrent request would. */
 const asOther = <T>(fn: () => Promise<T>): Promise<T> => runInLockScope(fn, { newScope: true });

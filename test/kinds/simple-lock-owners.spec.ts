@@ -4,7 +4,7 @@ import { SIMPLE_LOCK, SIMPLE_UNLOCK } from '../../lib/engine/scripts/catalog';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import { connect, lockClient, testPrefix, type TestClient } from '../support/engine';
 import type Redis from 'ioredis';
-import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/lock-client';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 
 /**
  * An owner id is opaque text (issue #38): never parsed, never matched by prefix, any characters

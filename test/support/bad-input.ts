@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import type Redis from 'ioredis';
 import { LockOptionsError } from '../../lib';
-import { MAX_LEASE_MS } from '../../lib/engine/validation';
+import { MAX_LEASE_MS } from '../../lib/engine/util/validation';
 
 /** Numbers near every edge of the domain, and values of the wrong type. */
 export const anyDuration: fc.Arbitrary<unknown> = fc.oneof(
@@ -34,7 +34,7 @@ export const anyDuration: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom('1500', '', 'abc', '1e3', null, true, {}, [], 10n),
 );
 
-/** Whether `value` is a duration the rule accepts (written independently of lib/engine/validation.ts). */
+/** Whether `value` is a duration the rule accepts (written independently of lib/engine/util/validation.ts). */
 export function isValidDuration(value: unknown, rule: { positive: boolean; infinite?: boolean }): boolean {
   if (value === undefined) return true;
   if (typeof value !== 'number' || Number.isNaN(value)) return false;

@@ -1,5 +1,5 @@
-import type { HandOver } from '../process-turns';
-import type { PublishCommand } from '../redis-client';
+import type { HandOver } from '../turns/process-turns';
+import type { PublishCommand } from '../redis/redis-client';
 import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo } from './lua-script';
 import type {
   AttemptReply,

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '../redis-client';
+import type { RedisClient } from '../redis/redis-client';
 
 /**
  * Loads every `lua/<name>-<numberOfKeys>.lua` once per process (`-n`: a variable number of keys),

@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import type { RedisClient } from '../redis-client';
+import type { RedisClient } from '../redis/redis-client';
 import { loadedScript, queueScriptCall, sendScript, type LoadedScript, type ScriptArg } from './loader';
 
 /** The type of one script argument, as `defineScript` declares it (a marker: it holds no value). */

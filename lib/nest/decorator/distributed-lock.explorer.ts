@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LockOptionsError } from '../../engine/errors';
-import { LockClient } from '../../engine/lock-client';
+import { LockClient } from '../../engine/client/lock-client';
 import { lockSpecOf } from './lock-spec';
 import { RedisLockRuntime } from '../module/redis-lock-runtime';
 import { methodBindings } from './method-bindings';

@@ -1,4 +1,4 @@
-import { MAX_NAME_BYTES } from '../../engine/validation';
+import { MAX_NAME_BYTES } from '../../engine/util/validation';
 import { LockKeyError } from '../errors/lock-key-error';
 import { messages } from '../redis-lock.messages';
 

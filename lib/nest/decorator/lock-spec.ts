@@ -4,7 +4,7 @@ import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-
 import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
 import { LOCK_KINDS, type LockKind } from '../service/lock-options';
 import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
-import { durationProblem, labelProblem, LEASE_RULE, show, WAIT_RULE } from '../../engine/validation';
+import { durationProblem, labelProblem, LEASE_RULE, show, WAIT_RULE } from '../../engine/util/validation';
 import { messages } from '../redis-lock.messages';
 
 /** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */

@@ -1,8 +1,8 @@
-import { monotonicNow } from '../../engine/clock';
+import { monotonicNow } from '../../engine/util/clock';
 import { finished } from 'node:stream';
 import { Observable, type Subscription } from 'rxjs';
 import type { RedisLockRuntime } from '../module/redis-lock-runtime';
-import { warnReleaseFailed } from '../../engine/with-lock';
+import { warnReleaseFailed } from '../../engine/kinds/with-lock';
 import { runWithActiveLock } from '../service/current-lock';
 import { cancellableLock, type HeldLock } from '../service/held-lock';
 import { LockCallCancelledError } from '../errors/lock-call-cancelled-error';

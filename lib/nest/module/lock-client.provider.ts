@@ -2,7 +2,7 @@ import type { Provider } from '@nestjs/common';
 import { createLockClient, type LockClientSettings } from '../../connection/create-lock-client';
 import { connectRedLockMasters } from '../../connection/red-lock-masters';
 import { LockOptionsError } from '../../engine/errors';
-import { LockClient } from '../../engine/lock-client';
+import { LockClient } from '../../engine/client/lock-client';
 import { nestLockLogger } from './nest-lock-logger';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { moduleOptionsProblems, type RedisLockModuleOptions } from './redis-lock-module-options';

@@ -1,5 +1,5 @@
 import { Logger, type LoggerService } from '@nestjs/common';
-import type { LockLogger } from '../../engine/logger';
+import type { LockLogger } from '../../engine/util/logger';
 
 /**
  * The engine's logger on top of a Nest logger, so lost locks and failed renewals show up in the

@@ -1,5 +1,5 @@
 import type { RedisLockClientOptions } from '../../connection/create-lock-client';
-import { MAX_TURN_MS } from '../../engine/process-turns';
+import { MAX_TURN_MS } from '../../engine/turns/process-turns';
 import { connectionProblems, isRedisDeployment } from '../../connection/create-deployment';
 import {
   durationProblem,
@@ -10,12 +10,12 @@ import {
   TIMEOUT_RULE,
   WAIT_RULE,
   type DurationRule,
-} from '../../engine/validation';
-import { replicaSyncProblems } from '../../engine/replica-sync';
-import { telemetryProblems } from '../../engine/telemetry';
+} from '../../engine/util/validation';
+import { replicaSyncProblems } from '../../engine/redis/replica-sync';
+import { telemetryProblems } from '../../engine/client/telemetry';
 import type { ConnectionOptions } from '../../connection/connection-options';
 import type { RedisDeployment } from '../../connection/redis-deployment';
-import type { RedLockOptions } from '../../engine/red-lock';
+import type { RedLockOptions } from '../../engine/kinds/red-lock';
 import { messages } from '../redis-lock.messages';
 
 /**

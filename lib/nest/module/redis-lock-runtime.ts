@@ -1,6 +1,6 @@
 import { Inject, Injectable, type ExecutionContext } from '@nestjs/common';
-import { engineOf } from '../../engine/lock-client';
-import type { LockLogger } from '../../engine/logger';
+import { engineOf } from '../../engine/client/lock-client';
+import type { LockLogger } from '../../engine/util/logger';
 import { HoldTimes } from '../decorator/hold-times';
 import { LockService } from '../service/lock.service';
 import { LockLifecycle } from './lock-lifecycle';

@@ -1,6 +1,6 @@
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { engineOf, LockClient } from '../../engine/lock-client';
+import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './lock-lifecycle';

@@ -1,4 +1,4 @@
-import type { LockContext } from '../../engine/lock-handle';
+import type { LockContext } from '../../engine/holds/lock-handle';
 import type { LockKind } from './lock-options';
 
 /**

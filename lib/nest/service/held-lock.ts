@@ -1,5 +1,5 @@
-import type { GroupLockContext } from '../../engine/group-lock';
-import type { LockContext, ReleaseOutcome } from '../../engine/lock-handle';
+import type { GroupLockContext } from '../../engine/kinds/group-lock';
+import type { LockContext, ReleaseOutcome } from '../../engine/holds/lock-handle';
 import type { ActiveLock } from './active-lock';
 
 /** A lock `LockService.hold` acquired: what the work sees of it, and how to release it. */

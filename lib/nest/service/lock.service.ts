@@ -1,16 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockOptionsError } from '../../engine/errors';
-import type { FairLock, FairLockOptions } from '../../engine/fair-lock';
-import type { LockInspection } from '../../engine/inspection';
-import type { LockBase } from '../../engine/lock-base';
-import { engineOf, LockClient } from '../../engine/lock-client';
-import type { LockHandle, ReleaseOutcome } from '../../engine/lock-handle';
-import { MultiLock } from '../../engine/multi-lock';
-import type { AcquireOptions } from '../../engine/options';
-import type { ReadWriteLock } from '../../engine/read-write-lock';
-import { RedLock, type RedLockOptions } from '../../engine/red-lock';
-import type { ReentrantLock } from '../../engine/reentrant-lock';
-import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../../engine/simple-lock';
+import type { FairLock, FairLockOptions } from '../../engine/kinds/fair-lock';
+import type { LockInspection } from '../../engine/client/inspection';
+import type { LockBase } from '../../engine/kinds/lock-base';
+import { engineOf, LockClient } from '../../engine/client/lock-client';
+import type { LockHandle, ReleaseOutcome } from '../../engine/holds/lock-handle';
+import { MultiLock } from '../../engine/kinds/multi-lock';
+import type { AcquireOptions } from '../../engine/kinds/options';
+import type { ReadWriteLock } from '../../engine/kinds/read-write-lock';
+import { RedLock, type RedLockOptions } from '../../engine/kinds/red-lock';
+import type { ReentrantLock } from '../../engine/kinds/reentrant-lock';
+import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../../engine/kinds/simple-lock';
 import type { ActiveLock } from './active-lock';
 import { currentLock, runWithActiveLock } from './current-lock';
 import { activeLockOf, type HeldLock } from './held-lock';
@@ -24,9 +24,9 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-options';
-import { runAsCriticalSection } from '../../engine/owner-scope';
-import { assertOptionsObject } from '../../engine/validation';
-import { withLock } from '../../engine/with-lock';
+import { runAsCriticalSection } from '../../engine/holds/owner-scope';
+import { assertOptionsObject } from '../../engine/util/validation';
+import { withLock } from '../../engine/kinds/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
 import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';

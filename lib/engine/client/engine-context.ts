@@ -1,0 +1,35 @@
+import type { LockRegistry } from '../holds/lock-registry';
+import type { RecentReleases } from '../holds/recent-releases';
+import type { LockLogger } from '../util/logger';
+import type { PublishCommand, RedisClient } from '../redis/redis-client';
+import type { LockWaiters } from '../waiting/waiters';
+import type { ReplicaSync } from '../redis/replica-sync';
+import type { EmitLockEvent } from './lock-events';
+import type { ProcessTurns } from '../turns/process-turns';
+import type { Watchdog } from '../holds/watchdog';
+
+/**
+ * What every lock kind shares from its client: one copy of identity, waiting, watchdog, held locks and
+ * settings. The client makes one and keeps it private (see engineOf).
+ */
+export interface EngineContext {
+  readonly redis: RedisClient;
+  readonly clientId: string;
+  /** A fresh id for an acquisition attempt's hold (see hold-ids.ts). */
+  readonly newHoldId: () => string;
+  readonly keyPrefix: string;
+  readonly watchdogTimeout: number;
+  readonly operationTimeout: number;
+  readonly publishCommand: PublishCommand;
+  readonly waiters: LockWaiters;
+  readonly watchdog: Watchdog;
+  readonly registry: LockRegistry;
+  readonly recentReleases: RecentReleases;
+  readonly turns: ProcessTurns;
+  /** How long a name's fencing counter outlives its last grant or renewal, past the lease (ms). */
+  readonly idleKeyTtl: number;
+  readonly logger: LockLogger;
+  readonly replicaSync: ReplicaSync;
+  /** See LockClientEvents. */
+  readonly lockEvent: EmitLockEvent;
+}

@@ -1,0 +1,268 @@
+import { leaseEnd, monotonicNow } from '../util/clock';
+import { LockLostError, type LockLostReason } from '../errors';
+import type { ReleaseOutcome } from './release-outcome';
+import { setLongTimeout, type LongTimer } from '../util/long-timer';
+
+/**
+ * How a lock is renewed: `held` when the owner is a field of the lock hash and its holds are recorded
+ * by id (reentrant and fair locks, a read-write lock's write side; renewalKeys: the hash, then its hold
+ * ids), `hash` the same without hold ids, `string` when the lock's value is the owner's token (simple
+ * lock), `read` for a read hold (its expiry in the readers zset; renewalKeys: that zset, the read
+ * counts, then the read hold ids), `permit` when the owner is a member of a semaphore's holds (its
+ * score the lease's end).
+ */
+export type RenewalKind = 'hash' | 'held' | 'string' | 'read' | 'permit';
+
+/** How the lock kind that granted a hold releases and extends it (LockBase's own steps). */
+export interface HoldOps {
+  /** Releases hold `holdId` of `lock` (none given: its newest). */
+  release(lock: HeldLock, holdId?: string): Promise<ReleaseOutcome>;
+  extend(lock: HeldLock, leaseTime?: number): Promise<void>;
+}
+
+/** One grant as the kind that won it records it. */
+export interface Acquisition {
+  name: string;
+  key: string;
+  /** The id Redis records the hold under, which renewals and releases name. */
+  owner: string;
+  /** This hold's own id (see lua/include/hold-ids.lua): made for the attempt that took it. */
+  holdId: string;
+  leaseMs: number;
+  watched: boolean;
+  fencingToken: number;
+  renewal: RenewalKind;
+  /** The keys a renewal touches (default: `key`). */
+  renewalKeys?: readonly string[];
+  ops: HoldOps;
+  sentAt: number;
+  /** AcquireOptions.label of the first hold. */
+  label?: string;
+  /** The script reported a re-entry (the owner already held the lock). */
+  reentered: boolean;
+}
+
+/**
+ * What a hold needs of the registry that records it (LockRegistry): the share of a lease given to
+ * drift, the watchdog's list, and word of a loss or a release.
+ */
+export interface HoldRecords {
+  readonly driftFactor: number;
+  readonly watchdog: { watch(lock: HeldLock): void; unwatch(lock: HeldLock): void };
+  reportLoss(error: LockLostError): void;
+  isCurrent(lock: HeldLock): boolean;
+  remove(lock: HeldLock): void;
+}
+
+/**
+ * A lock this client holds for one owner, through its whole life: recorded at the grant (in
+ * `registry`), re-entered, renewed by the watchdog or extended, then released or lost. Every handle of
+ * a reentrant hold shares it. The watchdog's list is kept in step: a hold is watched as soon as it is
+ * recorded and unwatched before its final release is sent, so a renewal never outlives the lock.
+ */
+export class HeldLock {
+  /** Made when first asked for: most holds are released without anyone reading their signal. */
+  private abortController?: AbortController;
+  readonly name: string;
+  readonly key: string;
+  /** The id Redis records the hold under (renewals and releases name it). */
+  readonly owner: string;
+  leaseMs: number;
+  /** Renewed by the watchdog (no explicit leaseTime). */
+  watched: boolean;
+  readonly fencingToken: number;
+  readonly renewal: RenewalKind;
+  /** The keys a renewal touches, in renew-many-n.lua's order for `renewal`. */
+  readonly renewalKeys: readonly string[];
+  /** The lock kind that releases and extends it. */
+  private readonly ops: HoldOps;
+  /** The ids of the holds this client has, oldest first (see lua/include/hold-ids.lua). */
+  private readonly holdIds: string[];
+  lost = false;
+  /** Redis reported the last hold released; later releases of it are no-ops. */
+  released = false;
+  /**
+   * When this side takes the lease for over (monotonicNow ms): a drift margin before Redis can let it run
+   * out, counted from when the command that set it was sent (see leaseEnd).
+   */
+  expiresAt: number;
+  /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
+  private expiryTimer?: LongTimer;
+  /** AcquireOptions.label of the first hold, for events and metrics. */
+  readonly label?: string;
+  /** When this client learnt of the grant (monotonicNow ms). */
+  readonly grantedAt = monotonicNow();
+  /**
+   * Told of each watchdog renewal Redis confirmed: when it was sent (performance.now()) and the lease
+   * it set. A RedLock's vote uses it to follow its master's lease on a clock no NTP step moves.
+   */
+  onRenewed?: (sentAtMonotonic: number, leaseMs: number) => void;
+  /** False for a RedLock's vote: the RedLock reports its own loss, a master's is not one. */
+  reportsLoss = true;
+
+  /** Recorded by `registry` (see LockRegistry.record), which keeps it until it is released or lost. */
+  constructor(
+    private readonly registry: HoldRecords,
+    a: Acquisition,
+  ) {
+    this.name = a.name;
+    this.key = a.key;
+    this.owner = a.owner;
+    this.leaseMs = a.leaseMs;
+    this.watched = a.watched;
+    this.fencingToken = a.fencingToken;
+    this.renewal = a.renewal;
+    this.renewalKeys = a.renewalKeys ?? [a.key];
+    this.ops = a.ops;
+    this.label = a.label;
+    this.holdIds = [a.holdId];
+    this.id = heldLockId(a.key, a.owner);
+    // When the acquiring command was sent: the lease cannot have started earlier.
+    this.expiresAt = this.leaseEndFrom(a.sentAt, a.leaseMs);
+  }
+
+  /** Holds this client has (1 = first acquisition). */
+  get holdCount(): number {
+    return this.holdIds.length;
+  }
+
+  /** Redis set this hold's lease to `leaseMs` with a command sent at `sentAt` (a renewal, `extend()`). */
+  leaseSet(sentAt: number, leaseMs: number): void {
+    this.expiresAt = this.leaseEndFrom(sentAt, leaseMs);
+  }
+
+  /** When the holder must take such a lease for over: a drift margin before Redis's end (see leaseEnd). */
+  private leaseEndFrom(sentAt: number, leaseMs: number): number {
+    return leaseEnd(sentAt, leaseMs, this.registry.driftFactor);
+  }
+
+  /** Whether hold `holdId` is one this client still has. */
+  has(holdId: string): boolean {
+    return this.holdIds.includes(holdId);
+  }
+
+  get controller(): AbortController {
+    return (this.abortController ??= new AbortController());
+  }
+
+  /** The registry's key for this hold (made once: the registry looks it up at every grant and release). */
+  readonly id: string;
+
+  /** The owner took it again (`a`): one more hold, renewed by the watchdog if `a` asked for it. */
+  reenter(a: Acquisition): void {
+    this.holdIds.push(a.holdId);
+    if (a.watched && !this.watched) {
+      this.watched = true;
+      this.leaseMs = a.leaseMs;
+      this.disarmExpiry();
+    } else if (!this.watched) this.leaseFromReentry(a);
+    if (this.watched) this.registry.watchdog.watch(this); // also after a release that failed
+  }
+
+  /**
+   * An explicit re-entry made the lease in Redis at least `a.leaseMs` long from when it ran (never
+   * shorter): the local expiry follows, so the holder is not told of a loss while Redis still holds it.
+   */
+  private leaseFromReentry(a: Acquisition): void {
+    const until = this.leaseEndFrom(a.sentAt, a.leaseMs); // it ran after it was sent: Redis's lease ends no earlier
+    if (until <= this.expiresAt || this.lost) return;
+    this.expiresAt = until;
+    this.leaseMs = Math.max(this.leaseMs, a.leaseMs);
+    this.armExpiry();
+  }
+
+  /** Releases hold `holdId` (none given: the newest; see LockBase's release). */
+  release(holdId?: string): Promise<ReleaseOutcome> {
+    return this.ops.release(this, holdId);
+  }
+
+  /** Renews the lease now, or sets it to `leaseTime` ms (see LockBase's extend). */
+  extend(leaseTime?: number): Promise<void> {
+    return this.ops.extend(this, leaseTime);
+  }
+
+  /** Once recorded: the watchdog renews a watched hold; an explicit lease's end is reported when it comes. */
+  keepAlive(): void {
+    if (this.watched) this.registry.watchdog.watch(this);
+    else this.armExpiry();
+  }
+
+  /** Explicit leases only: arm (or re-arm) the timer that reports the lease running out. */
+  armExpiry(): void {
+    this.disarmExpiry();
+    if (this.watched) return;
+    // Chunked past setTimeout's limit: a 30-day lease must not be reported lost 1 ms in.
+    this.expiryTimer = setLongTimeout(() => this.markLost('lease-expired'), this.expiresAt - monotonicNow());
+  }
+
+  private disarmExpiry(): void {
+    this.expiryTimer?.clear();
+    this.expiryTimer = undefined;
+  }
+
+  /**
+   * Before sending a release: counts the hold as released at once (so concurrent releases of one
+   * owner each expect the right count) and stops renewals when it is the last one.
+   */
+  beginRelease(holdId?: string): { final: boolean; holdId: string } {
+    const at = holdId === undefined ? this.holdIds.length - 1 : this.holdIds.indexOf(holdId);
+    const [released] = this.holdIds.splice(at, 1);
+    const final = this.holdIds.length === 0;
+    if (final) this.registry.watchdog.unwatch(this);
+    return { final, holdId: released };
+  }
+
+  /** The release of `holdId` failed for a reason other than an unreachable Redis: the hold is still ours. */
+  releaseFailed(final: boolean, holdId: string): void {
+    this.holdIds.push(holdId);
+    if (final) this.stillHeld();
+  }
+
+  /**
+   * Redis says holds remain although we sent what we took for the last release: keep renewing.
+   * (A release that failed to reach Redis does NOT resume renewals: whoever gave up on the lock must
+   * not keep it alive forever; it runs out with its lease unless a retried release gets there first.)
+   */
+  private stillHeld(): void {
+    if (this.watched && !this.lost && this.registry.isCurrent(this)) this.registry.watchdog.watch(this);
+  }
+
+  /** Redis reports the last hold released. */
+  markReleased(): void {
+    this.released = true;
+    this.forget();
+  }
+
+  /** Redis reports holds remain. */
+  markDecremented(wasFinal: boolean): void {
+    if (!wasFinal) return;
+    // A re-entry that was in flight when the last release was sent holds it now: keep renewing. With
+    // none, Redis counted an acquisition whose reply never came: stop renewing, so it runs out.
+    if (this.holdCount > 0) this.stillHeld();
+    else this.forget();
+  }
+
+  /**
+   * The lock is no longer ours (it ran out, or someone else holds it): aborts the holder's signal with
+   * a LockLostError, which the client logs and emits as 'lockLost'. Reported once.
+   */
+  markLost(reason: LockLostReason): void {
+    if (this.lost) return;
+    this.lost = true;
+    this.forget();
+    const error = new LockLostError(this.name, this.owner, reason);
+    this.controller.abort(error);
+    if (this.reportsLoss) this.registry.reportLoss(error);
+  }
+
+  /** Nothing of ours is left to renew or release: drops the record. */
+  forget(): void {
+    this.registry.watchdog.unwatch(this);
+    this.disarmExpiry();
+    this.registry.remove(this);
+  }
+}
+
+export function heldLockId(key: string, owner: string): string {
+  return `${key}\u0000${owner}`;
+}

@@ -1,0 +1,674 @@
+import { randomUUID } from 'node:crypto';
+import { onAbort } from '../waiting/abort-fan-out';
+import { bounded } from '../redis/bounded';
+import {
+  LockAcquireTimeoutError,
+  LockLostError,
+  LockOptionsError,
+  LockQuorumError,
+  RedisUnavailableError,
+  type LockLostReason,
+} from '../errors';
+import { engineOf, type LockClient } from '../client/lock-client';
+import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
+import { GroupLock, type GroupLockHandle } from './group-lock';
+import { setLongTimeout, MAX_TIMER_MS, type LongTimer } from '../util/long-timer';
+import type { LockLogger } from '../util/logger';
+import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
+import { assertAcquireOptions, type AcquireOptions } from './options';
+import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
+import { SimpleLock } from './simple-lock';
+import type { EmitLockEvent } from '../client/lock-events';
+import type { WaitTicket } from '../waiting/waiters';
+
+export interface RedLockOptions {
+  /**
+   * Longest wait for one master's answer; much shorter than the lease. Default lease / 20, within
+   * 50-250 ms: below 50 ms a loaded but healthy master (or one still connecting) reads as down.
+   */
+  instanceTimeout?: number;
+  /** Clock drift allowance as a fraction of the lease (plus 2 ms). Default 0.01. */
+  driftFactor?: number;
+}
+
+/**
+ * Local time for RedLock's deadlines and elapsed times: monotonic, so an NTP step of the wall clock
+ * neither stretches nor cuts a validity (the Redlock algorithm measures on such a clock).
+ */
+const monotonicNow = (): number => performance.now();
+
+/** What a round that won the quorum hands to its handle. */
+interface RedLockGrant {
+  /** One slot per master: its hold, or null. */
+  handles: (LockHandle | null)[];
+  /** When the round's first command was sent (monotonicNow). */
+  sentAt: number;
+  lease: number;
+  watched: boolean;
+  /** How long one master may take to answer a release or an extension. */
+  instanceTimeout: number;
+  owner: string;
+  label?: string;
+}
+
+/**
+ * A RedLock acquisition: held on at least a quorum of the masters. Its validity is what a quorum of
+ * them still holds: per master, from the send of the command that last set its lease (the grant, a
+ * watchdog renewal, `extend()`) plus that lease, the quorum-th longest of these, minus the drift. A
+ * renewal that lands on a quorum moves it forward; `signal` aborts when it runs out, or once fewer
+ * than a quorum still hold it. RedLock has no single fencing token (each master counts on its own):
+ * the tokens are per master.
+ */
+export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
+  private readonly controller = new AbortController();
+  private expiryTimer?: LongTimer;
+  private releasing?: Promise<ReleaseOutcome>;
+  /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
+  readonly handles: (LockHandle | null)[];
+  /** Per master, on the monotonic clock: the earliest its hold can end (-Infinity: none). */
+  private readonly heldUntil: number[];
+  private readonly lease: number;
+  private readonly watched: boolean;
+  private readonly instanceTimeout: number;
+  private readonly grantedAt = monotonicNow();
+  /** The owner every master's hold names. */
+  readonly owner: string;
+  private readonly label?: string;
+
+  constructor(
+    private readonly redLock: RedLock,
+    grant: RedLockGrant,
+  ) {
+    this.handles = grant.handles;
+    this.lease = grant.lease;
+    this.watched = grant.watched;
+    this.instanceTimeout = grant.instanceTimeout;
+    this.owner = grant.owner;
+    this.label = grant.label;
+    this.heldUntil = grant.handles.map((h) => (h ? grant.sentAt + grant.lease : -Infinity));
+    grant.handles.forEach((handle, index) => handle && this.watch(index, handle));
+    this.armExpiry();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get fencingTokens(): (number | null)[] {
+    return this.handles.map((h) => h?.fencingToken ?? null);
+  }
+
+  /** Milliseconds of guaranteed validity left, on the monotonic clock (0 when none, lost or released). */
+  get validity(): number {
+    return Math.max(0, this.left());
+  }
+
+  /**
+   * When the validity ends, as a wall-clock timestamp (ms since epoch) worked out when read: now plus
+   * what is left (in the past once it ran out). The deadline itself is kept on the monotonic clock, so
+   * a step of the wall clock moves this by the step and changes nothing else.
+   */
+  get validUntil(): number {
+    return Date.now() + this.left();
+  }
+
+  /** Until the end of the validity (negative once past; 0 once lost or released). */
+  private left(): number {
+    return this.signal.aborted || this.releasing ? 0 : this.deadline() - monotonicNow();
+  }
+
+  /**
+   * Releases on every master: waits for the masters that can answer (each at most instanceTimeout),
+   * never for one that is down (its release goes on in the background until its lease ends).
+   * `released` when a quorum confirmed, `pending` when that may still happen, else `expired`.
+   */
+  release(): Promise<ReleaseOutcome> {
+    this.releasing ??= this.releaseAll().then((outcome) => {
+      this.redLock.emit('released', () => ({
+        ...this.eventBase(),
+        heldMs: monotonicNow() - this.grantedAt,
+        outcome,
+      }));
+      return outcome;
+    });
+    return this.releasing;
+  }
+
+  /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
+  async extend(leaseTime?: number): Promise<void> {
+    const started = monotonicNow();
+    const lease = leaseTime ?? this.redLock.leaseOf(undefined);
+    const results = await Promise.all(
+      this.handles.map((h, i) =>
+        h && this.redLock.usable(i)
+          ? this.redLock.boundedOn(i, h.extend(leaseTime), 'redlock extend', this.instanceTimeout).then(
+              () => true,
+              () => false,
+            )
+          : false,
+      ),
+    );
+    if (results.filter(Boolean).length < this.redLock.quorum) {
+      this.lose('not-owner');
+      throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
+    }
+    // Each master that confirmed holds it for `lease` from the send at least; the others as before.
+    results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = started + lease));
+    this.armExpiry();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /**
+   * Takes a hold that answered after the round was decided; false when this handle is done with.
+   * `sentAt`: when the round sent its command (monotonicNow).
+   */
+  adopt(index: number, handle: LockHandle, sentAt: number): boolean {
+    if (this.releasing || this.signal.aborted || this.handles[index]) return false;
+    this.handles[index] = handle;
+    this.heldUntil[index] = sentAt + this.lease;
+    this.watch(index, handle);
+    this.armExpiry();
+    return true;
+  }
+
+  /** @internal What every event of this acquisition names. */
+  eventBase(): { name: string; kind: 'redlock'; owner: string; label?: string } {
+    return { name: this.redLock.name, kind: 'redlock', owner: this.owner, label: this.label };
+  }
+
+  /**
+   * The end of the validity on the monotonic clock: the quorum-th latest end among the masters that
+   * still hold it, minus the drift allowance (-Infinity when fewer than a quorum hold it).
+   */
+  private deadline(): number {
+    const ends = this.handles
+      .flatMap((h, i) => (h && !h.signal.aborted ? [this.heldUntil[i]] : []))
+      .sort((a, b) => b - a);
+    const quorumEnd = ends[this.redLock.quorum - 1] ?? -Infinity;
+    return quorumEnd - this.redLock.drift(this.lease);
+  }
+
+  private async releaseAll(): Promise<ReleaseOutcome> {
+    this.expiryTimer?.clear();
+    const outcomes = await Promise.all(
+      this.handles.map((h, i): ReleaseOutcome | Promise<ReleaseOutcome> => {
+        if (!h) return 'expired';
+        const release = h.release().catch((): ReleaseOutcome => 'expired');
+        if (!this.redLock.usable(i)) return 'pending'; // down: it goes on by itself
+        const bound = this.redLock.boundedOn(i, release, 'redlock release', this.instanceTimeout);
+        return bound.catch((): ReleaseOutcome => 'pending');
+      }),
+    );
+    const released = outcomes.filter((o) => o === 'released' || o === 'decremented').length;
+    if (released >= this.redLock.quorum) return 'released';
+    return released + outcomes.filter((o) => o === 'pending').length >= this.redLock.quorum ? 'pending' : 'expired';
+  }
+
+  private watch(index: number, handle: LockHandle): void {
+    handle.asVote((sentAt, leaseMs) => {
+      this.heldUntil[index] = sentAt + leaseMs;
+      this.armExpiry();
+    });
+    handle.signal.addEventListener('abort', () => this.checkQuorum(handle.signal.reason), { once: true });
+  }
+
+  /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
+  private armExpiry(): void {
+    this.expiryTimer?.clear();
+    if (this.releasing || this.signal.aborted) return;
+    const left = this.deadline() - monotonicNow();
+    if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
+    // A timer may fire a little early: it checks the deadline again then.
+    this.expiryTimer = setLongTimeout(() => this.armExpiry(), Math.ceil(left));
+  }
+
+  private checkQuorum(reason: unknown): void {
+    const alive = this.handles.filter((h) => h && !h.signal.aborted).length;
+    if (alive < this.redLock.quorum) this.lose(reason instanceof LockLostError ? reason.reason : 'not-owner');
+    else this.armExpiry(); // the validity may now rest on masters whose holds end sooner
+  }
+
+  /** Reported once: the holder's signal aborts and the first master's client logs and emits it. */
+  private lose(reason: LockLostReason): void {
+    this.expiryTimer?.clear();
+    if (this.controller.signal.aborted || this.releasing) return;
+    const error = new LockLostError(this.redLock.name, this.owner, reason);
+    this.controller.abort(error);
+    this.redLock.reportLoss(error);
+  }
+}
+
+/** One master's answer in a round. */
+type Vote = { index: number } & (
+  { granted: LockHandle } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
+);
+
+/** A round that did not get the lock, and why. */
+interface LostRound {
+  /** refused: someone holds it; split: contenders divided the masters; unreachable: too few answer. */
+  why: 'refused' | 'split' | 'unreachable';
+  /** The masters that refused: their release announcements are the ones worth waking for. */
+  refusedBy: number[];
+  retryAfter: number;
+  reachable: number;
+  cause?: unknown;
+}
+
+/** Pause before trying again when too few masters can be reached. */
+const UNREACHABLE_RETRY_MS = PROBE_INTERVAL_MS;
+/** Longest pause after a release for a waiter refused many times in a row (a busy lock). */
+const MAX_BUSY_PAUSE_MS = 64;
+/** Pause when a refusing master did not say for how long (the key was released meanwhile). */
+const UNKNOWN_TTL_RETRY_MS = 50;
+
+/**
+ * RedLock over N independent masters (one LockClient each): `SET NX PX` with a unique token on each
+ * master, held once a majority said yes, with validity = lease - elapsed - drift; otherwise released
+ * everywhere. A round is decided as soon as a quorum said yes or can no longer say yes, and skips
+ * masters that are down (see MasterHealth), so a dead master costs nothing.
+ *
+ * The first round asks every master at once (one round trip). A waiter woken by a release asks the
+ * first master that is up (the gate) before the others: the waiters woken by the same release meet
+ * on the gate, one of them wins it and only that one asks the rest, so at most two contenders (it
+ * and a newcomer's first round) share the masters and one of them gets a majority; a herd never
+ * splits the masters so that nobody does, then backs off and tries again. A refused waiter costs one
+ * command. Safety does not depend on the order: only a quorum grants. Waiters sleep until a master
+ * that refused them announces a release, not on a fixed poll.
+ * @example
+ * const redLock = new RedLock(fiveClients, 'pview');
+ * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
+ */
+export class RedLock extends GroupLock<RedLockHandle> {
+  readonly quorum: number;
+  private readonly instanceTimeout?: number;
+  private readonly driftFactor: number;
+  /** Each master's lock of this name, built once. */
+  private readonly instanceLocks = new Map<LockClient, SimpleLock>();
+
+  constructor(
+    readonly clients: LockClient[],
+    readonly name: string,
+    options: RedLockOptions = {},
+  ) {
+    super();
+    if (!Array.isArray(clients) || clients.length === 0)
+      throw new LockOptionsError('RedLock needs at least one LockClient.', name);
+    assertLockName(name);
+    checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
+    if (options.driftFactor !== undefined && !(options.driftFactor >= 0 && options.driftFactor < 1)) {
+      throw new LockOptionsError(`driftFactor must be in [0, 1), got ${String(options.driftFactor)}.`, name);
+    }
+    this.quorum = Math.floor(clients.length / 2) + 1;
+    this.instanceTimeout = options.instanceTimeout;
+    this.driftFactor = options.driftFactor ?? 0.01;
+  }
+
+  /** Never: each RedLock acquisition has an owner of its own (no re-entry). */
+  heldInScope(): boolean {
+    return false;
+  }
+
+  /** The first master's client's. */
+  protected get logger(): LockLogger {
+    return engineOf(this.clients[0]).logger;
+  }
+
+  /** @internal Emits a RedLock event (kind 'redlock') once, on the first master's client. */
+  readonly emit: EmitLockEvent = (event, make) => engineOf(this.clients[0]).lockEvent(event, make);
+
+  /** @internal Logs a lost RedLock and emits it as the first master's client's 'lockLost'. */
+  reportLoss(error: LockLostError): void {
+    this.logger.warn(error.message);
+    this.clients[0].emit('lockLost', error);
+  }
+
+  /** @internal */
+  leaseOf(leaseTime: number | undefined): number {
+    return leaseTime ?? Math.min(...this.clients.map((c) => c.watchdogTimeout));
+  }
+
+  /** @internal */
+  drift(lease: number): number {
+    return Math.round(lease * this.driftFactor) + 2;
+  }
+
+  /** @internal Whether master `index` is worth asking now. */
+  usable(index: number): boolean {
+    return masterHealth(this.clients[index].redis).usable;
+  }
+
+  /** @internal An operation on master `index`, bounded; a master that does not answer is skipped from then on. */
+  boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T> {
+    return bounded(operation, timeoutMs, { key: this.name, name: what }).catch((error: unknown) => {
+      if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
+      throw error;
+    });
+  }
+
+  /**
+   * The shortest lease a round can grant: one that outlasts a round taking the whole instance
+   * timeout plus the drift allowance. Below it no round's validity would stay positive, so a wait
+   * would retry in vain until it ends.
+   * @internal
+   */
+  minimumLease(leaseTime: number): number {
+    return this.drift(leaseTime) + this.timeoutFor(leaseTime) + 1;
+  }
+
+  /** LockQuorumError when too few masters answer by the end of the wait. */
+  protected async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
+    assertAcquireOptions(this.name, options);
+    if (options.leaseTime !== undefined) {
+      const lease = Math.ceil(options.leaseTime);
+      if (lease < this.minimumLease(lease)) {
+        throw new LockOptionsError(
+          `RedLock leaseTime must be at least ${this.minimumLease(lease)} ms (the instance timeout plus the ` +
+            `clock drift allowance), got ${String(options.leaseTime)}.`,
+          this.name,
+          { option: 'leaseTime', value: options.leaseTime },
+        );
+      }
+    }
+    const owner = options.owner ?? `redlock:${randomUUID()}`;
+    const calledAt = monotonicNow();
+    const deadline = options.waitTime === undefined ? Infinity : calledAt + options.waitTime;
+    const { label } = options;
+    let watch: ReleaseWatch | undefined;
+    try {
+      for (let splits = 0, refusals = 0; ;) {
+        const seen = watch?.counts();
+        const round = await this.round(owner, options, watch !== undefined);
+        if (round instanceof RedLockHandle) {
+          this.emit('acquired', () => ({
+            ...round.eventBase(),
+            fencingTokens: round.fencingTokens,
+            waitedMs: monotonicNow() - calledAt,
+            reentered: false,
+          }));
+          return round;
+        }
+        const remaining = deadline - monotonicNow();
+        if (remaining <= 0) {
+          // Out of time: say whether the masters refused (contention) or could not be reached.
+          if (round.reachable < this.quorum) {
+            throw new LockQuorumError(this.name, round.reachable, this.quorum, this.clients.length, round.cause);
+          }
+          this.emit('timedOut', () => ({
+            name: this.name,
+            kind: 'redlock',
+            owner,
+            label,
+            waitedMs: monotonicNow() - calledAt,
+          }));
+          return null;
+        }
+        if (!watch) {
+          this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
+          // Subscribed from now on; a release before that would be missed: try again at once.
+          watch = await this.watchReleases(this.timeoutFor(options.leaseTime));
+          continue;
+        }
+        splits = round.why === 'split' ? splits + 1 : 0;
+        refusals = round.why === 'refused' ? refusals + 1 : 0;
+        if (splits > 0) {
+          // Contenders divided the masters (a gate that changed hands, a master coming back): a
+          // random pause, growing with repeated splits, so that they do not meet again.
+          await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), options.signal);
+        } else {
+          // Until a master announces a release (or did during the round), or the holder's lease ends.
+          const from = round.refusedBy.length > 0 ? round.refusedBy : this.clients.map((_, i) => i);
+          await watch.next(seen!, from, Math.min(remaining, Math.max(1, round.retryAfter)), options.signal);
+          // Refused again and again: the lock is busy and changes hands often. A short random pause,
+          // growing with the refusals (at most MAX_BUSY_PAUSE_MS), lets the releases it covers count
+          // as one, instead of every waiter of every process trying after every single release.
+          if (refusals > 1) await delay(Math.random() * Math.min(2 ** refusals, MAX_BUSY_PAUSE_MS), options.signal);
+        }
+        options.signal?.throwIfAborted();
+      }
+    } finally {
+      watch?.close();
+    }
+  }
+
+  /**
+   * One round over the masters that are up, decided as early as possible: all at once, or `gated`:
+   * the first one, then (if it did not refuse) the others at once.
+   */
+  private async round(owner: string, options: AcquireOptions, gated: boolean): Promise<RedLockHandle | LostRound> {
+    const lease = this.leaseOf(options.leaseTime);
+    const started = monotonicNow();
+    const votes: Vote[] = [];
+    const asked: number[] = [];
+    this.clients.forEach((_, index) => {
+      if (this.usable(index)) asked.push(index);
+      else votes.push({ index, failed: undefined, skipped: true });
+    });
+    // Votes that come after the round is decided: kept until the round knows what to do with them.
+    const lateVotes: Vote[] = [];
+    let late = (vote: Vote): void => void lateVotes.push(vote);
+    const onLate = (vote: Vote): void => late(vote);
+    const settle = (handler: (vote: Vote) => void): void => {
+      late = handler;
+      lateVotes.splice(0).forEach(handler);
+    };
+    if (asked.length >= this.quorum && !gated) {
+      votes.push(...(await this.decide(asked, this.quorum, owner, options.leaseTime, lease, onLate)));
+    } else if (asked.length >= this.quorum) {
+      const gate = await this.vote(asked[0], owner, options.leaseTime, lease, onLate);
+      votes.push(gate);
+      if ('refusedFor' in gate) {
+        settle(releaseGranted);
+        return this.lost(votes, lease);
+      }
+      const need = this.quorum - ('granted' in gate ? 1 : 0);
+      votes.push(...(await this.decide(asked.slice(1), need, owner, options.leaseTime, lease, onLate)));
+    }
+    const granted = votes.filter((v) => 'granted' in v);
+    const validity = lease - (monotonicNow() - started) - this.drift(lease);
+    if (granted.length >= this.quorum && validity > 0) {
+      const handles: (LockHandle | null)[] = this.clients.map(() => null);
+      for (const v of granted) handles[v.index] = v.granted;
+      const handle = new RedLockHandle(this, {
+        handles,
+        sentAt: started,
+        lease,
+        watched: options.leaseTime === undefined,
+        instanceTimeout: this.timeoutFor(options.leaseTime),
+        owner,
+        label: options.label,
+      });
+      settle((v) => 'granted' in v && !handle.adopt(v.index, v.granted, started) && release(v.granted));
+      return handle;
+    }
+    settle(releaseGranted);
+    granted.forEach(releaseGranted); // in the background: never waits on a master
+    return this.lost(votes, lease);
+  }
+
+  /**
+   * Asks `indices` in parallel and resolves with the votes known once `need` of them granted or can
+   * no longer; the votes that come later go to `late`.
+   */
+  private decide(
+    indices: number[],
+    need: number,
+    owner: string,
+    leaseTime: number | undefined,
+    lease: number,
+    late: (vote: Vote) => void,
+  ): Promise<Vote[]> {
+    return new Promise((resolve) => {
+      const known: Vote[] = [];
+      let granted = 0;
+      let decided = false;
+      const check = (): void => {
+        if (granted >= need || granted + indices.length - known.length < need) {
+          decided = true;
+          resolve(known);
+        }
+      };
+      for (const index of indices) {
+        void this.vote(index, owner, leaseTime, lease, late).then((vote) => {
+          if (decided) return late(vote);
+          known.push(vote);
+          if ('granted' in vote) granted++;
+          check();
+        });
+      }
+      check();
+    });
+  }
+
+  /**
+   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt
+   * (our simple lock), so an attempt that answers after its round gave up can never stack onto a
+   * later round's hold, and is released on its own. RedLock is therefore not re-entrant.
+   */
+  private vote(
+    index: number,
+    owner: string,
+    leaseTime: number | undefined,
+    lease: number,
+    late: (vote: Vote) => void,
+  ): Promise<Vote> {
+    const attempt = this.instanceLock(this.clients[index]).lock({ owner, leaseTime, waitTime: 0 });
+    return bounded(attempt, this.timeoutFor(lease), { key: this.name, name: 'redlock acquire' }, (handle) =>
+      late({ index, granted: handle }),
+    ).then(
+      (granted): Vote => ({ index, granted }),
+      (error: unknown): Vote => {
+        if (error instanceof LockAcquireTimeoutError) return { index, refusedFor: error.retryAfterMs };
+        if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
+        return { index, failed: error };
+      },
+    );
+  }
+
+  private lost(votes: Vote[], lease: number): LostRound {
+    const failed = votes.filter((v) => 'failed' in v);
+    const reachable = this.clients.length - failed.length;
+    const cause = failed.find((v) => 'failed' in v && v.failed !== undefined);
+    if (reachable < this.quorum) {
+      return {
+        why: 'unreachable',
+        refusedBy: [],
+        retryAfter: UNREACHABLE_RETRY_MS,
+        reachable,
+        cause: cause && 'failed' in cause ? cause.failed : undefined,
+      };
+    }
+    const ttls = votes.flatMap((v) => ('refusedFor' in v ? [v.refusedFor ?? UNKNOWN_TTL_RETRY_MS] : []));
+    const why = votes.some((v) => 'granted' in v) ? 'split' : 'refused';
+    const refusedBy = votes.flatMap((v) => ('refusedFor' in v ? [v.index] : []));
+    return { why, refusedBy, retryAfter: Math.min(lease, ...ttls), reachable };
+  }
+
+  private timeoutFor(lease: number | undefined): number {
+    return this.instanceTimeout ?? Math.max(50, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
+  }
+
+  private instanceLock(client: LockClient): SimpleLock {
+    let lock = this.instanceLocks.get(client);
+    if (!lock) {
+      // Its votes emit no events of their own (kind 'simple', one per master): the RedLock emits its own.
+      const quiet = { ...engineOf(client), lockEvent: () => undefined };
+      lock = new SimpleLock(quiet, this.name, { leaseTime: 'watchdog' });
+      this.instanceLocks.set(client, lock);
+    }
+    return lock;
+  }
+
+  /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
+  private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
+    const seats = this.clients.map((client) => engineOf(client).waiters.join(this.instanceLock(client).keys.channel));
+    const watch = new ReleaseWatch(seats.map((s) => s.ticket));
+    // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
+    await Promise.allSettled(
+      seats.flatMap((s, i) => (this.usable(i) ? [this.boundedOn(i, s.subscribed, 'subscribe', timeoutMs)] : [])),
+    );
+    return watch;
+  }
+}
+
+/** Releases a master's hold in the background (bounded and retried by the lock itself). */
+function release(handle: LockHandle): void {
+  void handle.release().catch(() => undefined);
+}
+
+function releaseGranted(vote: Vote): void {
+  if ('granted' in vote) release(vote.granted);
+}
+
+/**
+ * Counts the unlock messages of one waiting acquisition, per master. Its tickets stay parked
+ * between rounds, so a release announced while a round runs is counted, not lost; and the wait
+ * after a refusal wakes only for the masters that refused: one release (a message from each
+ * master it was held on) wakes the acquisition once, not once per master.
+ */
+class ReleaseWatch {
+  private readonly received: number[];
+  private readonly stop = new AbortController();
+  private wake?: (index: number) => void;
+
+  constructor(private readonly tickets: WaitTicket[]) {
+    this.received = tickets.map(() => 0);
+    tickets.forEach((ticket, index) => void this.listen(ticket, index));
+  }
+
+  /** Messages received so far, per master. */
+  counts(): number[] {
+    return [...this.received];
+  }
+
+  /**
+   * Resolves once one of `masters` announced a release since `seen` (from counts()), after
+   * `timeoutMs`, or when `signal` aborts.
+   */
+  next(seen: number[], masters: number[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (masters.some((i) => this.received[i] > seen[i])) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        stopListening?.();
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
+      const stopListening = signal ? onAbort(signal, done) : undefined;
+      this.wake = (index) => masters.includes(index) && done();
+    });
+  }
+
+  close(): void {
+    this.stop.abort();
+    for (const ticket of this.tickets) ticket.leave();
+  }
+
+  private async listen(ticket: WaitTicket, index: number): Promise<void> {
+    try {
+      for (;;) {
+        if ((await ticket.wait(MAX_TIMER_MS, this.stop.signal)) === 'notified') {
+          this.received[index]++;
+          this.wake?.(index);
+        }
+      }
+    } catch {
+      // closed
+    }
+  }
+}
+
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    const stopListening = signal ? onAbort(signal, done) : undefined;
+    function done(): void {
+      clearTimeout(timer);
+      stopListening?.();
+      resolve();
+    }
+  });
+}
