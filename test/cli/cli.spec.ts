@@ -7,7 +7,7 @@ import { lockClient, quietLogger, testPrefix, type TestClient } from '../support
 import { sharedTopology } from '../support/topologies';
 
 /** The CLI run as a child process against the shared single server and cluster, its output checked. */
-const CLI = join(__dirname, '../../lib/cli/main.ts.ts');
+const CLI = join(__dirname, '../../lib/cli/main.ts');
 
 interface Run {
   code: number | null;
