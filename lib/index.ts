@@ -40,7 +40,7 @@ export type { Semaphore, SemaphoreOptions, PermitAcquireOptions } from './engine
 export type { LockBase, WithLockOptions } from './engine/kinds/lock-base';
 export type { GroupLockContext, GroupLockHandle } from './engine/kinds/group-lock';
 export type { MultiLockHandle } from './engine/kinds/multi-lock';
-export type { RedLockHandle } from './engine/kinds/red-lock';
+export type { RedLockHandle } from './engine/kinds/red-lock-handle';
 export type { LockHandle, LockContext, ReleaseOutcome } from './engine/holds/lock-handle';
 export type { AcquireOptions } from './engine/kinds/options';
 export type {

@@ -11,7 +11,7 @@ export { Semaphore, MAX_PERMITS } from './engine/kinds/semaphore';
 export { LockBase } from './engine/kinds/lock-base';
 export { GroupLock } from './engine/kinds/group-lock';
 export { MultiLockHandle } from './engine/kinds/multi-lock';
-export { RedLockHandle } from './engine/kinds/red-lock';
+export { RedLockHandle } from './engine/kinds/red-lock-handle';
 export { LockHandle } from './engine/holds/lock-handle';
 export { engineOf } from './engine/client/lock-client';
 export { currentScope, type OwnerScope } from './engine/holds/owner-scope';

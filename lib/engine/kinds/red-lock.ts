@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { onAbort } from '../waiting/abort-fan-out';
 import { bounded } from '../redis/bounded';
 import {
   LockAcquireTimeoutError,
@@ -7,19 +6,19 @@ import {
   LockOptionsError,
   LockQuorumError,
   RedisUnavailableError,
-  type LockLostReason,
 } from '../errors';
 import { engineOf, type LockClient } from '../client/lock-client';
-import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
-import { GroupLock, type GroupLockHandle } from './group-lock';
-import { setLongTimeout, MAX_TIMER_MS, type LongTimer } from '../util/long-timer';
+import type { LockHandle } from '../holds/lock-handle';
+import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
 import { assertAcquireOptions, type AcquireOptions } from './options';
 import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { SimpleLock } from './simple-lock';
 import type { EmitLockEvent } from '../client/lock-events';
-import type { WaitTicket } from '../waiting/waiters';
+import { monotonicNow } from '../util/clock';
+import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
+import { delay, ReleaseWatch } from './release-watch';
 
 export interface RedLockOptions {
   /**
@@ -29,216 +28,6 @@ export interface RedLockOptions {
   instanceTimeout?: number;
   /** Clock drift allowance as a fraction of the lease (plus 2 ms). Default 0.01. */
   driftFactor?: number;
-}
-
-/**
- * Local time for RedLock's deadlines and elapsed times: monotonic, so an NTP step of the wall clock
- * neither stretches nor cuts a validity (the Redlock algorithm measures on such a clock).
- */
-const monotonicNow = (): number => performance.now();
-
-/** What a round that won the quorum hands to its handle. */
-interface RedLockGrant {
-  /** One slot per master: its hold, or null. */
-  handles: (LockHandle | null)[];
-  /** When the round's first command was sent (monotonicNow). */
-  sentAt: number;
-  lease: number;
-  watched: boolean;
-  /** How long one master may take to answer a release or an extension. */
-  instanceTimeout: number;
-  owner: string;
-  label?: string;
-}
-
-/**
- * A RedLock acquisition: held on at least a quorum of the masters. Its validity is what a quorum of
- * them still holds: per master, from the send of the command that last set its lease (the grant, a
- * watchdog renewal, `extend()`) plus that lease, the quorum-th longest of these, minus the drift. A
- * renewal that lands on a quorum moves it forward; `signal` aborts when it runs out, or once fewer
- * than a quorum still hold it. RedLock has no single fencing token (each master counts on its own):
- * the tokens are per master.
- */
-export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
-  private readonly controller = new AbortController();
-  private expiryTimer?: LongTimer;
-  private releasing?: Promise<ReleaseOutcome>;
-  /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
-  readonly handles: (LockHandle | null)[];
-  /** Per master, on the monotonic clock: the earliest its hold can end (-Infinity: none). */
-  private readonly heldUntil: number[];
-  private readonly lease: number;
-  private readonly watched: boolean;
-  private readonly instanceTimeout: number;
-  private readonly grantedAt = monotonicNow();
-  /** The owner every master's hold names. */
-  readonly owner: string;
-  private readonly label?: string;
-
-  constructor(
-    private readonly redLock: RedLock,
-    grant: RedLockGrant,
-  ) {
-    this.handles = grant.handles;
-    this.lease = grant.lease;
-    this.watched = grant.watched;
-    this.instanceTimeout = grant.instanceTimeout;
-    this.owner = grant.owner;
-    this.label = grant.label;
-    this.heldUntil = grant.handles.map((h) => (h ? grant.sentAt + grant.lease : -Infinity));
-    grant.handles.forEach((handle, index) => handle && this.watch(index, handle));
-    this.armExpiry();
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  get fencingTokens(): (number | null)[] {
-    return this.handles.map((h) => h?.fencingToken ?? null);
-  }
-
-  /** Milliseconds of guaranteed validity left, on the monotonic clock (0 when none, lost or released). */
-  get validity(): number {
-    return Math.max(0, this.left());
-  }
-
-  /**
-   * When the validity ends, as a wall-clock timestamp (ms since epoch) worked out when read: now plus
-   * what is left (in the past once it ran out). The deadline itself is kept on the monotonic clock, so
-   * a step of the wall clock moves this by the step and changes nothing else.
-   */
-  get validUntil(): number {
-    return Date.now() + this.left();
-  }
-
-  /** Until the end of the validity (negative once past; 0 once lost or released). */
-  private left(): number {
-    return this.signal.aborted || this.releasing ? 0 : this.deadline() - monotonicNow();
-  }
-
-  /**
-   * Releases on every master: waits for the masters that can answer (each at most instanceTimeout),
-   * never for one that is down (its release goes on in the background until its lease ends).
-   * `released` when a quorum confirmed, `pending` when that may still happen, else `expired`.
-   */
-  release(): Promise<ReleaseOutcome> {
-    this.releasing ??= this.releaseAll().then((outcome) => {
-      this.redLock.emit('released', () => ({
-        ...this.eventBase(),
-        heldMs: monotonicNow() - this.grantedAt,
-        outcome,
-      }));
-      return outcome;
-    });
-    return this.releasing;
-  }
-
-  /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
-  async extend(leaseTime?: number): Promise<void> {
-    const started = monotonicNow();
-    const lease = leaseTime ?? this.redLock.leaseOf(undefined);
-    const results = await Promise.all(
-      this.handles.map((h, i) =>
-        h && this.redLock.usable(i)
-          ? this.redLock.boundedOn(i, h.extend(leaseTime), 'redlock extend', this.instanceTimeout).then(
-              () => true,
-              () => false,
-            )
-          : false,
-      ),
-    );
-    if (results.filter(Boolean).length < this.redLock.quorum) {
-      this.lose('not-owner');
-      throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
-    }
-    // Each master that confirmed holds it for `lease` from the send at least; the others as before.
-    results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = started + lease));
-    this.armExpiry();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.release();
-  }
-
-  /**
-   * Takes a hold that answered after the round was decided; false when this handle is done with.
-   * `sentAt`: when the round sent its command (monotonicNow).
-   */
-  adopt(index: number, handle: LockHandle, sentAt: number): boolean {
-    if (this.releasing || this.signal.aborted || this.handles[index]) return false;
-    this.handles[index] = handle;
-    this.heldUntil[index] = sentAt + this.lease;
-    this.watch(index, handle);
-    this.armExpiry();
-    return true;
-  }
-
-  /** @internal What every event of this acquisition names. */
-  eventBase(): { name: string; kind: 'redlock'; owner: string; label?: string } {
-    return { name: this.redLock.name, kind: 'redlock', owner: this.owner, label: this.label };
-  }
-
-  /**
-   * The end of the validity on the monotonic clock: the quorum-th latest end among the masters that
-   * still hold it, minus the drift allowance (-Infinity when fewer than a quorum hold it).
-   */
-  private deadline(): number {
-    const ends = this.handles
-      .flatMap((h, i) => (h && !h.signal.aborted ? [this.heldUntil[i]] : []))
-      .sort((a, b) => b - a);
-    const quorumEnd = ends[this.redLock.quorum - 1] ?? -Infinity;
-    return quorumEnd - this.redLock.drift(this.lease);
-  }
-
-  private async releaseAll(): Promise<ReleaseOutcome> {
-    this.expiryTimer?.clear();
-    const outcomes = await Promise.all(
-      this.handles.map((h, i): ReleaseOutcome | Promise<ReleaseOutcome> => {
-        if (!h) return 'expired';
-        const release = h.release().catch((): ReleaseOutcome => 'expired');
-        if (!this.redLock.usable(i)) return 'pending'; // down: it goes on by itself
-        const bound = this.redLock.boundedOn(i, release, 'redlock release', this.instanceTimeout);
-        return bound.catch((): ReleaseOutcome => 'pending');
-      }),
-    );
-    const released = outcomes.filter((o) => o === 'released' || o === 'decremented').length;
-    if (released >= this.redLock.quorum) return 'released';
-    return released + outcomes.filter((o) => o === 'pending').length >= this.redLock.quorum ? 'pending' : 'expired';
-  }
-
-  private watch(index: number, handle: LockHandle): void {
-    handle.asVote((sentAt, leaseMs) => {
-      this.heldUntil[index] = sentAt + leaseMs;
-      this.armExpiry();
-    });
-    handle.signal.addEventListener('abort', () => this.checkQuorum(handle.signal.reason), { once: true });
-  }
-
-  /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
-  private armExpiry(): void {
-    this.expiryTimer?.clear();
-    if (this.releasing || this.signal.aborted) return;
-    const left = this.deadline() - monotonicNow();
-    if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
-    // A timer may fire a little early: it checks the deadline again then.
-    this.expiryTimer = setLongTimeout(() => this.armExpiry(), Math.ceil(left));
-  }
-
-  private checkQuorum(reason: unknown): void {
-    const alive = this.handles.filter((h) => h && !h.signal.aborted).length;
-    if (alive < this.redLock.quorum) this.lose(reason instanceof LockLostError ? reason.reason : 'not-owner');
-    else this.armExpiry(); // the validity may now rest on masters whose holds end sooner
-  }
-
-  /** Reported once: the holder's signal aborts and the first master's client logs and emits it. */
-  private lose(reason: LockLostReason): void {
-    this.expiryTimer?.clear();
-    if (this.controller.signal.aborted || this.releasing) return;
-    const error = new LockLostError(this.redLock.name, this.owner, reason);
-    this.controller.abort(error);
-    this.redLock.reportLoss(error);
-  }
 }
 
 /** One master's answer in a round. */
@@ -281,7 +70,7 @@ const UNKNOWN_TTL_RETRY_MS = 50;
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
  */
-export class RedLock extends GroupLock<RedLockHandle> {
+export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   readonly quorum: number;
   private readonly instanceTimeout?: number;
   private readonly driftFactor: number;
@@ -600,75 +389,4 @@ function release(handle: LockHandle): void {
 
 function releaseGranted(vote: Vote): void {
   if ('granted' in vote) release(vote.granted);
-}
-
-/**
- * Counts the unlock messages of one waiting acquisition, per master. Its tickets stay parked
- * between rounds, so a release announced while a round runs is counted, not lost; and the wait
- * after a refusal wakes only for the masters that refused: one release (a message from each
- * master it was held on) wakes the acquisition once, not once per master.
- */
-class ReleaseWatch {
-  private readonly received: number[];
-  private readonly stop = new AbortController();
-  private wake?: (index: number) => void;
-
-  constructor(private readonly tickets: WaitTicket[]) {
-    this.received = tickets.map(() => 0);
-    tickets.forEach((ticket, index) => void this.listen(ticket, index));
-  }
-
-  /** Messages received so far, per master. */
-  counts(): number[] {
-    return [...this.received];
-  }
-
-  /**
-   * Resolves once one of `masters` announced a release since `seen` (from counts()), after
-   * `timeoutMs`, or when `signal` aborts.
-   */
-  next(seen: number[], masters: number[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (masters.some((i) => this.received[i] > seen[i])) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        stopListening?.();
-        this.wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
-      const stopListening = signal ? onAbort(signal, done) : undefined;
-      this.wake = (index) => masters.includes(index) && done();
-    });
-  }
-
-  close(): void {
-    this.stop.abort();
-    for (const ticket of this.tickets) ticket.leave();
-  }
-
-  private async listen(ticket: WaitTicket, index: number): Promise<void> {
-    try {
-      for (;;) {
-        if ((await ticket.wait(MAX_TIMER_MS, this.stop.signal)) === 'notified') {
-          this.received[index]++;
-          this.wake?.(index);
-        }
-      }
-    } catch {
-      // closed
-    }
-  }
-}
-
-function delay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    const stopListening = signal ? onAbort(signal, done) : undefined;
-    function done(): void {
-      clearTimeout(timer);
-      stopListening?.();
-      resolve();
-    }
-  });
 }

@@ -1,0 +1,222 @@
+import { LockLostError, type LockLostReason } from '../errors';
+import type { EmitLockEvent } from '../client/lock-events';
+import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
+import { monotonicNow } from '../util/clock';
+import { setLongTimeout, type LongTimer } from '../util/long-timer';
+import type { GroupLockHandle } from './group-lock';
+
+/** What a RedLock handle asks of its RedLock: the quorum, each master's state, and where to report. */
+export interface RedLockQuorum {
+  readonly name: string;
+  readonly quorum: number;
+  readonly emit: EmitLockEvent;
+  reportLoss(error: LockLostError): void;
+  leaseOf(leaseTime: number | undefined): number;
+  drift(lease: number): number;
+  usable(index: number): boolean;
+  boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T>;
+}
+
+/** What a round that won the quorum hands to its handle. */
+export interface RedLockGrant {
+  /** One slot per master: its hold, or null. */
+  handles: (LockHandle | null)[];
+  /** When the round's first command was sent (monotonicNow). */
+  sentAt: number;
+  lease: number;
+  watched: boolean;
+  /** How long one master may take to answer a release or an extension. */
+  instanceTimeout: number;
+  owner: string;
+  label?: string;
+}
+
+/**
+ * A RedLock acquisition: held on at least a quorum of the masters. Its validity is what a quorum of
+ * them still holds: per master, from the send of the command that last set its lease (the grant, a
+ * watchdog renewal, `extend()`) plus that lease, the quorum-th longest of these, minus the drift. A
+ * renewal that lands on a quorum moves it forward; `signal` aborts when it runs out, or once fewer
+ * than a quorum still hold it. RedLock has no single fencing token (each master counts on its own):
+ * the tokens are per master.
+ */
+export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
+  private readonly controller = new AbortController();
+  private expiryTimer?: LongTimer;
+  private releasing?: Promise<ReleaseOutcome>;
+  /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
+  readonly handles: (LockHandle | null)[];
+  /** Per master, on the monotonic clock: the earliest its hold can end (-Infinity: none). */
+  private readonly heldUntil: number[];
+  private readonly lease: number;
+  private readonly watched: boolean;
+  private readonly instanceTimeout: number;
+  private readonly grantedAt = monotonicNow();
+  /** The owner every master's hold names. */
+  readonly owner: string;
+  private readonly label?: string;
+
+  constructor(
+    private readonly redLock: RedLockQuorum,
+    grant: RedLockGrant,
+  ) {
+    this.handles = grant.handles;
+    this.lease = grant.lease;
+    this.watched = grant.watched;
+    this.instanceTimeout = grant.instanceTimeout;
+    this.owner = grant.owner;
+    this.label = grant.label;
+    this.heldUntil = grant.handles.map((h) => (h ? grant.sentAt + grant.lease : -Infinity));
+    grant.handles.forEach((handle, index) => handle && this.watch(index, handle));
+    this.armExpiry();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get fencingTokens(): (number | null)[] {
+    return this.handles.map((h) => h?.fencingToken ?? null);
+  }
+
+  /** Milliseconds of guaranteed validity left, on the monotonic clock (0 when none, lost or released). */
+  get validity(): number {
+    return Math.max(0, this.left());
+  }
+
+  /**
+   * When the validity ends, as a wall-clock timestamp (ms since epoch) worked out when read: now plus
+   * what is left (in the past once it ran out). The deadline itself is kept on the monotonic clock, so
+   * a step of the wall clock moves this by the step and changes nothing else.
+   */
+  get validUntil(): number {
+    return Date.now() + this.left();
+  }
+
+  /** Until the end of the validity (negative once past; 0 once lost or released). */
+  private left(): number {
+    return this.signal.aborted || this.releasing ? 0 : this.deadline() - monotonicNow();
+  }
+
+  /**
+   * Releases on every master: waits for the masters that can answer (each at most instanceTimeout),
+   * never for one that is down (its release goes on in the background until its lease ends).
+   * `released` when a quorum confirmed, `pending` when that may still happen, else `expired`.
+   */
+  release(): Promise<ReleaseOutcome> {
+    this.releasing ??= this.releaseAll().then((outcome) => {
+      this.redLock.emit('released', () => ({
+        ...this.eventBase(),
+        heldMs: monotonicNow() - this.grantedAt,
+        outcome,
+      }));
+      return outcome;
+    });
+    return this.releasing;
+  }
+
+  /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
+  async extend(leaseTime?: number): Promise<void> {
+    const started = monotonicNow();
+    const lease = leaseTime ?? this.redLock.leaseOf(undefined);
+    const results = await Promise.all(
+      this.handles.map((h, i) =>
+        h && this.redLock.usable(i)
+          ? this.redLock.boundedOn(i, h.extend(leaseTime), 'redlock extend', this.instanceTimeout).then(
+              () => true,
+              () => false,
+            )
+          : false,
+      ),
+    );
+    if (results.filter(Boolean).length < this.redLock.quorum) {
+      this.lose('not-owner');
+      throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
+    }
+    // Each master that confirmed holds it for `lease` from the send at least; the others as before.
+    results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = started + lease));
+    this.armExpiry();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /**
+   * Takes a hold that answered after the round was decided; false when this handle is done with.
+   * `sentAt`: when the round sent its command (monotonicNow).
+   */
+  adopt(index: number, handle: LockHandle, sentAt: number): boolean {
+    if (this.releasing || this.signal.aborted || this.handles[index]) return false;
+    this.handles[index] = handle;
+    this.heldUntil[index] = sentAt + this.lease;
+    this.watch(index, handle);
+    this.armExpiry();
+    return true;
+  }
+
+  /** @internal What every event of this acquisition names. */
+  eventBase(): { name: string; kind: 'redlock'; owner: string; label?: string } {
+    return { name: this.redLock.name, kind: 'redlock', owner: this.owner, label: this.label };
+  }
+
+  /**
+   * The end of the validity on the monotonic clock: the quorum-th latest end among the masters that
+   * still hold it, minus the drift allowance (-Infinity when fewer than a quorum hold it).
+   */
+  private deadline(): number {
+    const ends = this.handles
+      .flatMap((h, i) => (h && !h.signal.aborted ? [this.heldUntil[i]] : []))
+      .sort((a, b) => b - a);
+    const quorumEnd = ends[this.redLock.quorum - 1] ?? -Infinity;
+    return quorumEnd - this.redLock.drift(this.lease);
+  }
+
+  private async releaseAll(): Promise<ReleaseOutcome> {
+    this.expiryTimer?.clear();
+    const outcomes = await Promise.all(
+      this.handles.map((h, i): ReleaseOutcome | Promise<ReleaseOutcome> => {
+        if (!h) return 'expired';
+        const release = h.release().catch((): ReleaseOutcome => 'expired');
+        if (!this.redLock.usable(i)) return 'pending'; // down: it goes on by itself
+        const bound = this.redLock.boundedOn(i, release, 'redlock release', this.instanceTimeout);
+        return bound.catch((): ReleaseOutcome => 'pending');
+      }),
+    );
+    const released = outcomes.filter((o) => o === 'released' || o === 'decremented').length;
+    if (released >= this.redLock.quorum) return 'released';
+    return released + outcomes.filter((o) => o === 'pending').length >= this.redLock.quorum ? 'pending' : 'expired';
+  }
+
+  private watch(index: number, handle: LockHandle): void {
+    handle.asVote((sentAt, leaseMs) => {
+      this.heldUntil[index] = sentAt + leaseMs;
+      this.armExpiry();
+    });
+    handle.signal.addEventListener('abort', () => this.checkQuorum(handle.signal.reason), { once: true });
+  }
+
+  /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
+  private armExpiry(): void {
+    this.expiryTimer?.clear();
+    if (this.releasing || this.signal.aborted) return;
+    const left = this.deadline() - monotonicNow();
+    if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
+    // A timer may fire a little early: it checks the deadline again then.
+    this.expiryTimer = setLongTimeout(() => this.armExpiry(), Math.ceil(left));
+  }
+
+  private checkQuorum(reason: unknown): void {
+    const alive = this.handles.filter((h) => h && !h.signal.aborted).length;
+    if (alive < this.redLock.quorum) this.lose(reason instanceof LockLostError ? reason.reason : 'not-owner');
+    else this.armExpiry(); // the validity may now rest on masters whose holds end sooner
+  }
+
+  /** Reported once: the holder's signal aborts and the first master's client logs and emits it. */
+  private lose(reason: LockLostReason): void {
+    this.expiryTimer?.clear();
+    if (this.controller.signal.aborted || this.releasing) return;
+    const error = new LockLostError(this.redLock.name, this.owner, reason);
+    this.controller.abort(error);
+    this.redLock.reportLoss(error);
+  }
+}
