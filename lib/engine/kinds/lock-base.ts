@@ -1,12 +1,11 @@
 import { monotonicNow } from '../util/clock';
 import { randomUUID } from 'node:crypto';
-import { acquireLoop, type AcquireLoopOptions, type Attempt } from '../waiting/acquire-loop';
+import type { Attempt } from '../waiting/acquire-loop';
 import { bounded } from '../redis/bounded';
 import { writesToFixedServer } from '../redis/fixed-server';
-import { closedForGood } from '../redis/connection-end';
 import type { EngineContext } from '../client/engine-context';
-import { LockAcquireTimeoutError, LockLostError, LockNotHeldError, RedisUnavailableError } from '../errors';
-import type { Acquisition, HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
+import { LockAcquireTimeoutError, LockLostError, LockNotHeldError } from '../errors';
+import type { HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
@@ -21,81 +20,35 @@ import {
   type HoldStateReply,
   type WaitingFlag,
 } from '../scripts/catalog';
-import type { AttemptStatus, ReleaseReply } from '../scripts/replies';
+import type { AttemptStatus } from '../scripts/replies';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { refreshSlotsSoon } from '../redis/slot-refresh';
 import type { LockKindName } from '../client/lock-events';
-import { settledWithin, sleep } from '../util/sleep';
 import type { LockLogger } from '../util/logger';
 import type { RedisClient } from '../redis/redis-client';
 import { withLock } from './with-lock';
 import type { ReleaseReplayer } from '../holds/recent-releases';
 import type { HandOver } from '../turns/process-turns';
 import { LockTurns } from '../turns/lock-turns';
-import { isOutage } from '../redis/outage';
-import type { SyncVerdict } from '../redis/replica-sync';
+import { LockAcquisition, LOST_IN_FAILOVER } from './lock-acquisition';
+import { LockRelease } from './lock-release';
+import type {
+  AttemptRequest,
+  Grant,
+  HoldFacts,
+  LockSide,
+  RawRelease,
+  WaitBehaviour,
+  WaitingAttempt,
+} from './lock-side';
 
-/** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
-type HoldFacts = Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label' | 'holdId'>;
-
-/** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
-interface Taken {
-  held: HeldLock;
-  holdId: string;
-}
-
-/**
- * How long, in operation timeouts, a grant whose master stopped answering before its replicas did is
- * checked for on the master that serves the key next: as long as connecting may take, which a
- * sentinel failover fits in.
- */
-const FAILOVER_CHECK_TIMEOUTS = 3;
-
-/** A granted attempt: the fencing token and whether the owner already held the lock. */
-export interface Grant {
-  fencingToken: number;
-  reentered: boolean;
-  /** The id the hold is recorded, renewed and released under, when not the owner itself (simple lock's token). */
-  holder?: string;
-  /** A first grant found other processes waiting for the lock (see TurnAttemptReply). */
-  othersWaiting?: boolean;
-}
+export type { AttemptRequest, Grant, RawRelease, WaitBehaviour, WaitingAttempt } from './lock-side';
 
 /**
  * Waiters of a process that heard nothing for this long try once more: a wake-up goes to one process,
  * which may be frozen (or the message lost), and the lock must not sit free while the others sleep.
  */
 export const QUIET_RECHECK_MS = 1_000;
-
-/** How a kind's waiters wait (see AcquireLoopOptions). */
-export type WaitBehaviour = Partial<
-  Pick<
-    AcquireLoopOptions<unknown>,
-    'channel' | 'waiterId' | 'maxSleep' | 'onUnclaimed' | 'onUnheard' | 'quietRecheckMs' | 'broadcast'
-  >
->;
-
-/** One acquisition attempt, as a kind's script takes it. */
-export interface AttemptRequest {
-  owner: string;
-  leaseMs: number;
-  /** The id a grant is recorded and released under: the owner, or a token per acquisition (see holderFor). */
-  holder: string;
-  /** What the message that woke the waiter carried for it (see LockWaiters). */
-  payload?: string;
-  /** Set when the caller waits if refused. */
-  waiting?: WaitingAttempt;
-  /** This attempt's own id: the hold it takes is recorded under it (see lua/include/hold-ids.lua). */
-  holdId: string;
-}
-
-/** An attempt made by a caller that waits if refused. */
-export interface WaitingAttempt {
-  /** Other waiters of this process wait for the same lock. */
-  othersWaiting: boolean;
-  /** This waiter was refused before (so its process is registered as waiting). */
-  refusedBefore: boolean;
-}
 
 /** An attempt script's reply as the acquire loop takes it. */
 export function attemptOutcome(
@@ -117,9 +70,6 @@ export function waitingFlag(waiting: WaitingAttempt | undefined): WaitingFlag {
   if (waiting.othersWaiting) return '1';
   return waiting.refusedBefore ? '0' : '-';
 }
-
-/** What Redis did with one release (see REPLY_MEANINGS). */
-export type RawRelease = ReleaseReply;
 
 export interface WithLockOptions extends AcquireOptions {
   /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
@@ -144,6 +94,37 @@ export abstract class LockBase implements ReleaseReplayer {
     assertLockName(name);
     this.keys = keysOf(engine.keyPrefix, name);
   }
+
+  /**
+   * What this lock's acquisitions and releases (LockAcquisition, LockRelease) ask of its kind: made once,
+   * so the hot path allocates nothing for it.
+   */
+  private get side(): LockSide {
+    return (this.ownSide ??= {
+      name: this.name,
+      kind: this.kind,
+      keys: this.keys,
+      engine: this.engine,
+      replayer: this,
+      turns: () => this.turns,
+      bounded: (operation, what) => this.bounded(operation, what),
+      holderFor: (owner) => this.holderFor(owner),
+      attempt: (request) => this.attempt(request),
+      grantOfUnknownAttempt: (holder, holdId) => this.grantOfUnknownAttempt(holder, holdId),
+      releaseOnce: (owner, leaseMs, holdId, handOver) => this.releaseOnce(owner, leaseMs, holdId, handOver),
+      passWakeUp: () => this.passWakeUp(),
+      recordHold: (holder, grant, hold) => this.recordHold(holder, grant, hold),
+    });
+  }
+
+  private ownSide?: LockSide;
+
+  /** The releases of this lock's holds (see LockRelease). */
+  private get releases(): LockRelease {
+    return (this.ownReleases ??= new LockRelease(this.side));
+  }
+
+  private ownReleases?: LockRelease;
 
   /** One acquisition attempt (see AttemptRequest). */
   protected abstract attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
@@ -217,11 +198,6 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   protected readHold(holdKey: string, holder: string, kind: HoldKind): Promise<HoldStateReply> {
     return HOLD_STATE.run(this.engine.redis, { lock: holdKey, fence: this.keys.fence }, { holder, kind });
-  }
-
-  /** Undoes an attempt whose outcome we never learned, if it was granted (idempotent: safe to repeat). */
-  private undoUnknownAttempt(holder: string, leaseMs: number, holdId: string): Promise<RawRelease> {
-    return this.releaseOnce(holder, leaseMs, holdId);
   }
 
   /**
@@ -337,7 +313,7 @@ export abstract class LockBase implements ReleaseReplayer {
       throw new LockNotHeldError(this.name, '(no lock scope)');
     }
     const held = this.findHeld(owner);
-    if (held) return this.release(held);
+    if (held) return this.releases.release(held);
     // A hold this client did not record (another process's, with an explicit owner): any one of the
     // owner's holds, under an id of this call's own, so that the call can be sent again while Redis
     // cannot be reached and still end one hold only.
@@ -413,90 +389,41 @@ export abstract class LockBase implements ReleaseReplayer {
     options = checkAcquireOptions(this.name, options, defaultWaitTime);
     const owner = this.ownerForAcquire(options.owner);
     const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
-    const watched = leaseTime === undefined;
-    const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
     const behaviour = this.waitBehaviour(owner);
     const { label } = options;
     // A release of this owner's hold still being retried must land first: sent after a new grant,
     // a repeat of it could release that grant.
     const settling = this.engine.registry.settled(this.keys.lock, owner);
     if (settling) await settling;
-    /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
-    let unknown: { holder: string; sentAt: number; holdId: string } | undefined;
-    let refusedBefore = false;
-    /** The connection epoch the last attempt was sent in (see ReplicaSync.epoch). */
-    let grantedIn = 0;
     const startedAt = monotonicNow();
+    const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
+    const call = new LockAcquisition(this.side, {
+      owner,
+      options,
+      leaseMs,
+      watched: leaseTime === undefined,
+      behaviour,
+    });
     try {
-      const outcome = await acquireLoop<Taken>({
-        key: this.name,
-        waiters: this.engine.waiters,
-        waitTime: options.waitTime,
-        signal: options.signal,
-        operationTimeout: this.engine.operationTimeout,
-        connectionGone: () => closedForGood(this.engine.redis),
-        expectGrant: this.turns?.expectsGrant(),
-        ...behaviour,
-        channel: behaviour.channel ?? this.keys.channel,
-        attempt: async (payload, othersWaiting) => {
-          grantedIn = this.engine.replicaSync.epoch;
-          if (unknown) {
-            const { holder, sentAt, holdId } = unknown;
-            const grant = await this.bounded(this.grantOfUnknownAttempt(holder, holdId), 'lock');
-            unknown = undefined;
-            if (grant) {
-              const hold = { leaseMs, watched, sentAt, label, holdId };
-              return { acquired: true, value: { held: this.recordHold(holder, grant, hold), holdId } };
-            }
-          }
-          this.turns?.attempting();
-          const holder = this.holderFor(owner);
-          const holdId = this.engine.newHoldId();
-          const sentAt = monotonicNow();
-          let result: Attempt<Grant>;
-          try {
-            const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore };
-            const request = { owner, leaseMs, holder, payload, waiting, holdId };
-            result = await this.bounded(this.attempt(request), 'lock');
-          } catch (error) {
-            if (error instanceof RedisUnavailableError) {
-              unknown = { holder, sentAt, holdId };
-            }
-            throw error;
-          }
-          if (!result.acquired) {
-            if (!refusedBefore && options.waitTime !== 0) {
-              this.engine.lockEvent('waiting', () => ({ name: this.name, kind: this.kind, owner, label }));
-            }
-            refusedBefore = true;
-            return result;
-          }
-          const { value } = result;
-          const held = this.recordHold(value.holder ?? holder, value, { leaseMs, watched, sentAt, label, holdId });
-          return { acquired: true, value: { held, holdId } };
-        },
-      });
-      if (outcome.acquired) {
-        const { held, holdId } = outcome.value;
-        const handle = new LockHandle(held, holdId);
-        const syncing = this.syncReplicas(handle, grantedIn);
-        if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId))) {
-          // The grant went down with the master that made it: wait for the lock again, for what is
-          // left of waitTime, on the master that serves it now.
-          const { waitTime } = options;
-          const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
-          return await this.acquire({ ...options, waitTime: left }, defaultWaitTime);
-        }
+      const outcome = await call.run();
+      if (outcome === LOST_IN_FAILOVER) {
+        // The grant went down with the master that made it: wait for the lock again, for what is
+        // left of waitTime, on the master that serves it now.
+        const { waitTime } = options;
+        const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
+        return await this.acquire({ ...options, waitTime: left }, defaultWaitTime);
+      }
+      if (outcome instanceof LockHandle) {
         this.engine.lockEvent('acquired', () => ({
           name: this.name,
           kind: this.kind,
-          owner: handle.owner,
+          owner: outcome.owner,
           label,
-          fencingToken: handle.fencingToken,
+          fencingToken: outcome.fencingToken,
           waitedMs: monotonicNow() - startedAt,
-          reentered: handle.holdCount > 1,
+          reentered: outcome.holdCount > 1,
         }));
-        return handle;
+        return outcome;
       }
       await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0);
       this.engine.lockEvent('timedOut', () => ({
@@ -506,9 +433,9 @@ export abstract class LockBase implements ReleaseReplayer {
         label,
         waitedMs: monotonicNow() - startedAt,
       }));
-      return { ttl: outcome.ttl };
+      return outcome;
     } catch (error) {
-      if (unknown) this.undoInBackground(unknown.holder, leaseMs, unknown.holdId);
+      call.giveUp();
       await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
       throw error;
     }
@@ -540,7 +467,7 @@ export abstract class LockBase implements ReleaseReplayer {
       renewal: this.renewal,
       renewalKeys: this.renewalKeys,
       ops: (this.holdOps ??= {
-        release: (lock, holdId) => this.release(lock, holdId),
+        release: (lock, holdId) => this.releases.release(lock, holdId),
         extend: (lock, leaseTime) => this.extend(lock, leaseTime),
       }),
       sentAt: hold.sentAt,
@@ -553,185 +480,11 @@ export abstract class LockBase implements ReleaseReplayer {
   private holdOps?: HoldOps;
 
   /**
-   * The caller gave up (an error) after an attempt whose reply never came: if Redis granted it, nobody
-   * will use or renew that hold, so take it back, retrying through the outage until the lease is over.
-   */
-  private undoInBackground(holder: string, leaseMs: number, holdId: string): void {
-    // Nothing to undo once the lease is over.
-    this.sendInBackground(holder, leaseMs, 'undo unanswered attempt', () =>
-      this.undoUnknownAttempt(holder, leaseMs, holdId),
-    );
-  }
-
-  /**
-   * Sends `send` (an idempotent release or undo of `holder`'s hold) until it lands or the lease is
-   * certainly over, retrying while Redis cannot be reached; the same owner's next grant waits for it.
-   * `onGiveUp` hears why it stopped without landing.
-   */
-  private sendInBackground(
-    holder: string,
-    leaseMs: number,
-    name: string,
-    send: () => Promise<unknown>,
-    onGiveUp: (error: Error) => void = () => undefined,
-  ): void {
-    const { redis, operationTimeout, registry } = this.engine;
-    const until = monotonicNow() + leaseMs + operationTimeout;
-    const sent = retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name }).then(
-      () => undefined,
-      onGiveUp,
-    );
-    registry.inFlightFor(this.keys.lock, holder, sent);
-  }
-
-  /** Replica sync (the client's setting): after a first acquisition, until replicas have it. */
-  private syncReplicas(handle: LockHandle, grantedIn: number): Promise<SyncVerdict> | undefined {
-    if (handle.holdCount > 1) return undefined;
-    return this.engine.replicaSync.afterGrant(this.name, this.keys.lock, grantedIn, () => handle.release());
-  }
-
-  /**
-   * After a grant whose replica sync was cut off (its master stopped answering): whether the master
-   * serving the key now, once it can be reached, has the hold. If not, the record is dropped (there
-   * is nothing of ours to release). Redis unreachable for that long: the record is dropped,
-   * the hold taken back in the background should it be there after all, and RedisUnavailableError.
-   */
-  private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
-    const { redis, operationTimeout } = this.engine;
-    const until = monotonicNow() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
-    const check = () => this.grantOfUnknownAttempt(held.owner, holdId);
-    try {
-      if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: this.name, name: 'lock' })) {
-        return true;
-      }
-    } catch (error) {
-      held.forget();
-      this.undoInBackground(held.owner, held.leaseMs, holdId);
-      throw error;
-    }
-    held.forget();
-    return false;
-  }
-
-  /**
-   * Releases one hold recorded by this client (`held.release()`). If Redis cannot take it (see
-   * isOutage), sends it again (it is idempotent) until it lands or the lease has certainly ended, so a
-   * failover never leaves the lock behind for a lease; resolves 'pending' if none landed within one
-   * operationTimeout.
-   */
-  private async release(held: HeldLock, holdId?: string): Promise<ReleaseOutcome> {
-    if (held.released) return 'released';
-    const outcome = await this.releaseHold(held, holdId);
-    this.engine.lockEvent('released', () => ({
-      name: this.name,
-      kind: this.kind,
-      owner: held.owner,
-      label: held.label,
-      heldMs: monotonicNow() - held.grantedAt,
-      outcome,
-    }));
-    return outcome;
-  }
-
-  private async releaseHold(held: HeldLock, which?: string): Promise<ReleaseOutcome> {
-    const { final, holdId } = held.beginRelease(which);
-    // A repeat is sent late: the turn is surely over by then.
-    const send = (handOver: HandOver = 'pass') => this.releaseOnce(held.owner, held.leaseMs, holdId, handOver);
-    const { turns } = this;
-    const handOver = turns && final ? turns.handOverFor() : 'pass';
-    const startedAt = monotonicNow();
-    let raw: RawRelease;
-    try {
-      raw = await this.bounded(send(handOver), 'unlock');
-    } catch (error) {
-      if (!isOutage(error) || closedForGood(this.engine.redis)) {
-        held.releaseFailed(final, holdId);
-        throw error;
-      }
-      const retried = this.retryRelease(held, holdId, () => send(), final);
-      // The first copy may have landed as 'kept', the lock reserved for this process's turn, which a
-      // repeat (answered as that copy was) does not undo: pass it on once a copy lands.
-      if (handOver === 'keep') void retried.then(() => this.passWakeUp());
-      this.engine.registry.inFlightFor(held.key, held.owner, retried);
-      // The caller waits for the repeats up to one operationTimeout in all: a reconnect (a failover's
-      // switch, a revived connection) is over well within it, and then the answer is a final one.
-      const result = await settledWithin(retried, startedAt + this.engine.operationTimeout - monotonicNow());
-      if (result instanceof Error) throw result;
-      return result ?? 'pending';
-    }
-    return this.settleRelease(held, holdId, raw, final, false, handOver);
-  }
-
-  private settleRelease(
-    held: HeldLock,
-    holdId: string,
-    raw: RawRelease,
-    final: boolean,
-    repeated: boolean,
-    handOver: HandOver = 'pass',
-  ): ReleaseOutcome {
-    if (raw === 'released' || raw === 'kept') {
-      held.markReleased();
-      this.noteReleased(held, holdId);
-      this.turns?.released(handOver, raw);
-      return 'released';
-    }
-    if (raw === 'decremented') {
-      held.markDecremented(final);
-      return 'decremented';
-    }
-    if (repeated && final) {
-      // Gone: our earlier send landed before its reply was lost, or the lease ran out; either way no
-      // hold of ours is left.
-      held.markReleased();
-      return monotonicNow() < held.expiresAt ? 'released' : 'expired';
-    }
-    if (final) this.turns?.released(handOver, raw); // the hold was gone: so is the turn
-    if (held.lost) {
-      held.forget(); // already reported
-      return 'expired';
-    }
-    // It ran out before we released it: the work ran unprotected for a while; say so loudly.
-    held.markLost(raw === 'not-owner' ? 'not-owner' : 'lease-expired');
-    return 'expired';
-  }
-
-  /** Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases). */
-  private noteReleased(held: HeldLock, holdId: string): void {
-    this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs);
-  }
-
-  /**
    * @internal Sends a release again after a failover (see RecentReleases): it names the hold it ends
    * (its id, or a simple lock's or semaphore's token), so it can never touch another hold.
    */
   async replayRelease(holder: string, holdId: string, leaseMs: number): Promise<void> {
     await this.releaseOnce(holder, leaseMs, holdId);
-  }
-
-  /**
-   * Sends a release that could not reach Redis again, backing off, until it lands or the lease is over.
-   * Resolves to the release's outcome once it lands, or to the error it gave up on (never rejects).
-   */
-  private async retryRelease(
-    held: HeldLock,
-    holdId: string,
-    send: () => Promise<RawRelease>,
-    final: boolean,
-  ): Promise<ReleaseOutcome | Error> {
-    const { logger, operationTimeout, redis } = this.engine;
-    logger.warn(`Could not reach Redis to release lock "${this.name}"; retrying until it lands or the lease ends.`);
-    try {
-      await sleep(25);
-      // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
-      const until = held.expiresAt + operationTimeout;
-      const raw = await retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
-      return this.settleRelease(held, holdId, raw, final, true);
-    } catch (error) {
-      held.forget(); // the lease is over (or Redis refused): nothing of ours is left to release
-      logger.warn(`Gave up releasing lock "${this.name}": ${(error as Error).message}`);
-      return error as Error;
-    }
   }
 
   /** Extends the lease of a hold recorded by this client (`held.extend()`). */

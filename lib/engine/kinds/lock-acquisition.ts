@@ -1,0 +1,171 @@
+import { monotonicNow } from '../util/clock';
+import { acquireLoop, type Attempt } from '../waiting/acquire-loop';
+import { closedForGood } from '../redis/connection-end';
+import { RedisUnavailableError } from '../errors';
+import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
+import type { HeldLock } from '../holds/held-lock';
+import { LockHandle } from '../holds/lock-handle';
+import type { AcquireOptions } from './options';
+import type { Grant, LockSide, WaitBehaviour } from './lock-side';
+
+/** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
+interface Taken {
+  held: HeldLock;
+  holdId: string;
+}
+
+/**
+ * How long, in operation timeouts, a grant whose master stopped answering before its replicas did is
+ * checked for on the master that serves the key next: as long as connecting may take, which a
+ * sentinel failover fits in.
+ */
+const FAILOVER_CHECK_TIMEOUTS = 3;
+
+/** The grant went down with the master that made it: wait again on the master that serves the key now. */
+export const LOST_IN_FAILOVER = Symbol('lost in failover');
+
+/** What one acquisition call asks for, its options checked. */
+export interface AcquireRequest {
+  owner: string;
+  options: AcquireOptions;
+  leaseMs: number;
+  /** No explicit lease: the watchdog renews it. */
+  watched: boolean;
+  behaviour: WaitBehaviour;
+}
+
+/**
+ * One `lock()` / `tryLock()` call: attempts in the acquire loop until granted, refused for good or out
+ * of time. It remembers across attempts what a retry must know: an attempt whose reply never came
+ * (which may hold the lock: asked about before the next attempt, or taken back if the caller gives
+ * up), whether the caller was refused before (so its process is registered as waiting), and the
+ * connection epoch of the last attempt (see ReplicaSync.epoch).
+ */
+export class LockAcquisition {
+  /** The last attempt's reply never came: it may hold the lock (see grantOfUnknownAttempt). */
+  private unknown?: { holder: string; sentAt: number; holdId: string };
+  private refusedBefore = false;
+  private grantedIn = 0;
+  private readonly attemptOnce = (payload: string | undefined, othersWaiting: boolean) =>
+    this.attempt(payload, othersWaiting);
+
+  constructor(
+    private readonly side: LockSide,
+    private readonly request: AcquireRequest,
+  ) {}
+
+  /** The handle of the grant, the refusing holder's TTL when the wait ran out, or LOST_IN_FAILOVER. */
+  async run(): Promise<LockHandle | { ttl: number } | typeof LOST_IN_FAILOVER> {
+    const { side, request } = this;
+    const { engine } = side;
+    const { options, behaviour } = request;
+    const outcome = await acquireLoop<Taken>({
+      key: side.name,
+      waiters: engine.waiters,
+      waitTime: options.waitTime,
+      signal: options.signal,
+      operationTimeout: engine.operationTimeout,
+      connectionGone: () => closedForGood(engine.redis),
+      expectGrant: side.turns()?.expectsGrant(),
+      ...behaviour,
+      channel: behaviour.channel ?? side.keys.channel,
+      attempt: this.attemptOnce,
+    });
+    if (!outcome.acquired) return { ttl: outcome.ttl };
+    const { held, holdId } = outcome.value;
+    const handle = new LockHandle(held, holdId);
+    const syncing =
+      handle.holdCount > 1
+        ? undefined
+        : engine.replicaSync.afterGrant(side.name, side.keys.lock, this.grantedIn, () => handle.release());
+    if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId))) {
+      return LOST_IN_FAILOVER;
+    }
+    return handle;
+  }
+
+  /** The caller gave up (an error): an attempt whose reply never came is taken back if Redis granted it. */
+  giveUp(): void {
+    if (this.unknown) this.undoInBackground(this.unknown.holder, this.request.leaseMs, this.unknown.holdId);
+  }
+
+  private async attempt(payload: string | undefined, othersWaiting: boolean): Promise<Attempt<Taken>> {
+    const { side } = this;
+    const { owner, options, leaseMs, watched } = this.request;
+    const { label } = options;
+    this.grantedIn = side.engine.replicaSync.epoch;
+    if (this.unknown) {
+      const { holder, sentAt, holdId } = this.unknown;
+      const grant = await side.bounded(side.grantOfUnknownAttempt(holder, holdId), 'lock');
+      this.unknown = undefined;
+      if (grant) {
+        const hold = { leaseMs, watched, sentAt, label, holdId };
+        return { acquired: true, value: { held: side.recordHold(holder, grant, hold), holdId } };
+      }
+    }
+    side.turns()?.attempting();
+    const holder = side.holderFor(owner);
+    const holdId = side.engine.newHoldId();
+    const sentAt = monotonicNow();
+    let result: Attempt<Grant>;
+    try {
+      const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore: this.refusedBefore };
+      result = await side.bounded(side.attempt({ owner, leaseMs, holder, payload, waiting, holdId }), 'lock');
+    } catch (error) {
+      if (error instanceof RedisUnavailableError) this.unknown = { holder, sentAt, holdId };
+      throw error;
+    }
+    if (!result.acquired) {
+      if (!this.refusedBefore && options.waitTime !== 0) {
+        side.engine.lockEvent('waiting', () => ({ name: side.name, kind: side.kind, owner, label }));
+      }
+      this.refusedBefore = true;
+      return result;
+    }
+    const { value } = result;
+    const held = side.recordHold(value.holder ?? holder, value, { leaseMs, watched, sentAt, label, holdId });
+    return { acquired: true, value: { held, holdId } };
+  }
+
+  /**
+   * After a grant whose replica sync was cut off (its master stopped answering): whether the master
+   * serving the key now, once it can be reached, has the hold. If not, the record is dropped (there
+   * is nothing of ours to release). Redis unreachable for that long: the record is dropped,
+   * the hold taken back in the background should it be there after all, and RedisUnavailableError.
+   */
+  private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
+    const { side } = this;
+    const { redis, operationTimeout } = side.engine;
+    const until = monotonicNow() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
+    const check = () => side.grantOfUnknownAttempt(held.owner, holdId);
+    try {
+      if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: side.name, name: 'lock' })) {
+        return true;
+      }
+    } catch (error) {
+      held.forget();
+      this.undoInBackground(held.owner, held.leaseMs, holdId);
+      throw error;
+    }
+    held.forget();
+    return false;
+  }
+
+  /**
+   * Takes back an attempt's hold that nobody will use or renew (its reply never came, or its master
+   * failed over), retrying through the outage until it lands or the lease is certainly over; the same
+   * owner's next grant waits for it.
+   */
+  private undoInBackground(holder: string, leaseMs: number, holdId: string): void {
+    const { side } = this;
+    const { redis, operationTimeout, registry } = side.engine;
+    const until = monotonicNow() + leaseMs + operationTimeout;
+    const send = () => side.releaseOnce(holder, leaseMs, holdId);
+    const options = { redis, operationTimeout, until, key: side.name, name: 'undo unanswered attempt' };
+    const sent = retryWhileUnreachable(send, options).then(
+      () => undefined,
+      () => undefined,
+    );
+    registry.inFlightFor(side.keys.lock, holder, sent);
+  }
+}
