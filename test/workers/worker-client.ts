@@ -4,9 +4,9 @@ import {
   LockClient,
   RedLock,
   type ConnectionOptions,
-  type RedisClient,
   type ReplicaSyncSetting,
 } from '../../lib';
+import type { RedisClient } from '../../lib/internal';
 import { silentLogger } from '../../scripts/tooling';
 
 /**
