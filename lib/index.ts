@@ -1,6 +1,7 @@
-// The public API of nestjs-redis-lock: every value here is listed in the README's "Public API" section
-// and nothing else is (test/package/public-api.spec.ts compares them). What tests, benchmarks and
-// scripts need beyond it is in ./internal, which package.json does not export.
+// The public API of nestjs-redis-lock: what an application imports. Every value here is listed in
+// docs/api.md and nothing else is (test/package/public-api.spec.ts compares them). What tests,
+// benchmarks and scripts need beyond it (DI tokens, helpers, the engine's parts) is in ./internal,
+// which package.json does not export.
 
 // NestJS: the module, the decorators, the service.
 export { RedisLockModule } from './nest/module/redis-lock.module';
@@ -13,8 +14,7 @@ export type {
   RedisLockOptionsFactory,
   RedLockModuleOptions,
 } from './nest/module/redis-lock-module-options';
-export { REDIS_LOCK_MODULE_OPTIONS, DISTRIBUTED_LOCK_METADATA } from './nest/redis-lock.constants';
-export { nestLockLogger } from './nest/module/nest-lock-logger';
+export { DISTRIBUTED_LOCK_METADATA } from './nest/redis-lock.constants';
 export { DistributedLock } from './nest/decorator/distributed-lock.decorator';
 export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './nest/decorator/distributed-lock-options';
 export { DistributedLockInterceptor } from './nest/decorator/distributed-lock.interceptor';
@@ -31,7 +31,7 @@ export { LockClient, type LockClientOptions } from './engine/client/lock-client'
 export { MultiLock, type MultiLockContext } from './engine/kinds/multi-lock';
 export { RedLock, type RedLockOptions } from './engine/kinds/red-lock';
 export { runInLockScope } from './engine/holds/owner-scope';
-export { TELEMETRY_SCOPE, type LockTelemetryOptions } from './engine/client/telemetry';
+export type { LockTelemetryOptions } from './engine/client/telemetry';
 export type { ReentrantLock } from './engine/kinds/reentrant-lock';
 export type { FairLock, FairLockOptions } from './engine/kinds/fair-lock';
 export type { SimpleLock, SimpleLockOptions, SimpleLockContext } from './engine/kinds/simple-lock';
@@ -56,8 +56,6 @@ export type { LockInspection, LockHolder, QueuedWaiter } from './engine/client/i
 export type { LockClientHealth } from './engine/client/health';
 export type { LockLogger } from './engine/util/logger';
 export type { ReplicaSyncOptions, ReplicaSyncSetting } from './engine/redis/replica-sync';
-export type { RedisClient } from './engine/redis/redis-client';
-export type { PubSub } from './engine/waiting/pubsub';
 
 // Connections: a client over a deployment, from options or the environment.
 export {
@@ -67,9 +65,7 @@ export {
 } from './connection/create-lock-client';
 export { connectRedLockMasters } from './connection/red-lock-masters';
 export { lockOptionsFromEnv } from './connection/env';
-export { parseHostPorts } from './connection/addresses';
 export type * from './connection/connection-options';
-export type { RedisDeployment } from './connection/redis-deployment';
 
 // Errors: all extend LockError.
 export {

@@ -2,6 +2,13 @@
 // the tests, benchmarks and scripts reach for. Nothing here is promised to users.
 export * from './index';
 
+// Kept out of the public barrel: DI tokens, helpers and types an application never names.
+export { REDIS_LOCK_MODULE_OPTIONS } from './nest/redis-lock.constants';
+export { nestLockLogger } from './nest/module/nest-lock-logger';
+export { TELEMETRY_SCOPE } from './engine/client/telemetry';
+export { parseHostPorts } from './connection/addresses';
+export type { RedisDeployment } from './connection/redis-deployment';
+
 // The engine's classes as values, its defaults and limits, keys and pub/sub.
 export { ReentrantLock } from './engine/kinds/reentrant-lock';
 export { FairLock, FAIR_LOCK_DEFAULTS } from './engine/kinds/fair-lock';
@@ -25,8 +32,8 @@ export {
   type SemaphoreKeys,
 } from './engine/redis/keys';
 export { MAX_NAME_BYTES } from './engine/util/validation';
-export { RedisPubSub } from './engine/waiting/pubsub';
-export type { PublishCommand } from './engine/redis/redis-client';
+export { RedisPubSub, type PubSub } from './engine/waiting/pubsub';
+export type { PublishCommand, RedisClient } from './engine/redis/redis-client';
 
 // Connection strategies.
 export { DEPLOY_TYPES } from './connection/connection-options';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { readmePublicApi } from '../support/public-api';
+import { documentedPublicApi } from '../support/public-api';
 import { recordWorkDir } from './app-pids';
 import {
   call,
@@ -136,8 +136,8 @@ describe.each(VARIANTS)('$name', ({ name, moduleSystem, resp }) => {
       same: boolean;
     };
     expect(result.missing).toEqual([]);
-    // The packed entry point exports exactly the public API the README lists.
-    expect(result.exports.sort()).toEqual(readmePublicApi().sort());
+    // The packed entry point exports exactly the public API docs/api.md lists.
+    expect(result.exports.sort()).toEqual(documentedPublicApi().sort());
     expect(result.same).toBe(true);
   });
 

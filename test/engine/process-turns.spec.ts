@@ -369,7 +369,7 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     };
     expect(bGrantedAt).toBeLessThan(stalledAt); // not held back by the stall
     expect(bGrantedAt - releasedAt).toBeLessThan(1_000);
-    // The README's bound: the turn's longest end (3 x turnTime after A's grant), plus a message and an
+    // docs/locks.md's bound: the turn's longest end (3 x turnTime after A's grant), plus a message and an
     // attempt (given half a second here, on a busy machine).
     expect(bGrantedAt - grantedAt).toBeLessThan(3 * 100 + 500);
     expect(bHandle.fencingToken).toBeGreaterThan(Math.max(...tokens));

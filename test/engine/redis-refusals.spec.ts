@@ -194,7 +194,7 @@ describe('Redis refusals', () => {
       expect(error).toBeInstanceOf(RedisRefusedError);
       expect(error.code).toBe('NOPERM');
       expect(error.key).toBe('denied');
-      expect(error.message).toContain("README's section on Redis users");
+      expect(error.message).toContain('see "Redis users (ACL)" in docs/deployments.md');
       expect(await keysOf(locks, 'denied')).toEqual([]);
     } finally {
       await admin.call('ACL', 'DELUSER', 'no-scripts');
@@ -318,13 +318,13 @@ describe('Redis refusals', () => {
     });
   });
 
-  it("a user with just the README's permissions can take, wait for, inspect and release every kind of lock", async () => {
-    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
-    const rules = /^ACL SETUSER locks on >secret (.+)$/m.exec(readme)![1].split(' ');
-    await admin.call('ACL', 'SETUSER', 'readme-locks', 'on', '>x', ...rules);
+  it("a user with just docs/deployments.md's permissions can take, wait for, inspect and release every kind of lock", async () => {
+    const page = readFileSync(join(__dirname, '..', '..', 'docs', 'deployments.md'), 'utf8');
+    const rules = /^ACL SETUSER locks on >secret (.+)$/m.exec(page)![1].split(' ');
+    await admin.call('ACL', 'SETUSER', 'documented-locks', 'on', '>x', ...rules);
     try {
-      const locks = await client({ username: 'readme-locks', keyPrefix: 'lock' });
-      const rival = await client({ username: 'readme-locks', keyPrefix: 'lock' });
+      const locks = await client({ username: 'documented-locks', keyPrefix: 'lock' });
+      const rival = await client({ username: 'documented-locks', keyPrefix: 'lock' });
       for (const kind of ['reentrant', 'fair', 'simple'] as const) {
         const lockOf = (c: LockClient) =>
           kind === 'reentrant' ? c.getLock(kind) : kind === 'fair' ? c.getFairLock(kind) : c.getSimpleLock(kind);
@@ -342,7 +342,7 @@ describe('Redis refusals', () => {
       await rw.writeLock().withLock(() => undefined);
       expect((await locks.health()).healthy).toBe(true);
     } finally {
-      await admin.call('ACL', 'DELUSER', 'readme-locks');
+      await admin.call('ACL', 'DELUSER', 'documented-locks');
     }
   }, 30_000);
 

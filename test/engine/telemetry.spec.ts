@@ -1,6 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import { MeterProvider, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
-import { runInLockScope, TELEMETRY_SCOPE } from '../../lib';
+import { runInLockScope } from '../../lib';
+import { TELEMETRY_SCOPE } from '../../lib/internal';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { OnDemandReader, testSdk } from '../support/telemetry';
 

@@ -6,16 +6,14 @@ import {
   LockClient,
   LockOptionsError,
   LockService,
-  nestLockLogger,
   RedisRefusedError,
   RedisUnavailableError,
-  REDIS_LOCK_MODULE_OPTIONS,
   RedisLockModule,
   type RedisLockModuleOptions,
   type RedisLockOptionsFactory,
   runInLockScope,
 } from '../../lib';
-import { engineOf } from '../../lib/internal';
+import { engineOf, nestLockLogger, REDIS_LOCK_MODULE_OPTIONS } from '../../lib/internal';
 import { connect, singlePort, testPrefix } from '../support/engine';
 import { connectionsNamed, lockKey, lockOptions, singleConnection } from './nest-support';
 

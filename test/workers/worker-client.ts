@@ -1,12 +1,6 @@
 import Redis, { Cluster } from 'ioredis';
-import {
-  createLockClient,
-  LockClient,
-  RedLock,
-  type ConnectionOptions,
-  type RedisClient,
-  type ReplicaSyncSetting,
-} from '../../lib';
+import { createLockClient, LockClient, RedLock, type ConnectionOptions, type ReplicaSyncSetting } from '../../lib';
+import type { RedisClient } from '../../lib/internal';
 import { silentLogger } from '../../scripts/tooling';
 
 /**

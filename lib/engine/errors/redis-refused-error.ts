@@ -10,8 +10,8 @@ const ADVICE = {
     'persistence settings. Releases are sent again until it takes them; held locks cannot be renewed ' +
     'meanwhile and may run out with their leases.',
   NOPERM:
-    "The connection's Redis user lacks a permission this library needs: see the README's section on " +
-    'Redis users (ACL).',
+    "The connection's Redis user lacks a permission this library needs: see " +
+    '"Redis users (ACL)" in docs/deployments.md.',
   READONLY:
     'The server this client writes to is a read-only replica now (demoted by REPLICAOF or a failover). A ' +
     'single or master-slave connection stays on the server it was given and does not follow promotions: point ' +

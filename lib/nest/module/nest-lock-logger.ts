@@ -3,9 +3,8 @@ import type { LockLogger } from '../../engine/util/logger';
 
 /**
  * The engine's logger on top of a Nest logger, so lost locks and failed renewals show up in the
- * application's log (context "RedisLock" by default). The module uses it unless `logger` is given.
- * @example
- * RedisLockModule.forRoot({ connection, logger: nestLockLogger(new Logger('Locks')) })
+ * application's log (context "RedisLock"). The module uses it unless `logger` is given. Internal: an
+ * application's `logger` is any object with `warn` and `error` (and optionally `debug`) taking a message.
  */
 export function nestLockLogger(logger: LoggerService = new Logger('RedisLock')): LockLogger {
   return {

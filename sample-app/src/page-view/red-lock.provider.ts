@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { createLockClient, LockService, parseHostPorts, type LockClient, type RedLock } from 'nestjs-redis-lock';
+import { createLockClient, LockService, type LockClient, type RedLock } from 'nestjs-redis-lock';
 
 /**
  * v4's RedLock over five independent masters, listed in REDLOCK_NODES (host:port,…). The counter
@@ -26,8 +26,7 @@ export class RedLockProvider implements OnApplicationShutdown {
   }
 
   private async create(): Promise<{ redLock: RedLock; clients: LockClient[] }> {
-    // Throws ConnectionConfigError when it is unset or names something that is not host:port.
-    const masters = parseHostPorts('REDLOCK_NODES', process.env.REDLOCK_NODES ?? '');
+    const masters = redLockNodes(process.env.REDLOCK_NODES ?? '');
     const clients = await Promise.all(
       masters.map(({ host, port }) =>
         createLockClient({ connection: { type: 'single', host, port }, keyPrefix: 'pview-redlock' }),
@@ -35,4 +34,18 @@ export class RedLockProvider implements OnApplicationShutdown {
     );
     return { redLock: this.locks.redLock('pview', clients), clients };
   }
+}
+
+/** `host:port,host:port` (an IPv6 host in brackets) as addresses; throws when empty or malformed. */
+function redLockNodes(raw: string): { host: string; port: number }[] {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0);
+  if (entries.length === 0) throw new Error('REDLOCK_NODES is unset: list the masters as host:port,host:port');
+  return entries.map((entry) => {
+    const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(entry);
+    if (!match) throw new Error(`REDLOCK_NODES: "${entry}" is not host:port`);
+    return { host: match[1], port: Number(match[2]) };
+  });
 }
