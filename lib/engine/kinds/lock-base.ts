@@ -4,23 +4,14 @@ import type { Attempt } from '../waiting/acquire-loop';
 import { bounded } from '../redis/bounded';
 import { writesToFixedServer } from '../redis/fixed-server';
 import type { EngineContext } from '../client/engine-context';
-import { LockAcquireTimeoutError, LockLostError, LockNotHeldError } from '../errors';
+import { LockAcquireTimeoutError, LockNotHeldError } from '../errors';
 import type { HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './options';
-import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE } from '../util/validation';
+import { assertLockName, assertOptionsObject } from '../util/validation';
 import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
-import {
-  FORCE_UNLOCK,
-  HOLD_STATE,
-  PASS_WAKE,
-  RENEW_MANY,
-  type HoldKind,
-  type HoldStateReply,
-  type WaitingFlag,
-} from '../scripts/catalog';
-import type { AttemptStatus } from '../scripts/replies';
+import { FORCE_UNLOCK, HOLD_STATE, PASS_WAKE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { refreshSlotsSoon } from '../redis/slot-refresh';
 import type { LockKindName } from '../client/lock-events';
@@ -32,44 +23,17 @@ import type { HandOver } from '../turns/process-turns';
 import { LockTurns } from '../turns/lock-turns';
 import { LockAcquisition, LOST_IN_FAILOVER } from './lock-acquisition';
 import { LockRelease } from './lock-release';
-import type {
-  AttemptRequest,
-  Grant,
-  HoldFacts,
-  LockSide,
-  RawRelease,
-  WaitBehaviour,
-  WaitingAttempt,
-} from './lock-side';
+import { extendHold } from './lock-renewal';
+import type { AttemptRequest, Grant, HoldFacts, LockSide, RawRelease, WaitBehaviour } from './lock-side';
 
 export type { AttemptRequest, Grant, RawRelease, WaitBehaviour, WaitingAttempt } from './lock-side';
+export { attemptOutcome, waitingFlag } from './attempt-replies';
 
 /**
  * Waiters of a process that heard nothing for this long try once more: a wake-up goes to one process,
  * which may be frozen (or the message lost), and the lock must not sit free while the others sleep.
  */
 export const QUIET_RECHECK_MS = 1_000;
-
-/** An attempt script's reply as the acquire loop takes it. */
-export function attemptOutcome(
-  status: AttemptStatus,
-  value: number,
-  holder?: string,
-  othersWaiting?: 0 | 1,
-): Attempt<Grant> {
-  if (status === 'refused') return { acquired: false, ttl: value };
-  return {
-    acquired: true,
-    value: { fencingToken: value, reentered: status === 'reentered', holder, othersWaiting: othersWaiting === 1 },
-  };
-}
-
-/** The waiting flag of lock-4.lua / simple-lock-4.lua for an attempt. */
-export function waitingFlag(waiting: WaitingAttempt | undefined): WaitingFlag {
-  if (!waiting) return 'once';
-  if (waiting.othersWaiting) return '1';
-  return waiting.refusedBefore ? '0' : '-';
-}
 
 export interface WithLockOptions extends AcquireOptions {
   /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
@@ -441,17 +405,6 @@ export abstract class LockBase implements ReleaseReplayer {
     }
   }
 
-  /** Sets `held`'s lease in Redis to `leaseMs` from now (extend); true when the hold was there. */
-  private async sendRenewal(held: HeldLock, leaseMs: number): Promise<boolean> {
-    const [renewed] = await RENEW_MANY.run(this.engine.redis, held.renewalKeys, [
-      this.engine.idleKeyTtl,
-      held.renewal,
-      leaseMs,
-      held.owner,
-    ]);
-    return renewed === 1;
-  }
-
   private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
     if (!grant.reentered) this.turns?.granted();
     // Written out field by field, in one order: a spread of holds of different shapes sends V8 off its
@@ -468,7 +421,7 @@ export abstract class LockBase implements ReleaseReplayer {
       renewalKeys: this.renewalKeys,
       ops: (this.holdOps ??= {
         release: (lock, holdId) => this.releases.release(lock, holdId),
-        extend: (lock, leaseTime) => this.extend(lock, leaseTime),
+        extend: (lock, leaseTime) => extendHold(this.side, lock, leaseTime),
       }),
       sentAt: hold.sentAt,
       label: hold.label,
@@ -485,23 +438,5 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   async replayRelease(holder: string, holdId: string, leaseMs: number): Promise<void> {
     await this.releaseOnce(holder, leaseMs, holdId);
-  }
-
-  /** Extends the lease of a hold recorded by this client (`held.extend()`). */
-  private async extend(held: HeldLock, leaseTime?: number): Promise<void> {
-    leaseTime = checkDuration(this.name, 'leaseTime', leaseTime, LEASE_RULE);
-    if (held.lost) throw new LockLostError(this.name, held.owner, 'lease-expired');
-    const leaseMs = leaseTime ?? held.leaseMs;
-    const sentAt = monotonicNow();
-    const renewed = await this.bounded(this.sendRenewal(held, leaseMs), 'extend');
-    if (!renewed) {
-      held.markLost('not-owner');
-      throw new LockLostError(this.name, held.owner, 'not-owner');
-    }
-    held.leaseSet(sentAt, leaseMs);
-    if (!held.watched) {
-      held.leaseMs = leaseMs;
-      held.armExpiry();
-    }
   }
 }
