@@ -3,20 +3,19 @@ import { monotonicNow } from '../util/clock';
 /**
  * How long a process keeps a contended reentrant or simple lock to itself before passing it on.
  * Long enough for many acquisitions of a hot key (an acquisition is a few round trips), short enough
- * that with eight processes taking turns the last in line waits about a tenth of a second (the
- * bench's hot key: max wait 125 ms, against 0.4-2.8 s for the polling locks).
+ * that with N processes taking turns the last in line waits about N turns: a tenth of a second for
+ * eight (docs/benchmarks.md measures it).
  */
 export const TURN_MS = 10;
 
 /**
  * A turn whose holds are short goes on past turnTime until it has held the lock this many times, up
- * to TURN_STRETCH times turnTime. Passing the lock on costs about one acquisition's worth of wake-ups
- * and round trips: on the bench's hot key a 10 ms turn holds about 40 anyway, but with a 1 ms
- * critical section only about 6 (16 % of grants were moves; 9 % in turns of 12). Only while the hold
- * being released was short enough for this many to fit in the stretch (2.5 ms with the default
- * turnTime): a turn of longer holds, whose moves cost little next to them, is not held any longer.
- * With 16 the bar (1.9 ms) sat just above the 1 ms section's holds on a busy machine, which then
- * stretched only now and then (13-14 % of grants moved in a full run).
+ * to TURN_STRETCH times turnTime. The rule: passing the lock on costs about one acquisition's worth of
+ * wake-ups and round trips, so a turn should hold the lock enough times to make that cost small. A
+ * turn of long holds reaches that count within turnTime anyway; a turn of short ones (each shorter
+ * than TURN_STRETCH × turnTime / TURN_MIN_HOLDS, 2.5 ms by default) is stretched up to that bound, and
+ * no further: the stretch bounds every other process's wait. docs/benchmarks.md shows the share of
+ * grants that moved between processes with and without it.
  */
 export const TURN_MIN_HOLDS = 12;
 export const TURN_STRETCH = 3;
