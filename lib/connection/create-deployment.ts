@@ -51,7 +51,16 @@ export function connectionProblems(options: ConnectionOptions | undefined): stri
   };
   switch (options.type) {
     case 'single':
-      if (options.url !== undefined && !/^rediss?:\/\//.test(options.url))
+      // An address field given as undefined or '' is an environment variable that is not set, not a wish
+      // for the default (leave the field out for redis://127.0.0.1:6379).
+      for (const field of ['url', 'host'] as const) {
+        if (field in options && (options[field] === undefined || options[field] === '')) {
+          problems.push(
+            `${field} is ${JSON.stringify(options[field]) ?? 'undefined'}: is its environment variable unset? Leave ${field} out to connect to 127.0.0.1:6379`,
+          );
+        }
+      }
+      if (options.url !== undefined && options.url !== '' && !/^rediss?:\/\//.test(options.url))
         problems.push('url must start with redis:// or rediss://');
       if (options.port !== undefined && !isPort(options.port)) problems.push('port must be an integer in 1-65535');
       break;

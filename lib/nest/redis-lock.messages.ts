@@ -4,6 +4,7 @@ const TEMPLATE_HELP =
   'Write placeholders as dotted paths in braces, e.g. "article:{params.id}", and "{{" / "}}" for literal braces.';
 
 export const messages = {
+  connected: (where: string, prefix: string) => `Locks on ${where} (key prefix "${prefix}").`,
   invalidModuleOptions: (problems: string[]) =>
     `RedisLockModule options are invalid:\n${problems.map((p) => `  - ${p}`).join('\n')}\n` +
     'Fix them where you call RedisLockModule.forRoot() or in the factory given to forRootAsync().',

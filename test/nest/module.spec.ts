@@ -14,7 +14,7 @@ import {
   runInLockScope,
 } from '../../lib';
 import { engineOf, nestLockLogger, REDIS_LOCK_MODULE_OPTIONS } from '../../lib/internal';
-import { connect, singlePort, testPrefix } from '../support/engine';
+import { connect, quietLogger, singlePort, testPrefix } from '../support/engine';
 import { connectionsNamed, lockKey, lockOptions, singleConnection } from './nest-support';
 
 const prefix = testPrefix();
@@ -161,6 +161,7 @@ describe('RedisLockModule', () => {
         leaseTime: 0,
         watchdogTimeout: Number.NaN,
         turnTime: '10' as never,
+        idleKeyTtl: 86_400_001,
         conflictStatus: 200,
       }),
     ]);
@@ -173,10 +174,34 @@ describe('RedisLockModule', () => {
       'leaseTime',
       'watchdogTimeout',
       'turnTime',
+      'idleKeyTtl',
       'conflictStatus',
     ]) {
       expect(error.message).toContain(option);
     }
+  });
+
+  it('refuses a connection whose address is an unset environment variable, instead of connecting to localhost', async () => {
+    for (const connection of [
+      { type: 'single', url: undefined },
+      { type: 'single', host: '' },
+    ] as const) {
+      const error = await bootError([RedisLockModule.forRoot({ connection, logger: quietLogger })]);
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error.message).toMatch(/(url|host) is (undefined|""): is its environment variable unset\? Leave/);
+    }
+  });
+
+  it('says at start-up which deployment and address it locks on (described without credentials)', async () => {
+    const logged: string[] = [];
+    const logger = { ...quietLogger, log: (message: string) => logged.push(message) };
+    const prefix = testPrefix();
+    const url = `redis://127.0.0.1:${singlePort()}`;
+    const app = await boot([
+      RedisLockModule.forRoot({ connection: { type: 'single', url }, keyPrefix: prefix, logger }),
+    ]);
+    await app.close();
+    expect(logged).toEqual([`Locks on 127.0.0.1:${singlePort()} (key prefix "${prefix}").`]);
   });
 
   it('fails at startup when Redis cannot be reached within the connect budget, naming the cause', async () => {

@@ -1,5 +1,6 @@
 import type { Provider } from '@nestjs/common';
 import { createLockClient, type LockClientSettings } from '../../connection/create-lock-client';
+import { describeConnection } from '../../connection/describe-connection';
 import { connectRedLockMasters } from '../../connection/red-lock-masters';
 import { LockOptionsError } from '../../engine/errors';
 import { LockClient } from '../../engine/client/lock-client';
@@ -40,6 +41,7 @@ async function connect(options: RedisLockModuleOptions): Promise<ModuleConnectio
   // An unreachable Redis fails the application's start-up with a RedisUnavailableError naming the address.
   const clientLogger = logger ?? nestLockLogger();
   const client = await createLockClient({ ...settings, logger: clientLogger });
+  clientLogger.log?.(messages.connected(describeConnection(settings.connection), client.keyPrefix));
   if (!redLock) return { client, masters: new RedLockMasters([]) };
   // instanceTimeout and driftFactor apply per lock (LockService.redLock), not per connection.
   const { connection: _connection, replicaSync: _sync, clientId: _id, ...shared } = settings;

@@ -9,6 +9,7 @@ import type { LockLogger } from '../../engine/util/logger';
 export function nestLockLogger(logger: LoggerService = new Logger('RedisLock')): LockLogger {
   return {
     debug: (message) => logger.debug?.(message),
+    log: (message) => logger.log(message),
     warn: (message) => logger.warn(message),
     error: (message) => logger.error(message),
   };
