@@ -29,7 +29,8 @@ export function manyNamesSection(r: ManyNamesResult): string {
     );
   const perName = (id: ContenderId, point: NamesPoint): string => {
     const { samples } = r.rows[id]!;
-    return int((samples[point].usedMemory - samples.before.usedMemory) / r.names);
+    // Below a byte a name is none (Redis's own allocations move by a few KiB between samples): never "-0".
+    return int(Math.max(0, Math.round((samples[point].usedMemory - samples.before.usedMemory) / r.names)));
   };
   const memoryTable = table(
     [
