@@ -13,17 +13,22 @@ export type {
   RedisLockModuleOptions,
   RedisLockOptionsFactory,
   RedLockModuleOptions,
-} from './nest/module/redis-lock-module-options';
+} from './nest/module/redis-lock-module.options';
 export { DISTRIBUTED_LOCK_METADATA } from './nest/redis-lock.constants';
 export { DistributedLock } from './nest/decorator/distributed-lock.decorator';
-export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './nest/decorator/distributed-lock-options';
+export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './nest/decorator/distributed-lock.options';
 export { DistributedLockInterceptor } from './nest/decorator/distributed-lock.interceptor';
 export type { LockSpec, HandlerType } from './nest/decorator/lock-spec';
 export type { KeyTemplate, KeyPlaceholder, KeyRoot, KeySources } from './nest/decorator/key-template';
 export { CurrentLock } from './nest/decorator/current-lock.decorator';
 export type { ActiveLock } from './nest/service/active-lock';
 export { LockService } from './nest/service/lock.service';
-export type { LockKind, SingleLockKind, LockCallOptions, WithLockCallOptions } from './nest/service/lock-options';
+export type {
+  LockKind,
+  SingleLockKind,
+  LockCallOptions,
+  WithLockCallOptions,
+} from './nest/service/lock-service.options';
 
 // The lock engine: a client, the locks it hands out (types: get them from the client), and the
 // two locks built over several.
@@ -53,7 +58,7 @@ export type {
   LockKindName,
 } from './engine/client/lock-events';
 export type { LockInspection, LockHolder, QueuedWaiter } from './engine/client/inspection';
-export type { LockClientHealth } from './engine/client/health';
+export type { LockClientHealth } from './engine/client/client-health';
 export type { LockLogger } from './engine/util/logger';
 export type { ReplicaSyncOptions, ReplicaSyncSetting } from './engine/redis/replica-sync';
 

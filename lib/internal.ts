@@ -4,7 +4,7 @@ export * from './index';
 
 // Kept out of the public barrel: DI tokens, helpers and types an application never names.
 export { REDIS_LOCK_MODULE_OPTIONS } from './nest/redis-lock.constants';
-export { nestLockLogger } from './nest/module/nest-lock-logger';
+export { nestLockLogger } from './nest/module/nest-lock.logger';
 export { TELEMETRY_SCOPE } from './engine/client/telemetry';
 export { parseHostPorts } from './connection/addresses';
 export type { RedisDeployment } from './connection/redis-deployment';
@@ -47,7 +47,7 @@ export { ExistingClientDeployment } from './connection/existing-client-deploymen
 
 // The Nest layer's defaults and building blocks.
 export { DEFAULT_CONFLICT_STATUS, DEFAULT_SHUTDOWN_TIMEOUT } from './nest/redis-lock.constants';
-export { LOCK_KINDS } from './nest/service/lock-options';
+export { LOCK_KINDS } from './nest/service/lock-service.options';
 export { compileLockSpec } from './nest/decorator/lock-spec';
 export { parseKeyTemplate, renderKeyTemplate, keyFunctionResult } from './nest/decorator/key-template';
-export { LockLifecycle } from './nest/module/lock-lifecycle';
+export { LockLifecycle } from './nest/module/redis-lock.lifecycle';

@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { RedisPubSub } from '../engine/waiting/pubsub';
 import type { HostPort } from './connection-options';
 import { DEFAULT_REDIS_PORT } from './addresses';
-import { connectAll, lastConnectionError, quitAll } from './lifecycle';
+import { connectAll, lastConnectionError, quitAll } from './connection-revival';
 import { tlsRefusalWhile } from './refused-tls';
 import type { TlsTarget } from './tls-probe';
 import type { RedisDeployment } from './redis-deployment';
@@ -24,7 +24,7 @@ export interface DeploymentConnections<C extends Connection> {
 
 /**
  * What every deployment strategy shares (ioredis's AbstractConnector, for us): a command connection
- * and a subscriber that it connects (with error handling and revival, lifecycle.ts) and closes
+ * and a subscriber that it connects (with error handling and revival, connection-revival.ts) and closes
  * together; notifications by sharded pub/sub on a Cluster. A strategy only makes the connections
  * and, where there is something to check, overrides `verify()`.
  */

@@ -34,7 +34,7 @@ import { Watchdog } from '../holds/watchdog';
 import type { EmitLockEvent, LockClientEvents } from './lock-events';
 import { inspectLock, type LockInspection } from './inspection';
 import { instrumentLockClient, telemetryProblems, type LockTelemetryOptions } from './telemetry';
-import { checkHealth, type LockClientHealth } from './health';
+import { checkHealth, type LockClientHealth } from './client-health';
 import { EvictionCheck } from '../redis/eviction-check';
 
 export interface LockClientOptions {

@@ -6,7 +6,7 @@ const revived = new WeakSet<RedisClient>();
 /**
  * Says whether `connection` comes back by itself after ioredis ends it. ioredis ends a sentinel
  * connection for good when a connect is cut short (its failover detector fires mid-resolve), and the
- * connection layer revives the connections it owns 50 ms later (lifecycle.ts). Until it closes them,
+ * connection layer revives the connections it owns 50 ms later (connection-revival.ts). Until it closes them,
  * their 'end' is a moment of an outage, which a release or an acceptance must ride through like any
  * other, not a reason to give up and leave the lock to its lease.
  */

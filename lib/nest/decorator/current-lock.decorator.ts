@@ -1,5 +1,5 @@
 import { createParamDecorator } from '@nestjs/common';
-import { currentLock } from '../service/current-lock';
+import { currentLock } from '../service/active-lock.store';
 
 /**
  * Injects the lock the handler runs under (`ActiveLock`: name, kind, signal, fencingToken, extend),

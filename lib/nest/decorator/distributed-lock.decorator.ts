@@ -2,7 +2,7 @@ import { applyDecorators, SetMetadata, UseInterceptors, type ExecutionContext } 
 import { LockOptionsError } from '../../engine/errors';
 import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
-import type { DistributedLockOptions } from './distributed-lock-options';
+import type { DistributedLockOptions } from './distributed-lock.options';
 import { DistributedLockInterceptor } from './distributed-lock.interceptor';
 import { lockingMethod, passThroughHandlers, type AnyMethod } from './method-wrappers';
 

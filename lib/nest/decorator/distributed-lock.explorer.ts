@@ -4,7 +4,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LockOptionsError } from '../../engine/errors';
 import { LockClient } from '../../engine/client/lock-client';
 import { lockSpecOf } from './lock-spec';
-import { RedisLockRuntime } from '../module/redis-lock-runtime';
+import { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { methodBindings } from './method-bindings';
 import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';

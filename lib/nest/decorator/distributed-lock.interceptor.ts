@@ -17,7 +17,7 @@ import {
   RedisUnavailableError,
   ReplicaSyncError,
 } from '../../engine/errors';
-import { RedisLockRuntime } from '../module/redis-lock-runtime';
+import { RedisLockRuntime } from '../module/redis-lock.runtime';
 import type { HandlerInvocation } from './handler-invocation';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
 import { LockKeyError } from '../errors/lock-key-error';
@@ -26,7 +26,7 @@ import { lockedObservable } from './locked-observable';
 import { lockSpecOf, type LockSpec } from './lock-spec';
 import { LockService } from '../service/lock.service';
 import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
-import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
+import type { RedisLockModuleOptions } from '../module/redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
 
 /** Nginx's "client closed request": what a request that left while waiting gets (nobody reads it). */

@@ -1,8 +1,8 @@
 import { PATH_METADATA } from '@nestjs/common/constants';
 import { LockOptionsError } from '../../engine/errors';
-import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock-options';
+import type { DistributedLockOptions, LockKeyFactory } from './distributed-lock.options';
 import { parseKeyTemplate, type KeyRoot, type KeyTemplate } from './key-template';
-import { LOCK_KINDS, type LockKind } from '../service/lock-options';
+import { LOCK_KINDS, type LockKind } from '../service/lock-service.options';
 import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
 import { durationProblem, labelProblem, LEASE_RULE, show, WAIT_RULE } from '../../engine/util/validation';
 import { messages } from '../redis-lock.messages';

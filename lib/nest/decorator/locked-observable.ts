@@ -1,10 +1,10 @@
 import { monotonicNow } from '../../engine/util/clock';
 import { finished } from 'node:stream';
 import { Observable, type Subscription } from 'rxjs';
-import type { RedisLockRuntime } from '../module/redis-lock-runtime';
+import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { warnReleaseFailed } from '../../engine/kinds/with-lock';
-import { runWithActiveLock } from '../service/current-lock';
-import { cancellableLock, type HeldLock } from '../service/held-lock';
+import { runWithActiveLock } from '../service/active-lock.store';
+import { cancellableLock, type ServiceHold } from '../service/service-hold';
 import { LockCallCancelledError } from '../errors/lock-call-cancelled-error';
 import { messages } from '../redis-lock.messages';
 import { outsideWork, PendingWork } from './pending-work';
@@ -49,7 +49,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
   return new Observable<T>((subscriber) => {
     const waiting = new AbortController();
     const cancel = new AbortController();
-    let handle: HeldLock | undefined;
+    let handle: ServiceHold | undefined;
     let work: Subscription | undefined;
     let pending: PendingWork | undefined;
     /** The work's Observable completed or failed. */

@@ -1,4 +1,4 @@
-import type { RedisLockRuntime } from '../module/redis-lock-runtime';
+import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 
 /** What a method's wrapper runs when the instance is not bound yet: the explorers that have not run. */
 interface Explorer {

@@ -1,6 +1,6 @@
 import { isObservable, from, throwError } from 'rxjs';
 import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
-import type { RedisLockRuntime } from '../module/redis-lock-runtime';
+import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { messages } from '../redis-lock.messages';
 import { claimInvocation, recordResult } from './handler-invocation';
 import { keyFunctionNames, renderKeyTemplate } from './key-template';

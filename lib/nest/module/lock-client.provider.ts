@@ -4,9 +4,9 @@ import { describeConnection } from '../../connection/describe-connection';
 import { connectRedLockMasters } from '../../connection/red-lock-masters';
 import { LockOptionsError } from '../../engine/errors';
 import { LockClient } from '../../engine/client/lock-client';
-import { nestLockLogger } from './nest-lock-logger';
+import { nestLockLogger } from './nest-lock.logger';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
-import { moduleOptionsProblems, type RedisLockModuleOptions } from './redis-lock-module-options';
+import { moduleOptionsProblems, type RedisLockModuleOptions } from './redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
 
 /** The module's RedLock masters, one LockClient each (none unless `redLock` is configured); closed with the module. */

@@ -1,6 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
-import type { RedisLockModuleOptions } from './redis-lock-module-options';
+import type { RedisLockModuleOptions } from './redis-lock-module.options';
 
 export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } =
   new ConfigurableModuleBuilder<RedisLockModuleOptions>({

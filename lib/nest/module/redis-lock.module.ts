@@ -3,12 +3,12 @@ import { DiscoveryModule } from '@nestjs/core';
 import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
-import { LockLifecycle } from './lock-lifecycle';
-import { RedisLockRuntime } from './redis-lock-runtime';
+import { LockLifecycle } from './redis-lock.lifecycle';
+import { RedisLockRuntime } from './redis-lock.runtime';
 import { LockService } from '../service/lock.service';
 import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { ConfigurableModuleClass } from './redis-lock.module-definition';
-import type { RedisLockModuleOptions } from './redis-lock-module-options';
+import type { RedisLockModuleOptions } from './redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
 
 /**

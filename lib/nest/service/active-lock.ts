@@ -1,5 +1,5 @@
 import type { LockContext } from '../../engine/holds/lock-handle';
-import type { LockKind } from './lock-options';
+import type { LockKind } from './lock-service.options';
 
 /**
  * The lock a decorated handler or method, or a `LockService.withLock` callback, runs under: what

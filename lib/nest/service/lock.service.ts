@@ -12,9 +12,9 @@ import { RedLock, type RedLockOptions } from '../../engine/kinds/red-lock';
 import type { ReentrantLock } from '../../engine/kinds/reentrant-lock';
 import { SIMPLE_LOCK_DEFAULTS, type SimpleLock, type SimpleLockOptions } from '../../engine/kinds/simple-lock';
 import type { ActiveLock } from './active-lock';
-import { currentLock, runWithActiveLock } from './current-lock';
-import { activeLockOf, type HeldLock } from './held-lock';
-import { LockLifecycle } from '../module/lock-lifecycle';
+import { currentLock, runWithActiveLock } from './active-lock.store';
+import { activeLockOf, type ServiceHold } from './service-hold';
+import { LockLifecycle } from '../module/redis-lock.lifecycle';
 import { RedLockMasters } from '../module/lock-client.provider';
 import {
   LOCK_KINDS,
@@ -23,13 +23,13 @@ import {
   type LockKind,
   type SingleLockKind,
   type WithLockCallOptions,
-} from './lock-options';
+} from './lock-service.options';
 import { runAsCriticalSection } from '../../engine/holds/owner-scope';
 import { assertOptionsObject } from '../../engine/util/validation';
 import { withLock } from '../../engine/kinds/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
-import type { RedisLockModuleOptions } from '../module/redis-lock-module-options';
+import type { RedisLockModuleOptions } from '../module/redis-lock-module.options';
 
 /**
  * Distributed locks for any provider: every lock kind of the engine, with the module's default
@@ -150,7 +150,7 @@ export class LockService {
    * scope: what `withLock` and `@DistributedLock` run on (inside asCriticalSection).
    * @internal
    */
-  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
+  async hold(name: string | readonly string[], options: WithLockCallOptions): Promise<ServiceHold> {
     const names = lockNames(name);
     const kind = this.kindOf(options);
     if (options.permits !== undefined) return this.holdPermit(names, options);
@@ -160,7 +160,7 @@ export class LockService {
   }
 
   /** One permit of the semaphore `names[0]` whose limit is `options.permits`. */
-  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<HeldLock> {
+  private async holdPermit(names: readonly string[], options: WithLockCallOptions): Promise<ServiceHold> {
     if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant') {
       throw new LockOptionsError(messages.permitsOnePlainName(), names.join('+'));
     }

@@ -3,7 +3,7 @@ import type { LockContext, ReleaseOutcome } from '../../engine/holds/lock-handle
 import type { ActiveLock } from './active-lock';
 
 /** A lock `LockService.hold` acquired: what the work sees of it, and how to release it. */
-export interface HeldLock {
+export interface ServiceHold {
   readonly lock: ActiveLock;
   release(): Promise<ReleaseOutcome>;
 }

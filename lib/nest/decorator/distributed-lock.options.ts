@@ -1,5 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import type { LockKind } from '../service/lock-options';
+import type { LockKind } from '../service/lock-service.options';
 
 /**
  * Builds a lock name. On a route or message handler it receives the `ExecutionContext`; on any other

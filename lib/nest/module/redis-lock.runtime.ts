@@ -3,7 +3,7 @@ import { engineOf } from '../../engine/client/lock-client';
 import type { LockLogger } from '../../engine/util/logger';
 import { HoldTimes } from '../decorator/hold-times';
 import { LockService } from '../service/lock.service';
-import { LockLifecycle } from './lock-lifecycle';
+import { LockLifecycle } from './redis-lock.lifecycle';
 
 /**
  * What one application's RedisLockModule keeps while it runs, for the interceptor, the explorer and
