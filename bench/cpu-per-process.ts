@@ -57,8 +57,9 @@ import {
 } from './lib/contenders';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
 import { sleep } from '../scripts/tooling';
+import { PRIVATE_PORTS } from '../scripts/test-ports';
 
-const BASE_PORT = 7390;
+const BASE_PORT = PRIVATE_PORTS.benchCpuPerProcess.base;
 const KEY = 'cpu:hot';
 const COUNTER = 'cpu:counter';
 const env = process.env;

@@ -19,6 +19,7 @@ import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
 import { LockClient, RedLock } from '../lib';
 import { startTopology, stopTopology } from '../scripts/redis-topology';
 import { silentLogger, sleep } from '../scripts/tooling';
+import { PRIVATE_PORTS } from '../scripts/test-ports';
 
 type Subject = 'ours' | 'redlock';
 
@@ -31,7 +32,7 @@ interface WorkerResult {
   cpuMs: number;
 }
 
-const BASE_PORT = 7380;
+const BASE_PORT = PRIVATE_PORTS.benchRedLockCompare.base;
 const LEASE_MS = 30_000;
 const env = process.env;
 

@@ -35,8 +35,9 @@ import { runWatchdog } from './scenarios/watchdog';
 import { runFailover, stopFailoverSync } from './scenarios/failover';
 import { runShared } from './scenarios/shared';
 import { runManyNames } from './scenarios/many-names';
+import { PRIVATE_PORTS } from '../scripts/test-ports';
 
-const BASE_PORT = 7300;
+const BASE_PORT = PRIVATE_PORTS.bench.base;
 const SCENARIOS = [
   'uncontended',
   'parallel',

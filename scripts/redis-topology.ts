@@ -12,25 +12,13 @@
  *
  * Port ranges (each topology fits in a block of 10):
  *   7100-7149   TEST_BASE_PORTS: the shared topologies test/global-setup.ts starts for every `npm test`
- *   7200-7399   private topologies for destructive tests (failover, SIGSTOP, restarts): a test file
- *               picks its own basePort in 7200-7390, step 10, and names it at the top of the file.
- *               Claimed: 7200 test/harness/sentinel-failover.spec.ts (7200-7208),
- *               7210 test/harness/lifecycle.spec.ts, 7219 missing-redis, 7220 test/engine/outage.spec.ts,
- *               7221-7224 test/connection/replica-sync.spec.ts, 7225 test/connection/start-up.spec.ts, 7227 reconnect.spec.ts,
- *               7228 test/engine/redis-refusals.spec.ts,
- *               7226 test/nest/health.spec.ts,
- *               7230 test/kinds/red-lock.spec.ts, 7240-7260 test/connection/sentinel-failover.spec.ts,
- *               7270-7290 and 7310-7350 test/faults/, 7299 test/compat/, 7300 bench, 7360-7378 bench
- *               failover scenarios, 7380-7384 bench/redlock-compare.ts, 7386 test/model/, 7390 bench/cpu-per-process.ts,
- *               7396 test/nest/multi-key-and-redlock.spec.ts (7397-7399: ports
- *               it expects nothing to listen on).
- *               A clash fails fast with "port(s) ... in use".
+ *   7200-7399   private topologies for destructive tests (failover, SIGSTOP, restarts) and the bench:
+ *               each user's base port and span is in scripts/test-ports.ts (PRIVATE_PORTS), which the
+ *               specs and the bench import; test/harness/test-ports.spec.ts checks that none overlap.
+ *               A clash at run time fails fast with "port(s) ... in use".
  *   REDIS_TOPOLOGY_PORT_SHIFT   moves all of the above by a multiple of 10 (two runs on one machine).
  *   7400-7449   DEV_BASE_PORTS: `npm run redis:up` by hand and the demo
- *   7450-7479   TLS-only, password-protected topologies (StartOptions.tls, .password) of
- *               test/connection/managed-redis.spec.ts: single 7450, sentinel 7460, cluster 7470
- *   7480-7499   mutual-TLS topologies (StartOptions.tlsClientAuth) of test/connection/mutual-tls.spec.ts:
- *               cluster 7480, single 7486, sentinel 7490
+ *   7450-7499   TLS-only, password-protected and mutual-TLS topologies of test/connection/ (PRIVATE_PORTS too)
  *   17100-17499 cluster bus ports (port + 10000). The machine's own Redis on 6379 is never touched.
  *
  * State: stateDirFor(kind, basePort) holds topology.json plus one dir per node, named by its port,

@@ -297,13 +297,13 @@ function instrumentationTargets(results: BenchResults): TargetRow[] {
 }
 
 /**
- * Issue #14: no regression at 100 and 1000 waiters against the last report before its changes
- * (bench/baselines/before-issue-14.json). Throughput may fall 10 % (this machine's round-to-round noise)
+ * No regression at 100 and 1000 waiters against the last report before process turns came in
+ * (bench/baselines/2026-11-23-waiters.json, from docs/benchmarks.md of that day). Throughput may fall 10 % (this machine's round-to-round noise)
  * and commands per acquisition rise 0.1 before it counts as a regression.
  */
 function waiterRegressionTargets(results: BenchResults): TargetRow[] {
   const rows: TargetRow[] = [];
-  const baseline = JSON.parse(readFileSync(join(__dirname, '../baselines/before-issue-14.json'), 'utf8')) as {
+  const baseline = JSON.parse(readFileSync(join(__dirname, '../baselines/2026-11-23-waiters.json'), 'utf8')) as {
     waiters: unknown;
   };
   const before = baseline.waiters as Record<

@@ -30,8 +30,12 @@ import {
 import { killAll, type Worker } from '../../test/support/workers';
 import type { BenchContext } from '../lib/context';
 import type { ContenderId } from '../lib/contenders';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
-export const FAILOVER_FAULTS = { kill: 7360, pause: 7370 } as const;
+export const FAILOVER_FAULTS = {
+  kill: PRIVATE_PORTS.benchFailoverKill.base,
+  pause: PRIVATE_PORTS.benchFailoverPause.base,
+} as const;
 export type FailoverFault = keyof typeof FAILOVER_FAULTS;
 /** Ours and the peers a user would pick over a sentinel master (redlock over that one master). */
 const FAILOVER_CONTENDERS: ContenderId[] = ['reentrant', 'fair', 'raw', 'semaphore', 'redlock'];

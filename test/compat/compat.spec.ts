@@ -25,8 +25,9 @@ import {
   type InstalledApp,
   type RunningApp,
 } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
-const BASE_PORT = 7299;
+const BASE_PORT = PRIVATE_PORTS.compat.base;
 const REQUESTS = 40;
 const STOCK = 25;
 

@@ -12,6 +12,7 @@ import { startTopology, stopNode, stopTopology, type RunningTopology } from '../
 import { eventually, expectReleaseToWakeAnotherClient, quietLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { startWorker } from '../support/workers';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Every deployment as managed Redis offers it: nodes and sentinels that speak TLS only, with a
@@ -19,7 +20,11 @@ import { startWorker } from '../support/workers';
  * fail start-up with an error that says what to fix. Private topologies on 7450-7479 (see
  * scripts/redis-topology.ts), started one after another to spare a loaded machine.
  */
-const PORTS = { single: 7450, sentinel: 7460, cluster: 7470 } as const;
+const PORTS = {
+  single: PRIVATE_PORTS.managedSingle.base,
+  sentinel: PRIVATE_PORTS.managedSentinel.base,
+  cluster: PRIVATE_PORTS.managedCluster.base,
+} as const;
 type Kind = keyof typeof PORTS;
 const PASSWORD = 's3cret pass/+'; // a space and URL-reserved characters, as generated passwords have
 

@@ -13,6 +13,7 @@ import { startTopology, stopTopology, type RunningTopology } from '../../scripts
 import { createTlsFiles } from '../../scripts/topology/tls';
 import { eventually, expectReleaseToWakeAnotherClient, quietLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Mutual TLS: nodes and sentinels that ask every client for a certificate signed by their CA
@@ -22,7 +23,11 @@ import { sharedTopology } from '../support/topologies';
  * deployment, not after the connect deadline. Private
  * topologies on 7480-7499 (see scripts/redis-topology.ts), started one after another.
  */
-const PORTS = { cluster: 7480, single: 7486, sentinel: 7490 } as const;
+const PORTS = {
+  cluster: PRIVATE_PORTS.mutualTlsCluster.base,
+  single: PRIVATE_PORTS.mutualTlsSingle.base,
+  sentinel: PRIVATE_PORTS.mutualTlsSentinel.base,
+} as const;
 type Kind = keyof typeof PORTS;
 /** Well below the connect deadline (9 s by default), which a failure that is retried would wait out. */
 const FAST_MS = 3_000;

@@ -1,9 +1,10 @@
 import { createLockClient, type LockClient } from '../../lib';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { quietLogger, sleep, testPrefix } from '../support/engine';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** A private single server, stopped and started again here (see scripts/redis-topology.ts). */
-const BASE_PORT = 7227;
+const BASE_PORT = PRIVATE_PORTS.reconnect.base;
 const CLIENTS = 3;
 /** Outages of 5 s and a little more each time, so the restarts land at different points of the back-off. */
 const OUTAGES_MS = [5_000, 5_150, 5_300, 5_450, 5_600];

@@ -4,6 +4,7 @@ import { createLockClient, runInLockScope, type LockClient, type ReplicaSyncSett
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { recordingLogger } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * replicaSync 'auto', the default: a first acquisition WAITs for one replica when the master has one
@@ -11,7 +12,7 @@ import { sharedTopology } from '../support/topologies';
  * INFO commandstats on the master, not timed. Private master + 3 replicas on 7221-7224, since the
  * replicas are frozen here.
  */
-const BASE_PORT = 7221;
+const BASE_PORT = PRIVATE_PORTS.replicaSync.base;
 
 describe("replica sync 'auto' (the default)", () => {
   let topology: RunningTopology;

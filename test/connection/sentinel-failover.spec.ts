@@ -4,6 +4,7 @@ import { signalNode, startTopology, stopNode, stopTopology, type RunningTopology
 import Redis from 'ioredis';
 import { eventually, quietLogger, sleep } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Failovers under load, each on a private sentinel topology (ports 7240, 7250, 7260): the master is
@@ -83,7 +84,7 @@ describe('sentinel failover', () => {
   }, 120_000);
 
   it('a client created while the master is down (sentinels not failed over yet) connects to the promoted replica', async () => {
-    const topology = await startTopology('sentinel', { basePort: 7240 });
+    const topology = await startTopology('sentinel', { basePort: PRIVATE_PORTS.sentinelFailover.base });
     topologies.push(topology);
     const oldMaster = topology.masters[0].port;
     await stopNode(topology, oldMaster);
@@ -110,7 +111,7 @@ describe('sentinel failover', () => {
   }, 60_000);
 
   it('a frozen master (SIGSTOP past the failover) does not stall clients until it thaws', async () => {
-    const topology = await startTopology('sentinel', { basePort: 7260 });
+    const topology = await startTopology('sentinel', { basePort: PRIVATE_PORTS.sentinelFailoverSecond.base });
     topologies.push(topology);
     const locks = await createLockClient({
       connection: { ...sentinelConnection(topology), commandTimeout: 1_000 },
@@ -186,7 +187,7 @@ describe('sentinel failover', () => {
    * after reconnecting, to the new master.
    */
   async function grantLostWithItsMaster(own: boolean): Promise<void> {
-    const topology = await startTopology('sentinel', { basePort: 7240 });
+    const topology = await startTopology('sentinel', { basePort: PRIVATE_PORTS.sentinelFailover.base });
     topologies.push(topology);
     const prefix = `lost-${randomUUID().slice(0, 8)}`;
     const ownClients: Redis[] = [];
@@ -250,7 +251,7 @@ describe('sentinel failover', () => {
   }, 60_000);
 
   it('a grant whose connection dropped before a replica had it, on a master that lives on, is kept: checked, not taken twice', async () => {
-    const topology = await startTopology('replica', { basePort: 7250 });
+    const topology = await startTopology('replica', { basePort: PRIVATE_PORTS.replicaFailover.base });
     topologies.push(topology);
     const prefix = `kept-${randomUUID().slice(0, 8)}`;
     const masterPort = topology.masters[0].port;

@@ -2,9 +2,10 @@ import Redis from 'ioredis';
 import { createLockClient, RedisUnavailableError, type LockClient } from '../../lib';
 import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { quietLogger, sleep, testPrefix } from '../support/engine';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** A private single server, started mid-test (see scripts/redis-topology.ts): nothing listens on it before. */
-const BASE_PORT = 7225;
+const BASE_PORT = PRIVATE_PORTS.startUp.base;
 const PORT = BASE_PORT + portShift();
 
 /**

@@ -19,6 +19,7 @@ import {
 import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { engineOf } from '../../lib/internal';
 import { loadedScript } from '../../lib/engine/scripts/loader';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** Stops and restarts Redis, so it runs on a private server (port 7220), never the shared one. */
 describe('Redis outage', () => {
@@ -29,7 +30,7 @@ describe('Redis outage', () => {
   const prefix = testPrefix();
 
   beforeAll(async () => {
-    topology = await startTopology('single', { basePort: 7220 });
+    topology = await startTopology('single', { basePort: PRIVATE_PORTS.engineOutage.base });
     port = topology.masters[0].port;
     client = lockClient({ port, keyPrefix: prefix, operationTimeout, watchdogTimeout: 900 });
   }, 60_000);

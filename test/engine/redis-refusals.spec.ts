@@ -12,9 +12,10 @@ import {
 } from '../../lib';
 import { portShift, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { eventually, recordingLogger, sleep } from '../support/engine';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** A private single server (see scripts/redis-topology.ts): its memory limit and users are changed here. */
-const BASE_PORT = 7228;
+const BASE_PORT = PRIVATE_PORTS.redisRefusals.base;
 const PORT = BASE_PORT + portShift();
 
 /**

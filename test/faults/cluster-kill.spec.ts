@@ -16,6 +16,7 @@ import {
   sectionsOf,
   sleep,
 } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, cluster: 8 processes race on one key while a 9th locks a key on another shard; the hot
@@ -25,7 +26,7 @@ import {
  * no lost update. With an explicit lease, then a watchdog lease on another shard (the first case's
  * shard has no replica left). Private cluster on ports 7290-7295 (bus 17290-17295).
  */
-const BASE_PORT = 7290;
+const BASE_PORT = PRIVATE_PORTS.faultClusterKill.base;
 
 /**
  * What #13 asks. Measured 0.3-0.7 s past the failover over 9 runs, since ioredis no longer re-sends

@@ -13,6 +13,7 @@ import {
   analyse,
   type FaultRacerResult,
 } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, a paused holder: 7 processes race on one key with an explicit 2 s lease, writing each
@@ -21,7 +22,7 @@ import {
  * the lock once the lease ran out (not before); when the paused one resumes, its signal has aborted
  * (lease-expired) and its write, carrying the older token, is rejected. Private server on port 7330.
  */
-const BASE_PORT = 7330;
+const BASE_PORT = PRIVATE_PORTS.faultPausedHolder.base;
 const LEASE_MS = 2_000;
 const PAUSE_MS = 4_000;
 

@@ -14,6 +14,7 @@ import {
   sectionsOf,
   sleep,
 } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, the pub/sub connection killed alone: 8 processes race on one key; one of them keeps the
@@ -23,7 +24,7 @@ import {
  * The holder then stays away for 2 s, so only a waiter can take the lock: they must resume within
  * about a second, not at the lease's end. Private server on port 7320.
  */
-const BASE_PORT = 7320;
+const BASE_PORT = PRIVATE_PORTS.faultPubsubKill.base;
 const RELEASE_DELAYS = [0, 400];
 
 describe('fault: pub/sub connection killed alone', () => {

@@ -4,6 +4,7 @@ import { singlePort, sleep, testPrefix } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
 import { timestampOverlaps } from './support';
 import type { RedLockRacerResult } from '../workers/redlock-racer';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, RedLock with 2 of its 5 masters SIGKILLed mid-run: 8 processes (test/workers/redlock-racer.ts)
@@ -12,7 +13,7 @@ import type { RedLockRacerResult } from '../workers/redlock-racer';
  * section finds another process inside, no update is lost, and the rate after the kill is at least half the
  * rate before it. Private multi topology on port 7340 (7340-7344).
  */
-const BASE_PORT = 7340;
+const BASE_PORT = PRIVATE_PORTS.faultRedLock.base;
 const RACERS = 8;
 const PHASE_MS = 4_000;
 

@@ -1,6 +1,7 @@
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { killAll, type Worker } from '../support/workers';
 import { printReport, sentinelFaultCase, type SentinelCase } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, sentinel master SIGKILL: 8 processes race on one key (racy counter on another server),
@@ -10,7 +11,7 @@ import { printReport, sentinelFaultCase, type SentinelCase } from './support';
  * key is acquired again within the failover time + 1 s. Private sentinel topology on port 7270 (7270-7278),
  * healed between cases (the killed node is restarted and rejoins as a replica).
  */
-const BASE_PORT = 7270;
+const BASE_PORT = PRIVATE_PORTS.faultSentinelKill.base;
 
 describe('fault: sentinel master SIGKILL', () => {
   let topology: RunningTopology;

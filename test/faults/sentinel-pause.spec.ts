@@ -1,6 +1,7 @@
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { killAll, type Worker } from '../support/workers';
 import { PAUSE_MS, printReport, sentinelFaultCase, type SentinelCase } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, sentinel master paused: 8 processes race on one key (racy counter on another server),
@@ -8,7 +9,7 @@ import { PAUSE_MS, printReport, sentinelFaultCase, type SentinelCase } from './s
  * the old master when it thaws). No double grant, no lost update, and the key is acquired again
  * within the failover time + 1 s. Private sentinel topology on port 7280 (7280-7288).
  */
-const BASE_PORT = 7280;
+const BASE_PORT = PRIVATE_PORTS.faultSentinelPause.base;
 
 describe('fault: sentinel master paused (SIGSTOP 4 s)', () => {
   let topology: RunningTopology;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { restartNode, startTopology, stopNode, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { killAll, type Worker } from '../support/workers';
 import { analyse, counterReaches, counterServer, epochNow, printReport, Race, RACERS, sleep } from './support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * Issue #13, a single Redis restarted EMPTY (no persistence) under load: 8 processes race on one key
@@ -10,7 +11,7 @@ import { analyse, counterReaches, counterServer, epochNow, printReport, Race, RA
  * learns at its next renewal that its long-held lock is gone (its signal aborts with LockLostError).
  * Private server on port 7310.
  */
-const BASE_PORT = 7310;
+const BASE_PORT = PRIVATE_PORTS.faultSingleRestart.base;
 const WATCHDOG_MS = 3_000;
 
 describe('fault: single Redis restarted empty', () => {

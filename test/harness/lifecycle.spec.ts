@@ -17,8 +17,9 @@ import {
   stopTopology,
 } from '../../scripts/redis-topology';
 import { waitFor } from '../support/wait';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
-const BASE_PORT = 7210;
+const BASE_PORT = PRIVATE_PORTS.harnessLifecycle.base;
 
 async function masterLinkStatus(port: number): Promise<string | undefined> {
   const client = new Redis({ port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });

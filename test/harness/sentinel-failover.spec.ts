@@ -6,8 +6,9 @@ import Redis from 'ioredis';
 import { RunningTopology, startTopology, stopNode, stopTopology } from '../../scripts/redis-topology';
 import { uniqueKey } from '../support/topologies';
 import { waitFor } from '../support/wait';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
-const BASE_PORT = 7200;
+const BASE_PORT = PRIVATE_PORTS.harnessSentinelFailover.base;
 
 /** The master port a sentinel currently reports (one short-lived connection per call). */
 async function reportedMasterPort(sentinel: { host: string; port: number }, name: string): Promise<number> {

@@ -4,6 +4,7 @@ import { signalNode, startTopology, stopTopology, type RunningTopology } from '.
 import { lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** RedLock over five independent masters. Killing masters happens on a private topology (7230). */
 describe('RedLock', () => {
@@ -97,7 +98,7 @@ describe('RedLock', () => {
     let ports: number[];
 
     beforeAll(async () => {
-      topology = await startTopology('multi', { basePort: 7230 });
+      topology = await startTopology('multi', { basePort: PRIVATE_PORTS.redLock.base });
       ports = topology.masters.map((m) => m.port);
     }, 60_000);
     afterAll(async () => {

@@ -5,6 +5,7 @@ import { createLockClient, LockClient, runInLockScope } from '../../lib';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import type { ClientIndex } from './steps';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * What the lock model runs against: a private redis-server (SIGSTOP is a fault here, so never the
@@ -16,7 +17,7 @@ import type { ClientIndex } from './steps';
  */
 
 /** Port of the private server (claimed in scripts/redis-topology.ts's header). */
-export const MODEL_BASE_PORT = 7386;
+export const MODEL_BASE_PORT = PRIVATE_PORTS.model.base;
 
 /** Every client's watchdog lease: renewed every third of it. */
 export const WATCHDOG_MS = 4_000;

@@ -15,13 +15,14 @@ import {
 } from '../../scripts/redis-topology';
 import { eventually } from '../support/engine';
 import { listen } from './nest-support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /**
  * The terminus health indicator (`nestjs-redis-lock/health`) against a real Redis that goes down and
  * comes back: private single server on 7226, since it is stopped here.
  */
 /** Private port (scripts/redis-topology.ts); the server listens on it moved by REDIS_TOPOLOGY_PORT_SHIFT. */
-const BASE_PORT = 7226;
+const BASE_PORT = PRIVATE_PORTS.nestHealth.base;
 const PORT = BASE_PORT + portShift();
 
 @Controller('health')

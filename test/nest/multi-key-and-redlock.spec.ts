@@ -18,9 +18,10 @@ import { portShift, startTopology, stopTopology, type RunningTopology } from '..
 import { connect, eventually, sleep, testPrefix } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { connectionsNamed, lockKey, lockOptions } from './nest-support';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** A RedLock master started mid-test (private port; see scripts/redis-topology.ts). */
-const LATE_BASE_PORT = 7396;
+const LATE_BASE_PORT = PRIVATE_PORTS.lateRedLock.base;
 /** Where it listens: moved by REDIS_TOPOLOGY_PORT_SHIFT, as every topology is. */
 const LATE_PORT = LATE_BASE_PORT + portShift();
 
