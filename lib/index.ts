@@ -33,8 +33,8 @@ export type {
 // The lock engine: a client, the locks it hands out (types: get them from the client), and the
 // two locks built over several.
 export { LockClient, type LockClientOptions } from './engine/client/lock-client';
-export { MultiLock, type MultiLockContext } from './engine/kinds/multi-lock';
-export { RedLock, type RedLockOptions } from './engine/kinds/red-lock';
+export { MultiLock, type MultiLockContext } from './engine/groups/multi-lock';
+export { RedLock, type RedLockOptions } from './engine/groups/red-lock';
 export { runInLockScope } from './engine/holds/owner-scope';
 export type { LockTelemetryOptions } from './engine/client/telemetry';
 export type { ReentrantLock } from './engine/kinds/reentrant-lock';
@@ -43,9 +43,9 @@ export type { SimpleLock, SimpleLockOptions, SimpleLockContext } from './engine/
 export type { ReadWriteLock, ReadLock, WriteLock, ReadWriteLockOptions } from './engine/kinds/read-write-lock';
 export type { Semaphore, SemaphoreOptions, PermitAcquireOptions } from './engine/kinds/semaphore';
 export type { LockBase, WithLockOptions } from './engine/kinds/lock-base';
-export type { GroupLockContext, GroupLockHandle } from './engine/kinds/group-lock';
-export type { MultiLockHandle } from './engine/kinds/multi-lock';
-export type { RedLockHandle } from './engine/kinds/red-lock-handle';
+export type { GroupLockContext, GroupLockHandle } from './engine/groups/group-lock';
+export type { MultiLockHandle } from './engine/groups/multi-lock';
+export type { RedLockHandle } from './engine/groups/red-lock-handle';
 export type { LockHandle, LockContext, ReleaseOutcome } from './engine/holds/lock-handle';
 export type { AcquireOptions } from './engine/kinds/options';
 export type {

@@ -15,7 +15,7 @@ import { replicaSyncProblems } from '../../engine/redis/replica-sync';
 import { telemetryProblems } from '../../engine/client/telemetry';
 import type { ConnectionOptions } from '../../connection/connection-options';
 import type { RedisDeployment } from '../../connection/redis-deployment';
-import type { RedLockOptions } from '../../engine/kinds/red-lock';
+import type { RedLockOptions } from '../../engine/groups/red-lock';
 import { messages } from '../redis-lock.messages';
 
 /**

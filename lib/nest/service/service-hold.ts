@@ -1,4 +1,4 @@
-import type { GroupLockContext } from '../../engine/kinds/group-lock';
+import type { GroupLockContext } from '../../engine/groups/group-lock';
 import type { LockContext, ReleaseOutcome } from '../../engine/holds/lock-handle';
 import type { ActiveLock } from './active-lock';
 

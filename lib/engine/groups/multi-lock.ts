@@ -1,11 +1,11 @@
 import { monotonicNow } from '../util/clock';
 import { LockOptionsError } from '../errors';
 import { GroupLock, type GroupLockContext, type GroupLockHandle } from './group-lock';
-import type { LockBase } from './lock-base';
+import type { LockBase } from '../kinds/lock-base';
 import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
 import type { LockLogger } from '../util/logger';
 import { multiLockMembers } from './multi-lock-members';
-import { checkAcquireOptions, type AcquireOptions } from './options';
+import { checkAcquireOptions, type AcquireOptions } from '../kinds/options';
 import type { OwnerScope } from '../holds/owner-scope';
 
 /** What the work inside a MultiLock or RedLock can use. */
