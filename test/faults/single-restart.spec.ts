@@ -74,6 +74,14 @@ describe('fault: single Redis restarted empty', () => {
         });
         expect(report.doubleGrants).toBe(0);
         expect(report.lostUpdates).toBe(0);
+        // The restart lost every counter: tokens still only grow (they never fall below Redis's clock), so a
+        // resource that stored a token before the fault accepts the holders after it.
+        const sections = results.flatMap((r) => r.sections);
+        const before = sections.filter(([, , end]) => end < downAt).map(([, , , token]) => token);
+        const after = sections.filter(([, start]) => start > upAt).map(([, , , token]) => token);
+        expect(before.length).toBeGreaterThan(0);
+        expect(after.length).toBeGreaterThan(0);
+        expect(Math.min(...after)).toBeGreaterThan(Math.max(...before));
         expect(firstAfterRestart).toBeLessThanOrEqual(1_000);
         for (const side of sides) {
           expect(side.reason).toBe('not-owner'); // a renewal found the lock gone
