@@ -5,7 +5,7 @@ import { RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
-import type { AcquireOptions } from './options';
+import { checkAcquireOptions, type AcquireOptions } from './options';
 import type { Grant, LockSide, WaitBehaviour } from './lock-side';
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
@@ -23,6 +23,60 @@ const FAILOVER_CHECK_TIMEOUTS = 3;
 
 /** The grant went down with the master that made it: wait again on the master that serves the key now. */
 export const LOST_IN_FAILOVER = Symbol('lost in failover');
+
+/**
+ * One `lock()` / `tryLock()` of `side` (`defaultWaitTime`: when the caller gives no waitTime): the
+ * handle, or the refusing holder's TTL when the wait ran out. Reports `acquired` / `timedOut`, and
+ * waits again on the new master when a grant was lost in a failover.
+ */
+export async function acquireLock(
+  side: LockSide,
+  given: AcquireOptions,
+  defaultWaitTime?: number,
+): Promise<LockHandle | { ttl: number }> {
+  const { engine, name, kind } = side;
+  const options = checkAcquireOptions(name, given, defaultWaitTime);
+  const owner = side.ownerFor(options.owner);
+  const leaseTime = options.leaseTime ?? side.defaultLeaseTime();
+  const behaviour = side.waitBehaviour(owner);
+  const { label } = options;
+  // A release of this owner's hold still being retried must land first: sent after a new grant,
+  // a repeat of it could release that grant.
+  const settling = engine.registry.settled(side.keys.lock, owner);
+  if (settling) await settling;
+  const startedAt = monotonicNow();
+  const leaseMs = leaseTime ?? engine.watchdogTimeout;
+  const call = new LockAcquisition(side, { owner, options, leaseMs, watched: leaseTime === undefined, behaviour });
+  try {
+    const outcome = await call.run();
+    if (outcome === LOST_IN_FAILOVER) {
+      // The grant went down with the master that made it: wait for the lock again, for what is
+      // left of waitTime, on the master that serves it now.
+      const { waitTime } = options;
+      const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
+      return await acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+    }
+    if (outcome instanceof LockHandle) {
+      engine.lockEvent('acquired', () => ({
+        name,
+        kind,
+        owner: outcome.owner,
+        label,
+        fencingToken: outcome.fencingToken,
+        waitedMs: monotonicNow() - startedAt,
+        reentered: outcome.holdCount > 1,
+      }));
+      return outcome;
+    }
+    await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0);
+    engine.lockEvent('timedOut', () => ({ name, kind, owner, label, waitedMs: monotonicNow() - startedAt }));
+    return outcome;
+  } catch (error) {
+    call.giveUp();
+    await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
+    throw error;
+  }
+}
 
 /** What one acquisition call asks for, its options checked. */
 export interface AcquireRequest {

@@ -1,4 +1,3 @@
-import { monotonicNow } from '../util/clock';
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
 import { bounded } from '../redis/bounded';
@@ -8,11 +7,10 @@ import { LockAcquireTimeoutError, LockNotHeldError } from '../errors';
 import type { HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
-import { checkAcquireOptions, type AcquireOptions } from './options';
+import type { AcquireOptions } from './options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
 import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { FORCE_UNLOCK, HOLD_STATE, PASS_WAKE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
-import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { refreshSlotsSoon } from '../redis/slot-refresh';
 import type { LockKindName } from '../client/lock-events';
 import type { LockLogger } from '../util/logger';
@@ -21,8 +19,8 @@ import { withLock } from './with-lock';
 import type { ReleaseReplayer } from '../holds/recent-releases';
 import type { HandOver } from '../turns/process-turns';
 import { LockTurns } from '../turns/lock-turns';
-import { LockAcquisition, LOST_IN_FAILOVER } from './lock-acquisition';
-import { LockRelease } from './lock-release';
+import { acquireLock } from './lock-acquisition';
+import { LockRelease, sendUntilAnswered } from './lock-release';
 import { extendHold } from './lock-renewal';
 import type { AttemptRequest, Grant, HoldFacts, LockSide, RawRelease, WaitBehaviour } from './lock-side';
 
@@ -73,6 +71,11 @@ export abstract class LockBase implements ReleaseReplayer {
       turns: () => this.turns,
       bounded: (operation, what) => this.bounded(operation, what),
       holderFor: (owner) => this.holderFor(owner),
+      // Outside any scope every acquisition gets its own owner, so unrelated callers never share a hold.
+      ownerFor: (explicit) => explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${randomUUID()}`,
+      defaultLeaseTime: () => this.defaultLeaseTime,
+      waitBehaviour: (owner) => this.waitBehaviour(owner),
+      abandonWait: (owner, waiterId, waited) => this.abandonWait(owner, waiterId, waited),
       attempt: (request) => this.attempt(request),
       grantOfUnknownAttempt: (holder, holdId) => this.grantOfUnknownAttempt(holder, holdId),
       releaseOnce: (owner, leaseMs, holdId, handOver) => this.releaseOnce(owner, leaseMs, holdId, handOver),
@@ -219,7 +222,7 @@ export abstract class LockBase implements ReleaseReplayer {
    * try { await work(handle.signal); } finally { await handle.release(); }
    */
   async lock(options: AcquireOptions = {}): Promise<LockHandle> {
-    const outcome = await this.acquire(options);
+    const outcome = await acquireLock(this.side, options);
     if (outcome instanceof LockHandle) return outcome;
     throw new LockAcquireTimeoutError(this.name, options.waitTime ?? 0, outcome.ttl > 0 ? outcome.ttl : undefined);
   }
@@ -227,7 +230,7 @@ export abstract class LockBase implements ReleaseReplayer {
   /** Acquires within `waitTime` (default 0: one attempt) or resolves `null`. */
   async tryLock(options: AcquireOptions = {}): Promise<LockHandle | null> {
     // Only undefined means "not given": null and other values are checked as the caller's.
-    const outcome = await this.acquire(options, 0);
+    const outcome = await acquireLock(this.side, options, 0);
     return outcome instanceof LockHandle ? outcome : null;
   }
 
@@ -289,16 +292,9 @@ export abstract class LockBase implements ReleaseReplayer {
     return raw === 'kept' ? 'released' : raw;
   }
 
-  /**
-   * Sends an operation that is safe to repeat (it carries an id of its call), and again while Redis
-   * cannot be reached, so that a lost reply still gets a final answer: a copy whose reply never comes
-   * is given up on after one operationTimeout, and the next goes out on the connection that replaced
-   * it. Bounded: past two operationTimeouts the caller gets RedisUnavailableError.
-   */
+  /** Sends a call that is safe to repeat until it has a final answer (see sendUntilAnswered). */
   protected sendOnce<T>(send: () => Promise<T>): Promise<T> {
-    const { redis, operationTimeout } = this.engine;
-    const until = monotonicNow() + 2 * operationTimeout;
-    return retryWhileUnreachable(send, { redis, operationTimeout, until, key: this.name, name: 'unlock' });
+    return sendUntilAnswered(this.side, send);
   }
 
   /** Whether anyone holds the lock. */
@@ -337,72 +333,11 @@ export abstract class LockBase implements ReleaseReplayer {
     return scope ? `${this.engine.clientId}:${scope.id}` : undefined;
   }
 
-  /** Outside any scope every acquisition gets its own owner, so unrelated callers never share a hold. */
-  private ownerForAcquire(explicit: string | undefined): string {
-    return explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${randomUUID()}`;
-  }
-
   protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
     const onUnavailable = this.engine.redis.isCluster ? () => refreshSlotsSoon(this.engine.redis) : undefined;
     const readOnlyIsFinal = writesToFixedServer(this.engine.redis);
     const describe = { key: this.name, name: what, onUnavailable, readOnlyIsFinal };
     return bounded(operation, this.engine.operationTimeout, describe, onLate);
-  }
-
-  private async acquire(options: AcquireOptions, defaultWaitTime?: number): Promise<LockHandle | { ttl: number }> {
-    options = checkAcquireOptions(this.name, options, defaultWaitTime);
-    const owner = this.ownerForAcquire(options.owner);
-    const leaseTime = options.leaseTime ?? this.defaultLeaseTime;
-    const behaviour = this.waitBehaviour(owner);
-    const { label } = options;
-    // A release of this owner's hold still being retried must land first: sent after a new grant,
-    // a repeat of it could release that grant.
-    const settling = this.engine.registry.settled(this.keys.lock, owner);
-    if (settling) await settling;
-    const startedAt = monotonicNow();
-    const leaseMs = leaseTime ?? this.engine.watchdogTimeout;
-    const call = new LockAcquisition(this.side, {
-      owner,
-      options,
-      leaseMs,
-      watched: leaseTime === undefined,
-      behaviour,
-    });
-    try {
-      const outcome = await call.run();
-      if (outcome === LOST_IN_FAILOVER) {
-        // The grant went down with the master that made it: wait for the lock again, for what is
-        // left of waitTime, on the master that serves it now.
-        const { waitTime } = options;
-        const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
-        return await this.acquire({ ...options, waitTime: left }, defaultWaitTime);
-      }
-      if (outcome instanceof LockHandle) {
-        this.engine.lockEvent('acquired', () => ({
-          name: this.name,
-          kind: this.kind,
-          owner: outcome.owner,
-          label,
-          fencingToken: outcome.fencingToken,
-          waitedMs: monotonicNow() - startedAt,
-          reentered: outcome.holdCount > 1,
-        }));
-        return outcome;
-      }
-      await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0);
-      this.engine.lockEvent('timedOut', () => ({
-        name: this.name,
-        kind: this.kind,
-        owner,
-        label,
-        waitedMs: monotonicNow() - startedAt,
-      }));
-      return outcome;
-    } catch (error) {
-      call.giveUp();
-      await this.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
-      throw error;
-    }
   }
 
   private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {

@@ -9,6 +9,18 @@ import type { HandOver } from '../turns/process-turns';
 import type { LockSide, RawRelease } from './lock-side';
 
 /**
+ * Sends an operation that is safe to repeat (it carries an id of its call), and again while Redis
+ * cannot be reached, so that a lost reply still gets a final answer: a copy whose reply never comes
+ * is given up on after one operationTimeout, and the next goes out on the connection that replaced
+ * it. Bounded: past two operationTimeouts the caller gets RedisUnavailableError.
+ */
+export function sendUntilAnswered<T>(side: Pick<LockSide, 'engine' | 'name'>, send: () => Promise<T>): Promise<T> {
+  const { redis, operationTimeout } = side.engine;
+  const until = monotonicNow() + 2 * operationTimeout;
+  return retryWhileUnreachable(send, { redis, operationTimeout, until, key: side.name, name: 'unlock' });
+}
+
+/**
  * The releases of one lock's holds recorded by this client (`held.release()`). A release Redis cannot
  * take (see isOutage) is sent again (it is idempotent) until it lands or the lease has certainly ended,
  * so a failover never leaves the lock behind for a lease; the caller hears 'pending' if none landed

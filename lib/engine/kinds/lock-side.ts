@@ -67,6 +67,14 @@ export interface LockSide {
   bounded<T>(operation: Promise<T>, what: string): Promise<T>;
   /** The id a grant is recorded and released under: the owner, or a token per attempt (simple lock). */
   holderFor(owner: string): string;
+  /** The owner an acquisition holds for: `explicit`, else the current scope's, else a fresh one. */
+  ownerFor(explicit: string | undefined): string;
+  /** The lease when the caller gives none; undefined = the watchdog's lease, renewed while held. */
+  defaultLeaseTime(): number | undefined;
+  /** How this kind's waiters for `owner` wait (see LockBase.waitBehaviour). */
+  waitBehaviour(owner: string): WaitBehaviour;
+  /** A wait that ended without the lock (see LockBase.abandonWait). */
+  abandonWait(owner: string, waiterId: string | undefined, waited: boolean): Promise<void>;
   /** One acquisition attempt (see LockBase.attempt). */
   attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
   /** Whether an attempt whose reply never came was granted (see LockBase.grantOfUnknownAttempt). */
