@@ -40,14 +40,16 @@ export type { LockTelemetryOptions } from './engine/client/telemetry';
 export type { ReentrantLock } from './engine/kinds/reentrant-lock';
 export type { FairLock, FairLockOptions } from './engine/kinds/fair-lock';
 export type { SimpleLock, SimpleLockOptions, SimpleLockContext } from './engine/kinds/simple-lock';
-export type { ReadWriteLock, ReadLock, WriteLock, ReadWriteLockOptions } from './engine/kinds/read-write-lock';
+export type { ReadWriteLock } from './engine/kinds/read-write-lock';
+export type { ReadLock } from './engine/kinds/read-lock';
+export type { WriteLock, ReadWriteLockOptions } from './engine/kinds/write-lock';
 export type { Semaphore, SemaphoreOptions, PermitAcquireOptions } from './engine/kinds/semaphore';
-export type { LockBase, WithLockOptions } from './engine/kinds/lock-base';
+export type { LockBase, WithLockOptions } from './engine/lock/lock-base';
 export type { GroupLockContext, GroupLockHandle } from './engine/groups/group-lock';
-export type { MultiLockHandle } from './engine/groups/multi-lock';
+export type { MultiLockHandle } from './engine/groups/multi-lock-handle';
 export type { RedLockHandle } from './engine/groups/red-lock-handle';
 export type { LockHandle, LockContext, ReleaseOutcome } from './engine/holds/lock-handle';
-export type { AcquireOptions } from './engine/kinds/options';
+export type { AcquireOptions } from './engine/lock/acquire-options';
 export type {
   LockClientEvents,
   LockAcquiredEvent,

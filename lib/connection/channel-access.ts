@@ -1,7 +1,7 @@
 import { bounded } from '../engine/redis/bounded';
 import { RedisRefusedError } from '../engine/errors';
 import { ioredisKeyPrefix } from '../engine/redis/redis-client';
-import type { RedisDeployment } from './redis-deployment';
+import type { RedisDeployment } from './deployments/redis-deployment';
 
 /**
  * Checks at start-up that the connection's Redis user may publish and subscribe on the lock channels.

@@ -2,7 +2,7 @@ import { monotonicNow } from '../engine/util/clock';
 import type { Cluster, Redis } from 'ioredis';
 import { revivedAfterEnd } from '../engine/redis/connection-end';
 import { reconnectDelay } from './redis-options';
-import { refusedSettings } from './refused-settings';
+import { refusedSettings } from './checks/refused-settings';
 
 type Connection = Redis | Cluster;
 

@@ -4,10 +4,10 @@ import { DEFAULT_OPERATION_TIMEOUT, engineOf, LockClient, type LockClientOptions
 import { checkDuration, MAX_TIMEOUT_MS, TIMEOUT_RULE } from '../engine/util/validation';
 import { checkChannelAccess } from './channel-access';
 import type { ConnectionOptions } from './connection-options';
-import { createDeployment, isRedisDeployment } from './create-deployment';
-import { connectionProblem, warnWhenRefused } from './refused-settings';
+import { createDeployment, isRedisDeployment } from './deployments/create-deployment';
+import { connectionProblem, warnWhenRefused } from './checks/refused-settings';
 import { describeConnection } from './describe-connection';
-import type { RedisDeployment } from './redis-deployment';
+import type { RedisDeployment } from './deployments/redis-deployment';
 
 /** Everything a LockClient takes besides its connections. */
 export type LockClientSettings = Omit<

@@ -1,7 +1,7 @@
 import { DEFAULT_REDIS_PORT, formatHostPort as address, redisUrlAddress } from './addresses';
 import type { ConnectionOptions } from './connection-options';
-import { isRedisDeployment } from './create-deployment';
-import type { RedisDeployment } from './redis-deployment';
+import { isRedisDeployment } from './deployments/create-deployment';
+import type { RedisDeployment } from './deployments/redis-deployment';
 
 /** Where we tried to connect, without credentials. */
 export function describeConnection(connection: ConnectionOptions | RedisDeployment): string {

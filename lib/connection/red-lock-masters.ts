@@ -10,7 +10,7 @@ import {
   type LockClientSettings,
 } from './create-lock-client';
 import { describeConnection } from './describe-connection';
-import type { RedisDeployment } from './redis-deployment';
+import type { RedisDeployment } from './deployments/redis-deployment';
 
 /** How long the other masters may still take once a majority is ready, before start-up goes on without them. */
 export const REDLOCK_STRAGGLER_GRACE_MS = 500;

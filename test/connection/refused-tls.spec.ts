@@ -1,5 +1,5 @@
 import { ConnectionConfigError } from '../../lib';
-import { refusedTls } from '../../lib/connection/refused-tls';
+import { refusedTls } from '../../lib/connection/checks/refused-tls';
 
 /**
  * How a TLS failure's message maps to the setting to fix. The messages are the ones Node and OpenSSL

@@ -1,7 +1,7 @@
 import type { LockClient, LockHandle } from '../../lib';
 import { runInLockScope } from '../../lib';
 import { engineOf } from '../../lib/internal';
-import { QUIET_RECHECK_MS } from '../../lib/engine/kinds/lock-base';
+import { QUIET_RECHECK_MS } from '../../lib/engine/lock/lock-base';
 import { killAll, startWorker, type Worker } from '../support/workers';
 import {
   eventually,

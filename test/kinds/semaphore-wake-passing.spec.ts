@@ -1,5 +1,5 @@
 import type { LockHandle, Semaphore } from '../../lib';
-import { QUIET_RECHECK_MS } from '../../lib/engine/kinds/lock-base';
+import { QUIET_RECHECK_MS } from '../../lib/engine/lock/lock-base';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 /**

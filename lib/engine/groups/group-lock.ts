@@ -1,9 +1,9 @@
 import { LockAcquireTimeoutError } from '../errors';
 import type { ReleaseOutcome } from '../holds/lock-handle';
 import type { LockLogger } from '../util/logger';
-import type { AcquireOptions } from '../kinds/options';
+import type { AcquireOptions } from '../lock/acquire-options';
 import { runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
-import { withLock } from '../kinds/with-lock';
+import { withLock } from '../lock/with-lock';
 
 /** What a lock spanning several locks (MultiLock) or masters (RedLock) hands to its holder. */
 export interface GroupLockContext {

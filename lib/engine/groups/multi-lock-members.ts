@@ -1,6 +1,6 @@
 import { deploymentIdentity } from '../redis/deployment-identity';
 import { LockOptionsError } from '../errors';
-import type { LockBase } from '../kinds/lock-base';
+import type { LockBase } from '../lock/lock-base';
 import { ioredisKeyPrefix } from '../redis/redis-client';
 
 /** What places one lock in the order every process takes a MultiLock's locks in. */

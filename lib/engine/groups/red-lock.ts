@@ -12,7 +12,7 @@ import type { LockHandle } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
-import { assertAcquireOptions, type AcquireOptions } from '../kinds/options';
+import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
 import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { SimpleLock } from '../kinds/simple-lock';
 import type { EmitLockEvent } from '../client/lock-events';

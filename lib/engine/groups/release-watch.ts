@@ -1,5 +1,5 @@
 import { onAbort } from '../waiting/abort-fan-out';
-import type { WaitTicket } from '../waiting/waiters';
+import type { WaitTicket } from '../waiting/wait-ticket';
 import { MAX_TIMER_MS } from '../util/long-timer';
 
 /**

@@ -1,4 +1,4 @@
-import type { Grant } from '../kinds/lock-base';
+import type { Grant } from '../lock/lock-base';
 import type { ClaimReply } from '../scripts/replies';
 
 /**

@@ -5,9 +5,15 @@ import type { Attempt } from '../waiting/acquire-loop';
 import type { LockKindName } from '../client/lock-events';
 import type { EngineContext } from '../client/engine-context';
 import { HashLock } from './hash-lock';
-import { attemptOutcome, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from './lock-base';
+import {
+  attemptOutcome,
+  type AttemptRequest,
+  type Grant,
+  type RawRelease,
+  type WaitBehaviour,
+} from '../lock/lock-base';
 import type { LockHandle } from '../holds/lock-handle';
-import type { AcquireOptions } from './options';
+import type { AcquireOptions } from '../lock/acquire-options';
 import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
 import type { HandOver } from '../turns/process-turns';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';

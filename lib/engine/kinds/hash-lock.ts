@@ -1,5 +1,5 @@
 import type { RenewalKind } from '../holds/held-lock';
-import { LockBase } from './lock-base';
+import { LockBase } from '../lock/lock-base';
 
 /**
  * What the reentrant and fair locks share, and only that: the lock is one hash of owner -> hold

@@ -1,7 +1,7 @@
 import type { Attempt } from '../waiting/acquire-loop';
 import type { LockKindName } from '../client/lock-events';
 import { HashLock } from './hash-lock';
-import { attemptOutcome, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
+import { attemptOutcome, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from '../lock/lock-base';
 import type { HandOver } from '../turns/process-turns';
 import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
 import { CLAIM_ATTEMPT, LOCK, UNLOCK } from '../scripts/catalog';

@@ -5,12 +5,19 @@ import type { EngineContext } from '../client/engine-context';
 import type { HeldLock, RenewalKind } from '../holds/held-lock';
 import { LockNotHeldError } from '../errors';
 import type { LockKeys } from '../redis/keys';
-import { attemptOutcome, LockBase, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from './lock-base';
+import {
+  attemptOutcome,
+  LockBase,
+  type Grant,
+  type RawRelease,
+  type AttemptRequest,
+  waitingFlag,
+} from '../lock/lock-base';
 import type { LockContext, ReleaseOutcome } from '../holds/lock-handle';
-import { assertAcquireOptions, type AcquireOptions } from './options';
+import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
 import { assertOptionsObject, checkDuration, LEASE_RULE, WAIT_RULE } from '../util/validation';
 import { runInLockScope } from '../holds/owner-scope';
-import { withLock } from './with-lock';
+import { withLock } from '../lock/with-lock';
 import type { HandOver } from '../turns/process-turns';
 import { SIMPLE_LOCK, SIMPLE_UNLOCK } from '../scripts/catalog';
 

@@ -1,6 +1,7 @@
 import type { HandOver } from '../turns/process-turns';
 import type { PublishCommand } from '../redis/redis-client';
-import { arg, asIs, defineScript, num, str, VariableKeysScript, yesNo } from './lua-script';
+import { arg, asIs, defineScript, num, str, yesNo } from './lua-script';
+import { VariableKeysScript } from './variable-keys-script';
 import type {
   AttemptReply,
   AttemptStatus,

@@ -1,6 +1,5 @@
-import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../redis/redis-client';
-import { loadedScript, queueScriptCall, sendScript, type LoadedScript, type ScriptArg } from './loader';
+import { loadedScript, sendScript, type LoadedScript, type ScriptArg } from './loader';
 
 /** The type of one script argument, as `defineScript` declares it (a marker: it holds no value). */
 export interface Arg<T extends ScriptArg> {
@@ -77,30 +76,6 @@ export class LuaScript<K extends string, A, R> {
     for (const name of names) argv[i++] = keys[name];
     for (const name of this.argNames) argv[i++] = (args as Record<string, ScriptArg>)[name];
     return argv;
-  }
-}
-
-/** A script taking any number of keys (`-n.lua`), laid out by its caller. */
-export class VariableKeysScript<R> {
-  private loaded?: LoadedScript;
-
-  constructor(
-    readonly file: string,
-    private readonly reply: (raw: unknown) => R,
-  ) {}
-
-  run(redis: RedisClient, keys: readonly string[], args: readonly ScriptArg[]): Promise<R> {
-    const sent = sendScript<unknown>(redis, this.script, [this.script.sha, keys.length, ...keys, ...args]);
-    return this.reply === asIs ? (sent as Promise<R>) : sent.then(this.reply);
-  }
-
-  /** Queues a call on a pipeline whose client has the scripts registered; its reply is the pipeline's. */
-  queue(pipeline: ChainableCommander, keys: readonly string[], args: readonly ScriptArg[]): void {
-    queueScriptCall(pipeline, this.script, [keys.length, ...keys, ...args]);
-  }
-
-  private get script(): LoadedScript {
-    return (this.loaded ??= loadedScript(this.file));
   }
 }
 

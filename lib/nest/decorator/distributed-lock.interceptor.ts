@@ -22,6 +22,7 @@ import type { HandlerInvocation } from './handler-invocation';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
 import { LockKeyError } from '../errors/lock-key-error';
 import { LockModuleClosedError } from '../errors/lock-module-closed-error';
+import { ClientGoneError } from '../errors/client-gone-error';
 import { lockedObservable } from './locked-observable';
 import { lockSpecOf, type LockSpec } from './lock-spec';
 import { LockService } from '../service/lock.service';
@@ -31,8 +32,6 @@ import { messages } from '../redis-lock.messages';
 
 /** Nginx's "client closed request": what a request that left while waiting gets (nobody reads it). */
 const CLIENT_CLOSED_REQUEST = 499;
-
-class ClientGone extends Error {}
 
 /**
  * Runs a handler decorated with `@DistributedLock()` (on the method or its class) holding its lock,
@@ -149,7 +148,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
     ) {
       return new ServiceUnavailableException(messages.httpUnavailable(), { cause: error });
     }
-    if (error instanceof ClientGone) {
+    if (error instanceof ClientGoneError) {
       return new HttpException(messages.httpClientGone(), CLIENT_CLOSED_REQUEST, { cause: error });
     }
     return error;
@@ -161,7 +160,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
     const raw = (response?.raw ?? response) as Partial<NodeJS.EventEmitter> & { writableEnded?: boolean };
     if (typeof raw?.once !== 'function' || typeof raw.removeListener !== 'function') return () => undefined;
     const onClose = () => {
-      if (!raw.writableEnded) abort(new ClientGone(messages.httpClientGone()));
+      if (!raw.writableEnded) abort(new ClientGoneError(messages.httpClientGone()));
     };
     raw.once('close', onClose);
     return () => raw.removeListener!('close', onClose);

@@ -2,7 +2,7 @@ import { monotonicNow } from '../../engine/util/clock';
 import { finished } from 'node:stream';
 import { Observable, type Subscription } from 'rxjs';
 import type { RedisLockRuntime } from '../module/redis-lock.runtime';
-import { warnReleaseFailed } from '../../engine/kinds/with-lock';
+import { warnReleaseFailed } from '../../engine/lock/with-lock';
 import { runWithActiveLock } from '../service/active-lock.store';
 import { cancellableLock, type ServiceHold } from '../service/service-hold';
 import { LockCallCancelledError } from '../errors/lock-call-cancelled-error';

@@ -1,6 +1,6 @@
 import type { RedisLockClientOptions } from '../../connection/create-lock-client';
 import { MAX_TURN_MS } from '../../engine/turns/process-turns';
-import { connectionProblems, isRedisDeployment } from '../../connection/create-deployment';
+import { connectionProblems, isRedisDeployment } from '../../connection/deployments/create-deployment';
 import {
   durationProblem,
   IDLE_KEY_TTL_RULE,
@@ -14,7 +14,7 @@ import {
 import { replicaSyncProblems } from '../../engine/redis/replica-sync';
 import { telemetryProblems } from '../../engine/client/telemetry';
 import type { ConnectionOptions } from '../../connection/connection-options';
-import type { RedisDeployment } from '../../connection/redis-deployment';
+import type { RedisDeployment } from '../../connection/deployments/redis-deployment';
 import type { RedLockOptions } from '../../engine/groups/red-lock';
 import { messages } from '../redis-lock.messages';
 

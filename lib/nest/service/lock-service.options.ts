@@ -1,4 +1,4 @@
-import type { AcquireOptions } from '../../engine/kinds/options';
+import type { AcquireOptions } from '../../engine/lock/acquire-options';
 
 /**
  * The lock kinds one Redis deployment offers: `reentrant` (Redisson RLock, the default), `fair`

@@ -1,5 +1,5 @@
-import { ConnectionConfigError } from '../engine/errors';
-import { settledWithin } from '../engine/util/sleep';
+import { ConnectionConfigError } from '../../engine/errors';
+import { settledWithin } from '../../engine/util/sleep';
 import { errorMessages, FROM_SENTINELS } from './refused-credentials';
 import { masterNamedBy, tlsHandshakeError, type TlsTarget } from './tls-probe';
 

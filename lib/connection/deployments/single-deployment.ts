@@ -1,8 +1,8 @@
 import Redis from 'ioredis';
-import { DEFAULT_REDIS_PORT } from './addresses';
+import { DEFAULT_REDIS_PORT } from '../addresses';
 import { BaseDeployment } from './base-deployment';
-import type { SingleConnectionOptions } from './connection-options';
-import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
+import type { SingleConnectionOptions } from '../connection-options';
+import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from '../redis-options';
 
 /** One server: a command connection and its subscriber duplicate. */
 export class SingleDeployment extends BaseDeployment<Redis> {

@@ -1,9 +1,9 @@
-import { ConnectionConfigError } from '../engine/errors';
-import { durationProblem, TIMEOUT_RULE } from '../engine/util/validation';
-import { isHostPort, isPort } from './addresses';
+import { ConnectionConfigError } from '../../engine/errors';
+import { durationProblem, TIMEOUT_RULE } from '../../engine/util/validation';
+import { isHostPort, isPort } from '../addresses';
 import { ClusterDeployment } from './cluster-deployment';
-import type { ConnectionOptions } from './connection-options';
-import { DEPLOY_TYPES } from './connection-options';
+import type { ConnectionOptions } from '../connection-options';
+import { DEPLOY_TYPES } from '../connection-options';
 import { ExistingClientDeployment } from './existing-client-deployment';
 import { MasterSlaveDeployment } from './master-slave-deployment';
 import type { RedisDeployment } from './redis-deployment';

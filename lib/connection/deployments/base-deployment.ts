@@ -1,10 +1,10 @@
 import type { Cluster, Redis } from 'ioredis';
-import { RedisPubSub } from '../engine/waiting/pubsub';
-import type { HostPort } from './connection-options';
-import { DEFAULT_REDIS_PORT } from './addresses';
-import { connectAll, lastConnectionError, quitAll } from './connection-revival';
-import { tlsRefusalWhile } from './refused-tls';
-import type { TlsTarget } from './tls-probe';
+import { RedisPubSub } from '../../engine/waiting/pubsub';
+import type { HostPort } from '../connection-options';
+import { DEFAULT_REDIS_PORT } from '../addresses';
+import { connectAll, lastConnectionError, quitAll } from '../connection-revival';
+import { tlsRefusalWhile } from '../checks/refused-tls';
+import type { TlsTarget } from '../checks/tls-probe';
 import type { RedisDeployment } from './redis-deployment';
 
 type Connection = Redis | Cluster;

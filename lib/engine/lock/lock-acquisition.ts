@@ -5,7 +5,7 @@ import { RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
-import { checkAcquireOptions, type AcquireOptions } from './options';
+import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
 import type { Grant, LockSide, WaitBehaviour } from './lock-side';
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */

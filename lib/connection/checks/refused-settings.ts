@@ -1,8 +1,8 @@
-import { monotonicNow } from '../engine/util/clock';
-import type { ConnectionConfigError } from '../engine/errors';
-import { isError } from '../engine/errors/is-error';
-import type { LockLogger } from '../engine/util/logger';
-import type { RedisClient } from '../engine/redis/redis-client';
+import { monotonicNow } from '../../engine/util/clock';
+import type { ConnectionConfigError } from '../../engine/errors';
+import { isError } from '../../engine/errors/is-error';
+import type { LockLogger } from '../../engine/util/logger';
+import type { RedisClient } from '../../engine/redis/redis-client';
 import { refusedCredentials } from './refused-credentials';
 import { refusedTls } from './refused-tls';
 

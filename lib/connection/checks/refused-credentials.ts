@@ -1,5 +1,5 @@
-import { ConnectionConfigError } from '../engine/errors';
-import { isError } from '../engine/errors/is-error';
+import { ConnectionConfigError } from '../../engine/errors';
+import { isError } from '../../engine/errors/is-error';
 
 /**
  * Redis's answers to credentials it will not take: a wrong password or user (WRONGPASS; "invalid

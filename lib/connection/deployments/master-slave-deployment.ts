@@ -1,9 +1,9 @@
 import Redis from 'ioredis';
-import { ConnectionConfigError } from '../engine/errors';
-import { formatHostPort } from './addresses';
+import { ConnectionConfigError } from '../../engine/errors';
+import { formatHostPort } from '../addresses';
 import { BaseDeployment } from './base-deployment';
-import type { HostPort, MasterSlaveConnectionOptions } from './connection-options';
-import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from './redis-options';
+import type { HostPort, MasterSlaveConnectionOptions } from '../connection-options';
+import { lockConnectionOptions, SUBSCRIBER_OVERRIDES } from '../redis-options';
 
 /**
  * A master with replicas. Locks live on the master only: every lock command and subscription goes

@@ -1,7 +1,7 @@
 import { Cluster } from 'ioredis';
 import { BaseDeployment } from './base-deployment';
-import type { ClusterConnectionOptions } from './connection-options';
-import { lockConnectionOptions, reconnectDelay, SUBSCRIBER_OVERRIDES } from './redis-options';
+import type { ClusterConnectionOptions } from '../connection-options';
+import { lockConnectionOptions, reconnectDelay, SUBSCRIBER_OVERRIDES } from '../redis-options';
 
 /**
  * Redis Cluster. Every script's keys share the lock's hash tag, so each runs on one slot; unlock

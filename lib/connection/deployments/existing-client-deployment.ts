@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
-import { subscriberFor } from '../engine/client/lock-client';
+import { subscriberFor } from '../../engine/client/lock-client';
 import { BaseDeployment } from './base-deployment';
-import type { ExistingClientOptions } from './connection-options';
+import type { ExistingClientOptions } from '../connection-options';
 
 /** A client the user made. We never close it; a subscriber we duplicated from it is ours. */
 export class ExistingClientDeployment extends BaseDeployment<Redis | Cluster> {

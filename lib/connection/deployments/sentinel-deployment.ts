@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { BaseDeployment } from './base-deployment';
-import type { SentinelConnectionOptions } from './connection-options';
-import { DEFAULT_COMMAND_TIMEOUT, lockConnectionOptions, SUBSCRIBER_OVERRIDES, tlsOptions } from './redis-options';
+import type { SentinelConnectionOptions } from '../connection-options';
+import { DEFAULT_COMMAND_TIMEOUT, lockConnectionOptions, SUBSCRIBER_OVERRIDES, tlsOptions } from '../redis-options';
 
 /**
  * A sentinel-managed master. Both connections ask the sentinels for the master, and watch the

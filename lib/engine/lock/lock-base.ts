@@ -7,7 +7,7 @@ import { LockAcquireTimeoutError, LockNotHeldError } from '../errors';
 import type { HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
-import type { AcquireOptions } from './options';
+import type { AcquireOptions } from './acquire-options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
 import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { FORCE_UNLOCK, HOLD_STATE, PASS_WAKE, type HoldKind, type HoldStateReply } from '../scripts/catalog';

@@ -1,6 +1,6 @@
-import type { PubSub } from '../engine/waiting/pubsub';
-import type { PublishCommand, RedisClient } from '../engine/redis/redis-client';
-import type { DeployType, HostPort } from './connection-options';
+import type { PubSub } from '../../engine/waiting/pubsub';
+import type { PublishCommand, RedisClient } from '../../engine/redis/redis-client';
+import type { DeployType, HostPort } from '../connection-options';
 
 /** What the lock engine needs from a deployment; one strategy per deployment type creates it. */
 export interface RedisDeployment {

@@ -1,0 +1,83 @@
+import { ReadWriteSide } from './read-write-side';
+import type { Attempt } from '../waiting/acquire-loop';
+import type { EngineContext } from '../client/engine-context';
+import { LockUpgradeError } from '../errors';
+import type { RenewalKind } from '../holds/held-lock';
+import { attemptOutcome, type Grant, type WaitBehaviour, type AttemptRequest } from '../lock/lock-base';
+import type { LockKindName } from '../client/lock-events';
+import { claimedGrant } from '../holds/hold-id-calls';
+import { checkDuration, TIMEOUT_RULE } from '../util/validation';
+import { CLAIM_ATTEMPT, WRITE_ABANDON, WRITE_LOCK } from '../scripts/catalog';
+
+export interface ReadWriteLockOptions {
+  /**
+   * A waiting writer holds back new readers through an intent it refreshes every third of this
+   * (each retry); an intent not refreshed for this long (its process died) lapses and the readers
+   * it held back go on. Default 5000 ms.
+   */
+  writerIntentTimeout?: number;
+}
+
+export const READ_WRITE_LOCK_DEFAULTS = { writerIntentTimeout: 5_000 } as const;
+
+/**
+ * The write side of a ReadWriteLock (get it with `writeLock()`). A writer that waits registers an
+ * intent that holds back new readers until it gets the lock or gives up.
+ */
+export class WriteLock extends ReadWriteSide {
+  readonly kind: LockKindName = 'write';
+  protected readonly renewal: RenewalKind = 'held';
+  private readonly writerIntentTimeout: number;
+
+  constructor(engine: EngineContext, name: string, options: ReadWriteLockOptions = {}) {
+    super(engine, name, 'write');
+    this.writerIntentTimeout =
+      checkDuration(name, 'writerIntentTimeout', options.writerIntentTimeout, TIMEOUT_RULE) ??
+      READ_WRITE_LOCK_DEFAULTS.writerIntentTimeout;
+  }
+
+  protected override get renewalKeys(): readonly string[] {
+    return (this.writeKeys ??= [this.rw.write, this.rw.writeGrants, this.rw.fence]);
+  }
+
+  private writeKeys?: readonly string[];
+
+  protected async attempt({ owner, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
+    const intent = waiting ? this.writerIntentTimeout : 0;
+    const args = { leaseMs, owner, intentMs: intent, holdId, idleKeyTtl: this.engine.idleKeyTtl };
+    const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, args);
+    if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
+    return attemptOutcome(status, value);
+  }
+
+  /**
+   * Claims the unanswered attempt's write hold if it landed and is held, or cancels the attempt for
+   * good: the reentrant lock's script, on the write side's hash, hold ids and fencing counter.
+   */
+  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
+    const { write: lock, writeGrants: grants, fence } = this.rw;
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, { holdId, owner: holder }));
+  }
+
+  /** One waiter per process retries on a release; every waiter retries every third of the intent timeout, refreshing its intent. */
+  protected override waitBehaviour(): WaitBehaviour {
+    return { channel: this.rw.writeChannel, maxSleep: Math.max(1, Math.floor(this.writerIntentTimeout / 3)) };
+  }
+
+  /** Withdraws the intent, waking the readers it held back (best effort: unwithdrawn, it lapses by itself). */
+  protected override async abandonWait(owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
+    if (!waited) return;
+    const abandon = WRITE_ABANDON.run(this.engine.redis, this.rw, { owner, publish: this.engine.publishCommand });
+    await this.bounded(abandon, 'abandon wait').catch(() => undefined);
+  }
+
+  /** How many write holds the current scope's owner (or `owner`) has; 0 when none. */
+  getHoldCount(owner = this.scopeOwner()): Promise<number> {
+    return this.holdCount(this.rw.write, owner);
+  }
+
+  /** Deletes the write hold whoever holds it and wakes the waiters. True when write-locked. */
+  override forceUnlock(): Promise<boolean> {
+    return this.forceSide('write');
+  }
+}
