@@ -96,7 +96,6 @@ describe.each(deploymentCases())('on $name', ({ name: deployment, connection }) 
         LOCK_NAME: `race-${kind}`,
         COUNTER_KEY: `${prefix}:counter:${kind}`,
         TOKENS_KEY: `${prefix}:tokens:${kind}`,
-        START_AT: Date.now() + 3_000,
         DURATION_MS: 2_000,
       };
       const { total } = await raceCounter(4, env, workers);

@@ -20,7 +20,6 @@ describe('reentrant lock across OS processes', () => {
         LOCK_NAME: `race-${lease}`,
         COUNTER_KEY: `${prefix}:counter:${lease}`,
         TOKENS_KEY: `${prefix}:tokens:${lease}`,
-        START_AT: Date.now() + 3_000, // after every process has started
         DURATION_MS: 3_000,
         ...(lease === 'explicit' ? { LEASE_MS: 5_000 } : {}),
       };

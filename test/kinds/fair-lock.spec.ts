@@ -260,7 +260,6 @@ describe('FairLock', () => {
       LOCK_NAME: name,
       COUNTER_KEY: `${prefix}:counter:${name}`,
       TOKENS_KEY: `${prefix}:tokens:${name}`,
-      START_AT: Date.now() + 3_000,
       DURATION_MS: 3_000,
     };
     const { increments, total } = await raceCounter(8, env, workers);

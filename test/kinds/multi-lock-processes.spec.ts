@@ -1,7 +1,7 @@
 import { createLockClient, type ConnectionOptions } from '../../lib';
 import { connect, testPrefix } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, startTogether, startWorker, type Worker } from '../support/workers';
 
 const ACCOUNTS = ['alice', 'bob', 'carol'];
 const DURATION_MS = 3_000;
@@ -29,22 +29,22 @@ describe.each([
       deployment === 'single'
         ? { type: 'single', ...topology().masters[0] }
         : { type: 'cluster', nodes: topology().masters };
-    const startAt = Date.now() + 3_000;
     const procs = Array.from({ length: 8 }, () =>
       startWorker('transfer-racer.ts', {
         CONNECTION: JSON.stringify(connection),
         KEY_PREFIX: prefix,
         LOCK_KIND: kind,
         ACCOUNTS: ACCOUNTS.join(','),
-        START_AT: startAt,
+        START_AT: 'signal',
         DURATION_MS,
       }),
     );
     workers.push(...procs);
+    await startTogether(procs);
     const deadline = new Promise<never>((_, reject) =>
       setTimeout(
         () => reject(new Error(`deadlocked: ${procs.map((w) => w.describe()).join('\n')}`)),
-        startAt - Date.now() + DURATION_MS + 30_000,
+        DURATION_MS + 30_000,
       ).unref(),
     );
     const results = (await Promise.race([Promise.all(procs.map((w) => w.result)), deadline])) as {
@@ -82,7 +82,6 @@ describe('MultiLock of one name on two servers across OS processes', () => {
       .masters.slice(0, 2)
       .map((m) => m.port);
     const counterKey = `${prefix}:counter`;
-    const startAt = Date.now() + 3_000;
     const procs = [ports, [...ports].reverse()].map((order) =>
       startWorker('tied-names-racer.ts', {
         REDIS_PORTS: order.join(','),
@@ -91,11 +90,12 @@ describe('MultiLock of one name on two servers across OS processes', () => {
         COUNTER_KEY: counterKey,
         COUNTER_PORT: ports[0],
         WAIT_MS: 10_000,
-        START_AT: startAt,
+        START_AT: 'signal',
         DURATION_MS,
       }),
     );
     workers.push(...procs);
+    await startTogether(procs);
     const results = (await Promise.all(procs.map((w) => w.result))) as { sections: number; timedOut: number }[];
     expect(results.map((r) => r.timedOut)).toEqual([0, 0]);
     expect(results.every((r) => r.sections > 0)).toBe(true);

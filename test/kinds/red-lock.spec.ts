@@ -3,7 +3,7 @@ import { LockClient, LockQuorumError, RedLock } from '../../lib';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, startTogether, startWorker, type Worker } from '../support/workers';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 /** RedLock over five independent masters. Killing masters happens on a private topology (7230). */
@@ -26,7 +26,7 @@ describe('RedLock', () => {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
     clients.forEach((c) => (c.redis as Redis).disconnect());
   };
-  const racers = (ports: number[], name: string, durationMs: number) => {
+  const racers = async (ports: number[], name: string, durationMs: number) => {
     const env = {
       REDIS_PORT: singlePort(), // the counter lives in the main Redis, as in the seed
       REDLOCK_PORTS: ports.join(','),
@@ -35,12 +35,13 @@ describe('RedLock', () => {
       LOCK_NAME: name,
       COUNTER_KEY: `${prefix}:counter:${name}`,
       TOKENS_KEY: `${prefix}:tokens:${name}`,
-      START_AT: Date.now() + 3_000,
+      START_AT: 'signal',
       DURATION_MS: durationMs,
     };
     const procs = Array.from({ length: 8 }, () => startWorker('racy-counter.ts', env));
     workers.push(...procs);
-    return { procs, counterKey: env.COUNTER_KEY, startAt: env.START_AT };
+    const startAt = await startTogether(procs);
+    return { procs, counterKey: env.COUNTER_KEY, startAt };
   };
   const total = async (procs: Worker[]) =>
     ((await Promise.all(procs.map((w) => w.result))) as { increments: number }[]).reduce((s, r) => s + r.increments, 0);
@@ -87,7 +88,7 @@ describe('RedLock', () => {
 
   it('8 processes incrementing a racy counter lose no update', async () => {
     const ports = sharedTopology('multi').masters.map((m) => m.port);
-    const { procs, counterKey } = racers(ports, 'race', 3_000);
+    const { procs, counterKey } = await racers(ports, 'race', 3_000);
     const count = await total(procs);
     expect(count).toBeGreaterThan(0);
     expect(Number(await counterClient.redis.get(counterKey))).toBe(count);
@@ -106,7 +107,7 @@ describe('RedLock', () => {
     });
 
     it('2 of 5 killed mid-run: acquisitions go on and no update is lost; 3 of 5: a typed quorum error within the wait, no partial lock left', async () => {
-      const { procs, counterKey, startAt } = racers(ports, 'kill', 4_000);
+      const { procs, counterKey, startAt } = await racers(ports, 'kill', 4_000);
       await sleep(startAt - Date.now() + 1_500);
       const before = Number(await counterClient.redis.get(counterKey));
       await signalNode(topology, ports[0], 'SIGKILL');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createLockClient, type LockClient } from '../../lib';
 import { deploymentCases } from '../support/deployments';
 import { quietLogger, sleep } from '../support/engine';
-import { killAll, startWorker, type Worker } from '../support/workers';
+import { killAll, startTogether, startWorker, type Worker } from '../support/workers';
 
 const cases = deploymentCases().filter((c) => c.name === 'single' || c.name === 'cluster');
 
@@ -25,11 +25,12 @@ describe.each(cases)('semaphore across OS processes on $name', ({ connection }) 
       SEMAPHORE_NAME: 'hot',
       PERMITS: 3,
       COUNTER_KEY: counterKey,
-      START_AT: Date.now() + 4_000, // after every process has started
+      START_AT: 'signal',
       DURATION_MS: 3_000,
     };
     const racers = Array.from({ length: 8 }, () => startWorker('semaphore-racer.ts', env));
     workers.push(...racers);
+    await startTogether(racers);
     const results = (await Promise.all(racers.map((w) => w.result))) as { entries: number; maxInside: number }[];
     const maxInside = Math.max(...results.map((r) => r.maxInside));
     expect(maxInside).toBeLessThanOrEqual(3);
@@ -46,13 +47,14 @@ describe.each(cases)('semaphore across OS processes on $name', ({ connection }) 
       SEMAPHORE_NAME: 'mixed',
       PERMITS: 5,
       COUNTER_KEY: counterKey,
-      START_AT: Date.now() + 4_000, // after every process has started
+      START_AT: 'signal',
       DURATION_MS: 3_000,
     };
     // Two processes wait for both sizes at once, the others for one size each.
     const wants = ['1,3', '3,1', '1', '3', '1', '3'];
     const racers = wants.map((WANTS) => startWorker('mixed-permits-racer.ts', { ...env, WANTS }));
     workers.push(...racers);
+    await startTogether(racers);
     const results = (await Promise.all(racers.map((w) => w.result))) as { entries: number[]; maxInside: number }[];
     const maxInside = Math.max(...results.map((r) => r.maxInside));
     expect(maxInside).toBeLessThanOrEqual(5);

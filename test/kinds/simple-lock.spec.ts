@@ -98,7 +98,6 @@ describe('SimpleLock', () => {
         LOCK_NAME: `${name}-${lease}`,
         COUNTER_KEY: `${prefix}:counter:${name}-${lease}`,
         TOKENS_KEY: `${prefix}:tokens:${name}-${lease}`,
-        START_AT: Date.now() + 3_000,
         DURATION_MS: 3_000,
         ...(lease === 'explicit' ? { LEASE_MS: 3_000 } : {}),
       };

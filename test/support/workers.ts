@@ -86,7 +86,18 @@ export function killAll(workers: Worker[]): void {
 }
 
 /**
- * Runs `count` racy-counter workers (test/workers/racy-counter.ts) with `env` and waits for them;
+ * Starts a race of workers started with START_AT 'signal' (see raceStart in test/workers/worker-client.ts):
+ * once every one of them is ready (connected), tells them all to go. Resolves with the time it did.
+ */
+export async function startTogether(workers: Worker[], timeoutMs = 60_000): Promise<number> {
+  await Promise.all(workers.map((w) => w.waitFor('ready', timeoutMs)));
+  for (const w of workers) w.send('go');
+  return Date.now();
+}
+
+/**
+ * Runs `count` racy-counter workers (test/workers/racy-counter.ts) with `env` and waits for them (they
+ * start together, see startTogether, unless `env` sets START_AT);
  * they are added to `registry` so the caller's afterEach can kill them if the test fails.
  */
 export async function raceCounter(
@@ -94,10 +105,11 @@ export async function raceCounter(
   env: Record<string, string | number>,
   registry: Worker[],
 ): Promise<{ increments: number[]; total: number }> {
-  const procs = Array.from({ length: count }, () => startWorker('racy-counter.ts', env));
+  const procs = Array.from({ length: count }, () => startWorker('racy-counter.ts', { START_AT: 'signal', ...env }));
   registry.push(...procs);
+  if (env.START_AT === undefined) await startTogether(procs);
   // A worker that never ends would otherwise show up as a bare test timeout: say which and where.
-  const limitMs = Math.max(0, Number(env.START_AT) - Date.now()) + Number(env.DURATION_MS) + 30_000;
+  const limitMs = Math.max(0, Number(env.START_AT ?? 0) - Date.now()) + Number(env.DURATION_MS) + 30_000;
   let timer: NodeJS.Timeout | undefined;
   const overdue = new Promise<never>((_, reject) => {
     timer = setTimeout(

@@ -3,7 +3,7 @@
 // taking 3 at once, so the process waits for several sizes at a time). Inside, it counts the permits
 // held in Redis (INCRBY on entry, DECRBY on leaving, COUNTER_KEY) and records the highest count it saw,
 // so the test can check that never more than PERMITS were held.
-import { sleep, workerClient } from './worker-client';
+import { raceStart, sleep, workerClient } from './worker-client';
 
 async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const semaphore = locks.getSemaphore(process.env.SEMAPHORE_NAME!, { permits });
   const counterKey = process.env.COUNTER_KEY!;
   const wants = process.env.WANTS!.split(',').map(Number);
-  await sleep(Math.max(0, Number(process.env.START_AT) - Date.now()));
+  await raceStart();
   const until = Date.now() + Number(process.env.DURATION_MS);
   const entries = wants.map(() => 0);
   let maxInside = 0;

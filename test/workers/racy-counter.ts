@@ -1,7 +1,7 @@
 // Increments a plain Redis string with GET then SET (deliberately racy) under a lock, for
 // DURATION_MS, starting at START_AT. Also appends each fencing token to TOKENS_KEY inside the lock,
 // so the test can check tokens grow strictly in the order the lock was granted.
-import { sleep, workerClient, workerLease, workerLock, workerRedLock } from './worker-client';
+import { raceStart, sleep, workerClient, workerLease, workerLock, workerRedLock } from './worker-client';
 
 async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     : workerLock(locks, process.env.LOCK_NAME!);
   const counterKey = process.env.COUNTER_KEY!;
   const tokensKey = process.env.TOKENS_KEY!;
-  await sleep(Math.max(0, Number(process.env.START_AT) - Date.now()));
+  await raceStart();
   const until = Date.now() + Number(process.env.DURATION_MS);
   const options = { leaseTime: workerLease() };
   let increments = 0;

@@ -1,14 +1,14 @@
 // Enters semaphore SEMAPHORE_NAME (PERMITS permits) again and again for DURATION_MS from START_AT.
 // Inside, it counts the current holders in Redis (INCR on entry, DECR on leaving, COUNTER_KEY) and
 // records the highest count it saw, so the test can check that never more than PERMITS were inside.
-import { sleep, workerClient } from './worker-client';
+import { raceStart, sleep, workerClient } from './worker-client';
 
 async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
   const permits = Number(process.env.PERMITS);
   const semaphore = locks.getSemaphore(process.env.SEMAPHORE_NAME!, { permits });
   const counterKey = process.env.COUNTER_KEY!;
-  await sleep(Math.max(0, Number(process.env.START_AT) - Date.now()));
+  await raceStart();
   const until = Date.now() + Number(process.env.DURATION_MS);
   let entries = 0;
   let maxInside = 0;

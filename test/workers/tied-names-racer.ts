@@ -6,6 +6,7 @@
 import Redis from 'ioredis';
 import { LockAcquireTimeoutError, LockClient, MultiLock } from '../../lib';
 import { silentLogger, sleep } from '../../scripts/tooling';
+import { raceStart } from './worker-client';
 
 const env = process.env;
 
@@ -18,7 +19,7 @@ async function main(): Promise<void> {
 
   let sections = 0;
   let timedOut = 0;
-  await sleep(Math.max(0, Number(env.START_AT) - Date.now()));
+  await raceStart();
   const until = Date.now() + Number(env.DURATION_MS);
   while (Date.now() < until) {
     try {

@@ -3,7 +3,7 @@
 // START_AT. Balances are read then written (GET, then SET: racy without the lock). Prints how many
 // transfers it made and each account's net change, so the test can check every balance.
 import { MultiLock } from '../../lib';
-import { sleep, workerClient, workerLock } from './worker-client';
+import { raceStart, sleep, workerClient, workerLock } from './worker-client';
 
 async function main(): Promise<void> {
   const { redis, locks } = await workerClient();
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const balanceKey = (account: string) => `${process.env.KEY_PREFIX}:balance:{${account}}`;
   const net: Record<string, number> = Object.fromEntries(accounts.map((a) => [a, 0]));
   let transfers = 0;
-  await sleep(Math.max(0, Number(process.env.START_AT) - Date.now()));
+  await raceStart();
   const until = Date.now() + Number(process.env.DURATION_MS);
   while (Date.now() < until) {
     const from = accounts[Math.floor(Math.random() * accounts.length)];

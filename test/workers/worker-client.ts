@@ -1,7 +1,7 @@
 import Redis, { Cluster } from 'ioredis';
 import { createLockClient, LockClient, RedLock, type ConnectionOptions, type ReplicaSyncSetting } from '../../lib';
 import type { RedisClient } from '../../lib/internal';
-import { silentLogger } from '../../scripts/tooling';
+import { silentLogger, sleep } from '../../scripts/tooling';
 
 /**
  * Builds the worker's lock client from its environment (set by the spawning test): CONNECTION (JSON
@@ -87,6 +87,28 @@ export function fairOptions() {
 }
 
 export { sleep } from '../../scripts/tooling';
+
+/**
+ * Waits for the race to start: until START_AT (ms since the epoch), or, with START_AT=signal, prints
+ * `ready` and waits for a `go` line on stdin (see startTogether in test/support/workers.ts), so that a
+ * race starts as soon as every process is ready, however long starting them took.
+ */
+export async function raceStart(): Promise<void> {
+  const startAt = process.env.START_AT;
+  if (startAt !== 'signal') return sleep(Math.max(0, Number(startAt) - Date.now()));
+  console.log('ready');
+  await new Promise<void>((resolve) => {
+    let input = '';
+    const onData = (chunk: Buffer) => {
+      input += chunk.toString();
+      if (!input.split('\n').includes('go')) return;
+      process.stdin.off('data', onData);
+      process.stdin.pause();
+      resolve();
+    };
+    process.stdin.on('data', onData);
+  });
+}
 
 /** RedLock over the independent masters listed in REDLOCK_PORTS (comma-separated). */
 export function workerRedLock(name: string): { redLock: RedLock; close(): Promise<void> } {

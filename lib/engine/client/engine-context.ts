@@ -29,6 +29,11 @@ export interface EngineContext {
   /** How long a name's fencing counter outlives its last grant or renewal, past the lease (ms). */
   readonly idleKeyTtl: number;
   readonly logger: LockLogger;
+  /**
+   * How long a process's waiters go without hearing anything before they try again (QUIET_RECHECK_MS).
+   * Not an option: tests of who is woken lengthen it (through engineOf) to tell a wake-up from a re-check.
+   */
+  quietRecheckMs: number;
   readonly replicaSync: ReplicaSync;
   /** See LockClientEvents. */
   readonly lockEvent: EmitLockEvent;

@@ -27,6 +27,7 @@ import { bounded } from '../redis/bounded';
 import { SimpleLock, type SimpleLockOptions } from '../kinds/simple-lock';
 import { FairLock, type FairLockOptions } from '../kinds/fair-lock';
 import { Semaphore, type SemaphoreOptions } from '../kinds/semaphore';
+import { QUIET_RECHECK_MS } from '../lock/lock-base';
 import { ReadWriteLock } from '../kinds/read-write-lock';
 import type { ReadWriteLockOptions } from '../kinds/write-lock';
 import { LockWaiters } from '../waiting/waiters';
@@ -193,6 +194,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       turns,
       idleKeyTtl,
       logger,
+      quietRecheckMs: QUIET_RECHECK_MS,
       replicaSync: new ReplicaSync(replicaSync, redis, operationTimeout, logger),
       lockEvent: this.lockEvent,
     };

@@ -8,7 +8,6 @@ import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
 import {
   attemptOutcome,
   LockBase,
-  QUIET_RECHECK_MS,
   waitingFlag,
   type AttemptRequest,
   type Grant,
@@ -93,7 +92,11 @@ export class PermitLock extends LockBase {
 
   /** LockBase's waiting, on the group's channel: a wake-up that finds no waiter of the group is passed on. */
   protected override waitBehaviour(): WaitBehaviour {
-    return { channel: this.groupChannel, onUnheard: () => void this.passOn(), quietRecheckMs: QUIET_RECHECK_MS };
+    return {
+      channel: this.groupChannel,
+      onUnheard: () => void this.passOn(),
+      quietRecheckMs: this.engine.quietRecheckMs,
+    };
   }
 
   /** The group's last waiter gave up: it leaves the registry, passing on a wake-up that may be on its way. */

@@ -185,7 +185,7 @@ export abstract class LockBase implements ReleaseReplayer {
     return (this.processWaiting ??= {
       channel: this.processChannel,
       onUnheard: () => void this.passWakeUp(),
-      quietRecheckMs: QUIET_RECHECK_MS,
+      quietRecheckMs: this.engine.quietRecheckMs,
     });
   }
 
