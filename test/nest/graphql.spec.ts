@@ -92,26 +92,37 @@ class CounterResolver {
     return { id };
   }
 
-  /** A field resolver: locked only with fieldResolverEnhancers: ['interceptors']; its parent is args.0. */
+  /** A field resolver: its parent is args.0 (with or without fieldResolverEnhancers). */
   @ResolveField(() => Int)
   @DistributedLock({ key: 'account:{args.0.id}' })
   visits(@Parent() account: Account): Promise<number> {
     return racyIncrement(`${prefix}:visits:${account.id}`);
   }
+
+  @ResolveField(() => Boolean)
+  @DistributedLock({ key: 'held:{args.0.id}', waitTime: 0 })
+  guarded(@Parent() account: Account): boolean {
+    ran.busy++;
+    return account.id.length > 0;
+  }
 }
 
-@Module({
-  imports: [
-    RedisLockModule.forRoot(lockOptions(prefix, { logger: transportLogs })),
-    GraphQLModule.forRoot<ApolloDriverConfig>({
-      driver: ApolloDriver,
-      autoSchemaFile: true,
-      fieldResolverEnhancers: ['interceptors'],
-    }),
-  ],
-  providers: [CounterResolver],
-})
-class AppModule {}
+/** The application; `fieldResolverEnhancers: ['interceptors']` unless `enhanced` is false. */
+function appModule(enhanced: boolean): new () => object {
+  @Module({
+    imports: [
+      RedisLockModule.forRoot(lockOptions(prefix, { logger: transportLogs })),
+      GraphQLModule.forRoot<ApolloDriverConfig>({
+        driver: ApolloDriver,
+        autoSchemaFile: true,
+        ...(enhanced ? { fieldResolverEnhancers: ['interceptors'] as const } : {}),
+      }),
+    ],
+    providers: [CounterResolver],
+  })
+  class AppModule {}
+  return AppModule;
+}
 
 interface GraphQLResponse {
   data?: Record<string, unknown> | null;
@@ -134,8 +145,9 @@ describe('@DistributedLock on GraphQL resolvers (Apollo, two instances)', () => 
 
   beforeAll(async () => {
     redis = await connect();
-    for (let i = 0; i < 2; i++) {
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    // Two instances, and a third whose field resolvers run without interceptors.
+    for (let i = 0; i < 3; i++) {
+      const moduleRef = await Test.createTestingModule({ imports: [appModule(i < 2)] }).compile();
       const app = moduleRef.createNestApplication({ logger: nestLogger });
       apps.push(app);
       urls.push(await listen(app));
@@ -167,16 +179,39 @@ describe('@DistributedLock on GraphQL resolvers (Apollo, two instances)', () => 
     );
   });
 
-  it('locks a field resolver (fieldResolverEnhancers: interceptors) across both instances', async () => {
-    const calls = Array.from({ length: 16 }, (_, i) =>
-      graphql(urls[i % 2], 'query($id: String!) { account(id: $id) { id visits } }', { id: 'v' }),
+  it('locks a field resolver across instances with and without fieldResolverEnhancers', async () => {
+    const calls = Array.from({ length: 18 }, (_, i) =>
+      graphql(urls[i % 3], 'query($id: String!) { account(id: $id) { id visits } }', { id: 'v' }),
     );
     const results = await Promise.all(calls);
     expect(results.flatMap((r) => r.errors ?? [])).toEqual([]);
-    expect(await redis.get(`${prefix}:visits:v`)).toBe('16');
+    expect(await redis.get(`${prefix}:visits:v`)).toBe('18');
   });
 
-  it('locks a resolver called without the interceptor (field resolver without enhancers) over its own arguments', async () => {
+  it('answers a busy field resolver with LOCK_BUSY, with and without fieldResolverEnhancers', async () => {
+    const held = gate();
+    const entered = gate();
+    const holding = apps[0].get(LockService).withLock('held:f', () => (entered.open(), held.promise));
+    await entered.promise;
+    try {
+      for (const url of [urls[1], urls[2]]) {
+        const result = await graphql(url, 'query { account(id: "f") { id guarded } }');
+        expect(result.errors).toHaveLength(1);
+        expect(result.errors![0].extensions).toMatchObject({ code: 'LOCK_BUSY', lock: 'held:f' });
+      }
+    } finally {
+      held.open();
+      await holding;
+    }
+    expect(ran.busy).toBe(0);
+    expect(nestLogger.error).not.toHaveBeenCalled();
+    expect(transportLogs.lines.debug).toEqual([
+      expect.stringContaining('CounterResolver.guarded: LOCK_BUSY'),
+      expect.stringContaining('CounterResolver.guarded: LOCK_BUSY'),
+    ]);
+  });
+
+  it('locks a resolver called directly (not by Nest) over its own arguments', async () => {
     const resolvers = apps.map((app) => app.get(CounterResolver));
     await Promise.all(Array.from({ length: 12 }, (_, i) => resolvers[i % 2].visits({ id: 'w' })));
     expect(await redis.get(`${prefix}:visits:w`)).toBe('12');
