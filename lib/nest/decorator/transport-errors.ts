@@ -99,7 +99,7 @@ const Intrinsic = ((common as unknown as { IntrinsicException?: ErrorConstructor
 
 /**
  * A lock failure in a GraphQL resolver. graphql-js copies an original error's `extensions` onto the
- * GraphQLError it wraps it in, and Apollo (like Mercurius) keeps an `extensions.code` already set, so the
+ * GraphQLError it wraps it in, and Apollo keeps an `extensions.code` already set, so the
  * client sees `extensions.code` LOCK_BUSY, BAD_USER_INPUT or LOCK_UNAVAILABLE without this library
  * importing graphql. Nest does not log it (an IntrinsicException); the interceptor logs it at debug or warn.
  */
