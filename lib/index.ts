@@ -20,6 +20,7 @@ export type { DistributedLockOptions, LockKeyFactory, LockKeyResult } from './ne
 export { DistributedLockInterceptor } from './nest/decorator/distributed-lock.interceptor';
 export type { LockSpec, HandlerType } from './nest/decorator/lock-spec';
 export type { KeyTemplate, KeyPlaceholder, KeyRoot, KeySources } from './nest/decorator/key-template';
+export { LockGraphQLError, type LockFailure, type LockFailureCode } from './nest/decorator/transport-errors';
 export { CurrentLock } from './nest/decorator/current-lock.decorator';
 export type { ActiveLock } from './nest/service/active-lock';
 export { LockService } from './nest/service/lock.service';

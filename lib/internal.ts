@@ -50,6 +50,7 @@ export { ExistingClientDeployment } from './connection/deployments/existing-clie
 // The Nest layer's defaults and building blocks.
 export { DEFAULT_CONFLICT_STATUS, DEFAULT_SHUTDOWN_TIMEOUT } from './nest/redis-lock.constants';
 export { LOCK_KINDS } from './nest/service/lock-service.options';
-export { compileLockSpec } from './nest/decorator/lock-spec';
+export { compileLockSpec, handlerTypeOf } from './nest/decorator/lock-spec';
+export { graphqlKeyArgs } from './nest/decorator/transport-errors';
 export { parseKeyTemplate, renderKeyTemplate, keyFunctionResult } from './nest/decorator/key-template';
 export { LockLifecycle } from './nest/module/redis-lock.lifecycle';

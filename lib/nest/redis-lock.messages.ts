@@ -91,6 +91,7 @@ export const messages = {
     http: 'an HTTP route handler',
     rpc: 'an RPC message handler',
     ws: 'a WebSocket message handler',
+    graphql: 'a GraphQL resolver',
     method: 'a method that is not a route or message handler',
   },
   wrongRoot: (placeholder: string, where: string, allowed: readonly string[]) =>
@@ -108,5 +109,6 @@ export const messages = {
   // What HTTP clients see (the lock name stays on the server: it is the exception's cause).
   httpConflict: () => 'The resource is locked by another request. Retry later.',
   httpUnavailable: () => 'The lock service is unavailable. Retry later.',
+  transportFailure: (owner: string, code: string, why: string) => `${owner}: ${code}: ${why}`,
   httpClientGone: () => 'The client closed the request while it waited for a lock.',
 };

@@ -21,6 +21,7 @@ import {
   DistributedLock,
   DistributedLockInterceptor,
   LockAcquireTimeoutError,
+  LockGraphQLError,
   LockCallCancelledError,
   LockLostError,
   LockService,
@@ -201,7 +202,7 @@ describe("the holder's belief in Nest", () => {
     await eventually(async () => !(await exists('file:2')), 5_000);
   });
 
-  it('GraphQL-style handlers (a context type that is neither http, rpc nor ws) lock, exclude and get typed errors', async () => {
+  it('GraphQL-style handlers (context type graphql) lock, exclude and get LockGraphQLError over the typed error', async () => {
     const interceptor = app.get(DistributedLockInterceptor);
     class Resolver {
       @DistributedLock({ key: 'post:{args.1.id}', waitTime: 100 })
@@ -220,7 +221,9 @@ describe("the holder's belief in Nest", () => {
     const results = await Promise.allSettled([call(3), call(3)]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     const rejected = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
-    expect(rejected.reason).toBeInstanceOf(LockAcquireTimeoutError); // typed, not an HTTP exception
+    expect(rejected.reason).toBeInstanceOf(LockGraphQLError); // extensions.code for the client, not an HTTP exception
+    expect((rejected.reason as LockGraphQLError).extensions.code).toBe('LOCK_BUSY');
+    expect((rejected.reason as Error).cause).toBeInstanceOf(LockAcquireTimeoutError);
     expect(work.most).toBe(1);
     expect(await exists('post:3')).toBe(false);
   });

@@ -1,6 +1,9 @@
 import { LockKeyError } from '../../lib';
+import { Args, Mutation, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import {
   compileLockSpec,
+  graphqlKeyArgs,
+  handlerTypeOf,
   keyFunctionResult,
   MAX_NAME_BYTES,
   parseKeyTemplate,
@@ -89,6 +92,47 @@ describe('@DistributedLock option validation', () => {
     expect(() => compileLockSpec({ key: '{0}' }, 'Orders.get', 'http')).toThrow(/an HTTP route handler/);
     expect(() => compileLockSpec({ key: '{data.id}' }, 'Orders.get', 'http')).toThrow(/\{params…\}/);
     expect(compileLockSpec({ key: '{data.id}' }, 'Events.on', 'ws').handlerType).toBe('ws');
+    expect(() => compileLockSpec({ key: '{data.id}' }, 'Posts.update', 'graphql')).toThrow(
+      /a GraphQL resolver.*\{args…\}/,
+    );
+    expect(compileLockSpec({ key: 'post:{args.id}' }, 'Posts.update', 'graphql').handlerType).toBe('graphql');
+  });
+
+  it('knows GraphQL resolvers, @ResolveField included, as handlers', () => {
+    @Resolver()
+    class Posts {
+      @Query(() => String)
+      post(@Args('id') id: string) {
+        return id;
+      }
+      @Mutation(() => String)
+      update(@Args('id') id: string) {
+        return id;
+      }
+      @ResolveField(() => String)
+      author() {
+        return '';
+      }
+      helper() {
+        return '';
+      }
+    }
+    const p = Posts.prototype;
+    expect([p.post, p.update, p.author, p.helper].map((m) => handlerTypeOf(m))).toEqual([
+      'graphql',
+      'graphql',
+      'graphql',
+      undefined,
+    ]);
+  });
+
+  it("reads a resolver's GraphQL arguments by name and its handler arguments by index", () => {
+    const template = parseKeyTemplate('post:{args.id}:{args.1.id}:{args.0.author}:{2.tenant}');
+    const args = graphqlKeyArgs([{ author: 'ann' }, { id: 7 }, { tenant: 't1' }, {}]);
+    expect(renderKeyTemplate(template, { args })).toBe('post:7:7:ann:t1');
+    expect(() => renderKeyTemplate(parseKeyTemplate('{args.id}'), { args: graphqlKeyArgs([{}, {}]) })).toThrow(
+      LockKeyError,
+    );
   });
 
   it('resolves kind, fair and the special times', () => {

@@ -11,8 +11,8 @@ import { lockingMethod, passThroughHandlers, type AnyMethod } from './method-wra
  *
  * - On a **route or message handler** (or a controller / gateway class, for all its handlers) the
  *   lock is taken by `DistributedLockInterceptor`, which this decorator applies: the key template
- *   reads the request (`'article:{params.id}'`) or the message (`'{data.id}'`), and each request
- *   runs in its own lock scope.
+ *   reads the request (`'article:{params.id}'`), the message (`'{data.id}'`) or a GraphQL resolver's
+ *   arguments (`'post:{args.id}'`), and each request runs in its own lock scope.
  * - On **any other method of a provider** (a `@Cron` job, a queue consumer, a service method) the
  *   method itself is wrapped: the key reads its arguments (`'{0}'`, `'{args.0.id}'`) and the call
  *   joins the caller's lock scope, so nested calls re-enter. `this`, the arguments, the result and

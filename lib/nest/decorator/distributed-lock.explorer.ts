@@ -79,7 +79,8 @@ export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutd
       const spec = lockSpecOf(classRef, method, name);
       if (!spec) continue;
       if (spec.handlerType) hasLockedHandlers = true;
-      else hasLockedMethods = true;
+      // A GraphQL resolver may be called without the interceptor (a field resolver): it locks itself then.
+      if (!spec.handlerType || spec.handlerType === 'graphql') hasLockedMethods = true;
     }
     if (!hasLockedHandlers && Reflect.getMetadata(DISTRIBUTED_LOCK_METADATA, classRef) !== undefined) {
       throw new LockOptionsError(messages.classLevelWithoutHandlers((classRef as { name: string }).name));

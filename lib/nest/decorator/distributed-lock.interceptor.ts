@@ -29,6 +29,16 @@ import { LockService } from '../service/lock.service';
 import { DEFAULT_CONFLICT_STATUS, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import type { RedisLockModuleOptions } from '../module/redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
+import {
+  graphqlKeyArgs,
+  LockGraphQLError,
+  lockFailureOf,
+  logLockFailure,
+  optionalExceptionClass,
+  retryAfterMs,
+  transportPayload,
+  type LockFailure,
+} from './transport-errors';
 
 /** Nginx's "client closed request": what a request that left while waiting gets (nobody reads it). */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -39,8 +49,10 @@ const CLIENT_CLOSED_REQUEST = 499;
  * released when the handler's result completes, errors or is unsubscribed (client gone).
  *
  * Over HTTP: a missing key value -> 400; `waitTime` ran out -> 409 (`conflictStatus`) with
- * `Retry-After`; Redis unreachable -> 503; the lock error is the exception's `cause`. Elsewhere (RPC,
- * WebSocket) the typed errors themselves. `@DistributedLock()` applies this interceptor by itself.
+ * `Retry-After`; Redis unreachable -> 503; the lock error is the exception's `cause`. Over GraphQL,
+ * RPC and WebSocket the same failures as each transport's clients read them (`LockFailure`: code
+ * BAD_USER_INPUT, LOCK_BUSY with `retryAfterMs`, LOCK_UNAVAILABLE), logged at debug (busy, bad key)
+ * or warn (unavailable), never as Nest's ERROR. `@DistributedLock()` applies this interceptor by itself.
  *
  * Subclass it to change how names are built or errors mapped, and apply the subclass with
  * `@UseInterceptors()` next to `SetMetadata(DISTRIBUTED_LOCK_METADATA, options)`.
@@ -78,7 +90,10 @@ export class DistributedLockInterceptor implements NestInterceptor {
       run: () => next.handle(),
       newScope: true,
       watchWait: context.getType() === 'http' ? (abort) => this.watchClient(context, abort) : undefined,
-      mapError: (error) => this.toException(error, context, spec),
+      mapError: (error) => {
+        this.logFailure(error, context, spec);
+        return this.toException(error, context, spec);
+      },
     });
   }
 
@@ -106,9 +121,10 @@ export class DistributedLockInterceptor implements NestInterceptor {
    * What placeholders read from in this context.
    * @example
    * // HTTP: { params, query, body, headers, user } of the request
+   * // GraphQL: args = the resolver's arguments ({args.id}), with the handler's by index ({args.1.id})
    */
   protected keySources(context: ExecutionContext): KeySources {
-    switch (context.getType()) {
+    switch (context.getType<string>()) {
       case 'http': {
         const request = context.switchToHttp().getRequest<Record<string, unknown>>();
         const { params, query, body, headers, user } = request;
@@ -118,6 +134,8 @@ export class DistributedLockInterceptor implements NestInterceptor {
         return { data: context.switchToRpc().getData(), args: context.getArgs() };
       case 'ws':
         return { data: context.switchToWs().getData(), args: context.getArgs() };
+      case 'graphql':
+        return { args: graphqlKeyArgs(context.getArgs()) };
       default:
         return { args: context.getArgs() };
     }
@@ -125,12 +143,47 @@ export class DistributedLockInterceptor implements NestInterceptor {
 
   /**
    * Maps a failure to get the lock (never an error of the handler) for the transport: HTTP exceptions
-   * over HTTP, the typed lock errors elsewhere.
+   * over HTTP; over GraphQL a `LockGraphQLError` (its `extensions` reach the client); over RPC and
+   * WebSocket an `RpcException` / `WsException` whose error is `transportPayload(failure)` (the typed
+   * error itself when that package cannot be loaded). Anything else is returned unchanged.
    * @example
    * // LockAcquireTimeoutError over HTTP -> 409 Conflict, Retry-After: 1
+   * // over GraphQL -> extensions { code: 'LOCK_BUSY', error: 'LockAcquireTimeoutError', lock, retryAfterMs, statusCode: 409 }
    */
   protected toException(error: unknown, context: ExecutionContext, spec?: LockSpec): unknown {
-    if (context.getType() !== 'http') return error;
+    const type = context.getType<string>();
+    if (type === 'http') return this.toHttpException(error, context, spec);
+    const failure = this.lockFailure(error, context, spec);
+    if (!failure) return error;
+    switch (type) {
+      case 'graphql':
+        return new LockGraphQLError(failure, { cause: error });
+      case 'rpc': {
+        const RpcException = optionalExceptionClass('@nestjs/microservices', 'RpcException');
+        return RpcException ? withCause(new RpcException(transportPayload(failure)), error) : error;
+      }
+      case 'ws': {
+        const WsException = optionalExceptionClass('@nestjs/websockets', 'WsException');
+        const pattern = (context.switchToWs() as { getPattern?: () => unknown }).getPattern?.();
+        return WsException ? withCause(new WsException(transportPayload(failure, { pattern })), error) : error;
+      }
+      default:
+        return error;
+    }
+  }
+
+  /**
+   * What a client of a GraphQL, RPC or WebSocket handler is told about `error`; undefined when it is
+   * not a failure to get the lock. Override it to change codes or messages and keep the transports.
+   */
+  protected lockFailure(error: unknown, context: ExecutionContext, spec?: LockSpec): LockFailure | undefined {
+    return lockFailureOf(error, {
+      conflictStatus: this.options.conflictStatus ?? DEFAULT_CONFLICT_STATUS,
+      typicalHoldMs: spec ? this.runtime.holdTimes.typicalOf(spec) : undefined,
+    });
+  }
+
+  private toHttpException(error: unknown, context: ExecutionContext, spec?: LockSpec): unknown {
     if (error instanceof LockKeyError) return new BadRequestException(error.message, { cause: error });
     if (error instanceof LockAcquireTimeoutError) {
       const typical = spec ? this.runtime.holdTimes.typicalOf(spec) : undefined;
@@ -154,6 +207,13 @@ export class DistributedLockInterceptor implements NestInterceptor {
     return error;
   }
 
+  /** Outside HTTP: busy and bad key at debug, unavailable at warn (see logLockFailure). */
+  private logFailure(error: unknown, context: ExecutionContext, spec: LockSpec): void {
+    if (context.getType() === 'http') return;
+    const failure = lockFailureOf(error, { conflictStatus: 0 });
+    if (failure) logLockFailure(this.runtime.logger, spec.owner, failure, error);
+  }
+
   /** While the request waits for its lock: abort the wait if the client disconnects. */
   private watchClient(context: ExecutionContext, abort: (reason: unknown) => void): () => void {
     const response = context.switchToHttp().getResponse<{ raw?: unknown }>();
@@ -173,8 +233,13 @@ export class DistributedLockInterceptor implements NestInterceptor {
  * A watchdog lease (30 s, renewed) says nothing about when the holder finishes, so it is only a cap.
  */
 function retryAfterSeconds(error: LockAcquireTimeoutError, typical: number | undefined): number {
-  const ms = Math.min(typical ?? 1_000, error.retryAfterMs ?? Infinity);
-  return Math.max(1, Math.ceil(ms / 1_000));
+  return Math.max(1, Math.ceil(retryAfterMs(error, typical) / 1_000));
+}
+
+/** Keeps the typed lock error reachable from the transport's exception (as HTTP exceptions do). */
+function withCause<E extends Error>(exception: E, cause: unknown): E {
+  if (exception.cause === undefined) Object.defineProperty(exception, 'cause', { value: cause, configurable: true });
+  return exception;
 }
 
 /** Express (`header`), Fastify (`header`) or a bare Node response (`setHeader`). */

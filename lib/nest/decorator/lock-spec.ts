@@ -7,8 +7,11 @@ import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
 import { durationProblem, labelProblem, LEASE_RULE, show, WAIT_RULE } from '../../engine/util/validation';
 import { messages } from '../redis-lock.messages';
 
-/** How Nest calls a method: as an HTTP route, an RPC message pattern or a WebSocket message handler. */
-export type HandlerType = 'http' | 'rpc' | 'ws';
+/**
+ * How Nest calls a method: as an HTTP route, an RPC message pattern, a WebSocket message handler or a
+ * GraphQL resolver (`@Query`, `@Mutation`, `@ResolveField`…).
+ */
+export type HandlerType = 'http' | 'rpc' | 'ws' | 'graphql';
 
 /** `@DistributedLock()` options, validated and compiled for one method. */
 export interface LockSpec {
@@ -34,14 +37,20 @@ export interface LockSpec {
   readonly label?: string;
 }
 
-/** Metadata keys of @nestjs/microservices' @MessagePattern / @EventPattern and @nestjs/websockets' @SubscribeMessage. */
+/**
+ * Metadata keys of @nestjs/microservices' @MessagePattern / @EventPattern, @nestjs/websockets'
+ * @SubscribeMessage and @nestjs/graphql's resolver decorators (every one of which sets a resolver name).
+ */
 const RPC_PATTERN_METADATA = 'microservices:pattern';
 const WS_MESSAGE_METADATA = 'message';
+const GRAPHQL_RESOLVER_NAME_METADATA = 'graphql:resolver_name';
 
 const ROOTS: Record<HandlerType | 'method', readonly KeyRoot[]> = {
   http: ['params', 'query', 'body', 'headers', 'user'],
   rpc: ['data'],
   ws: ['data'],
+  // A resolver's GraphQL arguments, `{args.id}`; `{args.1.id}` (root, args, context, info) also works.
+  graphql: ['args'],
   method: ['args'],
 };
 
@@ -62,6 +71,7 @@ export function handlerTypeOf(method: object): HandlerType | undefined {
   if (Reflect.hasOwnMetadata(PATH_METADATA, method)) return 'http';
   if (Reflect.hasOwnMetadata(RPC_PATTERN_METADATA, method)) return 'rpc';
   if (Reflect.hasOwnMetadata(WS_MESSAGE_METADATA, method)) return 'ws';
+  if (Reflect.hasOwnMetadata(GRAPHQL_RESOLVER_NAME_METADATA, method)) return 'graphql';
   return undefined;
 }
 

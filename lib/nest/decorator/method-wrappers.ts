@@ -7,6 +7,8 @@ import { keyFunctionNames, renderKeyTemplate } from './key-template';
 import { lockedObservable } from './locked-observable';
 import { handlerTypeOf, lockSpecOf, type LockSpec } from './lock-spec';
 import { methodBindings } from './method-bindings';
+import { graphqlKeyArgs, LockGraphQLError, lockFailureOf, logLockFailure } from './transport-errors';
+import { DEFAULT_CONFLICT_STATUS } from '../redis-lock.constants';
 
 // What @DistributedLock() puts in place of the methods it decorates.
 
@@ -30,7 +32,9 @@ export function lockingMethod(prototype: object, methodName: string, original: A
       return returnsObservable ? throwError(() => error) : Promise.reject(error);
     }
     // A route or message handler called directly (not by Nest): its key reads a request it does not have.
-    if (!spec || spec.handlerType) return original.apply(this, args);
+    // A GraphQL resolver called without the interceptor (a field resolver without fieldResolverEnhancers,
+    // a direct call) locks over its arguments, as a method: it must not run unlocked.
+    if (!spec || (spec.handlerType && spec.handlerType !== 'graphql')) return original.apply(this, args);
     const call = () => original.apply(this, args);
     if (returnsObservable) {
       const runtime = runtimeFor(this, spec);
@@ -62,9 +66,10 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
   const runtime = runtimeFor(self, spec);
   if (runtime instanceof Error) throw runtime;
   const { locks, logger } = runtime;
-  const names = await methodLockName(spec, args);
   let ran = false;
+  let names: string[] = [];
   try {
+    names = await methodLockName(spec, args);
     return await locks.withLock(names, () => ((ran = true), call()), {
       kind: spec.kind,
       waitTime: spec.waitTime,
@@ -75,6 +80,7 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
       mode: spec.mode,
     });
   } catch (error) {
+    if (spec.handlerType === 'graphql' && !ran) throw graphqlFailure(runtime, spec, error);
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
     if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || ran) throw error;
     logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
@@ -92,7 +98,19 @@ function runtimeFor(self: unknown, spec: LockSpec): RedisLockRuntime | LockError
 
 async function methodLockName(spec: LockSpec, args: unknown[]): Promise<string[]> {
   if (typeof spec.key === 'function') return keyFunctionNames(await spec.key(...args));
-  return spec.keys.map((key) => renderKeyTemplate(key, { args }));
+  const sources = { args: spec.handlerType === 'graphql' ? graphqlKeyArgs(args) : args };
+  return spec.keys.map((key) => renderKeyTemplate(key, sources));
+}
+
+/** A GraphQL resolver's lock failure as its clients read it, logged as the interceptor logs it. */
+function graphqlFailure(runtime: RedisLockRuntime, spec: LockSpec, error: unknown): unknown {
+  const failure = lockFailureOf(error, {
+    conflictStatus: runtime.options.conflictStatus ?? DEFAULT_CONFLICT_STATUS,
+    typicalHoldMs: runtime.holdTimes.typicalOf(spec),
+  });
+  if (!failure) return error;
+  logLockFailure(runtime.logger, spec.owner, failure, error);
+  return new LockGraphQLError(failure, { cause: error });
 }
 
 /**

@@ -4,6 +4,8 @@ import type { LockLogger } from '../../engine/util/logger';
 import { HoldTimes } from '../decorator/hold-times';
 import { LockService } from '../service/lock.service';
 import { LockLifecycle } from './redis-lock.lifecycle';
+import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
+import type { RedisLockModuleOptions } from './redis-lock-module.options';
 
 /**
  * What one application's RedisLockModule keeps while it runs, for the interceptor, the explorer and
@@ -24,6 +26,7 @@ export class RedisLockRuntime {
   constructor(
     @Inject(LockService) readonly locks: LockService,
     @Inject(LockLifecycle) readonly lifecycle: LockLifecycle,
+    @Inject(REDIS_LOCK_MODULE_OPTIONS) readonly options: RedisLockModuleOptions,
   ) {}
 
   /** The engine's logger, for what the wrappers of decorated methods report. */
