@@ -1,6 +1,6 @@
 /**
- * Jest global setup: start the five shared topologies on TEST_BASE_PORTS (7100-7149), in parallel
- * since their port blocks are disjoint. Tests find them through test/support/topologies.ts, which
+ * Jest global setup: bundle the test workers (see test/support/worker-bundles.ts), then start the five
+ * shared topologies on TEST_BASE_PORTS (7100-7149), in parallel since their port blocks are disjoint. Tests find them through test/support/topologies.ts, which
  * reads the topology.json each one persists in its state dir. test/global-teardown.ts stops them.
  */
 import { randomUUID } from 'node:crypto';
@@ -14,12 +14,17 @@ import {
 } from '../scripts/redis-topology';
 import { installTopologyExitHandlers, removeTopologyExitHandlers } from './support/exit-handlers';
 import { SHARED_STATE_DIRS } from './support/topologies';
+import { bundleWorkers, WORKERS_DIR } from './support/worker-bundles';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   // Set before jest forks its workers, so their private topologies carry this run's id too.
   const runId = (process.env[RUN_ID_ENV] = randomUUID());
   installTopologyExitHandlers(runId, SHARED_STATE_DIRS);
+  const workers = readdirSync(WORKERS_DIR).filter((file) => file.endsWith('.ts'));
+  await bundleWorkers(workers.map((file) => join(WORKERS_DIR, file)));
   const results = await Promise.allSettled(
     TOPOLOGY_KINDS.map((kind) => startTopology(kind, { basePort: TEST_BASE_PORTS[kind], name: `test-${kind}` })),
   );

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { basename, isAbsolute, join } from 'node:path';
+import { workerCommand } from './worker-bundles';
 
 /**
  * Debugging aid: `WORKER_STDERR_DIR=/tmp/w DEBUG='ioredis:*' npx jest …` keeps each worker's whole
@@ -8,7 +9,7 @@ import { basename, isAbsolute, join } from 'node:path';
  */
 const STDERR_DIR = process.env.WORKER_STDERR_DIR;
 
-/** A test worker: a separate OS process running a TypeScript file under tsx. */
+/** A test worker: a separate OS process running a file of test/workers (bundled, see worker-bundles.ts). */
 export interface Worker {
   child: ChildProcess;
   /** Resolves with the JSON the worker printed last on stdout, when it exits with 0. */
@@ -24,7 +25,7 @@ export interface Worker {
 /** `file`: a name in test/workers, or an absolute path. */
 export function startWorker(file: string, env: Record<string, string | number>): Worker {
   const script = isAbsolute(file) ? file : join(__dirname, '..', 'workers', file);
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+  const child = spawn(process.execPath, workerCommand(script), {
     env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
