@@ -77,7 +77,8 @@ export class World {
           type: 'single',
           host: '127.0.0.1',
           port: this.proxy.port,
-          redisOptions: { connectionName: name(i) },
+          // Friendly stacks: an error a command ends with (a dropped connection's) names the code that sent it.
+          redisOptions: { connectionName: name(i), showFriendlyErrorStack: true },
         },
         ...settings,
       });
