@@ -17,7 +17,7 @@ import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { DistributedLock, LockService, RedisLockModule, RedisUnavailableError } from '../../lib';
 import { connect, testPrefix } from '../support/engine';
-import { gate, listen, lockOptions } from './nest-support';
+import { gate, listen, lockOptions, racyIncrement } from './nest-support';
 import { capturingLogger, recordingLockLogger } from './transport-support';
 
 // Two Apollo (code-first) instances over one Redis: the resolvers' locks exclude across them, and lock
@@ -27,14 +27,6 @@ const prefix = testPrefix();
 let redis: Redis;
 const ran = { busy: 0, badKey: 0 };
 const transportLogs = recordingLockLogger();
-
-/** GET then SET with a turn of the event loop in between: loses updates unless serialised. */
-async function racyIncrement(key: string): Promise<number> {
-  const value = Number((await redis.get(key)) ?? 0);
-  await new Promise((resolve) => setImmediate(resolve));
-  await redis.set(key, value + 1);
-  return value + 1;
-}
 
 @ObjectType()
 class Account {
@@ -47,14 +39,14 @@ class CounterResolver {
   @Mutation(() => Int)
   @DistributedLock({ key: 'counter:{args.id}' })
   increment(@Args('id') id: string): Promise<number> {
-    return racyIncrement(`${prefix}:count:${id}`);
+    return racyIncrement(redis, `${prefix}:count:${id}`);
   }
 
   /** The handler's arguments by index (root, args, context, info) still work. */
   @Mutation(() => Int)
   @DistributedLock({ key: 'counter:{args.1.id}' })
   incrementByIndex(@Args('id') id: string): Promise<number> {
-    return racyIncrement(`${prefix}:count:${id}`);
+    return racyIncrement(redis, `${prefix}:count:${id}`);
   }
 
   @Mutation(() => Boolean)
@@ -96,7 +88,7 @@ class CounterResolver {
   @ResolveField(() => Int)
   @DistributedLock({ key: 'account:{args.0.id}' })
   visits(@Parent() account: Account): Promise<number> {
-    return racyIncrement(`${prefix}:visits:${account.id}`);
+    return racyIncrement(redis, `${prefix}:visits:${account.id}`);
   }
 
   @ResolveField(() => Boolean)

@@ -29,18 +29,10 @@ import {
   type ActiveLock,
 } from '../../lib';
 import { connect, singlePort, sleep, testPrefix } from '../support/engine';
-import { gate, listen, lockKey, lockOptions } from './nest-support';
+import { gate, listen, lockKey, lockOptions, racyIncrement } from './nest-support';
 
 const prefix = testPrefix();
 let redis: Redis;
-
-/** GET then SET with a turn of the event loop in between: loses updates unless serialised. */
-async function racyIncrement(key: string): Promise<number> {
-  const value = Number((await redis.get(key)) ?? 0);
-  await new Promise((resolve) => setImmediate(resolve));
-  await redis.set(key, value + 1);
-  return value + 1;
-}
 
 @Injectable()
 class DocumentService {
@@ -76,12 +68,12 @@ class TestController {
   @Post('counters/:id/increment')
   @DistributedLock({ key: 'counter:{params.id}' })
   increment(@Param('id') id: string) {
-    return racyIncrement(`${prefix}:count:${id}`);
+    return racyIncrement(redis, `${prefix}:count:${id}`);
   }
 
   @Post('unlocked/:id/increment')
   incrementUnlocked(@Param('id') id: string) {
-    return racyIncrement(`${prefix}:count:${id}`);
+    return racyIncrement(redis, `${prefix}:count:${id}`);
   }
 
   @Post('docs/:id')

@@ -6,7 +6,7 @@ import type Redis from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { DistributedLock, LockService, RedisLockModule, RedisUnavailableError } from '../../lib';
 import { connect, testPrefix } from '../support/engine';
-import { gate, lockOptions } from './nest-support';
+import { gate, lockOptions, racyIncrement } from './nest-support';
 import { capturingLogger, recordingLockLogger } from './transport-support';
 
 // Two microservices over the TCP transport and one Redis: @MessagePattern handlers exclude across
@@ -17,20 +17,12 @@ let redis: Redis;
 const ran = { busy: 0, badKey: 0 };
 const lockLogs = recordingLockLogger();
 
-/** GET then SET with a turn of the event loop in between: loses updates unless serialised. */
-async function racyIncrement(key: string): Promise<number> {
-  const value = Number((await redis.get(key)) ?? 0);
-  await new Promise((resolve) => setImmediate(resolve));
-  await redis.set(key, value + 1);
-  return value + 1;
-}
-
 @Controller()
 class CounterHandlers {
   @MessagePattern('increment')
   @DistributedLock({ key: 'counter:{data.id}' })
   increment(@Payload() data: { id: string }): Promise<number> {
-    return racyIncrement(`${prefix}:count:${data.id}`);
+    return racyIncrement(redis, `${prefix}:count:${data.id}`);
   }
 
   @MessagePattern('busy')

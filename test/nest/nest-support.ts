@@ -63,3 +63,11 @@ export function openRequest(url: string): { request: http.ClientRequest; receive
       }),
   };
 }
+
+/** GET then SET with a turn of the event loop in between: loses updates unless the callers are serialised. */
+export async function racyIncrement(redis: Redis, key: string): Promise<number> {
+  const value = Number((await redis.get(key)) ?? 0);
+  await new Promise((resolve) => setImmediate(resolve));
+  await redis.set(key, value + 1);
+  return value + 1;
+}

@@ -5,7 +5,7 @@ import type Redis from 'ioredis';
 import { io, type Socket } from 'socket.io-client';
 import { DistributedLock, LockService, RedisLockModule, RedisUnavailableError } from '../../lib';
 import { connect, testPrefix } from '../support/engine';
-import { gate, listen, lockOptions } from './nest-support';
+import { gate, listen, lockOptions, racyIncrement } from './nest-support';
 import { capturingLogger, recordingLockLogger } from './transport-support';
 
 // Two socket.io gateways over one Redis: @SubscribeMessage handlers exclude across them, and a client
@@ -16,20 +16,12 @@ let redis: Redis;
 const ran = { busy: 0, badKey: 0 };
 const lockLogs = recordingLockLogger();
 
-/** GET then SET with a turn of the event loop in between: loses updates unless serialised. */
-async function racyIncrement(key: string): Promise<number> {
-  const value = Number((await redis.get(key)) ?? 0);
-  await new Promise((resolve) => setImmediate(resolve));
-  await redis.set(key, value + 1);
-  return value + 1;
-}
-
 @WebSocketGateway()
 class CounterGateway {
   @SubscribeMessage('increment')
   @DistributedLock({ key: 'counter:{data.id}' })
   increment(@MessageBody() data: { id: string }): Promise<number> {
-    return racyIncrement(`${prefix}:count:${data.id}`);
+    return racyIncrement(redis, `${prefix}:count:${data.id}`);
   }
 
   @SubscribeMessage('busy')
