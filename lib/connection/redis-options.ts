@@ -51,9 +51,12 @@ export function reconnectDelay(attempt: number): number {
 }
 
 /**
- * What a subscriber connection changes: an offline queue. ioredis re-subscribes by itself on every
- * reconnect and does not catch that call; without a queue, a connection that drops again at that
- * moment (a failover) rejects it, and the unhandled rejection ends the process. A subscriber only
- * ever sends (S)SUBSCRIBE and (S)UNSUBSCRIBE, which are safe to queue.
+ * What a subscriber connection changes: an offline queue, and queued commands kept across failed
+ * reconnects. ioredis re-subscribes by itself on every reconnect and does not catch that call;
+ * without a queue, or with its commands failed at each reconnect that does not succeed (the command
+ * connection's maxRetriesPerRequest 0), a connection that drops again at that moment (a flapping
+ * network, a failover) rejects it: the channels stay unsubscribed, and the unhandled rejection ends
+ * the process. A subscriber only ever sends (S)SUBSCRIBE and (S)UNSUBSCRIBE, which are safe to queue
+ * and to send again; the library bounds its own calls in time (see bounded.ts).
  */
-export const SUBSCRIBER_OVERRIDES = { enableOfflineQueue: true } as const;
+export const SUBSCRIBER_OVERRIDES = { enableOfflineQueue: true, maxRetriesPerRequest: null } as const;

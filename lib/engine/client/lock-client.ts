@@ -350,10 +350,15 @@ export function engineOf(client: LockClient): EngineContext {
  * shard (sharded subscribers), so SSUBSCRIBE reaches the node serving each channel's slot.
  */
 export function subscriberFor(client: RedisClient): RedisClient {
-  // An offline queue: ioredis's own re-subscribe on reconnect must not reject (see SUBSCRIBER_OVERRIDES).
+  // Queued and kept across reconnects: ioredis's own re-subscribe must not reject (see SUBSCRIBER_OVERRIDES).
+  const overrides = { enableOfflineQueue: true, maxRetriesPerRequest: null };
   return client.isCluster
-    ? (client as Cluster).duplicate(undefined, { shardedSubscribers: true, enableOfflineQueue: true })
-    : (client as Redis).duplicate({ enableOfflineQueue: true });
+    ? (client as Cluster).duplicate(undefined, {
+        shardedSubscribers: true,
+        enableOfflineQueue: true,
+        redisOptions: { ...(client as Cluster).options.redisOptions, maxRetriesPerRequest: null },
+      })
+    : (client as Redis).duplicate(overrides);
 }
 
 /**
