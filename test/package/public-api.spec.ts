@@ -10,6 +10,6 @@ describe('the public API', () => {
 
   it('keeps lib/internal out of the package entry points', () => {
     const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { exports: object };
-    expect(Object.keys(pkg.exports)).toEqual(['.', './health', './package.json']);
+    expect(Object.keys(pkg.exports)).toEqual(['.', './health', './board', './package.json']);
   });
 });

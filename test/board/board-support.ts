@@ -1,0 +1,48 @@
+/** Helpers of the lock board's tests: a Nest app with RedisLockModule and the board, on Express or Fastify. */
+import { Module, type CanActivate, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { LockClient, RedisLockModule, type ConnectionOptions } from '../../lib';
+import { RedisLockBoardModule, type RedisLockBoardOptions } from '../../lib/board';
+import { quietLogger, singlePort } from '../support/engine';
+
+/** Lets a request in when it carries `x-admin: yes`. */
+export class AdminHeaderGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-admin'] === 'yes';
+  }
+}
+
+export interface BoardApp {
+  app: INestApplication;
+  url: string;
+  locks: LockClient;
+  close(): Promise<void>;
+}
+
+/** An app with the board at /locks (unless `board.route`), listening on 127.0.0.1:0. */
+export async function boardApp(
+  prefix: string,
+  board: RedisLockBoardOptions,
+  options: { platform?: 'express' | 'fastify'; connection?: ConnectionOptions } = {},
+): Promise<BoardApp> {
+  const connection = options.connection ?? { type: 'single', host: '127.0.0.1', port: singlePort() };
+  @Module({
+    imports: [
+      RedisLockModule.forRoot({ connection, keyPrefix: prefix, logger: quietLogger, telemetry: false }),
+      RedisLockBoardModule.forRoot(board),
+    ],
+  })
+  class AppModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  let app: INestApplication;
+  if (options.platform === 'fastify') {
+    // Loaded only here: the Express tests never need it.
+    const { FastifyAdapter } = await import('@nestjs/platform-fastify');
+    app = moduleRef.createNestApplication(new FastifyAdapter(), { logger: false });
+  } else {
+    app = moduleRef.createNestApplication({ logger: false });
+  }
+  await app.listen(0, '127.0.0.1');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  return { app, url, locks: app.get(LockClient), close: () => app.close() };
+}
