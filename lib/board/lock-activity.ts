@@ -15,6 +15,8 @@ export interface KnownName {
   kind: LockKindName;
   label?: string;
   family: ScannedKind;
+  /** When this process last acquired it (epoch ms). */
+  at: number;
 }
 
 /** Names remembered for their kind and label; the oldest is forgotten first. */
@@ -58,9 +60,10 @@ export class LockActivity {
     return this.known.get(name);
   }
 
-  /** Names this process used lately, newest last: candidates for the board before a scan reaches them. */
-  knownNames(): [string, KnownName][] {
-    return [...this.known];
+  /** Names this process acquired in the last `withinMs`: shown before a scan reaches them. */
+  acquiredSince(withinMs: number): [string, KnownName][] {
+    const since = Date.now() - withinMs;
+    return [...this.known].filter(([, known]) => known.at >= since);
   }
 
   /** Records a force-unlock made from the board. */
@@ -71,7 +74,7 @@ export class LockActivity {
 
   private remember(name: string, kind: LockKindName, label: string | undefined): void {
     this.known.delete(name);
-    this.known.set(name, { kind, label, family: familyOf(kind) });
+    this.known.set(name, { kind, label, family: familyOf(kind), at: Date.now() });
     if (this.known.size > MAX_KNOWN_NAMES) this.known.delete(this.known.keys().next().value!);
   }
 

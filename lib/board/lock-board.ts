@@ -24,7 +24,7 @@ export interface BoardState {
   masters: number;
   cluster: boolean;
   locks: BoardLock[];
-  /** Names known from the scan (and this process's events), of which `locks` shows up to maxLocks. */
+  /** Locks found by the scan (and this process's latest acquisitions), of which `locks` shows up to maxLocks. */
   namesKnown: number;
   /** Whole SCAN passes over every master since the board started. */
   scanPasses: number;
@@ -127,9 +127,10 @@ export class LockBoard {
     try {
       await bounded(this.scan.step(settings.scanPerRefresh), client.operationTimeout * 2, { name: 'board scan' });
       const candidates = this.scan.names();
-      // Names this process used lately show at once, before the scan comes to them.
-      for (const [name, known] of this.activity.knownNames())
+      // Names this process took since the last refresh show at once, before the scan comes to them.
+      for (const [name, known] of this.activity.acquiredSince(settings.refreshMs * 2)) {
         if (!candidates.has(name)) candidates.set(name, known.family);
+      }
       const chosen = [...candidates].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, settings.maxLocks);
       const read = await Promise.all(chosen.map(([name, family]) => this.readOne(name, family)));
       const locks: BoardLock[] = [];
@@ -141,7 +142,9 @@ export class LockBoard {
           });
         else this.scan.forget(chosen[i][0]);
       });
-      return { ...base, ...activity, locks, namesKnown: candidates.size, scanPasses: this.scan.completedPasses };
+      // Names not read this time are counted as found; those read and found free are not.
+      const namesKnown = locks.length + candidates.size - chosen.length;
+      return { ...base, ...activity, locks, namesKnown, scanPasses: this.scan.completedPasses };
     } catch (error) {
       engineOf(client).logger.warn(`Lock board: could not read Redis: ${(error as Error).message}`);
       return {

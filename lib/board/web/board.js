@@ -257,23 +257,15 @@
   function render(state) {
     last = state;
     var masters = state.cluster ? state.masters + ' cluster masters' : 'one master';
-    document.getElementById('summary').textContent =
-      'Prefix ' +
-      state.prefix +
-      ' · ' +
-      masters +
-      ' · ' +
-      state.locks.length +
-      ' locks shown of ' +
-      state.namesKnown +
-      ' names found' +
-      ' (at most ' +
-      state.maxLocks +
-      ' read, ' +
-      state.scanPerRefresh +
-      ' keys scanned per refresh) · updated ' +
-      time(state.at) +
-      (state.forceUnlock ? ' · force-unlock on' : ' · read-only');
+    var parts = [
+      'Prefix ' + state.prefix,
+      masters,
+      state.locks.length + ' of ' + state.namesKnown + ' locks shown',
+      'at most ' + state.maxLocks + ' read and ' + state.scanPerRefresh + ' keys scanned per refresh',
+      'updated ' + time(state.at),
+      state.forceUnlock ? 'force-unlock on' : 'read-only',
+    ];
+    document.getElementById('summary').textContent = parts.join(' · ');
     showError(state.error);
     renderLocks(state);
     renderLabels(state);
