@@ -2,7 +2,7 @@ import request from 'supertest';
 import { LockOptionsError } from '../../lib';
 import { LockBoardOptionsError, RedisLockBoardModule, type BoardState } from '../../lib/board';
 import { lockClient, singlePort, testPrefix, type TestClient } from '../support/engine';
-import { AdminHeaderGuard, boardApp, type BoardApp } from './board-support';
+import { AdminHeaderGuard, boardApp, stateWhen, type BoardApp } from './board-support';
 
 /** The board's HTTP surface on Express: who may see it, what it serves, and the force-unlock. */
 describe('lock board over HTTP (Express)', () => {
@@ -79,7 +79,7 @@ describe('lock board over HTTP (Express)', () => {
       const hostile = '<script>alert("x")</script>&{}%';
       const handle = await other.locks.getLock(hostile).lock({ leaseTime: 20_000 });
       try {
-        const state = await stateOf(board);
+        const state = await stateOf(board, '/locks', [hostile]);
         const lock = state.locks.find((l) => l.name === hostile);
         expect(lock).toMatchObject({
           kind: 'reentrant',
@@ -134,7 +134,9 @@ describe('lock board over HTTP (Express)', () => {
 
     it('force-unlocks the holder the confirmation named, and records it', async () => {
       const handle = await other.locks.getLock('stuck').lock({ leaseTime: 20_000 });
-      expect((await stateOf(board, '/ops/locks')).locks.find((l) => l.name === 'stuck')?.canForceUnlock).toBe(true);
+      expect(
+        (await stateOf(board, '/ops/locks', ['stuck'])).locks.find((l) => l.name === 'stuck')?.canForceUnlock,
+      ).toBe(true);
       expect((await forceUnlock({ name: 'stuck', kind: 'reentrant', holder: handle.owner }, '0')).status).toBe(403);
       expect((await forceUnlock({ name: 'stuck', kind: 'reentrant', holder: 'someone:else' })).status).toBe(409);
       expect((await forceUnlock({ name: '', kind: 'reentrant', holder: 'x' })).status).toBe(400);
@@ -162,7 +164,7 @@ describe('lock board over HTTP (Express)', () => {
         .getSemaphore('sem-one', { permits: 3 })
         .acquire({ permits: 2, leaseTime: 20_000 });
       try {
-        const state = await stateOf(board, '/ops/locks');
+        const state = await stateOf(board, '/ops/locks', ['simple-one', 'rw-one', 'sem-one']);
         const byName = new Map(state.locks.map((l) => [l.name, l]));
         expect(byName.get('simple-one')).toMatchObject({ kind: 'simple', canForceUnlock: true });
         expect(byName.get('rw-one')).toMatchObject({
@@ -194,10 +196,14 @@ describe('lock board over HTTP (Express)', () => {
   });
 });
 
-async function stateOf(board: BoardApp, route = '/locks'): Promise<BoardState> {
+/** The board's state, read after a refresh, once it shows every lock of `names`. */
+async function stateOf(board: BoardApp, route = '/locks', names: string[] = []): Promise<BoardState> {
   // The state is read at most once per refreshMs (250 here): wait that long so this read is fresh.
   await new Promise((resolve) => setTimeout(resolve, 260));
-  const answer = await request(board.url).get(`${route}/state`).set('x-admin', 'yes');
-  expect(answer.status).toBe(200);
-  return answer.body as BoardState;
+  const read = async () => {
+    const answer = await request(board.url).get(`${route}/state`).set('x-admin', 'yes');
+    expect(answer.status).toBe(200);
+    return answer.body as BoardState;
+  };
+  return stateWhen(read, (state) => names.every((name) => state.locks.some((lock) => lock.name === name)));
 }

@@ -1,8 +1,9 @@
 /** Helpers of the lock board's tests: a Nest app with RedisLockModule and the board, on Express or Fastify. */
 import { Module, type CanActivate, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { LockClient, RedisLockModule, type ConnectionOptions } from '../../lib';
-import { RedisLockBoardModule, type RedisLockBoardOptions } from '../../lib/board';
+import { RedisLockBoardModule, type BoardState, type RedisLockBoardOptions } from '../../lib/board';
 import { quietLogger, singlePort } from '../support/engine';
 
 /** Lets a request in when it carries `x-admin: yes`. */
@@ -34,15 +35,33 @@ export async function boardApp(
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  let app: INestApplication;
-  if (options.platform === 'fastify') {
-    // Loaded only here: the Express tests never need it.
-    const { FastifyAdapter } = await import('@nestjs/platform-fastify');
-    app = moduleRef.createNestApplication(new FastifyAdapter(), { logger: false });
-  } else {
-    app = moduleRef.createNestApplication({ logger: false });
+  const app: INestApplication =
+    options.platform === 'fastify'
+      ? moduleRef.createNestApplication(new FastifyAdapter(), { logger: false })
+      : moduleRef.createNestApplication({ logger: false });
+  try {
+    await app.listen(0, '127.0.0.1');
+  } catch (error) {
+    await app.close(); // its Redis connections, so jest can exit
+    throw error;
   }
-  await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
   return { app, url, locks: app.get(LockClient), close: () => app.close() };
+}
+
+/**
+ * The board's state once `ok` holds, reading it again every refresh (up to `withinMs`): a scan bounded
+ * per refresh may take a few refreshes to reach a new lock on a server with many keys.
+ */
+export async function stateWhen(
+  read: () => Promise<BoardState>,
+  ok: (state: BoardState) => boolean,
+  withinMs = 10_000,
+): Promise<BoardState> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const state = await read();
+    if (ok(state) || Date.now() > until) return state;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
