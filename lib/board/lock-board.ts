@@ -53,7 +53,7 @@ export class BoardConflict extends Error {
 export class LockBoard {
   readonly activity: LockActivity;
   private readonly scan: RollingScan;
-  private latest?: { at: number; state: Promise<BoardState> };
+  private latest?: { at: number; state: Promise<BoardState>; done: boolean };
 
   constructor(
     private readonly client: LockClient,
@@ -70,8 +70,16 @@ export class LockBoard {
   /** The latest snapshot, read again if it is older than `refreshMs` (one read at a time). */
   state(): Promise<BoardState> {
     const now = Date.now();
-    if (!this.latest || now - this.latest.at >= this.settings.refreshMs) {
-      this.latest = { at: now, state: this.read() };
+    // A read still running is shared too, however old: a slow Redis gets one read at a time.
+    if (!this.latest || (this.latest.done && now - this.latest.at >= this.settings.refreshMs)) {
+      const latest: { at: number; state: Promise<BoardState>; done: boolean } = {
+        at: now,
+        state: this.read(),
+        done: false,
+      };
+      const done = () => void (latest.done = true);
+      latest.state.then(done, done);
+      this.latest = latest;
     }
     return this.latest.state;
   }

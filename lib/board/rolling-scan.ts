@@ -22,6 +22,8 @@ export class RollingScan {
   private current = new Map<string, ScannedKind>();
   private previous = new Map<string, ScannedKind>();
   private passes = 0;
+  /** A step still running (its caller gave up waiting on a slow Redis): the next one is skipped. */
+  private busy = false;
 
   constructor(
     private readonly redis: RedisClient,
@@ -48,6 +50,17 @@ export class RollingScan {
    * Returns the SCAN calls made.
    */
   async step(budget: number): Promise<number> {
+    // Never two at once: they would move the same cursors, and queueing them would pile up on a stuck Redis.
+    if (this.busy) return 0;
+    this.busy = true;
+    try {
+      return await this.stepNow(budget);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async stepNow(budget: number): Promise<number> {
     const masters = mastersOf(this.redis);
     const cursors = masters.map((node) => this.cursorOf(node));
     const match = keyPattern(this.redis, this.prefix);
