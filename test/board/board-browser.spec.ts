@@ -86,6 +86,14 @@ if (!found) {
     expect(waiterOwner).not.toBe(held.owner);
     await expect(queue.first().textContent()).resolves.toMatch(/deadline in \d/);
     await expect(row('payment-provider').textContent()).resolves.toContain('2 permits');
+    // Search by the template label (this process took the lock with it), then by name.
+    await page.fill('#search', 'orders:{id}');
+    await row('payment-provider').waitFor({ state: 'detached' });
+    await expect(page.locator('#locks tr.lock').count()).resolves.toBe(1);
+    await page.fill('#search', 'payment');
+    await row('orders:42').waitFor({ state: 'detached' });
+    await row('payment-provider').waitFor();
+    await page.fill('#search', '');
     await page.locator('#labels tbody tr', { hasText: 'invoice:{id}' }).waitFor();
     await shot('board-fair-queue.png');
     if (process.env.UPDATE_BOARD_SCREENSHOT === '1') {

@@ -113,6 +113,21 @@ describe('lock board over HTTP (Express)', () => {
       }
     });
 
+    it("lists this process's events with their reasons: a lease that ran out under its holder, and its late release", async () => {
+      const handle = await board.locks.getLock('short-lease').lock({ leaseTime: 200, label: 'short:{id}' });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(await handle.release()).toBe('expired');
+      const state = await stateOf(board);
+      const events = state.events.filter((e) => e.name === 'short-lease');
+      expect(events.map((e) => [e.type, e.reason])).toEqual([
+        ['expired', 'its lease had run out before the release'],
+        ['expired', 'lease-expired'],
+        ['acquired', undefined],
+      ]);
+      expect(events[2]).toMatchObject({ kind: 'reentrant', owner: handle.owner, label: 'short:{id}' });
+      expect(state.labels.find((row) => row.label === 'short:{id}')).toMatchObject({ acquisitions: 1 });
+    });
+
     it('never puts an address, a password or a connection string in what it serves', async () => {
       const state = await request(board.url).get('/locks/state').set('x-admin', 'yes');
       const port = String(singlePort());
