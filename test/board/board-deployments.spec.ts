@@ -1,13 +1,13 @@
-import type { Cluster, Redis } from 'ioredis';
+import IORedis, { type Cluster, type Redis } from 'ioredis';
 import request from 'supertest';
-import { createLockClient, type LockClient } from '../../lib';
+import { createLockClient, LockClient } from '../../lib';
 import type { BoardState } from '../../lib/board';
 import { boardSettings } from '../../lib/board/board-options';
 import { LockBoard } from '../../lib/board/lock-board';
 import { clusterSlot } from '../../lib/engine/redis/cluster-slot';
 import { lockKeys } from '../../lib/engine/redis/keys';
 import { deploymentCases } from '../support/deployments';
-import { connect, quietLogger, sleep, testPrefix } from '../support/engine';
+import { connect, quietLogger, singlePort, sleep, testPrefix } from '../support/engine';
 import { AdminHeaderGuard, boardApp, stateWhen } from './board-support';
 
 /**
@@ -186,6 +186,30 @@ describe('lock board on Fastify', () => {
       expect((await app.locks.inspect('<b>fastify</b>')).state).toBe('free');
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe('lock board, key names', () => {
+  it('finds locks under an ioredis keyPrefix and a lock prefix with glob characters, and nothing of a look-alike prefix', async () => {
+    const prefix = `${testPrefix()}*[x]?`;
+    const redis = new IORedis({ host: '127.0.0.1', port: singlePort(), keyPrefix: 'app:' });
+    const locks = new LockClient({ redis, keyPrefix: prefix, logger: quietLogger, telemetry: false });
+    const lookAlike = new LockClient({ redis, keyPrefix: `${prefix}x`, logger: quietLogger, telemetry: false });
+    const board = new LockBoard(locks, boardSettings({ public: true, refreshMs: REFRESH }));
+    const mine = await locks.getLock('a}b{c%').lock({ leaseTime: 20_000 });
+    const theirs = await lookAlike.getLock('other').lock({ leaseTime: 20_000 });
+    try {
+      const state = await stateWhen(
+        () => board.state(),
+        (seen) => seen.locks.length > 0,
+      );
+      expect(state.locks.map((l) => [l.name, l.holders[0].owner])).toEqual([['a}b{c%', mine.owner]]);
+    } finally {
+      await Promise.all([mine.release(), theirs.release()]);
+      board.close();
+      await Promise.all([locks.close(), lookAlike.close()]);
+      redis.disconnect();
     }
   });
 });
