@@ -1,4 +1,4 @@
-import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
+import type { CanActivate, FactoryProvider, ModuleMetadata, Type } from '@nestjs/common';
 import { show } from '../engine/util/validation';
 import { LockBoardOptionsError } from './lock-board-options-error';
 
@@ -29,6 +29,22 @@ export interface RedisLockBoardOptions {
   title?: string;
   /** Modules to import, e.g. where the LockClient comes from when RedisLockModule is not global. */
   imports?: ModuleMetadata['imports'];
+}
+
+/** What `forRootAsync`'s factory gives: everything but where the board is and who may see it. */
+export type RedisLockBoardRuntimeOptions = Omit<RedisLockBoardOptions, 'route' | 'guard' | 'public' | 'imports'>;
+
+/**
+ * `RedisLockBoardModule.forRootAsync`: the route and the guard (or `public: true`) are fixed when the
+ * module is imported, since they shape its controller; the rest comes from `useFactory` at start-up.
+ */
+export interface RedisLockBoardAsyncOptions extends Pick<
+  RedisLockBoardOptions,
+  'route' | 'guard' | 'public' | 'imports'
+> {
+  /** Providers handed to `useFactory`, e.g. `[ConfigService]`. */
+  inject?: FactoryProvider['inject'];
+  useFactory: (...args: never[]) => RedisLockBoardRuntimeOptions | Promise<RedisLockBoardRuntimeOptions>;
 }
 
 /** The options with their defaults, checked. */
@@ -172,4 +188,23 @@ export function boardSettings(options: RedisLockBoardOptions | undefined): Board
     maxLabels: whole(options, 'maxLabels', 50, 1, 500),
     title,
   };
+}
+
+/** `forRootAsync`'s factory's options over the fixed ones, checked like forRoot's. */
+export function asyncBoardSettings(fixed: RedisLockBoardAsyncOptions, made: unknown): BoardSettings {
+  if (made === null || typeof made !== 'object') {
+    throw new LockBoardOptionsError(
+      `RedisLockBoardModule.forRootAsync: useFactory must return an options object, got ${show(made)}.`,
+    );
+  }
+  const misplaced = ['route', 'guard', 'public', 'imports'].filter((key) => key in made);
+  if (misplaced.length > 0) {
+    throw new LockBoardOptionsError(
+      `RedisLockBoardModule.forRootAsync: ${misplaced.join(', ')} must be given to forRootAsync itself, not returned by useFactory.`,
+      undefined,
+      { option: misplaced[0] },
+    );
+  }
+  const { route, guard, public: open } = fixed;
+  return boardSettings({ ...(made as RedisLockBoardRuntimeOptions), route, guard, public: open });
 }

@@ -2,7 +2,7 @@
 // the main entry so applications that do not mount it never load it.
 export { RedisLockBoardModule } from './redis-lock-board.module';
 export { LockBoardOptionsError } from './lock-board-options-error';
-export type { RedisLockBoardOptions } from './board-options';
+export type { RedisLockBoardOptions, RedisLockBoardAsyncOptions, RedisLockBoardRuntimeOptions } from './board-options';
 export type { BoardState } from './lock-board';
 export type { BoardLock, BoardHolder, BoardWaiter, BoardKind } from './board-lock';
 export type { BoardEvent, BoardEventType } from './event-log';

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { LockOptionsError } from '../../lib';
+import { LockClient, LockOptionsError } from '../../lib';
 import { LockBoardOptionsError, RedisLockBoardModule, type BoardState } from '../../lib/board';
 import { lockClient, singlePort, testPrefix, type TestClient } from '../support/engine';
 import { AdminHeaderGuard, boardApp, stateWhen, type BoardApp } from './board-support';
@@ -33,6 +33,34 @@ describe('lock board over HTTP (Express)', () => {
     } catch (error) {
       expect((error as Error).name).toBe('LockBoardOptionsError');
     }
+  });
+
+  it('forRootAsync: options from a factory with its injections; route and guard or public fixed at import', async () => {
+    expect(() => RedisLockBoardModule.forRootAsync({ useFactory: () => ({}) })).toThrow(LockBoardOptionsError);
+    const board = await boardApp(
+      prefix,
+      RedisLockBoardModule.forRootAsync({
+        route: 'async-locks',
+        public: true,
+        inject: [LockClient],
+        useFactory: (locks: LockClient) => ({
+          forceUnlock: true,
+          refreshMs: 250,
+          title: `Locks of ${locks.keyPrefix}`,
+        }),
+      }),
+    );
+    try {
+      expect((await request(board.url).get('/async-locks')).text).toContain(`<title>Locks of ${prefix}</title>`);
+      expect((await request(board.url).get('/async-locks/state')).body).toMatchObject({
+        forceUnlock: true,
+        refreshMs: 250,
+      });
+    } finally {
+      await board.close();
+    }
+    const misplaced = RedisLockBoardModule.forRootAsync({ public: true, useFactory: () => ({ route: 'x' }) as never });
+    await expect(boardApp(prefix, misplaced)).rejects.toThrow(/route must be given to forRootAsync itself/);
   });
 
   describe('behind a guard, read-only', () => {

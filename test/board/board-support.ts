@@ -1,5 +1,6 @@
 /** Helpers of the lock board's tests: a Nest app with RedisLockModule and the board, on Express or Fastify. */
 import {
+  type DynamicModule,
   Inject,
   Injectable,
   Module,
@@ -37,14 +38,14 @@ export interface BoardApp {
 /** An app with the board at /locks (unless `board.route`), listening on 127.0.0.1:0. */
 export async function boardApp(
   prefix: string,
-  board: RedisLockBoardOptions,
+  board: RedisLockBoardOptions | DynamicModule,
   options: { platform?: 'express' | 'fastify'; connection?: ConnectionOptions } = {},
 ): Promise<BoardApp> {
   const connection = options.connection ?? { type: 'single', host: '127.0.0.1', port: singlePort() };
   @Module({
     imports: [
       RedisLockModule.forRoot({ connection, keyPrefix: prefix, logger: quietLogger, telemetry: false }),
-      RedisLockBoardModule.forRoot(board),
+      'module' in board ? board : RedisLockBoardModule.forRoot(board),
     ],
   })
   class AppModule {}
