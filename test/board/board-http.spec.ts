@@ -2,6 +2,7 @@ import request from 'supertest';
 import { LockClient, LockOptionsError } from '../../lib';
 import { LockBoardOptionsError, RedisLockBoardModule, type BoardState } from '../../lib/board';
 import { lockClient, singlePort, testPrefix, type TestClient } from '../support/engine';
+import { asyncBoardSettings } from '../../lib/board/board-options';
 import { AdminHeaderGuard, boardApp, stateWhen, type BoardApp } from './board-support';
 
 /** The board's HTTP surface on Express: who may see it, what it serves, and the force-unlock. */
@@ -59,8 +60,10 @@ describe('lock board over HTTP (Express)', () => {
     } finally {
       await board.close();
     }
-    const misplaced = RedisLockBoardModule.forRootAsync({ public: true, useFactory: () => ({ route: 'x' }) as never });
-    await expect(boardApp(prefix, misplaced)).rejects.toThrow(/route must be given to forRootAsync itself/);
+    // What the factory returns is checked at start-up, like forRoot's options.
+    const fixed = { public: true, useFactory: () => ({}) };
+    expect(() => asyncBoardSettings(fixed, { route: 'x' })).toThrow(/route must be given to forRootAsync itself/);
+    expect(() => asyncBoardSettings(fixed, { maxLocks: 0 })).toThrow(LockBoardOptionsError);
   });
 
   describe('behind a guard, read-only', () => {
