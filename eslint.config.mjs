@@ -21,4 +21,19 @@ export default tseslint.config(
     // CommonJS config files (jest) load each other with require().
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // The lock board's page script runs in the browser, as a classic script.
+    files: ['lib/board/web/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        document: 'readonly',
+        window: 'readonly',
+        fetch: 'readonly',
+        Node: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+      },
+    },
+  },
 );

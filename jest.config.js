@@ -11,6 +11,7 @@ module.exports = {
   moduleNameMapper: {
     '^nestjs-redis-lock$': '<rootDir>/lib/index.ts',
     '^nestjs-redis-lock/health$': '<rootDir>/lib/health/index.ts',
+    '^nestjs-redis-lock/board$': '<rootDir>/lib/board/index.ts',
   },
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',

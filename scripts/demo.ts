@@ -9,7 +9,8 @@
  *      balancer on 3100: nginx when on PATH, else the built-in proxy (scripts/demo/proxy.ts).
  *   3. Per version: DELETE /pview, N concurrent GET /vN/pview through the balancer, GET /pview, and
  *      a table of expected vs counted requests, lost updates and latencies.
- *   4. Everything it started is stopped at the end, on errors and on Ctrl-C; --keep leaves Redis up.
+ *   4. Everything it started is stopped at the end, on errors and on Ctrl-C; --keep leaves Redis up;
+ *      --board keeps everything up until Ctrl-C, for the lock board at <balancer>/locks.
  *      Exit code 0 when v3, v4 and v5 counted every request, else 1 (2: bad usage), so CI can gate.
  *
  * The sample app's side of the contract: `node --import tsx sample-app/src/main.ts` with PORT and
@@ -137,6 +138,7 @@ async function experiment(run: Run, cleanup: Cleanup, signal: AbortSignal): Prom
     signal,
   });
   log(`balancer: ${run.balancer.description}`);
+  log(`lock board: ${run.balancer.url}/locks (each instance shows its own events; the locks of both)`);
   log(
     `\n${args.requests} requests per version, ${Math.min(args.concurrency, args.requests)} at a time, ` +
       `on ${run.redis.deployType} Redis: ${args.versions.join(', ')}\n`,
@@ -154,6 +156,14 @@ async function experiment(run: Run, cleanup: Cleanup, signal: AbortSignal): Prom
     }
   }
   log('');
+  if (args.board) {
+    if (!args.json) process.stdout.write(`${formatTable(run.rows)}\n`);
+    log(`\nThe apps stay up for the lock board: ${run.balancer.url}/locks. Ctrl-C stops everything.`);
+    // Ctrl-C aborts `signal`: main() then stops everything the demo started.
+    await new Promise((_resolve, reject) =>
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+    );
+  }
 }
 
 async function runVersion(run: Run, version: Version, signal: AbortSignal): Promise<VersionRow> {

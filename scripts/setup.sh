@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One set-up command for a fresh machine (`npm run setup`): Redis >= 7 (redis-server + redis-cli,
-# which the tests start themselves on ports 7100-7479) and openssl (the TLS tests make their own
-# certificates), then the npm dependencies.
+# which the tests start themselves on ports 7100-7479), openssl (the TLS tests make their own
+# certificates) and Chromium (the lock board's browser test drives it headless through
+# playwright-core, never a downloaded browser build), then the npm dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,10 @@ redis_ok() {
 }
 
 tools_ok() { redis_ok && command -v openssl >/dev/null 2>&1; }
+
+# Where test/board/board-browser.spec.ts looks for Chromium.
+chromium_path() { echo "${CHROMIUM_PATH:-/usr/bin/chromium}"; }
+chromium_ok() { [ -x "$(chromium_path)" ]; }
 
 install_redis_with_apt() {
   echo "Installing redis-server and redis-tools with apt-get..."
@@ -56,6 +61,27 @@ MSG
   fi
 fi
 
+if ! chromium_ok; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing chromium with apt-get..."
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+  else
+    cat >&2 <<MSG
+Chromium is required by the lock board's browser test (test/board/board-browser.spec.ts); found none at $(chromium_path).
+Install it, or point CHROMIUM_PATH at a Chromium or Chrome binary, then run "npm run setup" again:
+  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y chromium
+  macOS:         brew install --cask chromium, then CHROMIUM_PATH=/Applications/Chromium.app/Contents/MacOS/Chromium
+Without it, that test file is skipped and says why; the rest of the suite runs.
+MSG
+    exit 1
+  fi
+  if ! chromium_ok; then
+    echo "apt-get installed chromium, but $(chromium_path) is not there: set CHROMIUM_PATH to its binary." >&2
+    exit 1
+  fi
+fi
+
 npm ci
 
 echo
@@ -64,3 +90,4 @@ echo "npm:          $(npm --version)"
 echo "redis-server: $(redis-server --version)"
 echo "redis-cli:    $(redis-cli --version)"
 echo "openssl:      $(openssl version)"
+echo "chromium:     $("$(chromium_path)" --version 2>/dev/null | head -1)"

@@ -2,10 +2,9 @@
 // `npx nestjs-redis-lock <command>`: see who holds a lock, list locks, force-unlock one. Connects with
 // the same REDIS_* variables as lockOptionsFromEnv() (the Nest module's environment).
 import { createInterface } from 'node:readline/promises';
-import type { Cluster, Redis } from 'ioredis';
 import { lockOptionsFromEnv } from '../connection/env';
 import { createLockClient } from '../connection/create-lock-client';
-import { decodeName } from '../engine/redis/keys';
+import { keyPattern, mastersOf, scanKeys, scanLockNames } from '../engine/redis/key-scan';
 import type { LockClient } from '../engine/client/lock-client';
 import { formatInspection } from './format';
 
@@ -47,48 +46,14 @@ function parse(argv: string[]): Args {
   return { command, operand, json, force, yes, dryRun };
 }
 
-/** SCAN MATCH treats these as glob syntax; a prefix is matched literally. */
-const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
-
-/** Every master that holds keys (each master of a Cluster). */
-const mastersOf = (client: LockClient): Redis[] =>
-  client.redis.isCluster ? (client.redis as Cluster).nodes('master') : [client.redis as Redis];
-
-/** Calls `visit` with each batch of keys matching `match` on `node` (SCAN). */
-async function scanKeys(node: Redis, match: string, visit: (keys: string[]) => Promise<void> | void): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 500);
-    cursor = next;
-    if (keys.length > 0) await visit(keys);
-  } while (cursor !== '0');
-}
-
-/** Names of the locks under `prefix` matching `pattern`, on every node that holds keys. */
-async function lockNames(client: LockClient, pattern: string): Promise<string[]> {
-  const prefix = client.keyPrefix;
-  const match = `${escapeGlob(prefix)}:{${pattern}}`;
-  const exact = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\{(.*)\\}$`);
-  const names = new Set<string>();
-  for (const node of mastersOf(client)) {
-    await scanKeys(node, match, (keys) => {
-      for (const key of keys) {
-        const found = exact.exec(key);
-        if (found) names.add(decodeName(found[1]));
-      }
-    });
-  }
-  return [...names].sort();
-}
-
 /**
  * The keys under the client's prefix that have no TTL (none is written so now; earlier versions kept
  * fencing counters and semaphore limits forever), given `idleKeyTtl` unless `dryRun`. Returns them.
  */
 async function sweep(client: LockClient, dryRun: boolean): Promise<string[]> {
   const forever: string[] = [];
-  for (const node of mastersOf(client)) {
-    await scanKeys(node, `${escapeGlob(client.keyPrefix)}:{*`, async (keys) => {
+  for (const node of mastersOf(client.redis)) {
+    await scanKeys(node, keyPattern(client.redis, client.keyPrefix), async (keys) => {
       const pipeline = node.pipeline();
       keys.forEach((key) => pipeline.pttl(key));
       const ttls = (await pipeline.exec()) ?? [];
@@ -138,7 +103,9 @@ async function run(args: Args, out: (text: string) => void): Promise<number> {
       return 0;
     }
     if (command === 'list') {
-      const all = await Promise.all((await lockNames(locks, operand ?? '*')).map((name) => locks.inspect(name)));
+      const all = await Promise.all(
+        (await scanLockNames(locks.redis, locks.keyPrefix, operand ?? '*')).map((name) => locks.inspect(name)),
+      );
       const held = all.filter((i) => i.state !== 'free' || i.queue.length > 0);
       if (args.json) out(JSON.stringify(held, null, 2));
       else out(held.length === 0 ? 'No locks held.' : held.map(formatInspection).join('\n'));

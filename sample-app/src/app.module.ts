@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { lockOptionsFromEnv, RedisLockModule } from 'nestjs-redis-lock';
+import { RedisLockBoardModule } from 'nestjs-redis-lock/board';
 import { HealthController } from './health.controller';
+import { LocalOnlyGuard } from './local-only.guard';
 import { PageViewModule } from './page-view/page-view.module';
 import { ReportModule } from './report/report.module';
 
@@ -12,6 +14,8 @@ import { ReportModule } from './report/report.module';
 @Module({
   imports: [
     RedisLockModule.forRootAsync({ useFactory: () => ({ ...lockOptionsFromEnv(), keyPrefix: 'pview-lock' }) }),
+    // The lock board at /locks: who holds the page-view lock, who waits, and this instance's events.
+    RedisLockBoardModule.forRoot({ route: '/locks', guard: LocalOnlyGuard }),
     ScheduleModule.forRoot(),
     PageViewModule,
     ReportModule,

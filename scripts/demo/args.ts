@@ -14,6 +14,8 @@ export interface DemoArgs {
   versions: Version[];
   json: boolean;
   keep: boolean;
+  /** After the runs, keep the apps and Redis up (until Ctrl-C) to look at the lock board. */
+  board: boolean;
   help: boolean;
   verbose: boolean;
   balancer: BalancerChoice;
@@ -46,6 +48,8 @@ options:
   --versions v1,v3,...   versions to run (default all: ${VERSIONS.join(',')})
   --json                 print one JSON object with the results on stdout instead of the table
   --keep                 leave the Redis the demo started running (stop it with npm run redis:down)
+  --board                after the runs, keep the apps and Redis up until Ctrl-C, to look at the lock
+                         board (http://127.0.0.1:<balancer port>/locks, open it during the runs too)
   --balancer KIND        auto (nginx if on PATH, else built-in; default), nginx or builtin
   --port P               load balancer port (default 3100, or the next free one)
   --app-ports A,B        the two app instances' ports (default 3101,3102, or the next free ones)
@@ -63,6 +67,7 @@ export function parseArgs(argv: readonly string[]): DemoArgs {
     versions: [...VERSIONS],
     json: false,
     keep: false,
+    board: false,
     help: false,
     verbose: false,
     balancer: 'auto',
@@ -113,10 +118,11 @@ export function parseArgs(argv: readonly string[]): DemoArgs {
       }
       case '--json':
       case '--keep':
+      case '--board':
       case '--verbose':
       case '--help':
         noValue();
-        args[name.slice(2) as 'json' | 'keep' | 'verbose' | 'help'] = true;
+        args[name.slice(2) as 'json' | 'keep' | 'board' | 'verbose' | 'help'] = true;
         break;
       case '-h':
         args.help = true;

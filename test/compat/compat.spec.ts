@@ -8,7 +8,7 @@
  * (7290-7295 are test/faults/cluster-kill.spec.ts's cluster, 7299 is outside its layout).
  * Run alone with `npx jest -c jest.compat.config.js`; `npm test` runs it last.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -140,6 +140,32 @@ describe.each(VARIANTS)('$name', ({ name, moduleSystem, resp }) => {
     // The packed entry point exports exactly the public API docs/api.md lists.
     expect(result.exports.sort()).toEqual(documentedPublicApi().sort());
     expect(result.same).toBe(true);
+  });
+
+  it('ships the lock board entry point (nestjs-redis-lock/board) with its page script, as named ES module imports', async () => {
+    const script = [
+      "import * as esm from 'nestjs-redis-lock/board';",
+      "import { createRequire } from 'node:module';",
+      "const cjs = createRequire(import.meta.url)('nestjs-redis-lock/board');",
+      'const missing = Object.keys(cjs).filter((name) => !(name in esm));',
+      'let refused = "";',
+      'try { esm.RedisLockBoardModule.forRoot({}); } catch (error) { refused = error.name; }',
+      'console.log(JSON.stringify({ exports: Object.keys(cjs), missing, refused }));',
+    ].join('\n');
+    const output = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: app.dir });
+    const result = JSON.parse(output.trim().split('\n').pop()!) as {
+      exports: string[];
+      missing: string[];
+      refused: string;
+    };
+    expect(result).toEqual({
+      exports: ['RedisLockBoardModule', 'LockBoardOptionsError'],
+      missing: [],
+      refused: 'LockBoardOptionsError', // neither a guard nor public: true
+    });
+    for (const file of ['board.js', 'board.css']) {
+      expect(existsSync(join(app.dir, 'node_modules', 'nestjs-redis-lock', 'lib', 'board', 'web', file))).toBe(true);
+    }
   });
 
   it(`@DistributedLock loses no update of a racy counter: ${REQUESTS} concurrent requests over two instances`, async () => {

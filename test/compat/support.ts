@@ -41,7 +41,8 @@ export function tail(text: string, lines = 60): string {
 
 /**
  * Builds lib/ into a fresh directory and packs it with `npm pack`, with the repository's package.json
- * (so its `files` decide what ships) and lua/. Returns the tarball's path. The repository's own dist/
+ * (so its `files` decide what ships), lua/ and the lock board's page script and stylesheet
+ * (lib/board/web/, shipped as they are). Returns the tarball's path. The repository's own dist/
  * is left alone, and no stale output of a deleted source can slip into the package.
  */
 export async function packLibrary(workDir: string): Promise<string> {
@@ -50,6 +51,8 @@ export async function packLibrary(workDir: string): Promise<string> {
     cwd: REPO_ROOT,
   });
   cpSync(join(REPO_ROOT, 'lua'), join(stage, 'lua'), { recursive: true });
+  const web = join('lib', 'board', 'web');
+  cpSync(join(REPO_ROOT, web), join(stage, web), { recursive: true });
   for (const file of readdirSync(REPO_ROOT)) {
     if (file === 'package.json' || /^(readme|license|licence|changelog)/i.test(file)) {
       cpSync(join(REPO_ROOT, file), join(stage, file));

@@ -214,6 +214,8 @@ describe.each<[Deployment, number]>([
 describe('demo pieces', () => {
   it('parses the command line', () => {
     expect(parseArgs([])).toMatchObject({ requests: 666, concurrency: 666, versions: ['v1', 'v2', 'v3', 'v4', 'v5'] });
+    expect(parseArgs([]).board).toBe(false);
+    expect(parseArgs(['--board']).board).toBe(true);
     expect(
       parseArgs([
         '--requests',
@@ -226,7 +228,14 @@ describe('demo pieces', () => {
         '--app-ports=1,2',
       ]),
     ).toMatchObject({ requests: 10, concurrency: 5, versions: ['v3', 'v5'], json: true, keep: true, appPorts: [1, 2] });
-    for (const bad of [['--requests', '0'], ['--versions', 'v6'], ['--json=1'], ['--nope'], ['--app-ports', '3,3']]) {
+    for (const bad of [
+      ['--requests', '0'],
+      ['--versions', 'v6'],
+      ['--json=1'],
+      ['--board=1'],
+      ['--nope'],
+      ['--app-ports', '3,3'],
+    ]) {
       expect(() => parseArgs(bad)).toThrow(UsageError);
     }
   });

@@ -79,7 +79,9 @@ describe('script contracts', () => {
       'inspect-5.lua',
       'rw-read-hold-count-2.lua',
       'rw-read-pttl-1.lua',
+      'rw-inspect-5.lua',
       'semaphore-state-2.lua',
+      'semaphore-inspect-4.lua',
     ]);
     const files = readdirSync(LUA_DIR).filter((file) => file.endsWith('.lua'));
     const firstLines = Object.fromEntries(files.map((file) => [file, loadedScript(file).source.split('\n', 1)[0]]));
@@ -222,6 +224,7 @@ describe('script contracts', () => {
       call(catalog.READ_CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),
       call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
       call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish, callId: 'f1' }, false),
+      call(catalog.READ_WRITE_INSPECT, { most: 10 }, [-2, [], [], 0, [], 0, null]),
       call(
         catalog.SEMAPHORE_ACQUIRE,
         {
@@ -240,6 +243,7 @@ describe('script contracts', () => {
       call(catalog.SEMAPHORE_RELEASE, { member: '1:c:1', configuredLimit: 2, publish, memoryMs: 1000 }, 'not-locked'),
       call(catalog.SEMAPHORE_SET_PERMITS, { idleKeyTtl: IDLE_KEY_TTL, permits: 3, publish }, 3),
       call(catalog.SEMAPHORE_STATE, { configuredLimit: 2 }, [2, 0]),
+      call(catalog.SEMAPHORE_INSPECT, { most: 10 }, [null, 0, [], 0, null, [], 0]),
       call(catalog.SEMAPHORE_PASS, { clientId: 'c', permits: 1, configuredLimit: 2, publish }, false),
       call(catalog.INSPECT, {}, ['none', -2, [], null, [], []]),
       call(catalog.HOLD_STATE, { holder: 'c:1', kind: 'hash' }, [-2, null, null]),

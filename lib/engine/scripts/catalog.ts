@@ -260,6 +260,28 @@ export const READ_WRITE_FORCE_UNLOCK = defineScript({
   reply: yesNo,
 });
 
+/**
+ * [write pttl, flat write (owner, count) pairs, flat reader (owner, count, ms left) triples, live readers
+ * in all, flat waiting writer (owner, ms left) pairs, waiting writers in all, fence]: see rw-inspect-5.lua.
+ */
+export type ReadWriteInspectReply = [
+  number,
+  string[],
+  (string | number)[],
+  number,
+  (string | number)[],
+  number,
+  string | null,
+];
+
+/** A read-write lock's holds on both sides and its waiting writers, read-only, each list cut at `most`. */
+export const READ_WRITE_INSPECT = defineScript({
+  file: 'rw-inspect-5.lua',
+  keys: ['write', 'readers', 'readCounts', 'writers', 'fence'],
+  args: { most: num },
+  reply: asIs<ReadWriteInspectReply>,
+});
+
 // Semaphore.
 
 /** An attempt's reply and the permits free after it. */
@@ -305,6 +327,28 @@ export const SEMAPHORE_STATE = defineScript({
   keys: ['holds', 'limit'],
   args: { configuredLimit: num },
   reply: asIs<[limit: number, held: number]>,
+});
+
+/**
+ * [run-time limit, permits held, flat (member, ms left) pairs, live holds in all, fence, waiting client
+ * ids, waiting in all]: see semaphore-inspect-4.lua.
+ */
+export type SemaphoreInspectReply = [
+  string | null,
+  number,
+  (string | number)[],
+  number,
+  string | null,
+  string[],
+  number,
+];
+
+/** A semaphore's holds, limit, fence and waiting processes, read-only, each list cut at `most`. */
+export const SEMAPHORE_INSPECT = defineScript({
+  file: 'semaphore-inspect-4.lua',
+  keys: ['holds', 'limit', 'fence', 'waiting'],
+  args: { most: num },
+  reply: asIs<SemaphoreInspectReply>,
 });
 
 /** Yes: another waiting group was woken. */
@@ -370,10 +414,12 @@ export const ALL_SCRIPTS = [
   READ_CLAIM_ATTEMPT,
   WRITE_ABANDON,
   READ_WRITE_FORCE_UNLOCK,
+  READ_WRITE_INSPECT,
   SEMAPHORE_ACQUIRE,
   SEMAPHORE_RELEASE,
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,
+  SEMAPHORE_INSPECT,
   SEMAPHORE_PASS,
   INSPECT,
   HOLD_STATE,

@@ -1,0 +1,35 @@
+#!lua flags=no-writes
+-- Read-only snapshot of one semaphore, for the lock board: its live holds with their expiries, the
+-- permits they hold, the run-time limit, the fencing counter and the waiting processes. Lists are cut
+-- at ARGV[1] entries (soonest expiry first; longest waiting first); the totals say how many there are.
+-- KEYS[1]  holds              zset '<permits>:<hold id>' -> Redis server time (ms) its lease ends
+-- KEYS[2]  run-time limit     set by setPermits; absent: each client's configured limit applies
+-- KEYS[3]  fencing counter
+-- KEYS[4]  waiting            zset client id -> time it registered
+-- ARGV[1]  most entries listed per list, a whole number >= 1
+-- Returns  {run-time limit or false, permits held, holds (flat member, ms left pairs), live holds in
+--          all, fence or false, waiting client ids, waiting in all}
+--!include server-time.lua
+--!include semaphore-holds.lua
+local holdsKey, limitKey, fenceKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local most = tonumber(ARGV[1])
+if not most or most < 1 or most % 1 ~= 0 then
+  return redis.error_reply('BADARG most must be a whole number >= 1, got ' .. tostring(ARGV[1]))
+end
+local now = nowMs()
+local after = '(' .. now
+local holds = {}
+local live = redis.call('zrangebyscore', holdsKey, after, '+inf', 'withscores', 'limit', 0, most)
+for i = 1, #live, 2 do
+  table.insert(holds, live[i])
+  table.insert(holds, tonumber(live[i + 1]) - now)
+end
+return {
+  redis.call('get', limitKey) or false,
+  permitsInUse(holdsKey, now),
+  holds,
+  redis.call('zcount', holdsKey, after, '+inf'),
+  redis.call('get', fenceKey) or false,
+  redis.call('zrange', waitingKey, 0, most - 1),
+  redis.call('zcard', waitingKey),
+}
