@@ -11,27 +11,16 @@
 -- Returns  {write pttl, write holders (flat owner, count pairs), live readers (flat owner, count, ms
 --          left triples), live readers in all, waiting writers (flat owner, ms left pairs), waiting
 --          writers in all, fence or false}
---!include server-time.lua
+--!include live-entries.lua
 local writeKey, readersKey, countsKey, writersKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local most = tonumber(ARGV[1])
-if not most or most < 1 or most % 1 ~= 0 then
-  return redis.error_reply('BADARG most must be a whole number >= 1, got ' .. tostring(ARGV[1]))
-end
+local most, badArg = mostArg(ARGV[1])
+if not most then return badArg end
 local now = nowMs()
 local after = '(' .. now
-local readers = {}
-local live = redis.call('zrangebyscore', readersKey, after, '+inf', 'withscores', 'limit', 0, most)
-for i = 1, #live, 2 do
-  table.insert(readers, live[i])
-  table.insert(readers, tonumber(redis.call('hget', countsKey, live[i])) or 1)
-  table.insert(readers, tonumber(live[i + 1]) - now)
-end
-local writers = {}
-local intents = redis.call('zrangebyscore', writersKey, after, '+inf', 'withscores', 'limit', 0, most)
-for i = 1, #intents, 2 do
-  table.insert(writers, intents[i])
-  table.insert(writers, tonumber(intents[i + 1]) - now)
-end
+local readers = liveEntries(readersKey, now, most, function(owner)
+  return tonumber(redis.call('hget', countsKey, owner)) or 1
+end)
+local writers = liveEntries(writersKey, now, most)
 return {
   redis.call('pttl', writeKey),
   redis.call('hgetall', writeKey),

@@ -9,21 +9,14 @@
 -- ARGV[1]  most entries listed per list, a whole number >= 1
 -- Returns  {run-time limit or false, permits held, holds (flat member, ms left pairs), live holds in
 --          all, fence or false, waiting client ids, waiting in all}
---!include server-time.lua
+--!include live-entries.lua
 --!include semaphore-holds.lua
 local holdsKey, limitKey, fenceKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local most = tonumber(ARGV[1])
-if not most or most < 1 or most % 1 ~= 0 then
-  return redis.error_reply('BADARG most must be a whole number >= 1, got ' .. tostring(ARGV[1]))
-end
+local most, badArg = mostArg(ARGV[1])
+if not most then return badArg end
 local now = nowMs()
 local after = '(' .. now
-local holds = {}
-local live = redis.call('zrangebyscore', holdsKey, after, '+inf', 'withscores', 'limit', 0, most)
-for i = 1, #live, 2 do
-  table.insert(holds, live[i])
-  table.insert(holds, tonumber(live[i + 1]) - now)
-end
+local holds = liveEntries(holdsKey, now, most)
 return {
   redis.call('get', limitKey) or false,
   permitsInUse(holdsKey, now),
