@@ -1,27 +1,27 @@
 import type { HandOver } from '../turns/process-turns';
-import type { PublishCommand } from '../redis/redis-client';
 import { arg, asIs, defineScript, num, str, yesNo } from './lua-script';
 import { VariableKeysScript } from './variable-keys-script';
-import type {
-  AttemptReply,
-  AttemptStatus,
-  ClaimReply,
-  ReleaseReply,
-  TurnAttemptReply,
-  WriteAttemptReply,
-} from './replies';
+import { publish, waiting } from './shared-args';
+import {
+  SEMAPHORE_ACQUIRE,
+  SEMAPHORE_INSPECT,
+  SEMAPHORE_PASS,
+  SEMAPHORE_RELEASE,
+  SEMAPHORE_SET_PERMITS,
+  SEMAPHORE_STATE,
+} from './semaphore-scripts';
+import type { AttemptReply, ClaimReply, ReleaseReply, TurnAttemptReply, WriteAttemptReply } from './replies';
 
 /**
  * Every Lua script of lua/, declared once: the keys it takes (named as keys.ts names them), its
  * arguments in order with their types, and its reply (words from replies.ts). Each file's header
  * says what the keys and arguments mean; test/engine/script-contracts.spec.ts checks each
- * declaration against its file and runs every script.
+ * declaration against its file and runs every script. The semaphore's are in semaphore-scripts.ts,
+ * re-exported here.
  */
 
-/** A caller's waiting state (see waiting-registration.lua). */
-export type WaitingFlag = '0' | '1' | '-' | 'once';
-const publish = arg<PublishCommand>();
-const waiting = arg<WaitingFlag>();
+export type { WaitingFlag } from './shared-args';
+export * from './semaphore-scripts';
 
 // The reentrant and simple locks: the lock with its process-waiting registry and hand-over.
 
@@ -280,83 +280,6 @@ export const READ_WRITE_INSPECT = defineScript({
   keys: ['write', 'readers', 'readCounts', 'writers', 'fence'],
   args: { most: num },
   reply: asIs<ReadWriteInspectReply>,
-});
-
-// Semaphore.
-
-/** An attempt's reply and the permits free after it. */
-export type PermitAttemptReply = [status: Exclude<AttemptStatus, 'reentered'>, value: number, available: number];
-
-/** Takes `permits` permits for one hold, or registers the waiting group (see semaphore-waiting.lua). */
-export const SEMAPHORE_ACQUIRE = defineScript({
-  file: 'semaphore-acquire-5.lua',
-  keys: ['holds', 'limit', 'fence', 'channel', 'waiting'],
-  args: {
-    member: str,
-    permits: num,
-    leaseMs: num,
-    configuredLimit: num,
-    publish,
-    chained: arg<'1' | '0'>(),
-    clientId: str,
-    waiting,
-    idleKeyTtl: num,
-  },
-  reply: asIs<PermitAttemptReply>,
-});
-
-/** Gives one hold's permits back and wakes a waiting group that can take the permits free. */
-export const SEMAPHORE_RELEASE = defineScript({
-  file: 'semaphore-release-5.lua',
-  keys: ['holds', 'limit', 'channel', 'waiting', 'released'],
-  args: { member: str, configuredLimit: num, publish, memoryMs: num },
-  reply: asIs<'released' | 'not-locked'>,
-});
-
-/** Permits free under the new limit (negative: held beyond it after a shrink). */
-export const SEMAPHORE_SET_PERMITS = defineScript({
-  file: 'semaphore-set-permits-4.lua',
-  keys: ['holds', 'limit', 'channel', 'waiting'],
-  args: { permits: num, publish, idleKeyTtl: num },
-  reply: asIs<number>,
-});
-
-/** [limit, permits held by live holds]. */
-export const SEMAPHORE_STATE = defineScript({
-  file: 'semaphore-state-2.lua',
-  keys: ['holds', 'limit'],
-  args: { configuredLimit: num },
-  reply: asIs<[limit: number, held: number]>,
-});
-
-/**
- * [run-time limit, permits held, flat (member, ms left) pairs, live holds in all, fence, waiting client
- * ids, waiting in all]: see semaphore-inspect-4.lua.
- */
-export type SemaphoreInspectReply = [
-  string | null,
-  number,
-  (string | number)[],
-  number,
-  string | null,
-  string[],
-  number,
-];
-
-/** A semaphore's holds, limit, fence and waiting processes, read-only, each list cut at `most`. */
-export const SEMAPHORE_INSPECT = defineScript({
-  file: 'semaphore-inspect-4.lua',
-  keys: ['holds', 'limit', 'fence', 'waiting'],
-  args: { most: num },
-  reply: asIs<SemaphoreInspectReply>,
-});
-
-/** Yes: another waiting group was woken. */
-export const SEMAPHORE_PASS = defineScript({
-  file: 'semaphore-pass-4.lua',
-  keys: ['holds', 'limit', 'channel', 'waiting'],
-  args: { clientId: str, permits: num, configuredLimit: num, publish },
-  reply: yesNo,
 });
 
 // Any kind.
