@@ -171,24 +171,18 @@ export class LockBoard {
     const { client } = this;
     const known = this.activity.knownName(name);
     const describe = { key: name, name: 'board read' };
-    if (family === 'read-write') {
-      const keys = readWriteKeys(client.keyPrefix, name);
-      const seen = await bounded(
-        inspectReadWriteLock(client.redis, name, keys, MOST_LISTED),
-        client.operationTimeout,
-        describe,
-      );
-      return lockFromReadWrite(seen, known);
-    }
-    if (family === 'semaphore') {
-      const keys = semaphoreKeys(client.keyPrefix, name);
-      const seen = await bounded(
-        inspectSemaphore(client.redis, name, keys, MOST_LISTED),
-        client.operationTimeout,
-        describe,
-      );
-      return lockFromSemaphore(seen, known);
-    }
+    // The kinds whose holds LockClient.inspect does not read: their own read-only scripts, bounded alike.
+    const own =
+      family === 'read-write'
+        ? inspectReadWriteLock(client.redis, name, readWriteKeys(client.keyPrefix, name), MOST_LISTED).then((seen) =>
+            lockFromReadWrite(seen, known),
+          )
+        : family === 'semaphore'
+          ? inspectSemaphore(client.redis, name, semaphoreKeys(client.keyPrefix, name), MOST_LISTED).then((seen) =>
+              lockFromSemaphore(seen, known),
+            )
+          : undefined;
+    if (own) return bounded(own, client.operationTimeout, describe);
     return lockFromInspection(await client.inspect(name), known);
   }
 }
