@@ -52,12 +52,15 @@ describe('semaphore lua scripts', () => {
    * Registers the waiters of process `client` for `permits` permits and subscribes to their channel;
    * returns how many messages arrived since.
    */
+  // Registration order as the scripts keep it (µs): two helpers in one ms must not tie (a tie sorts by name).
+  let lastScore = 0;
   async function messages(k: Keys, client = 'p1', permits = 1) {
     const sub = redis.duplicate();
     let count = 0;
     sub.on('message', () => count++);
     await sub.subscribe(`${k.channel}:${permits}:${client}`);
-    await redis.zadd(k.waiting, Date.now() * 1000, `${permits}:${client}`);
+    lastScore = Math.max(Date.now() * 1000, lastScore + 1);
+    await redis.zadd(k.waiting, lastScore, `${permits}:${client}`);
     return {
       count: async () => {
         await new Promise((resolve) => setTimeout(resolve, 50));

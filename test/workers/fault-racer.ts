@@ -11,6 +11,8 @@
 //   WAIT_MS      waitTime of each lock() (default 10000)
 //   WORK_MS      sleep inside the critical section, between the read and the write (default 0)
 //   FENCE_KEY    also write the fencing token to a token-checking resource on the counter's Redis
+//   FENCED_COUNTER  make the counter itself token-checking: its read and its write are refused to a
+//                token below the highest one that touched it (a section refused is counted, not written)
 //   SIDE_LOCK    also hold a second (watchdog) lock for the whole run, and record when it is lost
 //   PAUSED_HOLDER  take the lock once with LEASE_MS, print "holding", sleep HOLD_MS (the
 //                test SIGSTOPs the process meanwhile), then try the fenced write and exit
@@ -32,6 +34,21 @@ if tonumber(ARGV[1]) < top then return 0 end
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'writer', ARGV[2])
 return 1`;
 
+/** Enters the critical section's record of holders on the counter server; returns who is inside. */
+const ENTER = `redis.call('SADD', KEYS[1], ARGV[1]) return redis.call('SMEMBERS', KEYS[1])`;
+
+/** The counter as a fenced resource: {1, value} to a token at least the highest seen, else {0}. */
+const FENCED_READ = `
+local top = tonumber(redis.call('HGET', KEYS[2], 'token') or '0')
+if tonumber(ARGV[1]) < top then return {0} end
+redis.call('HSET', KEYS[2], 'token', ARGV[1])
+return {1, redis.call('GET', KEYS[1]) or '0'}`;
+const FENCED_SET = `
+local top = tonumber(redis.call('HGET', KEYS[2], 'token') or '0')
+if tonumber(ARGV[1]) < top then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1`;
+
 export interface FaultRacerResult {
   pid: number;
   /** The lock client's id (the first segment of its waiter ids). */
@@ -47,6 +64,10 @@ export interface FaultRacerResult {
    * counter server as it starts and DECRs it as it ends, so this needs no clock shared by the racers.
    */
   crowded: number;
+  /** Each crowded section's token with the tokens of the other sections it found inside. */
+  crowdedWith: [number, number[]][];
+  /** FENCED_COUNTER: the tokens of sections the counter refused (they wrote nothing). */
+  fencedOut: number[];
   /** Critical sections whose signal had aborted with a LockLostError by their end, by reason. */
   lost: Record<string, number>;
   /** Errors of lock()/release(), by name, and release outcomes, by outcome. */
@@ -87,10 +108,26 @@ async function main(): Promise<void> {
     connection: [],
     sections: [],
     crowded: 0,
+    crowdedWith: [],
+    fencedOut: [],
     lost: {},
     errors: {},
     releases: {},
     fenced: { accepted: 0, rejected: 0 },
+  };
+  const fenceOfCounter = `${env.COUNTER_KEY}:fence`;
+  /** The counter's value, or undefined when a fenced counter refuses this token. */
+  const readCounter = async (token: number): Promise<number | undefined> => {
+    if (!env.FENCED_COUNTER) return Number(await counter.get(env.COUNTER_KEY!));
+    const [ok, value] = (await counter.eval(FENCED_READ, 2, env.COUNTER_KEY!, fenceOfCounter, token)) as [
+      number,
+      string?,
+    ];
+    return ok === 1 ? Number(value) : undefined;
+  };
+  const writeCounter = async (token: number, value: number): Promise<boolean> => {
+    if (!env.FENCED_COUNTER) return (await counter.set(env.COUNTER_KEY!, String(value))) === 'OK';
+    return (await counter.eval(FENCED_SET, 2, env.COUNTER_KEY!, fenceOfCounter, token, value)) === 1;
   };
   const fencedWrite = async (token: number): Promise<boolean> => {
     const ok = (await counter.eval(FENCED_WRITE, 1, env.FENCE_KEY!, token, process.pid)) === 1;
@@ -166,17 +203,24 @@ async function main(): Promise<void> {
         continue;
       }
       const start = epochNow();
-      if ((await counter.incr(insideKey)) > 1) result.crowded++;
-      const value = Number(await counter.get(env.COUNTER_KEY!));
+      const token = handle.fencingToken;
+      const others = ((await counter.eval(ENTER, 1, insideKey, token)) as string[]).map(Number);
+      const crowdedBy = others.filter((other) => other !== token);
+      if (crowdedBy.length > 0) {
+        result.crowded++;
+        result.crowdedWith.push([token, crowdedBy]);
+      }
+      const value = await readCounter(token);
       if (workMs > 0) await sleep(workMs);
       if (holdNext) {
         holdNext = false;
         console.log(`holding ${++holds}`);
         await new Promise<void>((resolve) => (releaseHold = resolve));
       }
-      await counter.set(env.COUNTER_KEY!, String(value + 1));
-      if (env.FENCE_KEY) await fencedWrite(handle.fencingToken);
-      await counter.decr(insideKey);
+      const written = value !== undefined && (await writeCounter(token, value + 1));
+      if (!written) result.fencedOut.push(token);
+      if (env.FENCE_KEY) await fencedWrite(token);
+      await counter.srem(insideKey, String(token));
       const end = epochNow();
       result.sections.push([requested, start, end, handle.fencingToken]);
       if (handle.signal.aborted) {
