@@ -112,7 +112,7 @@ async function measure(
     await sleep(1_000);
     const results = await race.stop();
     const report = analyse(results, Number(await ctx.admin.get(counterKey)), faultAt);
-    await healSentinel(t, fault === 'kill' ? master.port : undefined);
+    await healSentinel(t, master.port, fault === 'kill');
     return {
       failoverMs: failoverAt - faultAt,
       outageMs: report.outageMs,

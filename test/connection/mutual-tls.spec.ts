@@ -219,6 +219,9 @@ describe('mutual TLS: a client certificate required everywhere', () => {
         const { redis } = await locks.health();
         return !redis.healthy && /refused the client certificate/.test(redis.connectionError ?? '');
       }, 15_000);
+      // Health reads the refusal of any of the client's connections (the subscriber's may come first);
+      // the warning comes with the lock connection's own next reconnect attempt.
+      await eventually(async () => warnings.length > 0, 15_000);
       expect(warnings.join('\n')).toMatch(
         /refuses the lock connection as it reconnects: .*refused the client certificate/,
       );

@@ -260,17 +260,18 @@ export async function sentinelSwitched(t: RunningTopology, oldPort: number, time
 }
 
 /**
- * Brings a faulted sentinel topology back to full health for the next case: `restart` (a killed
- * node) is started again, then we wait until every sentinel agrees on the master and sees 3 healthy
- * replicas, and the master has 3 online replicas.
+ * Brings a faulted sentinel topology back to full health for the next case: the faulted node
+ * (`restart`: killed, started again; otherwise paused and resumed) is made a replica of the current
+ * master, then we wait until every sentinel agrees on the master and sees 3 healthy replicas, and the
+ * master has 3 online replicas.
  */
-export async function healSentinel(t: RunningTopology, restart?: number): Promise<void> {
-  if (restart !== undefined) {
-    await restartNode(t, restart);
-    // It comes back as an empty master (or a replica of an old one); sentinel would convert it only
-    // after ~8 s of seeing it, so point it at the current master at once.
-    const master = await sentinelMaster(t);
-    await withClient({ host: '127.0.0.1', port: restart }, (c) => c.call('REPLICAOF', master.host, master.port));
+export async function healSentinel(t: RunningTopology, faulted: number, restart: boolean): Promise<void> {
+  if (restart) await restartNode(t, faulted);
+  // It comes back as an empty master, or as the master it was before a failover it slept through;
+  // sentinel would convert it only after ~8 s of seeing it, so point it at the current master at once.
+  const master = await sentinelMaster(t);
+  if (master.port !== faulted) {
+    await withClient({ host: '127.0.0.1', port: faulted }, (c) => c.call('REPLICAOF', master.host, master.port));
   }
   await waitFor(
     `${t.name} healthy again`,
@@ -396,7 +397,7 @@ export async function sentinelFaultCase(
       phases.push(`lock state: ${samples.join(' ; ')}`);
       phases.push(`slow calls (ms from the fault): ${slowCalls(results, faultAt)}`);
     }
-    await healSentinel(t, fault === 'kill' ? master.port : undefined);
+    await healSentinel(t, master.port, fault === 'kill');
     phase('healed');
     return { report, failoverMs: failoverAt - faultAt, phases: phases.join(', '), withoutMaster };
   } finally {
