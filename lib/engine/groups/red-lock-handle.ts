@@ -66,11 +66,13 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     this.owner = grant.owner;
     this.label = grant.label;
     this.heldUntil = grant.handles.map((h) => (h ? grant.sentAt + grant.lease : -Infinity));
-    grant.handles.forEach((handle, index) => handle && this.watch(index, handle));
-    this.armExpiry();
+    grant.handles.forEach((handle, index) => handle && this.followRenewals(index, handle));
+    // Off the grant's path: a hold released before the next turn of the event loop never pays for it.
+    setImmediate(() => this.watchLosses());
   }
 
   get signal(): AbortSignal {
+    this.watchLosses(); // a holder that reads the signal sees every loss up to now
     return this.controller.signal;
   }
 
@@ -97,10 +99,14 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     return this.signal.aborted || this.releasing ? 0 : this.deadline() - monotonicNow();
   }
 
+  /** Whether the masters' losses are listened for and the end of the validity is timed (see watchLosses). */
+  private watching = false;
+
   /**
-   * Releases on every master: waits for the masters that can answer (each at most instanceTimeout),
-   * never for one that is down (its release goes on in the background until its lease ends).
-   * `released` when a quorum confirmed, `pending` when that may still happen, else `expired`.
+   * Releases on every master: answers once a quorum confirmed, else waits for the masters that can
+   * answer (each at most instanceTimeout), never for one that is down (its release goes on in the
+   * background until its lease ends). `released` when a quorum confirmed, `pending` when that may still
+   * happen, else `expired`.
    */
   release(): Promise<ReleaseOutcome> {
     this.releasing ??= this.releaseAll().then((outcome) => {
@@ -146,10 +152,11 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * `sentAt`: when the round sent its command (monotonicNow).
    */
   adopt(index: number, handle: LockHandle, sentAt: number): boolean {
-    if (this.releasing || this.signal.aborted || this.handles[index]) return false;
+    if (this.releasing || this.controller.signal.aborted || this.handles[index]) return false;
     this.handles[index] = handle;
     this.heldUntil[index] = sentAt + this.lease;
-    this.watch(index, handle);
+    this.followRenewals(index, handle);
+    if (this.watching) this.listenForLoss(handle);
     this.armExpiry();
     return true;
   }
@@ -164,41 +171,77 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * still hold it, minus the drift allowance (-Infinity when fewer than a quorum hold it).
    */
   private deadline(): number {
-    const ends = this.handles
-      .flatMap((h, i) => (h && !h.signal.aborted ? [this.heldUntil[i]] : []))
-      .sort((a, b) => b - a);
+    const ends = this.handles.flatMap((h, i) => (h && !h.isLost ? [this.heldUntil[i]] : [])).sort((a, b) => b - a);
     const quorumEnd = ends[this.redLock.quorum - 1] ?? -Infinity;
     return quorumEnd - this.redLock.drift(this.lease);
   }
 
-  private async releaseAll(): Promise<ReleaseOutcome> {
+  /**
+   * Sends the release to every master holding a vote and answers as soon as the outcome is known:
+   * `released` once a quorum confirmed (the other masters' releases finish in the background, each
+   * bounded by the instance timeout), else once every master that can answer did.
+   */
+  private releaseAll(): Promise<ReleaseOutcome> {
     this.expiryTimer?.clear();
-    const outcomes = await Promise.all(
-      this.handles.map((h, i): ReleaseOutcome | Promise<ReleaseOutcome> => {
-        if (!h) return 'expired';
+    const { quorum } = this.redLock;
+    return new Promise((resolve) => {
+      let released = 0;
+      let pending = 0;
+      let unanswered = 0;
+      const decide = (): void => {
+        if (released >= quorum) resolve('released');
+        else if (unanswered === 0) resolve(released + pending >= quorum ? 'pending' : 'expired');
+      };
+      this.handles.forEach((h, i) => {
+        if (!h) return;
         const release = h.release().catch((): ReleaseOutcome => 'expired');
-        if (!this.redLock.usable(i)) return 'pending'; // down: it goes on by itself
-        const bound = this.redLock.boundedOn(i, release, 'redlock release', this.instanceTimeout);
-        return bound.catch((): ReleaseOutcome => 'pending');
-      }),
-    );
-    const released = outcomes.filter((o) => o === 'released' || o === 'decremented').length;
-    if (released >= this.redLock.quorum) return 'released';
-    return released + outcomes.filter((o) => o === 'pending').length >= this.redLock.quorum ? 'pending' : 'expired';
+        if (!this.redLock.usable(i)) return void pending++; // down: it goes on by itself
+        unanswered++;
+        void this.redLock
+          .boundedOn(i, release, 'redlock release', this.instanceTimeout)
+          .catch((): ReleaseOutcome => 'pending')
+          .then((outcome) => {
+            unanswered--;
+            if (outcome === 'released' || outcome === 'decremented') released++;
+            else if (outcome === 'pending') pending++;
+            decide();
+          });
+      });
+      decide();
+    });
   }
 
-  private watch(index: number, handle: LockHandle): void {
+  /** Master `index`'s hold is a vote of this RedLock: its renewals move the validity, its loss is not reported alone. */
+  private followRenewals(index: number, handle: LockHandle): void {
     handle.asVote((sentAt, leaseMs) => {
       this.heldUntil[index] = sentAt + leaseMs;
       this.armExpiry();
     });
+  }
+
+  /**
+   * From now on a master's loss is acted on at once (the signal aborts when fewer than a quorum still
+   * hold it) and the end of the validity is timed. Started in the turn of the event loop after the grant,
+   * or sooner when the holder reads the signal; a loss before that is found here. Until then nothing is
+   * missed: `validity` reads every master's state itself, and a vote's loss is never reported on its own.
+   */
+  private watchLosses(): void {
+    if (this.watching || this.releasing) return;
+    this.watching = true;
+    for (const handle of this.handles) if (handle) this.listenForLoss(handle);
+    const lost = this.handles.find((h) => h?.isLost);
+    if (lost) this.checkQuorum(lost.signal.reason);
+    else this.armExpiry();
+  }
+
+  private listenForLoss(handle: LockHandle): void {
     handle.signal.addEventListener('abort', () => this.checkQuorum(handle.signal.reason), { once: true });
   }
 
   /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
   private armExpiry(): void {
     this.expiryTimer?.clear();
-    if (this.releasing || this.signal.aborted) return;
+    if (!this.watching || this.releasing || this.controller.signal.aborted) return;
     const left = this.deadline() - monotonicNow();
     if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
     // A timer may fire a little early: it checks the deadline again then.
@@ -206,7 +249,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   }
 
   private checkQuorum(reason: unknown): void {
-    const alive = this.handles.filter((h) => h && !h.signal.aborted).length;
+    const alive = this.handles.filter((h) => h && !h.isLost).length;
     if (alive < this.redLock.quorum) this.lose(reason instanceof LockLostError ? reason.reason : 'not-owner');
     else this.armExpiry(); // the validity may now rest on masters whose holds end sooner
   }
