@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,shared,waiters,watchdog,startup,failover,names]`
+ * `npm run bench [-- --quick] [-- --no-pin] [-- --rounds=N] [-- --only=uncontended,parallel,hot,hot1ms,shared,waiters,watchdog,startup,failover,redlock,names]`
  *   `[-- --turn-time=MS]` (our locks' LockClient `turnTime`, to measure the trade-off; such a run goes to bench/out/)
  *   `[-- --names=N]` (the many-names scenario's names, default 1,000,000; it runs only when `--only` names it)
  *   `--merge=bench/out/results.json` (no run: puts that run's many-names result into docs/benchmarks.json and
@@ -7,7 +7,7 @@
  *
  * Starts its own redis-server through the topology harness ('single' on port 7300, inside the
  * private 7200-7399 range of scripts/redis-topology.ts; the failover scenario adds sentinel topologies on
- * 7360 and 7370), pins it apart from the clients where it can,
+ * 7360 and 7370, the RedLock scenario five masters on 7350-7354), pins it apart from the clients where it can,
  * runs every scenario with every contender interleaved round by round, and writes
  * docs/benchmarks.md + docs/benchmarks.svg (a --quick run writes to bench/out/ instead, so it never
  * replaces the published report). Redis and the worker processes are stopped at the end and on
@@ -35,6 +35,7 @@ import { runWatchdog } from './scenarios/watchdog';
 import { runFailover, stopFailoverSync } from './scenarios/failover';
 import { runShared } from './scenarios/shared';
 import { runManyNames } from './scenarios/many-names';
+import { runRedLock, stopRedLockSync } from './scenarios/red-lock';
 import { PRIVATE_PORTS } from '../scripts/test-ports';
 
 const BASE_PORT = PRIVATE_PORTS.bench.base;
@@ -48,6 +49,7 @@ const SCENARIOS = [
   'watchdog',
   'startup',
   'failover',
+  'redlock',
   'names',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -160,6 +162,7 @@ async function main(): Promise<void> {
   const stopSync = (): void => {
     killAllWorkers();
     stopFailoverSync();
+    stopRedLockSync();
     if (run.topology && !run.stopped) terminateTopologySync(run.topology);
     run.stopped = true;
   };
@@ -174,6 +177,7 @@ async function main(): Promise<void> {
     log(`\n${signal}: stopping workers and redis-server ...`);
     killAllWorkers();
     stopFailoverSync();
+    stopRedLockSync();
     const t = run.topology;
     if (!t) {
       starting.abort(new Error(`interrupted by ${signal}`)); // startTopology stops what it started, then rejects
@@ -214,6 +218,7 @@ async function main(): Promise<void> {
       pool: pool as WorkerPool,
       tag: `b${Date.now().toString(36)}`,
       log,
+      pinned: pinning.applied,
     };
     const results: BenchResults = { config, pinning, machine: await machineInfo(admin), workerPids: pool?.pids ?? [] };
     /** Runs one scenario if it was asked for, in the order below, and keeps its result. */
@@ -242,6 +247,7 @@ async function main(): Promise<void> {
     await measure('watchdog', `watchdog, ${config.watchdogLocks} held locks`, 'watchdog', runWatchdog);
     await measure('startup', 'start-up race', 'startup', runStartup);
     await measure('failover', 'failover (sentinel master killed / paused)', 'failover', runFailover);
+    await measure('redlock', `RedLock on 5 masters, uncontended and ${processes} on one name`, 'redLock', runRedLock);
     await measure('names', `many names (${config.names} names, each locked once)`, 'names', runManyNames);
     results.durationS = (Date.now() - started) / 1000;
     results.machine.loadEnd = os.loadavg()[0];

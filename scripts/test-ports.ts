@@ -59,6 +59,8 @@ export const PRIVATE_PORTS = {
   faultPausedHolder: range(7330, 1),
   /** test/faults/redlock.spec.ts: five masters. */
   faultRedLock: range(7340, 5),
+  /** bench/scenarios/red-lock.ts: five masters. */
+  benchRedLock: range(7350, 5),
   /** bench/scenarios/failover.ts: the kill fault's sentinel topology. */
   benchFailoverKill: range(7360, 9),
   /** bench/scenarios/failover.ts: the pause fault's sentinel topology. */

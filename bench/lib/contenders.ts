@@ -40,6 +40,8 @@ export const CONTENDER_IDS = [
   'write',
   'redisson-script',
   'hand-off-floor',
+  'red-lock',
+  'redlock-masters',
 ] as const;
 export type ContenderId = (typeof CONTENDER_IDS)[number];
 
@@ -67,6 +69,8 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
   write: 'ours: write lock',
   'redisson-script': "Redisson's lock script, bare",
   'hand-off-floor': 'wake-one FIFO floor',
+  'red-lock': 'ours: RedLock',
+  'redlock-masters': 'redlock, 5 masters',
 };
 
 /** What each contender runs with, for the report. */
@@ -93,6 +97,10 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
     "written here (bench/lib/redisson-script.ts): Redisson RLock's acquire and release scripts (owner hash, PEXPIRE, publish on the last release) called directly, nothing around them; uncontended latency only",
   'hand-off-floor':
     'written here (bench/lib/hand-off-floor.ts): a queue, a reservation for the next process and a message to it alone, every grant moving to the next process in line as with the fair lock; no re-entry, fencing, watchdog, bounds or failover care; hot keys only',
+  'red-lock':
+    '`new RedLock(clients, name).lock()` over five independent masters (one `LockClient` each): watchdog lease 30 s, woken by the releases of the masters that refused; RedLock scenario only',
+  'redlock-masters':
+    '`@sesamecare-oss/redlock` 1.4.0 over the same five masters, all defaults (retryCount 10, retryDelay 200 ms, retryJitter 100 ms); lock duration 30 s; RedLock scenario only',
 };
 
 /** Polling locks: they retry on a timer instead of being told about a release. */
@@ -133,16 +141,23 @@ export const MANY_NAMES: ReadonlySet<ContenderId> = new Set<ContenderId>([
 const MANY_NAMES_ONLY: ReadonlySet<ContenderId> = new Set<ContenderId>(['write']);
 
 /**
+ * The RedLock scenario's contenders (bench/scenarios/red-lock.ts): locks over five independent masters,
+ * measured there only (the other scenarios run on one server).
+ */
+export const RED_LOCK_CONTENDERS: ReadonlySet<ContenderId> = new Set<ContenderId>(['red-lock', 'redlock-masters']);
+
+/**
  * Who runs where: `locks` (parallel, many waiters, the chart): the mutexes; `uncontended` and `hot`:
  * those plus the baselines and the floor of that scenario; `shared`: the shared holders plus our
- * reentrant lock, the exclusive reference; `names`: MANY_NAMES.
+ * reentrant lock, the exclusive reference; `names`: MANY_NAMES; `redlock`: RED_LOCK_CONTENDERS.
  */
 export function contendersFor(
   ids: readonly ContenderId[],
-  scenario: 'locks' | 'uncontended' | 'hot' | 'shared' | 'names',
+  scenario: 'locks' | 'uncontended' | 'hot' | 'shared' | 'names' | 'redlock',
 ): ContenderId[] {
   if (scenario === 'names') return ids.filter((id) => MANY_NAMES.has(id));
-  const elsewhere = ids.filter((id) => !MANY_NAMES_ONLY.has(id));
+  if (scenario === 'redlock') return ids.filter((id) => RED_LOCK_CONTENDERS.has(id));
+  const elsewhere = ids.filter((id) => !MANY_NAMES_ONLY.has(id) && !RED_LOCK_CONTENDERS.has(id));
   switch (scenario) {
     case 'locks':
       return elsewhere.filter((id) => !BASELINES.has(id) && !SHARED_HOLDERS.has(id) && !FLOORS.has(id));
@@ -172,6 +187,8 @@ export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   write: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'redisson-script': SCRIPTS,
   'hand-off-floor': [...SCRIPTS, 'subscribe'],
+  'red-lock': [...SCRIPTS, 'subscribe', 'unsubscribe'],
+  'redlock-masters': SCRIPTS,
 };
 
 const LEASE_MS = 30_000;
@@ -209,6 +226,9 @@ export function createContender(id: ContenderId, redis: Redis, options: Contende
       return new RedissonScript(redis);
     case 'hand-off-floor':
       return new HandOffFloor(redis);
+    case 'red-lock':
+    case 'redlock-masters':
+      throw new Error(`${id} runs over five masters: bench/scenarios/red-lock.ts measures it`);
   }
 }
 

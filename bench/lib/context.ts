@@ -36,6 +36,13 @@ export interface BenchConfig {
   names: number;
   /** How many of those names are locked at a time. */
   namesInFlight: number;
+  /** RedLock scenario (five masters): uncontended acquire + release cycles per contender and round. */
+  redLockIterations: number;
+  /** Its contended part: every process loops on one name; warm-up, then the window counted. */
+  redLockWarmupMs: number;
+  redLockWindowMs: number;
+  /** The contended critical section sleeps this long between its GET and its SET. */
+  redLockSectionMs: number;
 }
 
 export function benchConfig(
@@ -72,6 +79,10 @@ export function benchConfig(
     watchdogTicks: quick ? 3 : 10,
     names: names ?? (quick ? 100_000 : 1_000_000),
     namesInFlight: 256,
+    redLockIterations: quick ? 300 : 1_500,
+    redLockWarmupMs: quick ? 1_000 : 2_000,
+    redLockWindowMs: quick ? 2_000 : 5_000,
+    redLockSectionMs: 1,
   };
 }
 
@@ -83,5 +94,7 @@ export interface BenchContext {
   pool: WorkerPool;
   /** Unique per run, so keys never collide with a previous (crashed) run. */
   tag: string;
+  /** Whether redis-server and the bench were pinned to CPUs apart (see pinning.ts): the RedLock masters join redis-server's. */
+  pinned?: boolean;
   log: (line: string) => void;
 }

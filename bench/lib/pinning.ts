@@ -29,3 +29,8 @@ export function pinApart(redisPid: number): Pinning {
   }
   return { applied: false, description: 'not pinned (taskset failed)' };
 }
+
+/** Puts more redis-server processes on redis-server's CPU (0), after pinApart applied. */
+export function pinBesideRedis(redisPids: number[]): boolean {
+  return redisPids.every((pid) => taskset(['-a', '-p', '-c', '0', String(pid)]));
+}

@@ -8,6 +8,7 @@ import type * as Library from '../../lib/internal';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const built = require('../../dist/lib/internal') as typeof Library;
 
-export const { LockClient, RedisPubSub, lockKeys, createLockClient, engineOf } = built;
+export const { LockClient, RedisPubSub, RedLock, lockKeys, createLockClient, engineOf } = built;
 export type LockClient = Library.LockClient;
+export type RedLock = Library.RedLock;
 export type RedisPubSub = Library.RedisPubSub;

@@ -5,16 +5,21 @@ import type { FromWorker, SharedSection, ToWorker, WorkerResult } from './protoc
 
 const WORKER = path.join(__dirname, '..', 'hot-key-worker.ts');
 
-/** One worker process and a queue of the messages it sent that nobody awaited yet. */
-export class Worker {
-  private readonly inbox: FromWorker[] = [];
-  private waiting?: { type: FromWorker['type']; resolve: (m: FromWorker) => void; reject: (e: Error) => void };
+/**
+ * One worker process and a queue of the messages it sent that nobody awaited yet (by default the
+ * hot-key worker's messages; another kind of worker names its own).
+ */
+export class Worker<From extends { type: string } = FromWorker, To extends object = ToWorker> {
+  private readonly inbox: From[] = [];
+  private waiting?: { type: From['type']; resolve: (m: From) => void; reject: (e: Error) => void };
   exited = false;
   failure?: Error;
 
   constructor(readonly child: ChildProcess) {
-    child.on('message', (message: FromWorker) => {
-      if (message.type === 'error') return this.fail(new Error(`worker ${child.pid}: ${message.message}`));
+    child.on('message', (message: From) => {
+      if (message.type === 'error') {
+        return this.fail(new Error(`worker ${child.pid}: ${(message as { message?: string }).message}`));
+      }
       this.inbox.push(message);
       this.flush();
     });
@@ -30,12 +35,12 @@ export class Worker {
     return this.child.pid ?? -1;
   }
 
-  send(message: ToWorker): void {
+  send(message: To): void {
     if (this.failure) throw this.failure;
     this.child.send(message);
   }
 
-  next<T extends FromWorker['type']>(type: T, timeoutMs: number): Promise<Extract<FromWorker, { type: T }>> {
+  next<T extends From['type']>(type: T, timeoutMs: number): Promise<Extract<From, { type: T }>> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -46,7 +51,7 @@ export class Worker {
         type,
         resolve: (m) => {
           clearTimeout(timer);
-          resolve(m as Extract<FromWorker, { type: T }>);
+          resolve(m as Extract<From, { type: T }>);
         },
         reject: (e) => {
           clearTimeout(timer);

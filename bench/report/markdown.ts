@@ -15,6 +15,7 @@ import { header, targetsSection } from './sections/header';
 import { hotKeySection } from './sections/hot-key';
 import { instrumentationSection, sharedSection } from './sections/shared';
 import { parallelSection, uncontendedSection } from './sections/uncontended';
+import { redLockSection } from './sections/red-lock';
 import { waitersSection } from './sections/waiters';
 import { startupSection, watchdogSection } from './sections/watchdog';
 
@@ -55,6 +56,7 @@ export function renderMarkdown(r: BenchResults): string {
   if (r.watchdog) sections.push(watchdogSection(r.watchdog));
   if (r.startup) sections.push(startupSection(r.startup));
   if (r.failover) sections.push(failoverSection(r.failover));
+  sections.push(redLockSection(r.redLock));
   if (r.names) sections.push(manyNamesSection(r.names));
   sections.push(analysis(r, targets), findingsSection(r));
   sections.push(

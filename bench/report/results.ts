@@ -9,6 +9,7 @@ import type { WatchdogResult } from '../scenarios/watchdog';
 import type { FailoverResult } from '../scenarios/failover';
 import type { SharedResult } from '../scenarios/shared';
 import type { ManyNamesResult } from '../scenarios/many-names';
+import type { RedLockResult } from '../scenarios/red-lock';
 import type { MachineInfo } from './machine';
 
 export interface BenchResults {
@@ -28,6 +29,8 @@ export interface BenchResults {
   watchdog?: WatchdogResult;
   startup?: StartupResult;
   failover?: FailoverResult;
+  /** RedLock on five masters, ours against @sesamecare-oss/redlock (`--only=redlock`). */
+  redLock?: RedLockResult;
   /** Many names, once each (`--only=names`; maybe from a run of its own, see bench/report/merge.ts). */
   names?: ManyNamesResult;
   durationS?: number;

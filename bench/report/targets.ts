@@ -289,7 +289,58 @@ export function evaluateTargets(results: BenchResults): TargetRow[] {
       met: wd.roundTrips <= bound,
     });
   }
-  return [...rows.filter((r) => OURS.has(r.lock)), ...semaphoreTargets(results)];
+  return [...rows.filter((r) => OURS.has(r.lock)), ...semaphoreTargets(results), ...redLockTargets(results)];
+}
+
+/**
+ * Issue 43: our RedLock against `@sesamecare-oss/redlock` on the same five masters (bench/scenarios/red-lock.ts):
+ * uncontended acquire and release p50 at most 1.10 × its, on one contended name at least its rate, and
+ * never two holders at once.
+ */
+function redLockTargets(results: BenchResults): TargetRow[] {
+  const r = results.redLock;
+  const rows: TargetRow[] = [];
+  if (!r) return rows;
+  const label = CONTENDER_LABELS['redlock-masters'];
+  const [ours, peer] = [r.uncontended['red-lock'], r.uncontended['redlock-masters']];
+  if (ours && peer) {
+    for (const side of ['acquire', 'release'] as const) {
+      const [mine, theirs] = [ours[`${side}P50`] * 1000, peer[`${side}P50`] * 1000];
+      rows.push({
+        target: `RedLock: uncontended ${side} p50 ≤ 1.10 × @sesamecare-oss/redlock`,
+        lock: 'red-lock',
+        measured: `${f(mine, 0)} µs (${f(mine / theirs)} ×, ${f(ours[`${side}Rtt`])} RTT)`,
+        bound: `≤ ${f(1.1 * theirs, 0)} µs (1.10 × ${f(theirs, 0)}, ${label})`,
+        met: mine <= 1.1 * theirs,
+      });
+    }
+  }
+  const [hot, hotPeer] = [r.contended['red-lock'], r.contended['redlock-masters']];
+  if (hot && hotPeer) {
+    const ratios = hot.rounds.flatMap((round, i) => {
+      const theirs = hotPeer.rounds[i]?.perSecond;
+      return theirs ? [round.perSecond / theirs] : [];
+    });
+    const spread =
+      ratios.length < 2 ? '' : ` (${f(Math.min(...ratios))}–${f(Math.max(...ratios))} × it, round by round)`;
+    rows.push({
+      target: 'RedLock: contended throughput ≥ 1.0 × @sesamecare-oss/redlock',
+      lock: 'red-lock',
+      measured: `${f(hot.perSecond, 0)}/s${spread}`,
+      bound: `≥ ${f(hotPeer.perSecond, 0)}/s (${label}, Jain ${f(hotPeer.jain, 3)})`,
+      met: hot.perSecond >= hotPeer.perSecond,
+    });
+  }
+  if (hot) {
+    rows.push({
+      target: 'RedLock: zero lost updates',
+      lock: 'red-lock',
+      measured: String(hot.lostUpdates),
+      bound: '0',
+      met: hot.lostUpdates === 0,
+    });
+  }
+  return rows;
 }
 
 /**

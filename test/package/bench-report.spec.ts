@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderMarkdown, type BenchResults } from '../../bench/report/markdown';
+import type { RedLockContendedRound, RedLockResult, RedLockUncontendedRow } from '../../bench/scenarios/red-lock';
 import { evaluateTargets } from '../../bench/report/targets';
 import * as proseModule from '../../bench/report/prose';
 
@@ -14,6 +15,53 @@ const root = join(__dirname, '..', '..');
 const proseDir = join(root, 'bench', 'report', 'prose');
 const published = (): BenchResults =>
   JSON.parse(readFileSync(join(root, 'docs', 'benchmarks.json'), 'utf8')) as BenchResults;
+
+/** A RedLock result of two rounds in which ours misses its targets (docs/benchmarks.json may have none). */
+function redLockResult(): RedLockResult {
+  const uncontended = (acquireP50: number): RedLockUncontendedRow => ({
+    acquireP50,
+    acquireP99: 2 * acquireP50,
+    releaseP50: acquireP50,
+    releaseP99: 2 * acquireP50,
+    pingP50: 0.2,
+    acquireRtt: acquireP50 / 0.2,
+    releaseRtt: acquireP50 / 0.2,
+    clientCpuUs: 300,
+    commandsPerCycle: 10,
+    redisUs: 300,
+  });
+  const contended = (perSecond: number, jain: number): RedLockContendedRound => ({
+    perSecond,
+    commandsPerAcq: 12,
+    executedPerAcq: 40,
+    clientCpuPerAcqMs: 1.5,
+    redisUsPerAcq: 400,
+    waitP50: 20,
+    waitP99: 400,
+    jain,
+    lostUpdates: 0,
+    giveUps: 0,
+  });
+  const rows = <T extends object>(rounds: T[]) => ({ ...rounds[0], rounds });
+  return {
+    masters: 5,
+    processes: 8,
+    sectionMs: 1,
+    warmupMs: 2_000,
+    windowMs: 5_000,
+    iterations: 1_500,
+    rounds: 2,
+    rttMs: 0.2,
+    uncontended: {
+      'red-lock': rows([uncontended(0.5), uncontended(0.55)]),
+      'redlock-masters': rows([uncontended(0.4), uncontended(0.4)]),
+    },
+    contended: {
+      'red-lock': rows([contended(100, 0.99), contended(90, 0.98)]),
+      'redlock-masters': rows([contended(150, 0.6), contended(140, 0.6)]),
+    },
+  };
+}
 
 /** The published results, changed so that the report takes the paths the published run did not. */
 function variants(): BenchResults[] {
@@ -41,6 +89,7 @@ function variants(): BenchResults[] {
   delete names.separateRun;
   const [leaving] = Object.values(names.rows);
   leaving!.samples.idle = { ...leaving!.samples.before, keys: 1_000, noTtl: 1_000, shapes: {} };
+  other.redLock = redLockResult();
   const empty = published();
   for (const key of [
     'uncontended',
@@ -51,6 +100,7 @@ function variants(): BenchResults[] {
     'waiters',
     'watchdog',
     'names',
+    'redLock',
   ] as const)
     delete empty[key];
   delete empty.startup;

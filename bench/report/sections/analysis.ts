@@ -1,7 +1,7 @@
 import { POLLING, type ContenderId } from '../../lib/contenders';
 import { int, n, pct, us } from '../cells';
 import { prose } from '../prose';
-import { best as bestOf, type TargetRow } from '../targets';
+import { best as bestOf, STARVING_JAIN, type TargetRow } from '../targets';
 import type { BenchResults } from '../results';
 import { commandsPerAcq, each, label } from './common';
 
@@ -271,6 +271,9 @@ export function analysis(r: BenchResults, targets: TargetRow[]): string {
     );
   }
 
+  const redLock = redLockAnalysis(r, missed('RedLock'));
+  if (redLock) out.push(redLock, '');
+
   if (missed('100 waiters').length > 0 && w) {
     out.push(
       prose('analysis', 'hundred-waiters', {
@@ -310,4 +313,33 @@ export function analysis(r: BenchResults, targets: TargetRow[]): string {
   }
   if (out.length === 2) out.push(prose('analysis', 'all-met'), '');
   return out.join('\n');
+}
+
+/** Our RedLock against `@sesamecare-oss/redlock` on the same masters, when a RedLock target was missed. */
+function redLockAnalysis(r: BenchResults, missed: TargetRow[]): string | undefined {
+  const u = r.redLock?.uncontended;
+  const c = r.redLock?.contended;
+  const [ours, peer, hot, hotPeer] = [u?.['red-lock'], u?.['redlock-masters'], c?.['red-lock'], c?.['redlock-masters']];
+  if (missed.length === 0 || !ours || !peer || !hot || !hotPeer) return undefined;
+  return prose('analysis', 'redlock', {
+    missed: missed.map((t) => `${t.target.replace('RedLock: ', '')} (${t.measured})`).join('; '),
+    'ours.acquireRtt': n(ours.acquireRtt),
+    'ours.releaseRtt': n(ours.releaseRtt),
+    'peer.acquireRtt': n(peer.acquireRtt),
+    'peer.releaseRtt': n(peer.releaseRtt),
+    'ours.clientCpuUs': int(ours.clientCpuUs),
+    'peer.clientCpuUs': int(peer.clientCpuUs),
+    'ours.redisUs': int(ours.redisUs),
+    'peer.redisUs': int(peer.redisUs),
+    'ours.perSecond': int(hot.perSecond),
+    'peer.perSecond': int(hotPeer.perSecond),
+    'ours.jain': n(hot.jain, 3),
+    'peer.jain': n(hotPeer.jain, 3),
+    'ours.commandsPerAcq': n(hot.commandsPerAcq),
+    'peer.commandsPerAcq': n(hotPeer.commandsPerAcq),
+    'ours.waitP99': n(hot.waitP99, 0),
+    'peer.waitP99': n(hotPeer.waitP99, 0),
+    starving:
+      hotPeer.jain < STARVING_JAIN ? ` ${prose('analysis', 'redlock-starving', { bound: String(STARVING_JAIN) })}` : '',
+  });
 }

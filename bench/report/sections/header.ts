@@ -41,7 +41,7 @@ export function header(r: BenchResults): string {
         ['Date', m.date],
         [
           'Rounds',
-          `${r.config.rounds} (uncontended, parallel, hot keys), ${r.config.waitersRounds} (many waiters); contenders interleaved A B C … then again, tables show the median over rounds`,
+          `${r.config.rounds} (uncontended, parallel, hot keys, RedLock), ${r.config.waitersRounds} (many waiters); contenders interleaved A B C … then again, tables show the median over rounds`,
         ],
         ...(r.config.turnTime === undefined
           ? []
