@@ -98,7 +98,7 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
   'hand-off-floor':
     'written here (bench/lib/hand-off-floor.ts): a queue, a reservation for the next process and a message to it alone, every grant moving to the next process in line as with the fair lock; no re-entry, fencing, watchdog, bounds or failover care; hot keys only',
   'red-lock':
-    '`new RedLock(clients, name).lock()` over five independent masters (one `LockClient` each): watchdog lease 30 s; a refused acquisition waits on the first master (the gate) as the simple lock waits, woken alone when the gate is handed to it; RedLock scenario only',
+    '`new RedLock(clients, name).lock()` over five independent masters (one `LockClient` each): watchdog lease 30 s, woken by the releases of the masters that refused; RedLock scenario only',
   'redlock-masters':
     '`@sesamecare-oss/redlock` 1.4.0 over the same five masters, all defaults (retryCount 10, retryDelay 200 ms, retryJitter 100 ms); lock duration 30 s; RedLock scenario only',
 };
