@@ -50,14 +50,14 @@ local grants = KEYS[6]
 local entry = waiterEntry(owner, waiterId)
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]), now = nowMs(),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]),
 }
 
-local epoch = epochOf(fair.fence)
-local kind, token, holder = readHold(grants, holdId, epoch)
+-- The fencing counter (the epoch of the live holds) is read only when a live record needs it.
+local kind, token, holder = readHold(grants, holdId, fair.fence)
 if (kind == 'g' or kind == 'e') and holder == owner and ownerHolds(fair.lock, owner) then
   -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
-  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  keepAtLeast(fair.lock, lease)
   keepGrants(grants, lease)
   keepFence(fair.fence, lease + fair.idle)
   return {kind == 'g' and 'granted' or 'reentered', token}
@@ -66,7 +66,16 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave the attempt up: it takes nothing.
   return {'refused', math.max(0, redis.call('pttl', fair.lock))}
 end
+-- Free and nobody queued (the uncontended case): granted, with no queue to look at.
+if redis.call('exists', fair.lock, fair.queue) == 0 then
+  redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
+  redis.call('pexpire', fair.lock, lease)
+  local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
+  recordHold(grants, holdId, 'g', granted, owner, lease, granted)
+  return {'granted', granted}
+end
 dropDeadHeads(fair)
+local epoch = epochOf(fair.fence)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
 local held = redis.pcall('hget', fair.lock, owner)
@@ -86,7 +95,7 @@ elseif held then
   -- or another); this wait is over.
   leaveQueue(fair, entry)
   redis.call('hincrby', fair.lock, owner, 1)
-  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  keepAtLeast(fair.lock, lease)
   keepFence(fair.fence, lease + fair.idle)
   recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
   return {'reentered', epoch}
@@ -97,7 +106,7 @@ else
       if head then dequeueHead(fair, head) end
       redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
       redis.call('pexpire', fair.lock, lease)
-      local granted = nextToken(fair.fence, lease + fair.idle)
+      local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
       recordHold(grants, holdId, 'g', granted, owner, lease, granted)
       return {'granted', granted}
     end
@@ -112,6 +121,6 @@ if mode == 'wait' then
   if not redis.call('zscore', fair.deadlines, entry) then
     redis.call('rpush', fair.queue, entry)
   end
-  redis.call('zadd', fair.deadlines, fair.now + staleAfter, entry)
+  redis.call('zadd', fair.deadlines, fairNow(fair) + staleAfter, entry)
 end
 return {'refused', redis.call('pttl', fair.lock)}

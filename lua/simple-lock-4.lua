@@ -30,13 +30,19 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 local badIdle = idleTtlProblem(ARGV[5])
 if badIdle then return badIdle end
-local reservedTtl, mine = reservation(KEYS[4], client)
+-- No process waits and the lock is not reserved (the uncontended case): a grant has nothing else to
+-- look at (no registration to leave or move, no hand-over to use up, nobody else waiting).
+local quiet = redis.call('exists', KEYS[3], KEYS[4]) == 0
+local reservedTtl, mine = nil, false
+if not quiet then reservedTtl, mine = reservation(KEYS[4], client) end
 if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+  local fencingToken = nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5]))
+  if quiet then return {'granted', fencingToken, 0} end
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
   if mine == 'pass' then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  return {'granted', nextToken(KEYS[2], lease + tonumber(ARGV[5])), others and 1 or 0}
+  return {'granted', fencingToken, others and 1 or 0}
 end
 -- pcall: a hash here is another lock kind's hold, not ours
 if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0'), 0} end

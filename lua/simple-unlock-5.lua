@@ -65,4 +65,7 @@ end
 redis.call(publish, KEYS[2], message)
 redis.call('del', KEYS[1])
 rememberRelease(KEYS[5], releaseId)
+-- No process waits and the lock is not reserved (the uncontended case): nothing to hand over, no turn
+-- to keep or end.
+if redis.call('exists', KEYS[3], KEYS[4]) == 0 then return 'released' end
 return afterRelease(mode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, message)

@@ -49,5 +49,9 @@ if not target then return early end
 local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch)
 local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
-if did == HOLD_DECREMENTED or locked() then return 'decremented' end
+if did == HOLD_DECREMENTED then return 'decremented' end
+-- Nobody else holds the lock, waits for it or has it reserved (the uncontended case): nothing to hand
+-- over, no turn to keep or end.
+if redis.call('exists', KEYS[1], KEYS[3], KEYS[4]) == 0 then return 'released' end
+if locked() then return 'decremented' end
 return afterRelease(handOverMode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, ARGV[5] or '')

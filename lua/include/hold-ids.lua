@@ -19,6 +19,7 @@
 -- An owner id is opaque: the value keeps everything after the first '|' as it is. Ended records
 -- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
 -- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
+--!include expiry.lua
 local ENDED_MEMORY_MS = 60000
 -- The kind a live record of another epoch reads as.
 local RAN_OUT = 'x'
@@ -76,8 +77,7 @@ end
 
 -- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
 local function keepGrants(grants, lease)
-  local keep = math.max(lease, ENDED_MEMORY_MS)
-  if redis.call('pttl', grants) < keep then redis.call('pexpire', grants, keep) end
+  keepAtLeast(grants, math.max(lease, ENDED_MEMORY_MS))
 end
 
 -- Drops the ended records once there are many (a long-held lock re-entered again and again, a hot key).
