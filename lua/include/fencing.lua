@@ -10,11 +10,7 @@
 -- the first on the new one. µs since the epoch stay below 2^53 (a double, a JavaScript number and a
 -- signed 64-bit column hold them exactly) until the year 2255.
 --!include expiry.lua
-
--- A token as its digits: Lua's own number-to-text keeps 14 digits only ('1.7958e+15').
-local function tokenText(token)
-  return string.format('%.0f', token)
-end
+--!include token-text.lua
 
 -- The BADARG reply for an idle TTL the scripts refuse, or nil.
 local function idleTtlProblem(idleArg)

@@ -20,7 +20,9 @@
 -- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
 -- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
 --!include expiry.lua
+--!include token-text.lua
 local ENDED_MEMORY_MS = 60000
+local ENDED_MEMORY_TEXT = '60000' -- the same, as redis.call is best given it
 -- The kind a live record of another epoch reads as.
 local RAN_OUT = 'x'
 local PRUNE_AT = 256
@@ -75,9 +77,16 @@ local function readHold(grants, id, epoch)
   return kind, tonumber(slash and string.sub(numbers, 1, slash - 1) or numbers), string.sub(value, bar + 1)
 end
 
+-- How long the grants hash must live past a hold of `lease` ms: the lease, and the ended records'
+-- memory (given as text: redis.call prints a Lua number with '%.17g' each time).
+local function grantsKeepMs(lease)
+  if lease <= ENDED_MEMORY_MS then return ENDED_MEMORY_TEXT end
+  return lease
+end
+
 -- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
 local function keepGrants(grants, lease)
-  keepAtLeast(grants, math.max(lease, ENDED_MEMORY_MS))
+  keepAtLeast(grants, grantsKeepMs(lease))
 end
 
 -- Drops the ended records once there are many (a long-held lock re-entered again and again, a hot key).
@@ -98,11 +107,12 @@ end
 -- expiry is set outright instead of never shortened.
 local function recordHold(grants, id, kind, token, owner, lease, epoch, onlyHold)
   pruneEnded(grants)
-  -- %.0f: Lua's own number-to-text keeps 14 digits, and tokens have 16 (see fencing.lua).
-  local numbers = string.format('%.0f', token) .. (epoch == nil and '' or string.format('/%.0f', epoch))
+  -- tokenText: Lua's own number-to-text keeps 14 digits, and tokens have 16 (see fencing.lua).
+  local text = tokenText(token)
+  local numbers = epoch == nil and text or text .. '/' .. (epoch == token and text or tokenText(epoch))
   writeRecord(grants, id, kind .. numbers .. '|' .. owner)
   if onlyHold then
-    redis.call('pexpire', grants, math.max(lease, ENDED_MEMORY_MS))
+    redis.call('pexpire', grants, grantsKeepMs(lease))
   else
     keepGrants(grants, lease)
   end
