@@ -23,8 +23,7 @@
 --                                 pttl = how long that lasts at most, in ms (also a repeat whose hold has
 --                                 ended or was cancelled: nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
---!include waiting-registration.lua
---!include hand-over.lua
+--!include waiting-args.lua
 --!include hold-ids.lua
 --!include fencing.lua
 local lease = tonumber(ARGV[1])
@@ -67,6 +66,10 @@ if redis.call('exists', KEYS[1], KEYS[3], KEYS[4]) == 0 then
   recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
   return {'granted', token, 0}
 end
+-- Past the uncontended case: the steps of the waiting registry and the hand-over (defined only here, as
+-- each step a script defines costs Redis something at every call).
+--!include waiting-registration.lua
+--!include hand-over.lua
 if redis.call('exists', KEYS[1]) == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
   if reservedTtl then

@@ -17,8 +17,7 @@
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
 --                                     but reserved for another process; pttl = how long that lasts at most
 --          error BADARG before any write when an argument is unusable
---!include waiting-registration.lua
---!include hand-over.lua
+--!include waiting-args.lua
 --!include fencing.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
@@ -33,11 +32,17 @@ if badIdle then return badIdle end
 -- No process waits and the lock is not reserved (the uncontended case): a grant has nothing else to
 -- look at (no registration to leave or move, no hand-over to use up, nobody else waiting).
 local quiet = redis.call('exists', KEYS[3], KEYS[4]) == 0
+if quiet and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+  return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5])), 0}
+end
+-- Past the uncontended case: the steps of the waiting registry and the hand-over (defined only here, as
+-- each step a script defines costs Redis something at every call).
+--!include waiting-registration.lua
+--!include hand-over.lua
 local reservedTtl, mine = nil, false
 if not quiet then reservedTtl, mine = reservation(KEYS[4], client) end
-if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+if not quiet and not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   local fencingToken = nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5]))
-  if quiet then return {'granted', fencingToken, 0} end
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
   if mine == 'pass' then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)

@@ -29,7 +29,7 @@
 --          'not-owner'    locked, but the hold is not there (ended without this release); nothing changed
 --          (a repeat replies 'released' or 'decremented' as its first copy did)
 --          error BADARG before any write when an argument is unusable
---!include hand-over.lua
+--!include hand-over-args.lua
 --!include publish-command.lua
 --!include release-call.lua
 local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
@@ -53,5 +53,8 @@ if did == HOLD_DECREMENTED then return 'decremented' end
 -- Nobody else holds the lock, waits for it or has it reserved (the uncontended case): nothing to hand
 -- over, no turn to keep or end.
 if redis.call('exists', KEYS[1], KEYS[3], KEYS[4]) == 0 then return 'released' end
+-- The hand-over's steps, defined only past the uncontended case (each step a script defines costs
+-- Redis something at every call).
+--!include hand-over.lua
 if locked() then return 'decremented' end
 return afterRelease(handOverMode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, ARGV[5] or '')
