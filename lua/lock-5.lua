@@ -57,9 +57,12 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave it up: it must take nothing.
   return {'refused', math.max(0, redis.call('pttl', KEYS[1]))}
 end
+-- One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it is
+-- named, so the count is odd exactly when the lock exists (and 0 when none does).
+local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
 -- Free, not reserved, and no process waits (the uncontended case): granted, with nothing else to look
 -- at (no registration to leave or move, no hand-over to use up, nobody else waiting).
-if redis.call('exists', KEYS[1], KEYS[3], KEYS[4]) == 0 then
+if existing == 0 then
   redis.call('hset', KEYS[1], owner, 1)
   redis.call('pexpire', KEYS[1], lease)
   local token = nextExclusiveToken(KEYS[2], fenceKeep)
@@ -70,7 +73,7 @@ end
 -- each step a script defines costs Redis something at every call).
 --!include waiting-registration.lua
 --!include hand-over.lua
-if redis.call('exists', KEYS[1]) == 0 then
+if existing % 2 == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
   if reservedTtl then
     registerWaiting(KEYS[3], client, flag)
