@@ -29,9 +29,12 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 local badIdle = idleTtlProblem(ARGV[5])
 if badIdle then return badIdle end
+-- One EXISTS for the waiting registry and the hand-over: each is counted as often as it is named, so
+-- the count is 2 or more exactly when the hand-over key exists (and 0 when neither does).
+local existing = redis.call('exists', KEYS[3], KEYS[4], KEYS[4])
 -- No process waits and the lock is not reserved (the uncontended case): a grant has nothing else to
 -- look at (no registration to leave or move, no hand-over to use up, nobody else waiting).
-local quiet = redis.call('exists', KEYS[3], KEYS[4]) == 0
+local quiet = existing == 0
 if quiet and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5])), 0}
 end
@@ -40,7 +43,7 @@ end
 --!include waiting-registration.lua
 --!include hand-over.lua
 local reservedTtl, mine = nil, false
-if not quiet then reservedTtl, mine = reservation(KEYS[4], client) end
+if existing >= 2 then reservedTtl, mine = reservation(KEYS[4], client) end
 if not quiet and not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
   local fencingToken = nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5]))
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
