@@ -75,14 +75,15 @@ if redis.call('exists', fair.lock, fair.queue) == 0 then
   return {'granted', granted}
 end
 dropDeadHeads(fair)
-local epoch = epochOf(fair.fence)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
 local held = redis.pcall('hget', fair.lock, owner)
 if type(held) ~= 'string' then held = nil end
 if held == '0' then
   -- Handed to a wait of this owner: that wait takes it over (its message may be late or lost); any
-  -- other wait of the owner keeps its own place behind.
+  -- other wait of the owner keeps its own place behind. (The epoch, the fencing counter, is read only
+  -- where a hold is recorded: a refusal needs none.)
+  local epoch = epochOf(fair.fence)
   if grantedTo(fair.lock) == entry then
     redis.call('hset', fair.lock, owner, 1)
     redis.call('pexpire', fair.lock, lease)
@@ -93,6 +94,7 @@ if held == '0' then
 elseif held then
   -- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks (in this process
   -- or another); this wait is over.
+  local epoch = epochOf(fair.fence)
   leaveQueue(fair, entry)
   redis.call('hincrby', fair.lock, owner, 1)
   keepAtLeast(fair.lock, lease)
