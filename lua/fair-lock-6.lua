@@ -71,7 +71,8 @@ if redis.call('exists', fair.lock, fair.queue) == 0 then
   redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
   redis.call('pexpire', fair.lock, lease)
   local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
-  recordHold(grants, holdId, 'g', granted, owner, lease, granted)
+  -- The only live hold of a free lock: the grants hash's expiry is set outright (see recordHold).
+  recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
   return {'granted', granted}
 end
 dropDeadHeads(fair)
@@ -109,7 +110,7 @@ else
       redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
       redis.call('pexpire', fair.lock, lease)
       local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
-      recordHold(grants, holdId, 'g', granted, owner, lease, granted)
+      recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
       return {'granted', granted}
     end
     -- Free, but a live waiter is ahead of us (its holder expired without a release): offer it the

@@ -52,7 +52,7 @@ local epoch = epochOf(fair.fence)
 local target, early = releaseTarget(grants, holdId, owner, which, epoch, holds, locked)
 if not target then return handOnIfFree(early) end
 -- The owner's last hold takes the whole lock hash with it, with the record of the wait it was granted to.
-local did, outcome = releaseHold(fair.lock, grants, target, lease, epoch, true)
+local did, outcome = releaseHold(fair.lock, grants, target, lease, epoch, 'whole')
 local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, holds, locked)
 if settled then return handOnIfFree(settled) end
 if did == HOLD_DECREMENTED then return 'decremented' end

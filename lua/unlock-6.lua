@@ -46,7 +46,7 @@ local epoch = epochOf(KEYS[6])
 
 local target, early = releaseTarget(KEYS[5], holdId, owner, which, epoch, ownerHolds, locked)
 if not target then return early end
-local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch)
+local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch, 'exclusive')
 local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
 if did == HOLD_DECREMENTED then return 'decremented' end

@@ -130,6 +130,15 @@ local function endHold(grants, id, outcome)
   if outcome ~= 'd' then keepGrants(grants, 1) end
 end
 
+-- Hold `id` ended with 'r', the last hold of a lock that has one owner at a time (reentrant, fair): no
+-- live hold is left that the grants hash must outlive, so it is kept the ended records' memory from
+-- now, set outright in one call (keepGrants takes two when the TTL is already as long, as it is when
+-- the hold ends within the millisecond it was taken).
+local function endLastHold(grants, id)
+  writeRecord(grants, id, 'r')
+  redis.call('pexpire', grants, ENDED_MEMORY_TEXT)
+end
+
 -- The id of a live hold of `owner`, or nil: a re-entry before the first grant (as a nest unwinds;
 -- which re-entry, Redis cannot tell, and an owner's holds count alike).
 local function liveHoldOf(grants, owner, epoch)
