@@ -50,14 +50,14 @@ local grants = KEYS[6]
 local entry = waiterEntry(owner, waiterId)
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]), now = nowMs(),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]),
 }
 
-local epoch = epochOf(fair.fence)
-local kind, token, holder = readHold(grants, holdId, epoch)
+-- The fencing counter (the epoch of the live holds) is read only when a live record needs it.
+local kind, token, holder = readHold(grants, holdId, fair.fence)
 if (kind == 'g' or kind == 'e') and holder == owner and ownerHolds(fair.lock, owner) then
   -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
-  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  keepAtLeast(fair.lock, lease)
   keepGrants(grants, lease)
   keepFence(fair.fence, lease + fair.idle)
   return {kind == 'g' and 'granted' or 'reentered', token}
@@ -66,6 +66,15 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave the attempt up: it takes nothing.
   return {'refused', math.max(0, redis.call('pttl', fair.lock))}
 end
+-- Free and nobody queued (the uncontended case): granted, with no queue to look at.
+if redis.call('exists', fair.lock, fair.queue) == 0 then
+  redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
+  redis.call('pexpire', fair.lock, lease)
+  local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
+  -- The only live hold of a free lock: the grants hash's expiry is set outright (see recordHold).
+  recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
+  return {'granted', granted}
+end
 dropDeadHeads(fair)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
@@ -73,7 +82,9 @@ local held = redis.pcall('hget', fair.lock, owner)
 if type(held) ~= 'string' then held = nil end
 if held == '0' then
   -- Handed to a wait of this owner: that wait takes it over (its message may be late or lost); any
-  -- other wait of the owner keeps its own place behind.
+  -- other wait of the owner keeps its own place behind. (The epoch, the fencing counter, is read only
+  -- where a hold is recorded: a refusal needs none.)
+  local epoch = epochOf(fair.fence)
   if grantedTo(fair.lock) == entry then
     redis.call('hset', fair.lock, owner, 1)
     redis.call('pexpire', fair.lock, lease)
@@ -84,9 +95,10 @@ if held == '0' then
 elseif held then
   -- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks (in this process
   -- or another); this wait is over.
+  local epoch = epochOf(fair.fence)
   leaveQueue(fair, entry)
   redis.call('hincrby', fair.lock, owner, 1)
-  if redis.call('pttl', fair.lock) < lease then redis.call('pexpire', fair.lock, lease) end
+  keepAtLeast(fair.lock, lease)
   keepFence(fair.fence, lease + fair.idle)
   recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
   return {'reentered', epoch}
@@ -97,8 +109,8 @@ else
       if head then dequeueHead(fair, head) end
       redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
       redis.call('pexpire', fair.lock, lease)
-      local granted = nextToken(fair.fence, lease + fair.idle)
-      recordHold(grants, holdId, 'g', granted, owner, lease, granted)
+      local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
+      recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
       return {'granted', granted}
     end
     -- Free, but a live waiter is ahead of us (its holder expired without a release): offer it the
@@ -112,6 +124,6 @@ if mode == 'wait' then
   if not redis.call('zscore', fair.deadlines, entry) then
     redis.call('rpush', fair.queue, entry)
   end
-  redis.call('zadd', fair.deadlines, fair.now + staleAfter, entry)
+  redis.call('zadd', fair.deadlines, fairNow(fair) + staleAfter, entry)
 end
 return {'refused', redis.call('pttl', fair.lock)}

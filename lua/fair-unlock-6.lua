@@ -37,7 +37,7 @@ if badWhich then return badWhich end
 local lease, grants = tonumber(ARGV[3]), KEYS[6]
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]), now = nowMs(),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]),
 }
 
 local function holds() return ownerHolds(fair.lock, owner) end
@@ -51,11 +51,10 @@ local epoch = epochOf(fair.fence)
 
 local target, early = releaseTarget(grants, holdId, owner, which, epoch, holds, locked)
 if not target then return handOnIfFree(early) end
-local did, outcome = releaseHold(fair.lock, grants, target, lease, epoch)
+-- The owner's last hold takes the whole lock hash with it, with the record of the wait it was granted to.
+local did, outcome = releaseHold(fair.lock, grants, target, lease, epoch, 'whole')
 local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, holds, locked)
 if settled then return handOnIfFree(settled) end
 if did == HOLD_DECREMENTED then return 'decremented' end
--- The owner's last hold: the lock goes, with the record of the wait it was granted to.
-redis.call('del', fair.lock)
 handToNextWaiter(fair)
 return 'released'

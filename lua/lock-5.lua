@@ -23,8 +23,7 @@
 --                                 pttl = how long that lasts at most, in ms (also a repeat whose hold has
 --                                 ended or was cancelled: nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
---!include waiting-registration.lua
---!include hand-over.lua
+--!include waiting-args.lua
 --!include hold-ids.lua
 --!include fencing.lua
 local lease = tonumber(ARGV[1])
@@ -46,7 +45,7 @@ local kind, token, holder = readHold(KEYS[5], holdId, KEYS[2])
 if kind == 'g' or kind == 'e' then
   if holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
     -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
-    if redis.call('pttl', KEYS[1]) < lease then redis.call('pexpire', KEYS[1], lease) end
+    keepAtLeast(KEYS[1], lease)
     keepGrants(KEYS[5], lease)
     keepFence(KEYS[2], fenceKeep)
     if kind == 'g' then return {'granted', token, 0} end
@@ -58,7 +57,23 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave it up: it must take nothing.
   return {'refused', math.max(0, redis.call('pttl', KEYS[1]))}
 end
-if redis.call('exists', KEYS[1]) == 0 then
+-- One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it is
+-- named, so the count is odd exactly when the lock exists (and 0 when none does).
+local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
+-- Free, not reserved, and no process waits (the uncontended case): granted, with nothing else to look
+-- at (no registration to leave or move, no hand-over to use up, nobody else waiting).
+if existing == 0 then
+  redis.call('hset', KEYS[1], owner, 1)
+  redis.call('pexpire', KEYS[1], lease)
+  local token = nextExclusiveToken(KEYS[2], fenceKeep)
+  recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
+  return {'granted', token, 0}
+end
+-- Past the uncontended case: the steps of the waiting registry and the hand-over (defined only here, as
+-- each step a script defines costs Redis something at every call).
+--!include waiting-registration.lua
+--!include hand-over.lua
+if existing % 2 == 0 then
   local reservedTtl, mine = reservation(KEYS[4], client)
   if reservedTtl then
     registerWaiting(KEYS[3], client, flag)
@@ -70,7 +85,7 @@ if redis.call('exists', KEYS[1]) == 0 then
   redis.call('pexpire', KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  local token = nextToken(KEYS[2], fenceKeep)
+  local token = nextExclusiveToken(KEYS[2], fenceKeep)
   recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
   return {'granted', token, others and 1 or 0}
 end
@@ -78,9 +93,7 @@ end
 if redis.pcall('hexists', KEYS[1], owner) == 1 then
   redis.call('hincrby', KEYS[1], owner, 1)
   -- never shorten the lease an outer hold (or its watchdog) relies on
-  if redis.call('pttl', KEYS[1]) < lease then
-    redis.call('pexpire', KEYS[1], lease)
-  end
+  keepAtLeast(KEYS[1], lease)
   grantedWaiting(KEYS[3], client, flag)
   local epoch = epochOf(KEYS[2])
   keepFence(KEYS[2], fenceKeep)

@@ -17,8 +17,7 @@
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
 --                                     but reserved for another process; pttl = how long that lasts at most
 --          error BADARG before any write when an argument is unusable
---!include waiting-registration.lua
---!include hand-over.lua
+--!include waiting-args.lua
 --!include fencing.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
@@ -30,13 +29,28 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 local badIdle = idleTtlProblem(ARGV[5])
 if badIdle then return badIdle end
-local reservedTtl, mine = reservation(KEYS[4], client)
-if not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+-- One EXISTS for the waiting registry and the hand-over: each is counted as often as it is named, so
+-- the count is 2 or more exactly when the hand-over key exists (and 0 when neither does).
+local existing = redis.call('exists', KEYS[3], KEYS[4], KEYS[4])
+-- No process waits and the lock is not reserved (the uncontended case): a grant has nothing else to
+-- look at (no registration to leave or move, no hand-over to use up, nobody else waiting).
+local quiet = existing == 0
+if quiet and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+  return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5])), 0}
+end
+-- Past the uncontended case: the steps of the waiting registry and the hand-over (defined only here, as
+-- each step a script defines costs Redis something at every call).
+--!include waiting-registration.lua
+--!include hand-over.lua
+local reservedTtl, mine = nil, false
+if existing >= 2 then reservedTtl, mine = reservation(KEYS[4], client) end
+if not quiet and not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+  local fencingToken = nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5]))
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
   if mine == 'pass' then redis.call('del', KEYS[4]) end
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
-  return {'granted', nextToken(KEYS[2], lease + tonumber(ARGV[5])), others and 1 or 0}
+  return {'granted', fencingToken, others and 1 or 0}
 end
 -- pcall: a hash here is another lock kind's hold, not ours
 if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0'), 0} end

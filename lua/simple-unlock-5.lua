@@ -23,7 +23,7 @@
 --          caller's turn),
 --          'not-owner' (held under another token or by another owner: nothing changed), 'not-locked'
 --          (expired); error BADARG (nothing changed) for unusable arguments
---!include hand-over.lua
+--!include hand-over-args.lua
 --!include publish-command.lua
 --!include release-once.lua
 local ID_LENGTH = 36
@@ -65,4 +65,10 @@ end
 redis.call(publish, KEYS[2], message)
 redis.call('del', KEYS[1])
 rememberRelease(KEYS[5], releaseId)
+-- No process waits and the lock is not reserved (the uncontended case): nothing to hand over, no turn
+-- to keep or end.
+if redis.call('exists', KEYS[3], KEYS[4]) == 0 then return 'released' end
+-- The hand-over's steps, defined only past the uncontended case (each step a script defines costs
+-- Redis something at every call).
+--!include hand-over.lua
 return afterRelease(mode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, message)

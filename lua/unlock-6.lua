@@ -29,7 +29,7 @@
 --          'not-owner'    locked, but the hold is not there (ended without this release); nothing changed
 --          (a repeat replies 'released' or 'decremented' as its first copy did)
 --          error BADARG before any write when an argument is unusable
---!include hand-over.lua
+--!include hand-over-args.lua
 --!include publish-command.lua
 --!include release-call.lua
 local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
@@ -46,8 +46,18 @@ local epoch = epochOf(KEYS[6])
 
 local target, early = releaseTarget(KEYS[5], holdId, owner, which, epoch, ownerHolds, locked)
 if not target then return early end
-local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch)
+local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch, 'exclusive')
 local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
-if did == HOLD_DECREMENTED or locked() then return 'decremented' end
+if did == HOLD_DECREMENTED then return 'decremented' end
+-- One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it is
+-- named, so the count is odd exactly when the lock exists (and 0 when none does).
+local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
+-- Nobody else holds the lock, waits for it or has it reserved (the uncontended case): nothing to hand
+-- over, no turn to keep or end.
+if existing == 0 then return 'released' end
+if existing % 2 == 1 then return 'decremented' end
+-- The hand-over's steps, defined only past the uncontended case (each step a script defines costs
+-- Redis something at every call).
+--!include hand-over.lua
 return afterRelease(handOverMode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, ARGV[5] or '')

@@ -13,7 +13,8 @@
 -- or accepted by that wait. It goes with the lock hash. A hand-off is no hold: the hold begins when its
 -- wait accepts it, recorded then under that attempt's own id like every other hold (see hold-ids.lua).
 -- `fair` holds the keys and settings of one call: lock, queue, deadlines, fence, channel (prefix),
--- publish, acceptanceLease, idle (how long the fencing counter outlives a lease), now.
+-- publish, acceptanceLease, idle (how long the fencing counter outlives a lease), and now (Redis
+-- server time in ms, read by fairNow when first needed, or given).
 
 local GRANTED_TO = '\0granted-to'
 
@@ -76,13 +77,23 @@ local function grantedTo(lockKey)
   return type(entry) == 'string' and entry or nil
 end
 
--- Drops the dead waiters at the head of the queue.
+-- Redis server time in ms for this call: read once, when first needed (an uncontended call never does).
+local function fairNow(fair)
+  local now = fair.now
+  if not now then
+    now = nowMs()
+    fair.now = now
+  end
+  return now
+end
+
+-- Drops the dead waiters at the head of the queue. Returns the live head left, or nil when the queue is empty.
 local function dropDeadHeads(fair)
   while true do
     local head = redis.call('lindex', fair.queue, 0)
-    if not head then return end
+    if not head then return nil end
     local deadline = tonumber(redis.call('zscore', fair.deadlines, head))
-    if deadline and deadline > fair.now then return end
+    if deadline and deadline > fairNow(fair) then return head end
     redis.call('lpop', fair.queue)
     redis.call('zrem', fair.deadlines, head)
   end
@@ -117,8 +128,7 @@ end
 -- Hands the free lock to the first live waiter that hears it, if any.
 local function handToNextWaiter(fair)
   while true do
-    dropDeadHeads(fair)
-    local head = redis.call('lindex', fair.queue, 0)
+    local head = dropDeadHeads(fair)
     if not head then return end
     dequeueHead(fair, head)
     if offerTo(fair, head) then return end

@@ -13,6 +13,7 @@
 --                    (nothing in that process runs, not even the pass it would make when its turn ends)
 --                    therefore holds the others back until the turn's end in Redis time, and no longer.
 --!include wake-one-process.lua
+--!include hand-over-args.lua
 local HAND_OVER_MS = 50
 
 -- The free lock's reservation: its kind ('pass' or 'turn'), the client it is for and its remaining ms;
@@ -82,26 +83,6 @@ local function endTurn(nextKey, client)
   if redis.call('get', nextKey) == 'turn:' .. client then redis.call('del', nextKey) end
 end
 
--- The turn-length argument of a release made with 'keep', or nil and the BADARG reply to return.
-local function turnMsArgument(value)
-  local ms = tonumber(value)
-  if not ms or ms < 1 or ms > 3600000 or ms % 1 ~= 0 then
-    return nil, redis.error_reply('BADARG turn ms must be whole ms in 1..3600000, got ' .. tostring(value))
-  end
-  return ms
-end
-
--- A release's hand-over arguments: `mode` 'pass' or 'keep'; a kept release also names its process
--- (`client`) and what is left of its turn (`rawTurnMs`). Returns the turn's ms (nil for 'pass'), or nil
--- and an error reply before anything is written.
-local function handOverArguments(mode, client, rawTurnMs)
-  if mode ~= 'pass' and mode ~= 'keep' then
-    return nil, redis.error_reply('BADARG hand-over must be pass or keep, got ' .. tostring(mode))
-  end
-  if mode == 'pass' then return nil, nil end
-  if not client or client == '' then return nil, redis.error_reply('BADARG client id is empty') end
-  return turnMsArgument(rawTurnMs)
-end
 
 -- What a release that freed the lock does next, by its hand-over `mode`: in its process's turn while
 -- other processes wait, it keeps the lock for the turn ('kept'); with none waiting the turn is over;

@@ -19,7 +19,10 @@
 -- An owner id is opaque: the value keeps everything after the first '|' as it is. Ended records
 -- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
 -- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
+--!include expiry.lua
+--!include token-text.lua
 local ENDED_MEMORY_MS = 60000
+local ENDED_MEMORY_TEXT = '60000' -- the same, as redis.call is best given it
 -- The kind a live record of another epoch reads as.
 local RAN_OUT = 'x'
 local PRUNE_AT = 256
@@ -74,22 +77,33 @@ local function readHold(grants, id, epoch)
   return kind, tonumber(slash and string.sub(numbers, 1, slash - 1) or numbers), string.sub(value, bar + 1)
 end
 
--- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
-local function keepGrants(grants, lease)
-  local keep = math.max(lease, ENDED_MEMORY_MS)
-  if redis.call('pttl', grants) < keep then redis.call('pexpire', grants, keep) end
+-- How long the grants hash must live past a hold of `lease` ms: the lease, and the ended records'
+-- memory (given as text: redis.call prints a Lua number with '%.17g' each time).
+local function grantsKeepMs(lease)
+  if lease <= ENDED_MEMORY_MS then return ENDED_MEMORY_TEXT end
+  return lease
 end
 
--- Drops the ended records once there are many (a long-held lock re-entered again and again, a hot key).
+-- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
+local function keepGrants(grants, lease)
+  keepAtLeast(grants, grantsKeepMs(lease))
+end
+
+-- Drops the ended records once there are many (a long-held lock re-entered again and again, a hot key),
+-- in HDELs of up to 1000 fields each (one call per record cost more than the rest of the pruning).
 local function pruneEnded(grants)
   if redis.call('hlen', grants) <= PRUNE_AT then return end
   local all = redis.call('hgetall', grants)
+  local ended = {}
   for i = 1, #all, 2 do
     local kind = string.sub(all[i + 1], 1, 1)
     if kind ~= 'g' and kind ~= 'e' then
-      redis.call('hdel', grants, all[i])
+      ended[#ended + 1] = all[i]
       seenHolds[grants .. '\0' .. all[i]] = false
     end
+  end
+  for from = 1, #ended, 1000 do
+    redis.call('hdel', grants, unpack(ended, from, math.min(from + 999, #ended)))
   end
 end
 
@@ -98,11 +112,12 @@ end
 -- expiry is set outright instead of never shortened.
 local function recordHold(grants, id, kind, token, owner, lease, epoch, onlyHold)
   pruneEnded(grants)
-  -- %.0f: Lua's own number-to-text keeps 14 digits, and tokens have 16 (see fencing.lua).
-  local numbers = string.format('%.0f', token) .. (epoch == nil and '' or string.format('/%.0f', epoch))
+  -- tokenText: Lua's own number-to-text keeps 14 digits, and tokens have 16 (see fencing.lua).
+  local text = tokenText(token)
+  local numbers = epoch == nil and text or text .. '/' .. (epoch == token and text or tokenText(epoch))
   writeRecord(grants, id, kind .. numbers .. '|' .. owner)
   if onlyHold then
-    redis.call('pexpire', grants, math.max(lease, ENDED_MEMORY_MS))
+    redis.call('pexpire', grants, grantsKeepMs(lease))
   else
     keepGrants(grants, lease)
   end
@@ -113,6 +128,15 @@ end
 local function endHold(grants, id, outcome)
   writeRecord(grants, id, outcome)
   if outcome ~= 'd' then keepGrants(grants, 1) end
+end
+
+-- Hold `id` ended with 'r', the last hold of a lock that has one owner at a time (reentrant, fair): no
+-- live hold is left that the grants hash must outlive, so it is kept the ended records' memory from
+-- now, set outright in one call (keepGrants takes two when the TTL is already as long, as it is when
+-- the hold ends within the millisecond it was taken).
+local function endLastHold(grants, id)
+  writeRecord(grants, id, 'r')
+  redis.call('pexpire', grants, ENDED_MEMORY_TEXT)
 end
 
 -- The id of a live hold of `owner`, or nil: a re-entry before the first grant (as a nest unwinds;

@@ -10,8 +10,12 @@ local HOLD_RELEASED, HOLD_DECREMENTED, HOLD_ENDED, HOLD_MISSING = 1, 2, 3, 4
 --   HOLD_ENDED        nothing changed: the hold had ended already; the second value is how (see hold-ids.lua)
 --   HOLD_MISSING      nothing changed: no hold has that id (never taken, cancelled, or forgotten)
 -- A live record whose owner no longer holds the lock (it expired, or was forced), or whose epoch is not
--- `epoch` (the fencing counter now, if given: see hold-ids.lua), is ended as 'x'.
-local function releaseHold(lockKey, grants, holdId, lease, epoch)
+-- `epoch` (the fencing counter now, if given: see hold-ids.lua), is ended as 'x'. `how`: nil for a lock
+-- whose holds may have several owners at once (a read lock); 'exclusive' for a lock of one owner at a
+-- time, whose last hold leaves no live hold behind (see endLastHold); 'whole' the same, and the
+-- owner's last hold deletes the lock key itself instead of the owner's field (a lock whose other
+-- fields go with its last hold, as the fair lock's record of the wait it was granted to).
+local function releaseHold(lockKey, grants, holdId, lease, epoch, how)
   local kind, _, owner = readHold(grants, holdId, epoch)
   if kind == nil then return HOLD_MISSING end
   if kind == 'x' and redis.call('hget', grants, holdId) ~= 'x' then endHold(grants, holdId, 'x') end
@@ -25,11 +29,11 @@ local function releaseHold(lockKey, grants, holdId, lease, epoch)
   end
   if count > 1 then
     redis.call('hincrby', lockKey, owner, -1)
-    if lease and redis.call('pttl', lockKey) < lease then redis.call('pexpire', lockKey, lease) end
+    if lease then keepAtLeast(lockKey, lease) end
     endHold(grants, holdId, 'd')
     return HOLD_DECREMENTED
   end
-  redis.call('hdel', lockKey, owner)
-  endHold(grants, holdId, 'r')
+  if how == 'whole' then redis.call('del', lockKey) else redis.call('hdel', lockKey, owner) end
+  if how then endLastHold(grants, holdId) else endHold(grants, holdId, 'r') end
   return HOLD_RELEASED
 end

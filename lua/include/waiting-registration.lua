@@ -1,5 +1,6 @@
 -- The waiting-process registry of a non-fair lock (see wake-one-process.lua): client id -> time it
--- registered, in microseconds.
+-- registered, in microseconds. (The check of a caller's client id and waiting flag is waiting-args.lua.)
+--!include waiting-args.lua
 -- How long the registry outlives its last refresh: every refused attempt of a waiter refreshes it,
 -- and waiters re-try at least once a second while no release wakes them.
 local WAITING_REGISTRY_TTL_MS = 60000
@@ -28,12 +29,4 @@ local function grantedWaiting(waitingKey, client, othersWaiting)
   else
     redis.call('zrem', waitingKey, client)
   end
-end
-
-local function checkWaitingArgs(client, othersWaiting)
-  if client == nil or client == '' then return 'BADARG client id is empty' end
-  if othersWaiting ~= '0' and othersWaiting ~= '1' and othersWaiting ~= '-' and othersWaiting ~= 'once' then
-    return 'BADARG waiting flag must be 0, 1, - or once, got ' .. tostring(othersWaiting)
-  end
-  return nil
 end
