@@ -66,15 +66,17 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave the attempt up: it takes nothing.
   return {'refused', math.max(0, redis.call('pttl', fair.lock))}
 end
--- Free and nobody queued (the uncontended case): granted, with no queue to look at.
-if redis.call('exists', fair.lock, fair.queue) == 0 then
+-- Grants the free lock to this attempt: the only live hold of a free lock, so the grants hash's expiry
+-- is set outright (see recordHold).
+local function grantFree()
   redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
   redis.call('pexpire', fair.lock, lease)
   local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
-  -- The only live hold of a free lock: the grants hash's expiry is set outright (see recordHold).
   recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
   return {'granted', granted}
 end
+-- Free and nobody queued (the uncontended case): granted, with no queue to look at.
+if redis.call('exists', fair.lock, fair.queue) == 0 then return grantFree() end
 dropDeadHeads(fair)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
@@ -107,11 +109,7 @@ else
     local head = redis.call('lindex', fair.queue, 0)
     if (not head) or head == entry then
       if head then dequeueHead(fair, head) end
-      redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
-      redis.call('pexpire', fair.lock, lease)
-      local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
-      recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
-      return {'granted', granted}
+      return grantFree()
     end
     -- Free, but a live waiter is ahead of us (its holder expired without a release): offer it the
     -- lock, or, if nobody listens for it, drop it and look again.

@@ -11,6 +11,7 @@
  *   would lose an update. A warm-up, then a window in which grants, the commands the masters ran and
  *   the workers' CPU are counted.
  */
+import type { UncontendedRow } from './uncontended';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import Redis from 'ioredis';
@@ -26,22 +27,13 @@ import { createRedLockSubject, mastersAt, type RedLockSubject, type RedLockSubje
 import { jain, median, percentile, sum } from '../lib/stats';
 import { Worker } from '../lib/worker-pool';
 
-export interface RedLockUncontendedRow {
-  acquireP50: number;
-  acquireP99: number;
-  releaseP50: number;
-  releaseP99: number;
-  /** p50 of a PING sent to every master at once (the round-trip unit). */
-  pingP50: number;
-  /** p50 latency / the same round's PING p50 */
-  acquireRtt: number;
-  releaseRtt: number;
-  /** Client CPU (user + system) per acquire + release, µs, PINGs excluded. */
-  clientCpuUs: number;
+/**
+ * The uncontended scenario's row (bench/scenarios/uncontended.ts) over five masters: its PING goes to every
+ * master at once, and its Redis time and commands are the masters' together.
+ */
+export interface RedLockUncontendedRow extends UncontendedRow {
   /** Commands the client sent the masters per acquire + release, all masters together (INFO commandstats). */
   commandsPerCycle: number;
-  /** The masters' time on those commands per acquire + release, all masters together (commandstats usec), µs. */
-  redisUs: number;
 }
 
 export interface RedLockContendedRound {
