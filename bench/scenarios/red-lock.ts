@@ -11,7 +11,7 @@
  *   would lose an update. A warm-up, then a window in which grants, the commands the masters ran and
  *   the workers' CPU are counted.
  */
-import type { UncontendedRow } from './uncontended';
+import { timeCycles, type UncontendedRow } from './uncontended';
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
 import Redis from 'ioredis';
@@ -126,26 +126,12 @@ async function uncontendedRound(
   name: string,
   n: number,
 ): Promise<RedLockUncontendedRow> {
-  const ping: number[] = [];
-  const acquire: number[] = [];
-  const release: number[] = [];
-  let cpuUs = 0;
   await resetStats(admins);
-  for (let i = 0; i < n; i++) {
-    const p0 = nowMs();
-    await Promise.all(admins.map((m) => m.ping()));
-    ping.push(nowMs() - p0);
-    const cpu = process.cpuUsage();
-    const t0 = nowMs();
-    const done = await subject.acquire(name);
-    const t1 = nowMs();
-    await done();
-    const t2 = nowMs();
-    const used = process.cpuUsage(cpu);
-    cpuUs += used.user + used.system;
-    acquire.push(t1 - t0);
-    release.push(t2 - t1);
-  }
+  const { ping, acquire, release, cpuUs } = await timeCycles(
+    () => Promise.all(admins.map((m) => m.ping())),
+    () => subject.acquire(name),
+    n,
+  );
   // What a release left to finish in the background lands before the commands are counted.
   await sleep(20);
   const { client, clientUsec } = await commandCounts(admins);
@@ -158,7 +144,7 @@ async function uncontendedRound(
     pingP50,
     acquireRtt: percentile(acquire, 50) / pingP50,
     releaseRtt: percentile(release, 50) / pingP50,
-    clientCpuUs: cpuUs / n,
+    clientCpuUs: cpuUs,
     commandsPerCycle: client / n,
     redisUs: clientUsec / n,
   };

@@ -32,33 +32,51 @@ export interface UncontendedResult {
   iterations: number;
 }
 
-/** Each iteration: a PING (the round-trip unit, measured in the same moment), then acquire, then release. */
-async function cycle(
-  redis: Redis,
-  contender: Contender,
-  key: string,
+/** What `timeCycles` measured: each iteration's PING, acquire and release (ms), and the client CPU per cycle (µs). */
+export interface CycleTimes {
+  ping: number[];
+  acquire: number[];
+  release: number[];
+  cpuUs: number;
+}
+
+/**
+ * `n` iterations of: `ping` (the round-trip unit, measured in the same moment), then `acquire`, then the
+ * release it returns. Client CPU counts the acquire and the release, not the PING.
+ */
+export async function timeCycles(
+  ping: () => Promise<unknown>,
+  acquire: () => Promise<() => Promise<unknown>>,
   n: number,
-): Promise<{ ping: number[]; acquire: number[]; release: number[]; cpuUs: number }> {
-  const ping: number[] = [];
-  const acquire: number[] = [];
-  const release: number[] = [];
+): Promise<CycleTimes> {
+  const times: CycleTimes = { ping: [], acquire: [], release: [], cpuUs: 0 };
   let cpuUs = 0;
   for (let i = 0; i < n; i++) {
     const p0 = nowMs();
-    await redis.ping();
-    ping.push(nowMs() - p0);
+    await ping();
+    times.ping.push(nowMs() - p0);
     const cpu = process.cpuUsage();
     const t0 = nowMs();
-    const done = await contender.acquire(key);
+    const done = await acquire();
     const t1 = nowMs();
     await done();
     const t2 = nowMs();
     const used = process.cpuUsage(cpu);
     cpuUs += used.user + used.system;
-    acquire.push(t1 - t0);
-    release.push(t2 - t1);
+    times.acquire.push(t1 - t0);
+    times.release.push(t2 - t1);
   }
-  return { ping, acquire, release, cpuUs: cpuUs / n };
+  times.cpuUs = cpuUs / n;
+  return times;
+}
+
+/** Each iteration: a PING on the contender's connection, then acquire, then release. */
+function cycle(redis: Redis, contender: Contender, key: string, n: number): Promise<CycleTimes> {
+  return timeCycles(
+    () => redis.ping(),
+    () => contender.acquire(key),
+    n,
+  );
 }
 
 /**
