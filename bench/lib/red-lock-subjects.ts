@@ -1,23 +1,16 @@
 import Redis from 'ioredis';
 import { ExecutionError, Redlock } from '@sesamecare-oss/redlock';
 import { silentLogger } from '../../scripts/tooling';
-import type { ContenderId } from './contenders';
+import type { Contender, ContenderId, Release } from './contenders';
 import { LockClient, RedLock } from './subject';
 
 /** The RedLock scenario's contenders: ours and `@sesamecare-oss/redlock`, each over the same masters. */
 export type RedLockSubjectId = Extract<ContenderId, 'red-lock' | 'redlock-masters'>;
 export const RED_LOCK_SUBJECTS: readonly RedLockSubjectId[] = ['red-lock', 'redlock-masters'];
 
-/** Releases what an acquisition took; resolves when the library says it is released. */
-export type Release = () => Promise<unknown>;
-
-export interface RedLockSubject {
+/** A RedLock contender: the scenario's own start-up, so no `ready()`. */
+export interface RedLockSubject extends Omit<Contender, 'id' | 'ready'> {
   readonly id: RedLockSubjectId;
-  /** Waits until it holds `name` (or `signal` aborts). */
-  acquire(name: string, signal?: AbortSignal): Promise<Release>;
-  /** How often the library's own wait ran out and the bench asked again (redlock: after retryCount attempts). */
-  readonly giveUps: number;
-  close(): Promise<void>;
 }
 
 /** Both libraries' locks run with the same lease. */
