@@ -2,6 +2,7 @@ import { leaseEnd, monotonicNow } from '../util/clock';
 import { LockLostError, type LockLostReason } from '../errors';
 import type { ReleaseOutcome } from './release-outcome';
 import { setLongTimeout, type LongTimer } from '../util/long-timer';
+import type { LeaseFrom } from '../util/server-clock';
 
 /**
  * How a lock is renewed: `held` when the owner is a field of the lock hash and its holds are recorded
@@ -36,6 +37,11 @@ export interface Acquisition {
   renewalKeys?: readonly string[];
   ops: HoldOps;
   sentAt: number;
+  /**
+   * Set when Redis gave the hold a shorter first lease than `leaseMs`, not from `sentAt` (a grant handed
+   * over in a message): the holder believes only that until a renewal of its own lands.
+   */
+  firstLease?: LeaseFrom;
   /** AcquireOptions.label of the first hold. */
   label?: string;
   /** The script reported a re-entry (the owner already held the lock). */
@@ -88,6 +94,9 @@ export class HeldLock {
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   private expiryTimer?: LongTimer;
+  /** A first lease still to replace (see Acquisition.firstLease): its renewal at half, its end. */
+  private firstLeaseTimers?: [NodeJS.Timeout, NodeJS.Timeout];
+  private onFirstLease: boolean;
   /** AcquireOptions.label of the first hold, for events and metrics. */
   readonly label?: string;
   /** When this client learnt of the grant (monotonicNow ms). */
@@ -118,7 +127,9 @@ export class HeldLock {
     this.holdIds = [a.holdId];
     this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
-    this.expiresAt = this.leaseEndFrom(a.sentAt, a.leaseMs);
+    const first = a.firstLease;
+    this.onFirstLease = first !== undefined;
+    this.expiresAt = first ? this.leaseEndFrom(first.sentAt, first.leaseMs) : this.leaseEndFrom(a.sentAt, a.leaseMs);
   }
 
   /** Holds this client has (1 = first acquisition). */
@@ -183,8 +194,43 @@ export class HeldLock {
 
   /** Once recorded: the watchdog renews a watched hold; an explicit lease's end is reported when it comes. */
   keepAlive(): void {
+    if (this.onFirstLease) this.watchFirstLease();
     if (this.watched) this.registry.watchdog.watch(this);
     else this.armExpiry();
+  }
+
+  /**
+   * A hand-over's short lease is renewed to the hold's own lease at its half, by this hold alone (the
+   * watchdog's round may come far later), and its end is reported as a loss, watched or not, unless that
+   * renewal landed first. Most holds are released long before: then neither timer ever fires.
+   */
+  private watchFirstLease(): void {
+    this.clearFirstLease();
+    const left = Math.max(0, this.expiresAt - monotonicNow());
+    const renew = setTimeout(
+      () =>
+        void this.extend().then(
+          () => this.firstLeaseReplaced(),
+          () => undefined,
+        ),
+      left / 2,
+    );
+    const end = setTimeout(() => this.markLost('lease-expired'), left);
+    renew.unref();
+    end.unref();
+    this.firstLeaseTimers = [renew, end];
+  }
+
+  private firstLeaseReplaced(): void {
+    this.onFirstLease = false;
+    this.clearFirstLease();
+  }
+
+  private clearFirstLease(): void {
+    if (!this.firstLeaseTimers) return;
+    clearTimeout(this.firstLeaseTimers[0]);
+    clearTimeout(this.firstLeaseTimers[1]);
+    this.firstLeaseTimers = undefined;
   }
 
   /** Explicit leases only: arm (or re-arm) the timer that reports the lease running out. */
@@ -208,7 +254,10 @@ export class HeldLock {
     const at = holdId === undefined ? this.holdIds.length - 1 : this.holdIds.indexOf(holdId);
     const [released] = this.holdIds.splice(at, 1);
     const final = this.holdIds.length === 0;
-    if (final) this.registry.watchdog.unwatch(this);
+    if (final) {
+      this.registry.watchdog.unwatch(this);
+      this.clearFirstLease();
+    }
     return { final, holdId: released };
   }
 
@@ -224,7 +273,9 @@ export class HeldLock {
    * not keep it alive forever; it runs out with its lease unless a retried release gets there first.)
    */
   private stillHeld(): void {
-    if (this.watched && !this.lost && this.registry.isCurrent(this)) this.registry.watchdog.watch(this);
+    if (this.lost || !this.registry.isCurrent(this)) return;
+    if (this.onFirstLease) this.watchFirstLease();
+    if (this.watched) this.registry.watchdog.watch(this);
   }
 
   /** Redis reports the last hold released. */
@@ -259,6 +310,7 @@ export class HeldLock {
   forget(): void {
     this.registry.watchdog.unwatch(this);
     this.disarmExpiry();
+    this.clearFirstLease();
     this.registry.remove(this);
   }
 }

@@ -153,7 +153,7 @@ export class LockAcquisition {
       const grant = await side.bounded(side.grantOfUnknownAttempt(holder, holdId), 'lock');
       this.unknown = undefined;
       if (grant) {
-        const hold = { leaseMs, watched, sentAt, label, holdId };
+        const hold = { leaseMs, watched, sentAt, label, holdId, firstLease: undefined };
         return { acquired: true, value: { held: side.recordHold(holder, grant, hold), holdId } };
       }
     }
@@ -177,8 +177,12 @@ export class LockAcquisition {
       return result;
     }
     const { value } = result;
-    const held = side.recordHold(value.holder ?? holder, value, { leaseMs, watched, sentAt, label, holdId });
-    return { acquired: true, value: { held, holdId } };
+    // A hand-over told in a message was recorded under the id the waiter registered, not this attempt's.
+    const taken = value.handedOver?.holdId ?? holdId;
+    const firstLease = value.handedOver?.firstLease;
+    const hold = { leaseMs, watched, sentAt, label, holdId: taken, firstLease };
+    const held = side.recordHold(value.holder ?? holder, value, hold);
+    return { acquired: true, value: { held, holdId: taken } };
   }
 
   /**

@@ -359,6 +359,7 @@ export abstract class LockBase implements ReleaseReplayer {
         extend: (lock, leaseTime) => extendHold(this.side, lock, leaseTime),
       }),
       sentAt: hold.sentAt,
+      firstLease: hold.firstLease,
       label: hold.label,
       reentered: grant.reentered,
     });

@@ -7,6 +7,7 @@ import type { LockKeys } from '../redis/keys';
 import type { ReleaseReply } from '../scripts/replies';
 import type { HandOver } from '../turns/process-turns';
 import type { LockTurns } from '../turns/lock-turns';
+import type { LeaseFrom } from '../util/server-clock';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -16,6 +17,20 @@ export interface Grant {
   holder?: string;
   /** A first grant found other processes waiting for the lock (see TurnAttemptReply). */
   othersWaiting?: boolean;
+  /** The lock was handed to this waiter in a message: no request of this attempt set it (see HandedOver). */
+  handedOver?: HandedOver;
+}
+
+/**
+ * A grant the releasing script made for a waiter and told it of in a message. The waiter's own
+ * request did not set its lease, so the hold is recorded under the id the waiter registered, and
+ * believes only the hand-over's short lease until a renewal of its own lands (see HeldLock).
+ */
+export interface HandedOver {
+  /** The hold id the releasing script recorded the hold under: the one the waiter registered with. */
+  holdId: string;
+  /** The hand-over's lease, as a command sent at `sentAt` would have set it (see leaseFromAnchor). */
+  firstLease: LeaseFrom;
 }
 
 /** One acquisition attempt, as a kind's script takes it. */
@@ -90,4 +105,4 @@ export interface LockSide {
 }
 
 /** What a grant's hold is recorded with, besides its Redis id and the grant (see Acquisition). */
-export type HoldFacts = Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label' | 'holdId'>;
+export type HoldFacts = Pick<Acquisition, 'leaseMs' | 'watched' | 'sentAt' | 'label' | 'holdId' | 'firstLease'>;
