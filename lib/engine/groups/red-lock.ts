@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { bounded } from '../redis/bounded';
-import {
-  LockAcquireTimeoutError,
-  LockLostError,
-  LockOptionsError,
-  LockQuorumError,
-  RedisUnavailableError,
-} from '../errors';
+import { LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
 import { engineOf, type LockClient } from '../client/lock-client';
 import type { LockHandle } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
@@ -14,7 +8,7 @@ import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
 import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
 import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
-import { SimpleLock } from '../kinds/simple-lock';
+import { RedLockMaster } from './red-lock-master';
 import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
 import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
@@ -30,9 +24,15 @@ export interface RedLockOptions {
   driftFactor?: number;
 }
 
+/** A master's yes: the token its hold is under, and its fencing token. */
+interface GrantedVote {
+  token: string;
+  fencingToken: number;
+}
+
 /** One master's answer in a round. */
 type Vote = { index: number } & (
-  { granted: LockHandle } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
+  { granted: GrantedVote } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
 );
 
 /** A round that did not get the lock, and why. */
@@ -74,8 +74,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   readonly quorum: number;
   private readonly instanceTimeout?: number;
   private readonly driftFactor: number;
-  /** Each master's lock of this name, built once. */
-  private readonly instanceLocks = new Map<LockClient, SimpleLock>();
+  /** Each master's part in this lock (its votes), in the order of `clients`. */
+  private readonly masters: RedLockMaster[];
 
   constructor(
     readonly clients: LockClient[],
@@ -91,6 +91,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       throw new LockOptionsError(`driftFactor must be in [0, 1), got ${String(options.driftFactor)}.`, name);
     }
     this.quorum = Math.floor(clients.length / 2) + 1;
+    this.masters = clients.map((client) => new RedLockMaster(engineOf(client), name));
     this.instanceTimeout = options.instanceTimeout;
     this.driftFactor = options.driftFactor ?? 0.01;
   }
@@ -145,6 +146,11 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
    */
   minimumLease(leaseTime: number): number {
     return this.drift(leaseTime) + this.timeoutFor(leaseTime) + 1;
+  }
+
+  /** @internal See RedLockQuorum.takeBack. */
+  takeBack(index: number, token: string, lease: number): Promise<boolean> {
+    return this.masters[index].takeBack(token, lease);
   }
 
   /** LockQuorumError when too few masters answer by the end of the wait. */
@@ -235,6 +241,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       if (this.usable(index)) asked.push(index);
       else votes.push({ index, failed: undefined, skipped: true });
     });
+    // A token unique to this attempt on each master (see vote).
+    const tokens = this.clients.map(() => `${randomUUID()}:${owner}`);
+    // A granted vote the round does not keep is taken back, in the background.
+    const undo = (vote: Vote): void => {
+      if ('granted' in vote) this.masters[vote.index].undo(vote.granted.token, lease);
+    };
     // Votes that come after the round is decided: kept until the round knows what to do with them.
     const lateVotes: Vote[] = [];
     let late = (vote: Vote): void => void lateVotes.push(vote);
@@ -244,36 +256,48 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       lateVotes.splice(0).forEach(handler);
     };
     if (asked.length >= this.quorum && !gated) {
-      votes.push(...(await this.decide(asked, this.quorum, owner, options.leaseTime, lease, onLate)));
+      votes.push(...(await this.decide(asked, this.quorum, tokens, lease, onLate)));
     } else if (asked.length >= this.quorum) {
-      const gate = await this.vote(asked[0], owner, options.leaseTime, lease, onLate);
+      const gate = await this.vote(asked[0], tokens[asked[0]], lease, onLate);
       votes.push(gate);
       if ('refusedFor' in gate) {
-        settle(releaseGranted);
+        settle(undo);
         return this.lost(votes, lease);
       }
       const need = this.quorum - ('granted' in gate ? 1 : 0);
-      votes.push(...(await this.decide(asked.slice(1), need, owner, options.leaseTime, lease, onLate)));
+      votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, onLate)));
     }
     const granted = votes.filter((v) => 'granted' in v);
     const validity = lease - (monotonicNow() - started) - this.drift(lease);
     if (granted.length >= this.quorum && validity > 0) {
+      const watched = options.leaseTime === undefined;
+      const keep = (vote: { index: number; granted: GrantedVote }): LockHandle =>
+        this.masters[vote.index].record(vote.granted.token, vote.granted.fencingToken, lease, watched, started);
       const handles: (LockHandle | null)[] = this.clients.map(() => null);
-      for (const v of granted) handles[v.index] = v.granted;
+      for (const v of granted) if ('granted' in v) handles[v.index] = keep(v);
+      // Every master was asked (or is in `votes` as skipped): the ones without a vote yet have not answered.
+      const unanswered: (string | null)[] = tokens.slice();
+      for (const v of votes) unanswered[v.index] = null;
       const handle = new RedLockHandle(this, {
         handles,
+        unanswered,
         sentAt: started,
         lease,
-        watched: options.leaseTime === undefined,
+        watched,
         instanceTimeout: this.timeoutFor(options.leaseTime),
         owner,
         label: options.label,
       });
-      settle((v) => 'granted' in v && !handle.adopt(v.index, v.granted, started) && release(v.granted));
+      settle((v) => {
+        if (!('granted' in v)) return;
+        // Recorded only when the handle can take it; else taken back, never kept.
+        if (handle.canAdopt(v.index)) handle.adopt(v.index, keep(v), started);
+        else if (!handle.tookBack(v.index, v.granted.token)) undo(v);
+      });
       return handle;
     }
-    settle(releaseGranted);
-    granted.forEach(releaseGranted); // in the background: never waits on a master
+    settle(undo);
+    granted.forEach(undo); // in the background: never waits on a master
     return this.lost(votes, lease);
   }
 
@@ -284,8 +308,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   private decide(
     indices: number[],
     need: number,
-    owner: string,
-    leaseTime: number | undefined,
+    tokens: string[],
     lease: number,
     late: (vote: Vote) => void,
   ): Promise<Vote[]> {
@@ -300,7 +323,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         }
       };
       for (const index of indices) {
-        void this.vote(index, owner, leaseTime, lease, late).then((vote) => {
+        void this.vote(index, tokens[index], lease, late).then((vote) => {
           if (decided) return late(vote);
           known.push(vote);
           if ('granted' in vote) granted++;
@@ -312,24 +335,24 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   }
 
   /**
-   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt
-   * (our simple lock), so an attempt that answers after its round gave up can never stack onto a
-   * later round's hold, and is released on its own. RedLock is therefore not re-entrant.
+   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt on
+   * each master (lua/redlock-grant-2.lua), so an attempt that answers after its round gave up can never
+   * stack onto a later round's hold, and is taken back on its own (`late`). RedLock is therefore not
+   * re-entrant. A reply that never comes may hide a grant that landed: it is taken back too.
    */
-  private vote(
-    index: number,
-    owner: string,
-    leaseTime: number | undefined,
-    lease: number,
-    late: (vote: Vote) => void,
-  ): Promise<Vote> {
-    const attempt = this.instanceLock(this.clients[index]).lock({ owner, leaseTime, waitTime: 0 });
-    return bounded(attempt, this.timeoutFor(lease), { key: this.name, name: 'redlock acquire' }, (handle) =>
-      late({ index, granted: handle }),
-    ).then(
-      (granted): Vote => ({ index, granted }),
+  private vote(index: number, token: string, lease: number, late: (vote: Vote) => void): Promise<Vote> {
+    const master = this.masters[index];
+    const sent = master.grant(token, lease);
+    sent.catch(() => master.undo(token, lease));
+    const describe = { key: this.name, name: 'redlock acquire' };
+    return bounded(sent, this.timeoutFor(lease), describe, (reply) => {
+      if (reply[0] === 'granted') late({ index, granted: { token, fencingToken: reply[1] } });
+    }).then(
+      (reply): Vote =>
+        reply[0] === 'granted'
+          ? { index, granted: { token, fencingToken: reply[1] } }
+          : { index, refusedFor: reply[1] >= 0 ? reply[1] : undefined },
       (error: unknown): Vote => {
-        if (error instanceof LockAcquireTimeoutError) return { index, refusedFor: error.retryAfterMs };
         if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
         return { index, failed: error };
       },
@@ -359,20 +382,9 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     return this.instanceTimeout ?? Math.max(50, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
   }
 
-  private instanceLock(client: LockClient): SimpleLock {
-    let lock = this.instanceLocks.get(client);
-    if (!lock) {
-      // Its votes emit no events of their own (kind 'simple', one per master): the RedLock emits its own.
-      const quiet = { ...engineOf(client), lockEvent: () => undefined };
-      lock = new SimpleLock(quiet, this.name, { leaseTime: 'watchdog' });
-      this.instanceLocks.set(client, lock);
-    }
-    return lock;
-  }
-
   /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
   private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
-    const seats = this.clients.map((client) => engineOf(client).waiters.join(this.instanceLock(client).keys.channel));
+    const seats = this.clients.map((client, i) => engineOf(client).waiters.join(this.masters[i].keys.channel));
     const watch = new ReleaseWatch(seats.map((s) => s.ticket));
     // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
     await Promise.allSettled(
@@ -380,13 +392,4 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     );
     return watch;
   }
-}
-
-/** Releases a master's hold in the background (bounded and retried by the lock itself). */
-function release(handle: LockHandle): void {
-  void handle.release().catch(() => undefined);
-}
-
-function releaseGranted(vote: Vote): void {
-  if ('granted' in vote) release(vote.granted);
 }
