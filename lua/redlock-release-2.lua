@@ -7,10 +7,13 @@
 -- KEYS[2]  unlock channel       every waiting RedLock round of any process listens on it
 -- ARGV[1]  token                the hold's whole token
 -- ARGV[2]  publish command      'publish' or 'spublish'
--- ARGV[3]  message
--- Returns  'released' (it was this token's: deleted and announced), 'not-owner' (held under another token
---          or by another kind: nothing changed), 'not-locked' (nothing there: expired, or a repeat of a
---          release that landed); error BADARG (nothing changed) for unusable arguments
+-- ARGV[3]  message              '' announces nothing (a vote taken back before its answer came)
+-- Returns  {'released', listeners}  it was this token's: deleted, and announced unless the message is
+--                                   ''; listeners = the processes subscribed to the channel that heard
+--                                   it (0 when not announced)
+--          'not-owner'  held under another token or by another kind: nothing changed
+--          'not-locked' nothing there: expired, or a repeat of a release that landed
+--          error BADARG (nothing changed) for unusable arguments
 --!include publish-command.lua
 local token, publish = ARGV[1], ARGV[2]
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
@@ -21,6 +24,7 @@ local value = redis.pcall('get', KEYS[1])
 if value ~= token then return value and 'not-owner' or 'not-locked' end
 -- Published before the delete (subscribers hear it once the script is over either way): a user that
 -- may not publish here is refused before anything changed, and keeps its hold.
-redis.call(publish, KEYS[2], ARGV[3] or '')
+local message, listeners = ARGV[3] or '', 0
+if message ~= '' then listeners = redis.call(publish, KEYS[2], message) end
 redis.call('del', KEYS[1])
-return 'released'
+return {'released', listeners}

@@ -118,13 +118,19 @@ describe('lua scripts', () => {
       const [refused, ttl] = await grant('t2');
       expect([refused, ttl > 4000 && ttl <= 5000]).toEqual(['refused', true]);
       expect(await release('t2')).toBe('not-owner');
-      expect(await release('t1')).toBe('released');
+      expect(await release('t1')).toEqual(['released', 1]); // heard by the one subscriber
       expect(await grant('t2')).toEqual(['granted', FENCE_SEED + 2]);
       // t1's release again (sent again after an unknown outcome): t2's newer grant stays.
       expect(await release('t1')).toBe('not-owner');
       expect(await redis.get(k.lock)).toBe('t2');
-      expect(await release('t2')).toBe('released');
+      expect(await release('t2')).toEqual(['released', 1]);
       expect(await release('t2')).toBe('not-locked');
+      // Not announced (message ''): released, heard by nobody.
+      expect(await grant('t4')).toEqual(['granted', FENCE_SEED + 3]);
+      expect(await REDLOCK_RELEASE.run(redis, k, { token: 't4', publish: 'publish', message: '' })).toEqual([
+        'released',
+        0,
+      ]);
       // Another kind holding the name: refused, and never released by a vote.
       await redis.hset(k.lock, 'owner', '1');
       expect((await grant('t3'))[0]).toBe('refused');

@@ -15,7 +15,10 @@ export interface RedLockQuorum {
   drift(lease: number): number;
   usable(index: number): boolean;
   boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T>;
-  /** Takes back master `index`'s vote under `token`, whose answer had not come: true once it was released there. */
+  /**
+   * Takes back master `index`'s vote under `token`, whose answer had not come (not announced): true
+   * once it was released there.
+   */
   takeBack(index: number, token: string, lease: number): Promise<boolean>;
 }
 

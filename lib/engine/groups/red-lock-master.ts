@@ -13,7 +13,7 @@ import { REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
 import type { AttemptReply } from '../scripts/replies';
 
 /** What a release of a vote answers (see redlock-release-2.lua). */
-type VoteRelease = 'released' | 'not-owner' | 'not-locked';
+type VoteRelease = [status: 'released', listeners: number] | 'not-owner' | 'not-locked';
 
 /**
  * One master's part in a RedLock of one name: its votes, each `SET NX PX` under a token unique to the
@@ -26,6 +26,8 @@ type VoteRelease = 'released' | 'not-owner' | 'not-locked';
  */
 export class RedLockMaster implements ReleaseReplayer {
   readonly keys: LockKeys;
+  /** When a release announced here was last heard by another process (monotonicNow; -Infinity: never). */
+  othersHeardAt = -Infinity;
   private readonly renewalKeys: readonly string[];
   private readonly ops: HoldOps = {
     release: (held, holdId) => this.releaseVote(held, holdId),
@@ -94,8 +96,8 @@ export class RedLockMaster implements ReleaseReplayer {
    * be reached, it goes on as an undo.
    */
   takeBack(token: string, leaseMs: number): Promise<boolean> {
-    return this.send(token).then(
-      (reply) => reply === 'released',
+    return this.send(token, false).then(
+      (reply) => typeof reply !== 'string',
       () => {
         this.undo(token, leaseMs);
         return false;
@@ -108,14 +110,16 @@ export class RedLockMaster implements ReleaseReplayer {
     await this.send(holder);
   }
 
-  private send(token: string): Promise<VoteRelease> {
+  /** `announce`: the release is published on the unlock channel (not for a vote taken back unanswered). */
+  private send(token: string, announce = true): Promise<VoteRelease> {
     const { redis, publishCommand } = this.engine;
-    return REDLOCK_RELEASE.run(redis, this.keys, { token, publish: publishCommand, message: 'released' });
+    const message = announce ? 'released' : '';
+    return REDLOCK_RELEASE.run(redis, this.keys, { token, publish: publishCommand, message });
   }
 
   /**
-   * Releases a recorded vote. Redis unreachable: sent again in the background until it lands or the
-   * lease is over, and 'pending' now (the RedLock counts it as such).
+   * Releases a recorded vote, announced on the unlock channel. Redis unreachable: sent again in the
+   * background until it lands or the lease is over, and 'pending' now (the RedLock counts it as such).
    */
   private async releaseVote(held: HeldLock, which?: string): Promise<ReleaseOutcome> {
     if (held.released) return 'released';
@@ -123,7 +127,8 @@ export class RedLockMaster implements ReleaseReplayer {
     const { redis, operationTimeout } = this.engine;
     let raw: VoteRelease;
     try {
-      raw = await bounded(this.send(held.owner), operationTimeout, { key: this.name, name: 'redlock release' });
+      const sent = this.send(held.owner);
+      raw = await bounded(sent, operationTimeout, { key: this.name, name: 'redlock release' });
     } catch (error) {
       if (!isOutage(error) || closedForGood(redis)) {
         held.releaseFailed(final, holdId);
@@ -136,7 +141,10 @@ export class RedLockMaster implements ReleaseReplayer {
   }
 
   private settle(held: HeldLock, holdId: string, raw: VoteRelease, repeated: boolean): ReleaseOutcome {
-    if (raw === 'released') {
+    if (typeof raw !== 'string') {
+      // Other processes than this one heard the announcement: they wait for the lock.
+      const own = this.engine.waiters.isLive(this.keys.channel) ? 1 : 0;
+      if (raw[1] > own) this.othersHeardAt = monotonicNow();
       held.markReleased();
       // Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases).
       this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs);

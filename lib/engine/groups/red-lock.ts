@@ -39,8 +39,8 @@ type Vote = { index: number } & (
 interface LostRound {
   /** refused: someone holds it; split: contenders divided the masters; unreachable: too few answer. */
   why: 'refused' | 'split' | 'unreachable';
-  /** The masters that refused: their release announcements are the ones worth waking for. */
-  refusedBy: number[];
+  /** The gate refused, and the other masters were not asked (see round). */
+  atGate: boolean;
   retryAfter: number;
   reachable: number;
   cause?: unknown;
@@ -48,8 +48,15 @@ interface LostRound {
 
 /** Pause before trying again when too few masters can be reached. */
 const UNREACHABLE_RETRY_MS = PROBE_INTERVAL_MS;
-/** Longest pause after a release for a waiter refused many times in a row (a busy lock). */
-const MAX_BUSY_PAUSE_MS = 64;
+/**
+ * How long a newcomer whose process waited for the lock last time lets the waiter a release woke go
+ * first (see acquire): a few round trips and the pub/sub hop, with room for a busy machine.
+ */
+const POLITE_WAIT_MS = 3;
+/** How long after another process heard a release of the lock a newcomer still lets it go first. */
+const CONTENDED_MS = 50;
+/** The spread of the random pause of a waiter woken by a release, before it asks the gate. */
+const WAKE_SPREAD_MS = 1;
 /** Pause when a refusing master did not say for how long (the key was released meanwhile). */
 const UNKNOWN_TTL_RETRY_MS = 50;
 
@@ -61,11 +68,15 @@ const UNKNOWN_TTL_RETRY_MS = 50;
  *
  * The first round asks every master at once (one round trip). A waiter woken by a release asks the
  * first master that is up (the gate) before the others: the waiters woken by the same release meet
- * on the gate, one of them wins it and only that one asks the rest, so at most two contenders (it
- * and a newcomer's first round) share the masters and one of them gets a majority; a herd never
- * splits the masters so that nobody does, then backs off and tries again. A refused waiter costs one
- * command. Safety does not depend on the order: only a quorum grants. Waiters sleep until a master
- * that refused them announces a release, not on a fixed poll.
+ * on the gate, one of them wins it and only that one asks the rest, so a herd never splits the
+ * masters so that nobody gets a majority. A refused waiter costs one command. A gate that refuses
+ * with no release announced for one instance timeout may hold a stale key (a contender that crashed
+ * mid-round): the next round asks every master at once, as classic RedLock does, so the other
+ * masters' majority is taken within that time. A newcomer whose process waited for the lock last
+ * time lets the waiter a release woke go first (POLITE_WAIT_MS at most), so the processes that
+ * contend take turns instead of the releasing one taking the lock again at once. Safety does not
+ * depend on the order: only a quorum grants. Waiters sleep until a master announces a release, not
+ * on a fixed poll.
  * @example
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
@@ -148,6 +159,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     return this.drift(leaseTime) + this.timeoutFor(leaseTime) + 1;
   }
 
+  /** Whether another process heard a release of this lock announced in the last CONTENDED_MS. */
+  private othersWaiting(): boolean {
+    const now = monotonicNow();
+    return this.masters.some((master) => now - master.othersHeardAt < CONTENDED_MS);
+  }
+
   /** @internal See RedLockQuorum.takeBack. */
   takeBack(index: number, token: string, lease: number): Promise<boolean> {
     return this.masters[index].takeBack(token, lease);
@@ -171,11 +188,23 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     const calledAt = monotonicNow();
     const deadline = options.waitTime === undefined ? Infinity : calledAt + options.waitTime;
     const { label } = options;
+    const patience = this.timeoutFor(options.leaseTime);
     let watch: ReleaseWatch | undefined;
+    // Whether the next round asks the gate first (see round).
+    let gated = false;
     try {
-      for (let splits = 0, refusals = 0; ;) {
+      if (this.othersWaiting() && deadline - calledAt > 0) {
+        // Other processes heard this process's last release of the lock: they wait for it, and that
+        // release (most likely this caller's own) just woke them. This newcomer lets them go first: it
+        // pauses POLITE_WAIT_MS, then asks the gate like a woken waiter (refused there, it waits like one).
+        this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
+        watch = await this.watchReleases(patience);
+        await delay(Math.min(POLITE_WAIT_MS, Math.max(0, deadline - monotonicNow())), options.signal);
+        gated = true;
+      }
+      for (let splits = 0; ;) {
         const seen = watch?.counts();
-        const round = await this.round(owner, options, watch !== undefined);
+        const round = await this.round(owner, options, gated);
         if (round instanceof RedLockHandle) {
           this.emit('acquired', () => ({
             ...round.eventBase(),
@@ -203,23 +232,28 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         if (!watch) {
           this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
           // Subscribed from now on; a release before that would be missed: try again at once.
-          watch = await this.watchReleases(this.timeoutFor(options.leaseTime));
+          watch = await this.watchReleases(patience);
+          gated = true;
           continue;
         }
         splits = round.why === 'split' ? splits + 1 : 0;
-        refusals = round.why === 'refused' ? refusals + 1 : 0;
         if (splits > 0) {
-          // Contenders divided the masters (a gate that changed hands, a master coming back): a
-          // random pause, growing with repeated splits, so that they do not meet again.
+          // Contenders divided the masters (a master coming back, a newcomer beside a woken waiter):
+          // a random pause, growing with repeated splits, so that they do not meet again.
           await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), options.signal);
+          gated = true;
         } else {
-          // Until a master announces a release (or did during the round), or the holder's lease ends.
-          const from = round.refusedBy.length > 0 ? round.refusedBy : this.clients.map((_, i) => i);
-          await watch.next(seen!, from, Math.min(remaining, Math.max(1, round.retryAfter)), options.signal);
-          // Refused again and again: the lock is busy and changes hands often. A short random pause,
-          // growing with the refusals (at most MAX_BUSY_PAUSE_MS), lets the releases it covers count
-          // as one, instead of every waiter of every process trying after every single release.
-          if (refusals > 1) await delay(Math.random() * Math.min(2 ** refusals, MAX_BUSY_PAUSE_MS), options.signal);
+          // Until a master announces a release (or did during the round), or the holder's lease ends;
+          // after a refusal by the gate alone, one instance timeout at most: a gate that refuses with
+          // no release announced since may hold a stale key (a contender that crashed mid-round, a
+          // give-back that did not arrive), and the next round asks every master at once, which
+          // takes the lock from the others as classic RedLock does.
+          const wait = round.atGate ? Math.min(round.retryAfter, patience) : round.retryAfter;
+          const announced = await watch.next(seen!, Math.min(remaining, Math.max(1, wait)), options.signal);
+          gated = announced || !round.atGate;
+          // The waiters a release woke go to the gate in a random order, not in the order the messages
+          // happened to reach their processes (the same one would win every time).
+          if (announced) await delay(Math.random() * WAKE_SPREAD_MS, options.signal);
         }
         options.signal?.throwIfAborted();
       }
@@ -262,7 +296,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       votes.push(gate);
       if ('refusedFor' in gate) {
         settle(undo);
-        return this.lost(votes, lease);
+        return this.lost(votes, lease, true);
       }
       const need = this.quorum - ('granted' in gate ? 1 : 0);
       votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, onLate)));
@@ -359,14 +393,14 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     );
   }
 
-  private lost(votes: Vote[], lease: number): LostRound {
+  private lost(votes: Vote[], lease: number, atGate = false): LostRound {
     const failed = votes.filter((v) => 'failed' in v);
     const reachable = this.clients.length - failed.length;
     const cause = failed.find((v) => 'failed' in v && v.failed !== undefined);
     if (reachable < this.quorum) {
       return {
         why: 'unreachable',
-        refusedBy: [],
+        atGate,
         retryAfter: UNREACHABLE_RETRY_MS,
         reachable,
         cause: cause && 'failed' in cause ? cause.failed : undefined,
@@ -374,8 +408,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     }
     const ttls = votes.flatMap((v) => ('refusedFor' in v ? [v.refusedFor ?? UNKNOWN_TTL_RETRY_MS] : []));
     const why = votes.some((v) => 'granted' in v) ? 'split' : 'refused';
-    const refusedBy = votes.flatMap((v) => ('refusedFor' in v ? [v.index] : []));
-    return { why, refusedBy, retryAfter: Math.min(lease, ...ttls), reachable };
+    return { why, atGate, retryAfter: Math.min(lease, ...ttls), reachable };
   }
 
   private timeoutFor(lease: number | undefined): number {

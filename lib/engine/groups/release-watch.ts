@@ -4,14 +4,13 @@ import { MAX_TIMER_MS } from '../util/long-timer';
 
 /**
  * Counts the unlock messages of one waiting acquisition, per master. Its tickets stay parked
- * between rounds, so a release announced while a round runs is counted, not lost; and the wait
- * after a refusal wakes only for the masters that refused: one release (a message from each
- * master it was held on) wakes the acquisition once, not once per master.
+ * between rounds, so a release announced while a round runs is counted, not lost. Any master's
+ * announcement wakes the wait: one release (a message from each master it was held on) wakes it once.
  */
 export class ReleaseWatch {
   private readonly received: number[];
   private readonly stop = new AbortController();
-  private wake?: (index: number) => void;
+  private wake?: () => void;
 
   constructor(private readonly tickets: WaitTicket[]) {
     this.received = tickets.map(() => 0);
@@ -24,21 +23,21 @@ export class ReleaseWatch {
   }
 
   /**
-   * Resolves once one of `masters` announced a release since `seen` (from counts()), after
-   * `timeoutMs`, or when `signal` aborts.
+   * Resolves once a master announced a release since `seen` (from counts()): true; or, false, after
+   * `timeoutMs` or when `signal` aborts.
    */
-  next(seen: number[], masters: number[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (masters.some((i) => this.received[i] > seen[i])) return Promise.resolve();
+  next(seen: number[], timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (this.received.some((count, i) => count > seen[i])) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const done = (): void => {
+      const done = (announced: boolean): void => {
         clearTimeout(timer);
         stopListening?.();
         this.wake = undefined;
-        resolve();
+        resolve(announced);
       };
-      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
-      const stopListening = signal ? onAbort(signal, done) : undefined;
-      this.wake = (index) => masters.includes(index) && done();
+      const timer = setTimeout(() => done(false), Math.min(timeoutMs, MAX_TIMER_MS));
+      const stopListening = signal ? onAbort(signal, () => done(false)) : undefined;
+      this.wake = () => done(true);
     });
   }
 
@@ -52,7 +51,7 @@ export class ReleaseWatch {
       for (;;) {
         if ((await ticket.wait(MAX_TIMER_MS, this.stop.signal)) === 'notified') {
           this.received[index]++;
-          this.wake?.(index);
+          this.wake?.();
         }
       }
     } catch {

@@ -96,12 +96,15 @@ export const REDLOCK_GRANT = defineScript({
   reply: asIs<AttemptReply>,
 });
 
-/** Compare-and-delete of the hold `token` names, announced on the unlock channel; a repeat changes nothing. */
+/**
+ * Compare-and-delete of the hold `token` names, announced on the unlock channel unless `message` is ''
+ * (with how many processes heard it); a repeat changes nothing.
+ */
 export const REDLOCK_RELEASE = defineScript({
   file: 'redlock-release-2.lua',
   keys: ['lock', 'channel'],
   args: { token: str, publish, message: str },
-  reply: asIs<Exclude<ReleaseReply, 'kept' | 'decremented'>>,
+  reply: asIs<[status: 'released', listeners: number] | 'not-owner' | 'not-locked'>,
 });
 
 /** Yes: this process left the waiting registry and, the lock being free, woke the next one. */
