@@ -39,8 +39,8 @@ type Vote = { index: number } & (
 interface LostRound {
   /** refused: someone holds it; split: contenders divided the masters; unreachable: too few answer. */
   why: 'refused' | 'split' | 'unreachable';
-  /** The gate refused, and the other masters were not asked (see round). */
-  atGate: boolean;
+  /** The gate (a master's index) refused, and the other masters were not asked (see round). */
+  gate?: number;
   retryAfter: number;
   reachable: number;
   cause?: unknown;
@@ -55,8 +55,6 @@ const UNREACHABLE_RETRY_MS = PROBE_INTERVAL_MS;
 const POLITE_WAIT_MS = 3;
 /** How long after another process heard a release of the lock a newcomer still lets it go first. */
 const CONTENDED_MS = 50;
-/** The spread of the random pause of a waiter woken by a release, before it asks the gate. */
-const WAKE_SPREAD_MS = 1;
 /** Pause when a refusing master did not say for how long (the key was released meanwhile). */
 const UNKNOWN_TTL_RETRY_MS = 50;
 
@@ -248,12 +246,14 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           // no release announced since may hold a stale key (a contender that crashed mid-round, a
           // give-back that did not arrive), and the next round asks every master at once, which
           // takes the lock from the others as classic RedLock does.
-          const wait = round.atGate ? Math.min(round.retryAfter, patience) : round.retryAfter;
-          const announced = await watch.next(seen!, Math.min(remaining, Math.max(1, wait)), options.signal);
-          gated = announced || !round.atGate;
-          // The waiters a release woke go to the gate in a random order, not in the order the messages
-          // happened to reach their processes (the same one would win every time).
-          if (announced) await delay(Math.random() * WAKE_SPREAD_MS, options.signal);
+          // Refused by the gate: its next release is the one to wait for, counted from the refusal on
+          // (the other masters' messages of the release that woke this waiter come later).
+          const wait = round.gate !== undefined ? Math.min(round.retryAfter, patience) : round.retryAfter;
+          const since = round.gate === undefined ? seen! : watch.counts();
+          const from = round.gate === undefined ? undefined : [round.gate];
+          const timeout = Math.min(remaining, Math.max(1, wait));
+          const announced = await watch.next(since, from, timeout, options.signal);
+          gated = announced || round.gate === undefined;
         }
         options.signal?.throwIfAborted();
       }
@@ -296,7 +296,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       votes.push(gate);
       if ('refusedFor' in gate) {
         settle(undo);
-        return this.lost(votes, lease, true);
+        return this.lost(votes, lease, asked[0]);
       }
       const need = this.quorum - ('granted' in gate ? 1 : 0);
       votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, onLate)));
@@ -393,14 +393,14 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     );
   }
 
-  private lost(votes: Vote[], lease: number, atGate = false): LostRound {
+  private lost(votes: Vote[], lease: number, gate?: number): LostRound {
     const failed = votes.filter((v) => 'failed' in v);
     const reachable = this.clients.length - failed.length;
     const cause = failed.find((v) => 'failed' in v && v.failed !== undefined);
     if (reachable < this.quorum) {
       return {
         why: 'unreachable',
-        atGate,
+        gate,
         retryAfter: UNREACHABLE_RETRY_MS,
         reachable,
         cause: cause && 'failed' in cause ? cause.failed : undefined,
@@ -408,7 +408,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     }
     const ttls = votes.flatMap((v) => ('refusedFor' in v ? [v.refusedFor ?? UNKNOWN_TTL_RETRY_MS] : []));
     const why = votes.some((v) => 'granted' in v) ? 'split' : 'refused';
-    return { why, atGate, retryAfter: Math.min(lease, ...ttls), reachable };
+    return { why, gate, retryAfter: Math.min(lease, ...ttls), reachable };
   }
 
   private timeoutFor(lease: number | undefined): number {

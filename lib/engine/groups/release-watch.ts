@@ -4,13 +4,13 @@ import { MAX_TIMER_MS } from '../util/long-timer';
 
 /**
  * Counts the unlock messages of one waiting acquisition, per master. Its tickets stay parked
- * between rounds, so a release announced while a round runs is counted, not lost. Any master's
- * announcement wakes the wait: one release (a message from each master it was held on) wakes it once.
+ * between rounds, so a release announced while a round runs is counted, not lost; and the wait can
+ * listen to some masters only (a waiter refused by the gate waits for the gate's next release).
  */
 export class ReleaseWatch {
   private readonly received: number[];
   private readonly stop = new AbortController();
-  private wake?: () => void;
+  private wake?: (index: number) => void;
 
   constructor(private readonly tickets: WaitTicket[]) {
     this.received = tickets.map(() => 0);
@@ -23,11 +23,12 @@ export class ReleaseWatch {
   }
 
   /**
-   * Resolves once a master announced a release since `seen` (from counts()): true; or, false, after
-   * `timeoutMs` or when `signal` aborts.
+   * Resolves once one of `masters` (undefined: any) announced a release since `seen` (from counts()):
+   * true; or, false, after `timeoutMs` or when `signal` aborts.
    */
-  next(seen: number[], timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
-    if (this.received.some((count, i) => count > seen[i])) return Promise.resolve(true);
+  next(seen: number[], masters: number[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    const heard = (i: number): boolean => masters === undefined || masters.includes(i);
+    if (this.received.some((count, i) => count > seen[i] && heard(i))) return Promise.resolve(true);
     return new Promise((resolve) => {
       const done = (announced: boolean): void => {
         clearTimeout(timer);
@@ -37,7 +38,7 @@ export class ReleaseWatch {
       };
       const timer = setTimeout(() => done(false), Math.min(timeoutMs, MAX_TIMER_MS));
       const stopListening = signal ? onAbort(signal, () => done(false)) : undefined;
-      this.wake = () => done(true);
+      this.wake = (index) => heard(index) && done(true);
     });
   }
 
@@ -51,7 +52,7 @@ export class ReleaseWatch {
       for (;;) {
         if ((await ticket.wait(MAX_TIMER_MS, this.stop.signal)) === 'notified') {
           this.received[index]++;
-          this.wake?.();
+          this.wake?.(index);
         }
       }
     } catch {
