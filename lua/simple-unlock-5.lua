@@ -6,7 +6,7 @@
 -- that landed replies 'released' and touches nothing.
 -- KEYS[1]  lock string
 -- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id>; a RedLock
---                               round waits on KEYS[2] itself (its masters' holds are simple locks)
+--                               round waits on KEYS[2] itself (see redlock-release-2.lua)
 -- KEYS[3]  waiting processes    (see lock-5.lua)
 -- KEYS[4]  hand-over            (see hand-over.lua)
 -- KEYS[5]  recent releases      <prefix>:{<name>}:released (see release-once.lua)

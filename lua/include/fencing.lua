@@ -11,15 +11,8 @@
 -- signed 64-bit column hold them exactly) until the year 2255.
 --!include expiry.lua
 --!include token-text.lua
-
--- The BADARG reply for an idle TTL the scripts refuse, or nil.
-local function idleTtlProblem(idleArg)
-  local idle = tonumber(idleArg)
-  if not idle or idle < 1 or idle > 86400000 or idle % 1 ~= 0 then
-    return redis.error_reply('BADARG idle key TTL must be whole ms in 1..86400000, got ' .. tostring(idleArg))
-  end
-  return nil
-end
+--!include idle-ttl.lua
+--!include exclusive-token.lua
 
 -- Keeps `fence` (when it exists) at least `keepMs` more: it outlives every hold it numbers.
 local function keepFence(fence, keepMs)
@@ -33,23 +26,6 @@ local function nextToken(fence, keepMs)
   local time = redis.call('time')
   local token = math.max(counter + 1, tonumber(time[1]) * 1000000 + tonumber(time[2]))
   redis.call('set', fence, tokenText(token), 'px', math.max(keepMs, redis.call('pttl', fence)))
-  return token
-end
-
--- The next token of `fence` for an exclusive lock (reentrant, fair, simple: they share one counter per
--- name, and their lock key admits one holder at a time): a grant's hold is then the only live one the
--- counter numbers, so the counter is kept `keepMs` (a lease plus the idle TTL) from now, whatever TTL
--- an earlier hold left it (the counter lives `idleKeyTtl` past the last grant or renewal, as above).
--- The clock is read first and the counter swapped for it in one SET … GET, rewritten as counter + 1
--- only when the counter had reached the clock (two grants within a µs, or a clock that stepped back).
-local function nextExclusiveToken(fence, keepMs)
-  local time = redis.call('time')
-  local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  local counter = tonumber(redis.call('set', fence, tokenText(token), 'px', keepMs, 'get') or '0') or 0
-  if counter >= token then
-    token = counter + 1
-    redis.call('set', fence, tokenText(token), 'px', keepMs)
-  end
   return token
 end
 

@@ -73,6 +73,7 @@ describe('script contracts', () => {
       'semaphore-acquire-5.lua',
       'semaphore-set-permits-4.lua',
       'simple-lock-4.lua',
+      'redlock-grant-2.lua',
     ]);
     const readsOnly = new Set([
       'hold-state-2.lua',
@@ -168,6 +169,8 @@ describe('script contracts', () => {
         { token: 't', owner: '', callId: '', publish, message: 'm', handOver: 'pass', clientId: 'c', turnMs: 0 },
         'not-locked',
       ),
+      call(catalog.REDLOCK_GRANT, { idleKeyTtl: IDLE_KEY_TTL, token: 't', leaseMs: 5000 }, grant),
+      call(catalog.REDLOCK_RELEASE, { token: 't', publish, message: 'm' }, 'not-locked'),
       call(
         catalog.FAIR_LOCK,
         {

@@ -8,6 +8,8 @@ import {
   LOCK,
   WRITE_LOCK,
   PASS_WAKE,
+  REDLOCK_GRANT,
+  REDLOCK_RELEASE,
   RENEW_MANY,
   SIMPLE_LOCK,
   SIMPLE_UNLOCK,
@@ -96,6 +98,50 @@ describe('lua scripts', () => {
     expect(await redis.exists(k.waiting)).toBe(0); // a single attempt is not registered
     await redis.del(k.lock);
     expect(await lock(k, 'b')).toEqual(['granted', FENCE_SEED + 2, 0]);
+  });
+
+  it('redlock-grant-2 / redlock-release-2: a repeat of a grant or a release changes nothing, and a late release never ends a newer grant', async () => {
+    const k = keys();
+    await seedFence(redis, k.fence);
+    const grant = (token: string, lease = 5000) =>
+      REDLOCK_GRANT.run(redis, k, { token, leaseMs: lease, idleKeyTtl: IDLE_KEY_TTL });
+    const release = (token: string) => REDLOCK_RELEASE.run(redis, k, { token, publish: 'publish', message: 'm' });
+    const heard: string[] = [];
+    const sub = redis.duplicate();
+    sub.on('message', (_channel, message: string) => heard.push(message));
+    await sub.subscribe(k.channel);
+    try {
+      expect(await grant('t1')).toEqual(['granted', FENCE_SEED + 1]);
+      // The same grant again (a client re-sending it after a reconnect): its own hold, the counter as it is.
+      expect(await grant('t1', 9000)).toEqual(['granted', FENCE_SEED + 1]);
+      expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(5000);
+      const [refused, ttl] = await grant('t2');
+      expect([refused, ttl > 4000 && ttl <= 5000]).toEqual(['refused', true]);
+      expect(await release('t2')).toBe('not-owner');
+      expect(await release('t1')).toEqual(['released', 1]); // heard by the one subscriber
+      expect(await grant('t2')).toEqual(['granted', FENCE_SEED + 2]);
+      // t1's release again (sent again after an unknown outcome): t2's newer grant stays.
+      expect(await release('t1')).toBe('not-owner');
+      expect(await redis.get(k.lock)).toBe('t2');
+      expect(await release('t2')).toEqual(['released', 1]);
+      expect(await release('t2')).toBe('not-locked');
+      // Not announced (message ''): released, heard by nobody.
+      expect(await grant('t4')).toEqual(['granted', FENCE_SEED + 3]);
+      expect(await REDLOCK_RELEASE.run(redis, k, { token: 't4', publish: 'publish', message: '' })).toEqual([
+        'released',
+        0,
+      ]);
+      // Another kind holding the name: refused, and never released by a vote.
+      await redis.hset(k.lock, 'owner', '1');
+      expect((await grant('t3'))[0]).toBe('refused');
+      expect(await release('t3')).toBe('not-owner');
+      expect(await redis.type(k.lock)).toBe('hash');
+      for (let i = 0; i < 50 && heard.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(heard).toEqual(['m', 'm']); // one announcement per release that ended a hold
+      expect(await redis.pttl(k.fence)).toBeGreaterThan(IDLE_KEY_TTL);
+    } finally {
+      await sub.quit();
+    }
   });
 
   it('lock-5: re-entry never shortens a longer lease', async () => {

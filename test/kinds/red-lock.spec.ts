@@ -89,6 +89,35 @@ describe('RedLock', () => {
     }
   });
 
+  it('a stale key on the gate master holds a waiting contender back one instance timeout, not the rest of its lease', async () => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    const holderClients = clientsFor(ports);
+    const waiterClients = clientsFor(ports);
+    const name = 'stale-gate';
+    try {
+      await Promise.all([...holderClients, ...waiterClients].map((c) => c.redis.ping()));
+      const keys = holderClients.map((c) => c.getLock(name).keys.lock);
+      const holding = async () => (await Promise.all(holderClients.map((c, i) => c.redis.exists(keys[i])))).join(' ');
+      const holder = await new RedLock(holderClients, name).lock({ leaseTime: 30_000 });
+      await eventually(async () => (await holding()) === '1 1 1 1 1', 2_000);
+      const waiting = new RedLock(waiterClients, name).lock({ leaseTime: 30_000, waitTime: 20_000 });
+      await sleep(400); // refused everywhere, then at the gate: it waits for a release
+      // A contender that crashed mid-round left its key on the gate (the first master) for a whole lease.
+      await holderClients[0].redis.set(keys[0], 'crashed-contender', 'PX', 30_000);
+      const releasedAt = Date.now();
+      expect(await holder.release()).toBe('released'); // on the four others
+      const handle = await waiting;
+      // The instance timeout is 250 ms here (lease / 20, at most 250): well under the stale key's 30 s.
+      expect(Date.now() - releasedAt).toBeLessThan(3_000);
+      expect(handle.handles[0]).toBeNull();
+      expect(await holderClients[0].redis.get(keys[0])).toBe('crashed-contender');
+      expect(await handle.release()).toBe('released');
+    } finally {
+      await holderClients[0].redis.del(holderClients[0].getLock(name).keys.lock);
+      await closeAll([...holderClients, ...waiterClients]);
+    }
+  }, 60_000);
+
   it('8 processes incrementing a racy counter lose no update', async () => {
     const ports = sharedTopology('multi').masters.map((m) => m.port);
     const { procs, counterKey } = await racers(ports, 'race', 3_000);

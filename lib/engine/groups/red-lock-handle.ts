@@ -15,12 +15,22 @@ export interface RedLockQuorum {
   drift(lease: number): number;
   usable(index: number): boolean;
   boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T>;
+  /**
+   * Takes back master `index`'s vote under `token`, whose answer had not come (not announced): true
+   * once it was released there.
+   */
+  takeBack(index: number, token: string, lease: number): Promise<boolean>;
 }
 
 /** What a round that won the quorum hands to its handle. */
 export interface RedLockGrant {
   /** One slot per master: its hold, or null. */
   handles: (LockHandle | null)[];
+  /**
+   * One slot per master: the token of a vote asked in the round whose answer had not come when the
+   * round was decided, or null. A release is sent for it too (see releaseAll).
+   */
+  unanswered: (string | null)[];
   /** When the round's first command was sent (monotonicNow). */
   sentAt: number;
   lease: number;
@@ -45,6 +55,10 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   private releasing?: Promise<ReleaseOutcome>;
   /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
   readonly handles: (LockHandle | null)[];
+  /** See RedLockGrant.unanswered: emptied as their answers come, or by the release. */
+  private readonly unanswered: (string | null)[];
+  /** Per master, the token of an unanswered vote the release took back (its late grant needs nothing more). */
+  private readonly takenBack: (string | null)[];
   /** Per master, on the monotonic clock: the earliest its hold can end (-Infinity: none). */
   private readonly heldUntil: number[];
   private readonly lease: number;
@@ -60,6 +74,8 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     grant: RedLockGrant,
   ) {
     this.handles = grant.handles;
+    this.unanswered = grant.unanswered;
+    this.takenBack = grant.unanswered.map(() => null);
     this.lease = grant.lease;
     this.watched = grant.watched;
     this.instanceTimeout = grant.instanceTimeout;
@@ -152,13 +168,27 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * `sentAt`: when the round sent its command (monotonicNow).
    */
   adopt(index: number, handle: LockHandle, sentAt: number): boolean {
-    if (this.releasing || this.controller.signal.aborted || this.handles[index]) return false;
+    if (!this.canAdopt(index)) return false;
+    this.unanswered[index] = null;
     this.handles[index] = handle;
     this.heldUntil[index] = sentAt + this.lease;
     this.followRenewals(index, handle);
     if (this.watching) this.listenForLoss(handle);
     this.armExpiry();
     return true;
+  }
+
+  /** Whether a hold of master `index` that answered after the round was decided would be taken. */
+  canAdopt(index: number): boolean {
+    return !this.releasing && !this.controller.signal.aborted && !this.handles[index];
+  }
+
+  /**
+   * Whether the release already took back master `index`'s vote under `token` (sent after the grant
+   * on the same connection, so it ran after it): a late grant of it needs no other release.
+   */
+  tookBack(index: number, token: string): boolean {
+    return this.takenBack[index] === token;
   }
 
   /** @internal What every event of this acquisition names. */
@@ -177,9 +207,11 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   }
 
   /**
-   * Sends the release to every master holding a vote and answers as soon as the outcome is known:
-   * `released` once a quorum confirmed (the other masters' releases finish in the background, each
-   * bounded by the instance timeout), else once every master that can answer did.
+   * Sends the release to every master holding a vote, and to every master whose vote had not answered
+   * when the round was decided (it may be a grant still on its way: the release follows it on the same
+   * connection), and answers as soon as the outcome is known: `released` once a quorum confirmed (the
+   * other masters' releases finish in the background, each bounded by the instance timeout), else once
+   * every master that can answer did.
    */
   private releaseAll(): Promise<ReleaseOutcome> {
     this.expiryTimer?.clear();
@@ -192,7 +224,24 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
         if (released >= quorum) resolve('released');
         else if (unanswered === 0) resolve(released + pending >= quorum ? 'pending' : 'expired');
       };
+      const count = (outcome: ReleaseOutcome): void => {
+        unanswered--;
+        if (outcome === 'released' || outcome === 'decremented') released++;
+        else if (outcome === 'pending') pending++;
+        decide();
+      };
       this.handles.forEach((h, i) => {
+        const token = this.unanswered[i];
+        if (!h && token !== null && this.redLock.usable(i)) {
+          this.unanswered[i] = null;
+          this.takenBack[i] = token;
+          unanswered++;
+          const tookBack = this.redLock.takeBack(i, token, this.lease);
+          void this.redLock.boundedOn(i, tookBack, 'redlock release', this.instanceTimeout).then(
+            (released) => count(released ? 'released' : 'expired'),
+            () => count('expired'),
+          );
+        }
         if (!h) return;
         const release = h.release().catch((): ReleaseOutcome => 'expired');
         if (!this.redLock.usable(i)) return void pending++; // down: it goes on by itself
@@ -200,12 +249,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
         void this.redLock
           .boundedOn(i, release, 'redlock release', this.instanceTimeout)
           .catch((): ReleaseOutcome => 'pending')
-          .then((outcome) => {
-            unanswered--;
-            if (outcome === 'released' || outcome === 'decremented') released++;
-            else if (outcome === 'pending') pending++;
-            decide();
-          });
+          .then(count);
       });
       decide();
     });

@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { bounded } from '../redis/bounded';
-import {
-  LockAcquireTimeoutError,
-  LockLostError,
-  LockOptionsError,
-  LockQuorumError,
-  RedisUnavailableError,
-} from '../errors';
+import { LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
 import { engineOf, type LockClient } from '../client/lock-client';
 import type { LockHandle } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
@@ -14,7 +8,7 @@ import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
 import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
 import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
-import { SimpleLock } from '../kinds/simple-lock';
+import { RedLockMaster } from './red-lock-master';
 import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
 import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
@@ -30,17 +24,23 @@ export interface RedLockOptions {
   driftFactor?: number;
 }
 
+/** A master's yes: the token its hold is under, and its fencing token. */
+interface GrantedVote {
+  token: string;
+  fencingToken: number;
+}
+
 /** One master's answer in a round. */
 type Vote = { index: number } & (
-  { granted: LockHandle } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
+  { granted: GrantedVote } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
 );
 
 /** A round that did not get the lock, and why. */
 interface LostRound {
   /** refused: someone holds it; split: contenders divided the masters; unreachable: too few answer. */
   why: 'refused' | 'split' | 'unreachable';
-  /** The masters that refused: their release announcements are the ones worth waking for. */
-  refusedBy: number[];
+  /** The gate (a master's index) refused, and the other masters were not asked (see round). */
+  gate?: number;
   retryAfter: number;
   reachable: number;
   cause?: unknown;
@@ -48,8 +48,13 @@ interface LostRound {
 
 /** Pause before trying again when too few masters can be reached. */
 const UNREACHABLE_RETRY_MS = PROBE_INTERVAL_MS;
-/** Longest pause after a release for a waiter refused many times in a row (a busy lock). */
-const MAX_BUSY_PAUSE_MS = 64;
+/**
+ * How long a newcomer whose process waited for the lock last time lets the waiter a release woke go
+ * first (see acquire): a few round trips and the pub/sub hop, with room for a busy machine.
+ */
+const POLITE_WAIT_MS = 3;
+/** How long after another process heard a release of the lock a newcomer still lets it go first. */
+const CONTENDED_MS = 50;
 /** Pause when a refusing master did not say for how long (the key was released meanwhile). */
 const UNKNOWN_TTL_RETRY_MS = 50;
 
@@ -61,11 +66,15 @@ const UNKNOWN_TTL_RETRY_MS = 50;
  *
  * The first round asks every master at once (one round trip). A waiter woken by a release asks the
  * first master that is up (the gate) before the others: the waiters woken by the same release meet
- * on the gate, one of them wins it and only that one asks the rest, so at most two contenders (it
- * and a newcomer's first round) share the masters and one of them gets a majority; a herd never
- * splits the masters so that nobody does, then backs off and tries again. A refused waiter costs one
- * command. Safety does not depend on the order: only a quorum grants. Waiters sleep until a master
- * that refused them announces a release, not on a fixed poll.
+ * on the gate, one of them wins it and only that one asks the rest, so a herd never splits the
+ * masters so that nobody gets a majority. A refused waiter costs one command. A gate that refuses
+ * with no release announced for one instance timeout may hold a stale key (a contender that crashed
+ * mid-round): the next round asks every master at once, as classic RedLock does, so the other
+ * masters' majority is taken within that time. A newcomer whose process waited for the lock last
+ * time lets the waiter a release woke go first (POLITE_WAIT_MS at most), so the processes that
+ * contend take turns instead of the releasing one taking the lock again at once. Safety does not
+ * depend on the order: only a quorum grants. Waiters sleep until a master announces a release, not
+ * on a fixed poll.
  * @example
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
@@ -74,8 +83,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   readonly quorum: number;
   private readonly instanceTimeout?: number;
   private readonly driftFactor: number;
-  /** Each master's lock of this name, built once. */
-  private readonly instanceLocks = new Map<LockClient, SimpleLock>();
+  /** Each master's part in this lock (its votes), in the order of `clients`. */
+  private readonly masters: RedLockMaster[];
 
   constructor(
     readonly clients: LockClient[],
@@ -91,6 +100,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       throw new LockOptionsError(`driftFactor must be in [0, 1), got ${String(options.driftFactor)}.`, name);
     }
     this.quorum = Math.floor(clients.length / 2) + 1;
+    this.masters = clients.map((client) => new RedLockMaster(engineOf(client), name));
     this.instanceTimeout = options.instanceTimeout;
     this.driftFactor = options.driftFactor ?? 0.01;
   }
@@ -147,6 +157,17 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     return this.drift(leaseTime) + this.timeoutFor(leaseTime) + 1;
   }
 
+  /** Whether another process heard a release of this lock announced in the last CONTENDED_MS. */
+  private othersWaiting(): boolean {
+    const now = monotonicNow();
+    return this.masters.some((master) => now - master.othersHeardAt < CONTENDED_MS);
+  }
+
+  /** @internal See RedLockQuorum.takeBack. */
+  takeBack(index: number, token: string, lease: number): Promise<boolean> {
+    return this.masters[index].takeBack(token, lease);
+  }
+
   /** LockQuorumError when too few masters answer by the end of the wait. */
   protected async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
     assertAcquireOptions(this.name, options);
@@ -165,11 +186,23 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     const calledAt = monotonicNow();
     const deadline = options.waitTime === undefined ? Infinity : calledAt + options.waitTime;
     const { label } = options;
+    const patience = this.timeoutFor(options.leaseTime);
     let watch: ReleaseWatch | undefined;
+    // Whether the next round asks the gate first (see round).
+    let gated = false;
     try {
-      for (let splits = 0, refusals = 0; ;) {
+      if (this.othersWaiting() && deadline - calledAt > 0) {
+        // Other processes heard this process's last release of the lock: they wait for it, and that
+        // release (most likely this caller's own) just woke them. This newcomer lets them go first: it
+        // pauses POLITE_WAIT_MS, then asks the gate like a woken waiter (refused there, it waits like one).
+        this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
+        watch = await this.watchReleases(patience);
+        await delay(Math.min(POLITE_WAIT_MS, Math.max(0, deadline - monotonicNow())), options.signal);
+        gated = true;
+      }
+      for (let splits = 0; ;) {
         const seen = watch?.counts();
-        const round = await this.round(owner, options, watch !== undefined);
+        const round = await this.round(owner, options, gated);
         if (round instanceof RedLockHandle) {
           this.emit('acquired', () => ({
             ...round.eventBase(),
@@ -197,23 +230,30 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         if (!watch) {
           this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
           // Subscribed from now on; a release before that would be missed: try again at once.
-          watch = await this.watchReleases(this.timeoutFor(options.leaseTime));
+          watch = await this.watchReleases(patience);
+          gated = true;
           continue;
         }
         splits = round.why === 'split' ? splits + 1 : 0;
-        refusals = round.why === 'refused' ? refusals + 1 : 0;
         if (splits > 0) {
-          // Contenders divided the masters (a gate that changed hands, a master coming back): a
-          // random pause, growing with repeated splits, so that they do not meet again.
+          // Contenders divided the masters (a master coming back, a newcomer beside a woken waiter):
+          // a random pause, growing with repeated splits, so that they do not meet again.
           await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), options.signal);
+          gated = true;
         } else {
-          // Until a master announces a release (or did during the round), or the holder's lease ends.
-          const from = round.refusedBy.length > 0 ? round.refusedBy : this.clients.map((_, i) => i);
-          await watch.next(seen!, from, Math.min(remaining, Math.max(1, round.retryAfter)), options.signal);
-          // Refused again and again: the lock is busy and changes hands often. A short random pause,
-          // growing with the refusals (at most MAX_BUSY_PAUSE_MS), lets the releases it covers count
-          // as one, instead of every waiter of every process trying after every single release.
-          if (refusals > 1) await delay(Math.random() * Math.min(2 ** refusals, MAX_BUSY_PAUSE_MS), options.signal);
+          // Until a master announces a release (or did during the round), or the holder's lease ends;
+          // after a refusal by the gate alone, one instance timeout at most: a gate that refuses with
+          // no release announced since may hold a stale key (a contender that crashed mid-round, a
+          // give-back that did not arrive), and the next round asks every master at once, which
+          // takes the lock from the others as classic RedLock does.
+          // Refused by the gate: its next release is the one to wait for, counted from the refusal on
+          // (the other masters' messages of the release that woke this waiter come later).
+          const wait = round.gate !== undefined ? Math.min(round.retryAfter, patience) : round.retryAfter;
+          const since = round.gate === undefined ? seen! : watch.counts();
+          const from = round.gate === undefined ? undefined : [round.gate];
+          const timeout = Math.min(remaining, Math.max(1, wait));
+          const announced = await watch.next(since, from, timeout, options.signal);
+          gated = announced || round.gate === undefined;
         }
         options.signal?.throwIfAborted();
       }
@@ -235,6 +275,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       if (this.usable(index)) asked.push(index);
       else votes.push({ index, failed: undefined, skipped: true });
     });
+    // A token unique to this attempt on each master (see vote).
+    const tokens = this.clients.map(() => `${randomUUID()}:${owner}`);
+    // A granted vote the round does not keep is taken back, in the background.
+    const undo = (vote: Vote): void => {
+      if ('granted' in vote) this.masters[vote.index].undo(vote.granted.token, lease);
+    };
     // Votes that come after the round is decided: kept until the round knows what to do with them.
     const lateVotes: Vote[] = [];
     let late = (vote: Vote): void => void lateVotes.push(vote);
@@ -244,36 +290,48 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       lateVotes.splice(0).forEach(handler);
     };
     if (asked.length >= this.quorum && !gated) {
-      votes.push(...(await this.decide(asked, this.quorum, owner, options.leaseTime, lease, onLate)));
+      votes.push(...(await this.decide(asked, this.quorum, tokens, lease, onLate)));
     } else if (asked.length >= this.quorum) {
-      const gate = await this.vote(asked[0], owner, options.leaseTime, lease, onLate);
+      const gate = await this.vote(asked[0], tokens[asked[0]], lease, onLate);
       votes.push(gate);
       if ('refusedFor' in gate) {
-        settle(releaseGranted);
-        return this.lost(votes, lease);
+        settle(undo);
+        return this.lost(votes, lease, asked[0]);
       }
       const need = this.quorum - ('granted' in gate ? 1 : 0);
-      votes.push(...(await this.decide(asked.slice(1), need, owner, options.leaseTime, lease, onLate)));
+      votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, onLate)));
     }
     const granted = votes.filter((v) => 'granted' in v);
     const validity = lease - (monotonicNow() - started) - this.drift(lease);
     if (granted.length >= this.quorum && validity > 0) {
+      const watched = options.leaseTime === undefined;
+      const keep = (vote: { index: number; granted: GrantedVote }): LockHandle =>
+        this.masters[vote.index].record(vote.granted.token, vote.granted.fencingToken, lease, watched, started);
       const handles: (LockHandle | null)[] = this.clients.map(() => null);
-      for (const v of granted) handles[v.index] = v.granted;
+      for (const v of granted) if ('granted' in v) handles[v.index] = keep(v);
+      // Every master was asked (or is in `votes` as skipped): the ones without a vote yet have not answered.
+      const unanswered: (string | null)[] = tokens.slice();
+      for (const v of votes) unanswered[v.index] = null;
       const handle = new RedLockHandle(this, {
         handles,
+        unanswered,
         sentAt: started,
         lease,
-        watched: options.leaseTime === undefined,
+        watched,
         instanceTimeout: this.timeoutFor(options.leaseTime),
         owner,
         label: options.label,
       });
-      settle((v) => 'granted' in v && !handle.adopt(v.index, v.granted, started) && release(v.granted));
+      settle((v) => {
+        if (!('granted' in v)) return;
+        // Recorded only when the handle can take it; else taken back, never kept.
+        if (handle.canAdopt(v.index)) handle.adopt(v.index, keep(v), started);
+        else if (!handle.tookBack(v.index, v.granted.token)) undo(v);
+      });
       return handle;
     }
-    settle(releaseGranted);
-    granted.forEach(releaseGranted); // in the background: never waits on a master
+    settle(undo);
+    granted.forEach(undo); // in the background: never waits on a master
     return this.lost(votes, lease);
   }
 
@@ -284,8 +342,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   private decide(
     indices: number[],
     need: number,
-    owner: string,
-    leaseTime: number | undefined,
+    tokens: string[],
     lease: number,
     late: (vote: Vote) => void,
   ): Promise<Vote[]> {
@@ -300,7 +357,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         }
       };
       for (const index of indices) {
-        void this.vote(index, owner, leaseTime, lease, late).then((vote) => {
+        void this.vote(index, tokens[index], lease, late).then((vote) => {
           if (decided) return late(vote);
           known.push(vote);
           if ('granted' in vote) granted++;
@@ -312,38 +369,38 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   }
 
   /**
-   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt
-   * (our simple lock), so an attempt that answers after its round gave up can never stack onto a
-   * later round's hold, and is released on its own. RedLock is therefore not re-entrant.
+   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt on
+   * each master (lua/redlock-grant-2.lua), so an attempt that answers after its round gave up can never
+   * stack onto a later round's hold, and is taken back on its own (`late`). RedLock is therefore not
+   * re-entrant. A reply that never comes may hide a grant that landed: it is taken back too.
    */
-  private vote(
-    index: number,
-    owner: string,
-    leaseTime: number | undefined,
-    lease: number,
-    late: (vote: Vote) => void,
-  ): Promise<Vote> {
-    const attempt = this.instanceLock(this.clients[index]).lock({ owner, leaseTime, waitTime: 0 });
-    return bounded(attempt, this.timeoutFor(lease), { key: this.name, name: 'redlock acquire' }, (handle) =>
-      late({ index, granted: handle }),
-    ).then(
-      (granted): Vote => ({ index, granted }),
+  private vote(index: number, token: string, lease: number, late: (vote: Vote) => void): Promise<Vote> {
+    const master = this.masters[index];
+    const sent = master.grant(token, lease);
+    sent.catch(() => master.undo(token, lease));
+    const describe = { key: this.name, name: 'redlock acquire' };
+    return bounded(sent, this.timeoutFor(lease), describe, (reply) => {
+      if (reply[0] === 'granted') late({ index, granted: { token, fencingToken: reply[1] } });
+    }).then(
+      (reply): Vote =>
+        reply[0] === 'granted'
+          ? { index, granted: { token, fencingToken: reply[1] } }
+          : { index, refusedFor: reply[1] >= 0 ? reply[1] : undefined },
       (error: unknown): Vote => {
-        if (error instanceof LockAcquireTimeoutError) return { index, refusedFor: error.retryAfterMs };
         if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
         return { index, failed: error };
       },
     );
   }
 
-  private lost(votes: Vote[], lease: number): LostRound {
+  private lost(votes: Vote[], lease: number, gate?: number): LostRound {
     const failed = votes.filter((v) => 'failed' in v);
     const reachable = this.clients.length - failed.length;
     const cause = failed.find((v) => 'failed' in v && v.failed !== undefined);
     if (reachable < this.quorum) {
       return {
         why: 'unreachable',
-        refusedBy: [],
+        gate,
         retryAfter: UNREACHABLE_RETRY_MS,
         reachable,
         cause: cause && 'failed' in cause ? cause.failed : undefined,
@@ -351,28 +408,16 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     }
     const ttls = votes.flatMap((v) => ('refusedFor' in v ? [v.refusedFor ?? UNKNOWN_TTL_RETRY_MS] : []));
     const why = votes.some((v) => 'granted' in v) ? 'split' : 'refused';
-    const refusedBy = votes.flatMap((v) => ('refusedFor' in v ? [v.index] : []));
-    return { why, refusedBy, retryAfter: Math.min(lease, ...ttls), reachable };
+    return { why, gate, retryAfter: Math.min(lease, ...ttls), reachable };
   }
 
   private timeoutFor(lease: number | undefined): number {
     return this.instanceTimeout ?? Math.max(50, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
   }
 
-  private instanceLock(client: LockClient): SimpleLock {
-    let lock = this.instanceLocks.get(client);
-    if (!lock) {
-      // Its votes emit no events of their own (kind 'simple', one per master): the RedLock emits its own.
-      const quiet = { ...engineOf(client), lockEvent: () => undefined };
-      lock = new SimpleLock(quiet, this.name, { leaseTime: 'watchdog' });
-      this.instanceLocks.set(client, lock);
-    }
-    return lock;
-  }
-
   /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
   private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
-    const seats = this.clients.map((client) => engineOf(client).waiters.join(this.instanceLock(client).keys.channel));
+    const seats = this.clients.map((client, i) => engineOf(client).waiters.join(this.masters[i].keys.channel));
     const watch = new ReleaseWatch(seats.map((s) => s.ticket));
     // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
     await Promise.allSettled(
@@ -380,13 +425,4 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     );
     return watch;
   }
-}
-
-/** Releases a master's hold in the background (bounded and retried by the lock itself). */
-function release(handle: LockHandle): void {
-  void handle.release().catch(() => undefined);
-}
-
-function releaseGranted(vote: Vote): void {
-  if ('granted' in vote) release(vote.granted);
 }

@@ -4,9 +4,8 @@ import { MAX_TIMER_MS } from '../util/long-timer';
 
 /**
  * Counts the unlock messages of one waiting acquisition, per master. Its tickets stay parked
- * between rounds, so a release announced while a round runs is counted, not lost; and the wait
- * after a refusal wakes only for the masters that refused: one release (a message from each
- * master it was held on) wakes the acquisition once, not once per master.
+ * between rounds, so a release announced while a round runs is counted, not lost; and the wait can
+ * listen to some masters only (a waiter refused by the gate waits for the gate's next release).
  */
 export class ReleaseWatch {
   private readonly received: number[];
@@ -24,21 +23,22 @@ export class ReleaseWatch {
   }
 
   /**
-   * Resolves once one of `masters` announced a release since `seen` (from counts()), after
-   * `timeoutMs`, or when `signal` aborts.
+   * Resolves once one of `masters` (undefined: any) announced a release since `seen` (from counts()):
+   * true; or, false, after `timeoutMs` or when `signal` aborts.
    */
-  next(seen: number[], masters: number[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (masters.some((i) => this.received[i] > seen[i])) return Promise.resolve();
+  next(seen: number[], masters: number[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    const heard = (i: number): boolean => masters === undefined || masters.includes(i);
+    if (this.received.some((count, i) => count > seen[i] && heard(i))) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const done = (): void => {
+      const done = (announced: boolean): void => {
         clearTimeout(timer);
         stopListening?.();
         this.wake = undefined;
-        resolve();
+        resolve(announced);
       };
-      const timer = setTimeout(done, Math.min(timeoutMs, MAX_TIMER_MS));
-      const stopListening = signal ? onAbort(signal, done) : undefined;
-      this.wake = (index) => masters.includes(index) && done();
+      const timer = setTimeout(() => done(false), Math.min(timeoutMs, MAX_TIMER_MS));
+      const stopListening = signal ? onAbort(signal, () => done(false)) : undefined;
+      this.wake = (index) => heard(index) && done(true);
     });
   }
 

@@ -9,7 +9,11 @@ import type { LockSide } from './lock-side';
  * Extends the lease of a hold recorded by this client (`held.extend()`): to `leaseTime`, or its own
  * lease again, from now. Throws LockLostError (and reports the loss) when Redis no longer has the hold.
  */
-export async function extendHold(side: LockSide, held: HeldLock, leaseTime?: number): Promise<void> {
+export async function extendHold(
+  side: Pick<LockSide, 'name' | 'engine' | 'bounded'>,
+  held: HeldLock,
+  leaseTime?: number,
+): Promise<void> {
   leaseTime = checkDuration(side.name, 'leaseTime', leaseTime, LEASE_RULE);
   if (held.lost) throw new LockLostError(side.name, held.owner, 'lease-expired');
   const leaseMs = leaseTime ?? held.leaseMs;

@@ -86,6 +86,27 @@ export const SIMPLE_UNLOCK = defineScript({
   reply: asIs<ReleaseReply>,
 });
 
+// RedLock: each master's vote, apart from the simple lock's waiting registry and hand-over.
+
+/** `SET NX PX` under the attempt's `token` and the next fencing token; a repeat of a grant that landed changes nothing. */
+export const REDLOCK_GRANT = defineScript({
+  file: 'redlock-grant-2.lua',
+  keys: ['lock', 'fence'],
+  args: { token: str, leaseMs: num, idleKeyTtl: num },
+  reply: asIs<AttemptReply>,
+});
+
+/**
+ * Compare-and-delete of the hold `token` names, announced on the unlock channel unless `message` is ''
+ * (with how many processes heard it); a repeat changes nothing.
+ */
+export const REDLOCK_RELEASE = defineScript({
+  file: 'redlock-release-2.lua',
+  keys: ['lock', 'channel'],
+  args: { token: str, publish, message: str },
+  reply: asIs<[status: 'released', listeners: number] | 'not-owner' | 'not-locked'>,
+});
+
 /** Yes: this process left the waiting registry and, the lock being free, woke the next one. */
 export const PASS_WAKE = defineScript({
   file: 'pass-wake-4.lua',
@@ -323,6 +344,8 @@ export const ALL_SCRIPTS = [
   FORCE_UNLOCK,
   SIMPLE_LOCK,
   SIMPLE_UNLOCK,
+  REDLOCK_GRANT,
+  REDLOCK_RELEASE,
   FAIR_LOCK,
   FAIR_UNLOCK,
   FAIR_FORCE_UNLOCK,

@@ -1,0 +1,175 @@
+import { monotonicNow } from '../util/clock';
+import { bounded } from '../redis/bounded';
+import { closedForGood } from '../redis/connection-end';
+import { isOutage } from '../redis/outage';
+import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
+import { lockKeys, type LockKeys } from '../redis/keys';
+import type { EngineContext } from '../client/engine-context';
+import type { HeldLock, HoldOps } from '../holds/held-lock';
+import { LockHandle, type ReleaseOutcome } from '../holds/lock-handle';
+import type { ReleaseReplayer } from '../holds/recent-releases';
+import { extendHold } from '../lock/lock-renewal';
+import { REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
+import type { AttemptReply } from '../scripts/replies';
+
+/** What a release of a vote answers (see redlock-release-2.lua). */
+type VoteRelease = [status: 'released', listeners: number] | 'not-owner' | 'not-locked';
+
+/**
+ * One master's part in a RedLock of one name: its votes, each `SET NX PX` under a token unique to the
+ * attempt (lua/redlock-grant-2.lua), released by compare-and-delete of that token
+ * (lua/redlock-release-2.lua). Nothing of the simple lock's waiting registry or hand-over: a RedLock's
+ * waiters listen on the unlock channel. A vote the round keeps is recorded in the master's client like
+ * any hold (LockHandle, HeldLock): the client's watchdog renews it, `close()` reports it and releases it,
+ * a release Redis cannot take is sent again, and a failover replays it (RecentReleases). The keys are a
+ * simple lock's of the name, so a RedLock and a simple lock of one name on one master exclude each other.
+ */
+export class RedLockMaster implements ReleaseReplayer {
+  readonly keys: LockKeys;
+  /** When a release announced here was last heard by another process (monotonicNow; -Infinity: never). */
+  othersHeardAt = -Infinity;
+  private readonly renewalKeys: readonly string[];
+  private readonly ops: HoldOps = {
+    release: (held, holdId) => this.releaseVote(held, holdId),
+    extend: (held, leaseTime) => extendHold(this.side, held, leaseTime),
+  };
+  /** What extendHold asks of a lock. */
+  private readonly side: Parameters<typeof extendHold>[0];
+
+  constructor(
+    private readonly engine: EngineContext,
+    readonly name: string,
+  ) {
+    this.keys = lockKeys(engine.keyPrefix, name);
+    this.renewalKeys = [this.keys.lock, this.keys.fence];
+    this.side = {
+      name,
+      engine,
+      bounded: (operation, what) => bounded(operation, engine.operationTimeout, { key: name, name: what }),
+    };
+  }
+
+  /** Asks for a vote under `token`: the raw reply, neither bounded nor recorded (see RedLock.vote). */
+  grant(token: string, leaseMs: number): Promise<AttemptReply> {
+    return REDLOCK_GRANT.run(this.engine.redis, this.keys, { token, leaseMs, idleKeyTtl: this.engine.idleKeyTtl });
+  }
+
+  /**
+   * A vote a RedLock keeps, recorded as this client's hold (`sentAt`: when its grant was sent, on the
+   * monotonic clock; `watched`: the watchdog renews it).
+   */
+  record(token: string, fencingToken: number, leaseMs: number, watched: boolean, sentAt: number): LockHandle {
+    const held = this.engine.registry.record({
+      name: this.name,
+      key: this.keys.lock,
+      owner: token,
+      holdId: token,
+      leaseMs,
+      watched,
+      fencingToken,
+      renewal: 'string',
+      renewalKeys: this.renewalKeys,
+      ops: this.ops,
+      sentAt,
+      label: undefined,
+      reentered: false,
+    });
+    return new LockHandle(held, token);
+  }
+
+  /**
+   * Takes back a vote nobody will use, in the background: one that came after its round was decided,
+   * or whose reply never came (it may have landed). Sent again while the master cannot be reached,
+   * until it lands or the lease it could hold has certainly ended. It names the token: it can only
+   * ever delete that attempt's own hold.
+   */
+  undo(token: string, leaseMs: number): void {
+    const { redis, operationTimeout } = this.engine;
+    const until = monotonicNow() + leaseMs + operationTimeout;
+    const options = { redis, operationTimeout, until, key: this.name, name: 'redlock undo' };
+    void retryWhileUnreachable(() => this.send(token), options).catch(() => undefined);
+  }
+
+  /**
+   * Releases the vote under `token` whose answer has not come yet (sent after its grant on the same
+   * connection, it runs after it): true when it was held and is released now. When the master cannot
+   * be reached, it goes on as an undo.
+   */
+  takeBack(token: string, leaseMs: number): Promise<boolean> {
+    return this.send(token, false).then(
+      (reply) => typeof reply !== 'string',
+      () => {
+        this.undo(token, leaseMs);
+        return false;
+      },
+    );
+  }
+
+  /** @internal Sends a release again after a failover (see RecentReleases). */
+  async replayRelease(holder: string): Promise<void> {
+    await this.send(holder);
+  }
+
+  /** `announce`: the release is published on the unlock channel (not for a vote taken back unanswered). */
+  private send(token: string, announce = true): Promise<VoteRelease> {
+    const { redis, publishCommand } = this.engine;
+    const message = announce ? 'released' : '';
+    return REDLOCK_RELEASE.run(redis, this.keys, { token, publish: publishCommand, message });
+  }
+
+  /**
+   * Releases a recorded vote, announced on the unlock channel. Redis unreachable: sent again in the
+   * background until it lands or the lease is over, and 'pending' now (the RedLock counts it as such).
+   */
+  private async releaseVote(held: HeldLock, which?: string): Promise<ReleaseOutcome> {
+    if (held.released) return 'released';
+    const { final, holdId } = held.beginRelease(which);
+    const { redis, operationTimeout } = this.engine;
+    let raw: VoteRelease;
+    try {
+      const sent = this.send(held.owner);
+      raw = await bounded(sent, operationTimeout, { key: this.name, name: 'redlock release' });
+    } catch (error) {
+      if (!isOutage(error) || closedForGood(redis)) {
+        held.releaseFailed(final, holdId);
+        throw error;
+      }
+      void this.retryRelease(held, holdId);
+      return 'pending';
+    }
+    return this.settle(held, holdId, raw, false);
+  }
+
+  private settle(held: HeldLock, holdId: string, raw: VoteRelease, repeated: boolean): ReleaseOutcome {
+    if (typeof raw !== 'string') {
+      // Other processes than this one heard the announcement: they wait for the lock.
+      const own = this.engine.waiters.isLive(this.keys.channel) ? 1 : 0;
+      if (raw[1] > own) this.othersHeardAt = monotonicNow();
+      held.markReleased();
+      // Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases).
+      this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs);
+      return 'released';
+    }
+    if (repeated) {
+      // Gone: an earlier copy landed before its reply was lost, or the lease ran out.
+      held.markReleased();
+      return monotonicNow() < held.expiresAt ? 'released' : 'expired';
+    }
+    if (held.lost) held.forget();
+    else held.markLost(raw === 'not-owner' ? 'not-owner' : 'lease-expired');
+    return 'expired';
+  }
+
+  private async retryRelease(held: HeldLock, holdId: string): Promise<void> {
+    const { redis, operationTimeout, logger } = this.engine;
+    // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
+    const until = held.expiresAt + operationTimeout;
+    const options = { redis, operationTimeout, until, key: this.name, name: 'redlock release' };
+    try {
+      this.settle(held, holdId, await retryWhileUnreachable(() => this.send(held.owner), options), true);
+    } catch (error) {
+      held.forget(); // the lease is over (or Redis refused): nothing of ours is left to release
+      logger.warn(`Gave up releasing RedLock "${this.name}" on a master: ${(error as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,30 @@
+#!lua flags=allow-oom
+-- RedLock vote on one master: compare-and-delete of the hold its token names, announced on the unlock
+-- channel, where the RedLock's waiters listen. Safe to run twice: the token is unique to one attempt, so
+-- a repeat (sent again after a reconnect, or by the library through an outage) finds the key gone or
+-- another token's, and touches nothing; it can never end a newer grant.
+-- KEYS[1]  lock string          value = the token (see redlock-grant-2.lua)
+-- KEYS[2]  unlock channel       every waiting RedLock round of any process listens on it
+-- ARGV[1]  token                the hold's whole token
+-- ARGV[2]  publish command      'publish' or 'spublish'
+-- ARGV[3]  message              '' announces nothing (a vote taken back before its answer came)
+-- Returns  {'released', listeners}  it was this token's: deleted, and announced unless the message is
+--                                   ''; listeners = the processes subscribed to the channel that heard
+--                                   it (0 when not announced)
+--          'not-owner'  held under another token or by another kind: nothing changed
+--          'not-locked' nothing there: expired, or a repeat of a release that landed
+--          error BADARG (nothing changed) for unusable arguments
+--!include publish-command.lua
+local token, publish = ARGV[1], ARGV[2]
+if not token or token == '' then return redis.error_reply('BADARG token is empty') end
+local badPublish = publishCommandProblem(publish)
+if badPublish then return badPublish end
+-- pcall: a hash here is another lock kind's hold, not ours
+local value = redis.pcall('get', KEYS[1])
+if value ~= token then return value and 'not-owner' or 'not-locked' end
+-- Published before the delete (subscribers hear it once the script is over either way): a user that
+-- may not publish here is refused before anything changed, and keeps its hold.
+local message, listeners = ARGV[3] or '', 0
+if message ~= '' then listeners = redis.call(publish, KEYS[2], message) end
+redis.call('del', KEYS[1])
+return {'released', listeners}
