@@ -143,9 +143,8 @@ export class FairLock extends HashLock {
     const { staleWaiterTimeout, acceptanceLease } = this;
     const { redis, publishCommand: publish } = this.engine;
     // A single attempt (no `waiting`) never queues. A queued one registers its id, and its reply's
-    // server time is an anchor for a grant in the message if it came on the connection it was sent on.
+    // server time is an anchor for a grant in the message.
     if (waiting) wait.registering(holdId);
-    const connection = waiting ? connectionMark(redis, this.keys.lock) : undefined;
     const sentAt = monotonicNow();
     const [status, value, more] = await FAIR_LOCK.run(redis, this.keys, {
       idleKeyTtl: this.engine.idleKeyTtl,
@@ -158,13 +157,13 @@ export class FairLock extends HashLock {
       waiterId: wait.waiterId,
       mode: waiting ? 'wait' : 'once',
     });
-    if (
-      status === 'refused' &&
-      typeof more === 'number' &&
-      connection &&
-      sameConnection(connection, redis, this.keys.lock)
-    ) {
-      wait.anchored({ sentAt, serverMs: more, connection });
+    if (status === 'refused' && typeof more === 'number') {
+      // The connection the reply just came on (read in the same turn of the event loop as the reply, so
+      // no reconnect came between): its server's clock is the one `more` was read from. Whether the
+      // command waited to be sent (connecting) or was sent again on a new connection does not matter:
+      // the script ran after `sentAt` whichever server ran it.
+      const connection = connectionMark(redis, this.keys.lock);
+      if (connection) wait.anchored({ sentAt, serverMs: more, connection });
     }
     if (status === 'granted' && typeof more === 'string') {
       // The hold handed over to this wait, its lease now set by this attempt.
