@@ -201,7 +201,8 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     expect(steady.length).toBeGreaterThan(40);
     const windows = steady.slice(7).map((_, i) => steady.slice(i, i + 8));
     const mixed = windows.filter((window) => new Set(window).size < 8);
-    expect(mixed.length).toBeLessThanOrEqual(windows.length * 0.05);
+    // One missed turn shows in up to 8 windows.
+    expect(mixed.length).toBeLessThanOrEqual(8 + windows.length * 0.05);
     const thrice = windows.filter((window) => window.some((pid) => window.filter((p) => p === pid).length > 2));
     expect(thrice).toEqual([]);
     const k = keysOf();
