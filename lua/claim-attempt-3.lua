@@ -7,6 +7,10 @@
 -- KEYS[3]  fencing counter      the epoch of the holds that count (see hold-ids.lua)
 -- ARGV[1]  hold id              the unanswered attempt's id
 -- ARGV[2]  owner id
+-- ARGV[3]  lease in ms          a claimed hold's lease is made at least this long: the caller counts
+--                               the attempt's lease from when it sent it, and a fair lock's hand-over
+--                               may have recorded its hold under this id with a shorter one (a grant in
+--                               the message, see fair-queue.lua)
 -- Returns  {'granted', token}    it landed as a first grant and is still held: the caller's now
 --          {'reentered', token}  it landed as a re-entry and is still held
 --          {'cancelled'}         it did not land (now it never will), or its hold ended already
@@ -14,10 +18,15 @@
 --!include hold-ids.lua
 local holdId, badId = holdIdArgument(ARGV[1], 'hold id')
 if badId then return badId end
-local owner = ARGV[2]
+local owner, lease = ARGV[2], tonumber(ARGV[3])
 if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
+if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
+  return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[3]))
+end
 local kind, token, holder = readHold(KEYS[2], holdId, epochOf(KEYS[3]))
 if (kind == 'g' or kind == 'e') and holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
+  keepAtLeast(KEYS[1], lease)
+  keepGrants(KEYS[2], lease)
   return {kind == 'g' and 'granted' or 'reentered', token}
 end
 if not kind then endHold(KEYS[2], holdId, 'x') end

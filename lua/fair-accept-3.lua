@@ -7,7 +7,7 @@
 -- handed to can accept it: not another wait of the same owner, nor a message a process took for one
 -- of its own. Safe to send again after an unknown outcome: a repeat finds its own record (accepted),
 -- and a copy that comes after its attempt was cancelled (see claim-attempt-3.lua) takes nothing.
--- KEYS[1]  lock hash            (see fair-lock-6.lua)
+-- KEYS[1]  lock hash            (see fair-lock-7.lua)
 -- KEYS[2]  hold ids             (see hold-ids.lua)
 -- KEYS[3]  fencing counter      the hand-off's token, and the epoch of the holds that count
 -- ARGV[1]  lease in ms (whole number in 1..31536000000)

@@ -21,7 +21,8 @@ if kind == 'hash' then
   local fields = redis.call('hgetall', lockKey)
   for i = 1, #fields, 2 do
     local owner = fields[i]
-    if owner ~= GRANTED_TO then
+    -- Fields starting with NUL are the fair lock's own (GRANTED_TO, HANDED_HOLD), never an owner.
+    if string.byte(owner, 1) ~= 0 then
       table.insert(holders, owner)
       table.insert(holders, fields[i + 1])
       table.insert(holders, (owner == handedOwner and fields[i + 1] == '0' and handedWaiter) or '')

@@ -1,6 +1,7 @@
 --!include server-time.lua
 --!include publish-command.lua
 --!include fencing.lua
+--!include hold-ids.lua
 -- The fair lock's queue: one entry per wait, in FIFO order (a list) with its deadline (a zset, Redis
 -- server time in ms). A waiter refreshes its deadline while it waits; one whose deadline passed is dead.
 -- An entry is '<owner id>\0<waiter id>': the owner the wait is for (owner ids hold no NUL, so the
@@ -12,11 +13,20 @@
 -- the wait the lock was granted or handed to: a hand-off (its owner's count 0) can only be taken over
 -- or accepted by that wait. It goes with the lock hash. A hand-off is no hold: the hold begins when its
 -- wait accepts it, recorded then under that attempt's own id like every other hold (see hold-ids.lua).
+-- Each queued wait also registers the hold id of its latest attempt (the waiter-holds hash, entry ->
+-- hold id): the releasing script records the hold under that id itself and the message alone tells
+-- the wait it holds (a grant in the message, '<waiter id>|<token>:<server ms>:<hold id>'), the lock
+-- living the acceptance lease until the holder renews it; HANDED_HOLD names that hold in the lock hash
+-- (it goes with the lock hash too). A wait with no usable id (none registered, or one a record exists
+-- for: an attempt cancelled after a lost reply) is offered the lock instead ('<waiter id>|<token>',
+-- its owner's count 0) and accepts it (fair-accept-3.lua).
 -- `fair` holds the keys and settings of one call: lock, queue, deadlines, fence, channel (prefix),
--- publish, acceptanceLease, idle (how long the fencing counter outlives a lease), and now (Redis
+-- publish, acceptanceLease, idle (how long the fencing counter outlives a lease), grants and holds
+-- (the hold ids and waiter-holds hashes; without them every hand-over is an offer), and now (Redis
 -- server time in ms, read by fairNow when first needed, or given).
 
 local GRANTED_TO = '\0granted-to'
+local HANDED_HOLD = '\0handed-hold'
 
 -- The BADARG reply for an acceptance lease the fair scripts refuse, or nil.
 local function acceptanceLeaseProblem(acceptanceArg)
@@ -96,6 +106,7 @@ local function dropDeadHeads(fair)
     if deadline and deadline > fairNow(fair) then return head end
     redis.call('lpop', fair.queue)
     redis.call('zrem', fair.deadlines, head)
+    if fair.holds then redis.call('hdel', fair.holds, head) end
   end
 end
 
@@ -103,26 +114,61 @@ end
 local function dequeueHead(fair, head)
   redis.call('lpop', fair.queue)
   redis.call('zrem', fair.deadlines, head)
+  if fair.holds then redis.call('hdel', fair.holds, head) end
 end
 
 -- Takes `entry` out of the queue, wherever it is (an entry is in the list exactly when it has a deadline).
 local function leaveQueue(fair, entry)
-  if redis.call('zrem', fair.deadlines, entry) == 1 then redis.call('lrem', fair.queue, 1, entry) end
+  if redis.call('zrem', fair.deadlines, entry) == 1 then
+    redis.call('lrem', fair.queue, 1, entry)
+    if fair.holds then redis.call('hdel', fair.holds, entry) end
+  end
 end
 
--- Offers the free lock to the wait of `entry` (out of the queue): a new fencing token, told on its
--- client's channel ('<waiter id>|<token>'), held with its owner's count 0 until that wait accepts or
--- the acceptance lease runs out. False when nobody listens for it (its process died or is reconnecting:
--- it could never take the lock), or the entry is of no known shape.
-local function offerTo(fair, entry)
+-- The queued wait `entry` registers `holdId`, its latest attempt's own id, for a grant in the message.
+local function registerHold(fair, entry, holdId)
+  if fair.holds then redis.call('hset', fair.holds, entry, holdId) end
+end
+
+-- The id of the hold the lock was handed over under (a grant in the message), or nil.
+local function handedHold(lockKey)
+  -- pcall: a string here is a simple lock's hold
+  local id = redis.pcall('hget', lockKey, HANDED_HOLD)
+  return type(id) == 'string' and id or nil
+end
+
+-- Hands the free lock to the wait of `entry` (out of the queue), with a new fencing token. With the
+-- hold id `holdId` that wait registered and no record under it yet, the hold is recorded under that id
+-- (owner count 1, lease the acceptance lease) and the message is the grant: '<waiter id>|<token>:<Redis
+-- server ms now>:<hold id>'. Otherwise the lock is offered: told as '<waiter id>|<token>' and held with its
+-- owner's count 0 until that wait accepts it (fair-accept-3.lua). Either way the acceptance lease bounds
+-- what a wait that never takes it costs. False when nobody listens for it (its process died or is
+-- reconnecting: it could never take the lock), or the entry is of no known shape.
+local function offerTo(fair, entry, holdId)
   local owner, waiterId = entryParts(entry)
   local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
   if not client or owner == '' then return false end
   local token = nextToken(fair.fence, fair.acceptanceLease + fair.idle)
-  if redis.call(fair.publish, fair.channel .. ':' .. client, waiterId .. '|' .. tokenText(token)) == 0 then return false end
-  redis.call('hset', fair.lock, owner, 0, GRANTED_TO, entry)
+  local grant = holdId and fair.grants and not readHold(fair.grants, holdId)
+  local message = waiterId .. '|' .. tokenText(token)
+  if grant then message = message .. ':' .. tokenText(fairNow(fair)) .. ':' .. holdId end
+  if redis.call(fair.publish, fair.channel .. ':' .. client, message) == 0 then return false end
+  if grant then
+    redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry, HANDED_HOLD, holdId)
+    recordHold(fair.grants, holdId, 'g', token, owner, fair.acceptanceLease, token, true)
+  else
+    redis.call('hset', fair.lock, owner, 0, GRANTED_TO, entry)
+  end
   redis.call('pexpire', fair.lock, fair.acceptanceLease)
   return true
+end
+
+-- Takes the live `head` out of the queue and hands it the free lock (see offerTo). False when nobody
+-- listens for it.
+local function handToHead(fair, head)
+  local holdId = fair.holds and redis.call('hget', fair.holds, head) or nil
+  dequeueHead(fair, head)
+  return offerTo(fair, head, holdId)
 end
 
 -- Hands the free lock to the first live waiter that hears it, if any.
@@ -130,7 +176,6 @@ local function handToNextWaiter(fair)
   while true do
     local head = dropDeadHeads(fair)
     if not head then return end
-    dequeueHead(fair, head)
-    if offerTo(fair, head) then return end
+    if handToHead(fair, head) then return end
   end
 end

@@ -101,19 +101,19 @@ describe('an ioredis Cluster with scaleReads: slave', () => {
 
   it('asks the master whether an attempt whose reply never came was granted', async () => {
     // What the engine asks after a lost reply (a dropped connection, a failover), per kind.
-    type Asks = { grantOfUnknownAttempt(holder: string, holdId: string): Promise<unknown> };
+    type Asks = { grantOfUnknownAttempt(holder: string, holdId: string, leaseMs?: number): Promise<unknown> };
     const before = await readsOnReplicas();
     const lock = locks.getLock('unknown');
     const held = await runInLockScope(() => lock.lock({ leaseTime: 10_000 }), { newScope: true });
     const holder = (await locks.inspect('unknown')).holders[0].owner;
     // The reentrant lock asks by the attempt's hold id (claim-attempt-3.lua), which its handle keeps.
     const { holdId } = held as unknown as { holdId: string };
-    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, holdId)).toMatchObject({
+    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, holdId, 10_000)).toMatchObject({
       fencingToken: held.fencingToken,
     });
-    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, 'never-sent')).toBeUndefined();
+    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, 'never-sent', 10_000)).toBeUndefined();
     await held.release();
-    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, holdId)).toBeUndefined();
+    expect(await (lock as unknown as Asks).grantOfUnknownAttempt(holder, holdId, 10_000)).toBeUndefined();
 
     const simple = locks.getSimpleLock('unknown-simple');
     const token = await simple.lock({ leaseTime: 10_000 });

@@ -280,7 +280,15 @@ describe('bad input', () => {
   describe('each script called directly with malformed arguments writes nothing', () => {
     const base = () => lockKeys(prefix, `script-${++n}`);
     const badLeases = ['1500.5', '1e19', '-1', '0', 'abc', '', String(MAX_LEASE_MS + 1)];
-    const fairUnlockKeys = (k: ReturnType<typeof base>) => [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants];
+    const fairUnlockKeys = (k: ReturnType<typeof base>) => [
+      k.lock,
+      k.queue,
+      k.deadlines,
+      k.fence,
+      k.channel,
+      k.grants,
+      k.waiterHolds,
+    ];
 
     it.each(badLeases)('lease %j', async (lease) => {
       const k = base();
@@ -292,8 +300,8 @@ describe('bad input', () => {
         ],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0', IDLE_KEY_TTL]],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [lease, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         ['renew-many-n.lua', [k.lock, k.fence], [IDLE_KEY_TTL, 'string', lease, 'token']],
@@ -308,7 +316,7 @@ describe('bad input', () => {
           [k.lock, k.channel, k.waiting, k.next, k.grants, k.fence],
           ['owner', 'h', lease, 'publish', 'released', 'pass', 'c', 'one'],
         ],
-        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', lease, 2000, 'publish', 'one', IDLE_KEY_TTL]],
+        ['fair-unlock-7.lua', fairUnlockKeys(k), ['o', 'h', lease, 2000, 'publish', 'one', IDLE_KEY_TTL]],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);
@@ -318,7 +326,7 @@ describe('bad input', () => {
 
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
-      const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants];
+      const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants, k.waiterHolds];
       const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:released`];
       const calls: [string, string[], (string | number)[]][] = [
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', 'h', IDLE_KEY_TTL]],
@@ -330,50 +338,50 @@ describe('bad input', () => {
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2', IDLE_KEY_TTL]],
         ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0', IDLE_KEY_TTL]],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o', 0.5, 2000, 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o', 5000, 'x', 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o', 5000, 2000, 'del', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
-          'fair-abandon-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          ['', 'o', 1000, 'publish', IDLE_KEY_TTL],
+          'fair-abandon-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
+          ['', 'o', '*', 1000, 'publish', IDLE_KEY_TTL],
         ],
         [
-          'fair-abandon-5.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel],
-          ['c:w', 'o\0x', 1000, 'publish', IDLE_KEY_TTL],
+          'fair-abandon-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
+          ['c:w', 'o\0x', '*', 1000, 'publish', IDLE_KEY_TTL],
         ],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o', 5000, 2000, 'publish', 'h', 'w', 'wait', IDLE_KEY_TTL],
         ],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o\0x', 5000, 2000, 'publish', 'h', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o', 5000, 2000, 'publish', 'h', 'c:w', 'maybe', IDLE_KEY_TTL],
         ],
         ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'no-nonce:', 'h', IDLE_KEY_TTL]],
         ['fair-accept-3.lua', [k.lock, k.grants, k.fence], [1000, 'owner', 'c:w', '', IDLE_KEY_TTL]],
         [
-          'fair-lock-6.lua',
-          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants],
+          'fair-lock-7.lua',
+          [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
           [1000, 'o', 5000, 2000, 'publish', '', 'c:w', 'wait', IDLE_KEY_TTL],
         ],
         ['renew-many-n.lua', [k.lock, k.fence], [IDLE_KEY_TTL, 'list', 1000, 'owner']],
@@ -430,13 +438,13 @@ describe('bad input', () => {
         ],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', 'c', '0']],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'publish', 'x', 'keep', 'c', '3600001']],
-        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', 'h', 1000, 2000, 'publish', 'x', IDLE_KEY_TTL]],
-        ['fair-unlock-6.lua', fairUnlockKeys(k), ['o', '', 1000, 2000, 'publish', 'any', IDLE_KEY_TTL]],
+        ['fair-unlock-7.lua', fairUnlockKeys(k), ['o', 'h', 1000, 2000, 'publish', 'x', IDLE_KEY_TTL]],
+        ['fair-unlock-7.lua', fairUnlockKeys(k), ['o', '', 1000, 2000, 'publish', 'any', IDLE_KEY_TTL]],
         // A force without its call id (see force-once.lua), or with unusable settings.
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['publish', 'x', '']],
-        ['fair-force-unlock-7.lua', fairForceKeys, [0, 'publish', 'id', IDLE_KEY_TTL]],
-        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'flushall', 'id', IDLE_KEY_TTL]],
-        ['fair-force-unlock-7.lua', fairForceKeys, [1000, 'publish', '', IDLE_KEY_TTL]],
+        ['fair-force-unlock-8.lua', fairForceKeys, [0, 'publish', 'id', IDLE_KEY_TTL]],
+        ['fair-force-unlock-8.lua', fairForceKeys, [1000, 'flushall', 'id', IDLE_KEY_TTL]],
+        ['fair-force-unlock-8.lua', fairForceKeys, [1000, 'publish', '', IDLE_KEY_TTL]],
       ];
       for (const [script, keys, args] of calls) {
         await expect(runScriptUnchecked(redis, script, keys, args)).rejects.toThrow(/BADARG/);

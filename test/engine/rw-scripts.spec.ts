@@ -41,7 +41,11 @@ describe('read-write lock scripts: every hold has an id of its own', () => {
     release: (k, owner, holdId, which = 'one') =>
       WRITE_UNLOCK.run(redis, k, { owner, holdId, leaseMs: 5000, publish: 'publish', which }),
     claim: (k, owner, holdId) =>
-      CLAIM_ATTEMPT.run(redis, { lock: k.write, grants: k.writeGrants, fence: k.fence }, { holdId, owner }),
+      CLAIM_ATTEMPT.run(
+        redis,
+        { lock: k.write, grants: k.writeGrants, fence: k.fence },
+        { holdId, owner, leaseMs: 5000 },
+      ),
     count: (k, owner) => redis.hget(k.write, owner),
   };
   const read: Side = {

@@ -66,7 +66,7 @@ describe('script contracts', () => {
   it('each script says on its first line how it meets a full Redis: refused whole if it takes a lock, run anyway if it frees one', () => {
     // Taking a lock needs memory: refused before it runs (nothing half-written). Reads need none.
     const takesMemory = new Set([
-      'fair-lock-6.lua',
+      'fair-lock-7.lua',
       'lock-5.lua',
       'rw-read-lock-6.lua',
       'rw-write-lock-7.lua',
@@ -156,7 +156,7 @@ describe('script contracts', () => {
         },
         'not-locked',
       ),
-      call(catalog.CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),
+      call(catalog.CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1', leaseMs: 5000 }, ['cancelled']),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
       call(catalog.FORCE_UNLOCK, { publish, message: 'm', callId: 'f1' }, false),
       call(
@@ -211,7 +211,7 @@ describe('script contracts', () => {
       ),
       call(
         catalog.FAIR_ABANDON,
-        { idleKeyTtl: IDLE_KEY_TTL, waiterId: 'c:w1', owner: 'c:1', acceptanceLease: 1000, publish },
+        { idleKeyTtl: IDLE_KEY_TTL, waiterId: 'c:w1', owner: 'c:1', holdId: '*', acceptanceLease: 1000, publish },
         false,
       ),
       call(catalog.READ_LOCK, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', holdId: 'h1' }, grant),

@@ -421,7 +421,7 @@ describe('lua scripts', () => {
       await redis.del(k.lock); // its lease ran out (the record outlives it)
       expect(await attempt(k, 'o', 'new')).toEqual(['granted', FENCE_SEED + 2, 0]);
       expect((await attempt(k, 'o', 'old'))[0]).toBe('refused'); // a late copy is no repeat of a live hold
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'old', owner: 'o' })).toEqual(['cancelled']);
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'old', owner: 'o', leaseMs: 5000 })).toEqual(['cancelled']);
       expect(await unlock(k, 'o', 'pass', 'c', 'old')).toBe('not-owner'); // nor can it release the new hold
       expect(await redis.hget(k.lock, 'o')).toBe('1');
       expect(await unlock(k, 'o', 'pass', 'c', 'new')).toBe('released');
@@ -470,11 +470,16 @@ describe('lua scripts', () => {
       const k = keys();
       await seedFence(redis, k.fence);
       await attempt(k, 'o', 'landed');
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o' })).toEqual(['granted', FENCE_SEED + 1]);
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'late', owner: 'o' })).toEqual(['cancelled']);
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o', leaseMs: 5000 })).toEqual([
+        'granted',
+        FENCE_SEED + 1,
+      ]);
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'late', owner: 'o', leaseMs: 5000 })).toEqual(['cancelled']);
       expect((await attempt(k, 'o', 'late'))[0]).toBe('refused'); // the late copy takes nothing
       expect(await redis.hget(k.lock, 'o')).toBe('1');
-      await expect(CLAIM_ATTEMPT.run(redis, k, { holdId: '', owner: 'o' })).rejects.toThrow(/BADARG hold id/);
+      await expect(CLAIM_ATTEMPT.run(redis, k, { holdId: '', owner: 'o', leaseMs: 5000 })).rejects.toThrow(
+        /BADARG hold id/,
+      );
     });
 
     it('the hold ids live as long as the lock: renewed with it, deleted by a force unlock', async () => {
@@ -609,7 +614,7 @@ describe('lua scripts', () => {
     ]);
     const fair = keys();
     kinds.push([
-      'fair-force-unlock-7',
+      'fair-force-unlock-8',
       (owner) =>
         FAIR_LOCK.run(redis, fair, {
           idleKeyTtl: IDLE_KEY_TTL,
@@ -686,7 +691,9 @@ describe('lua scripts', () => {
       expect(await attempt('h2')).toEqual(reentry);
       expect(await count()).toBe('2');
       // An attempt cancelled before it landed (claim-attempt-3) takes nothing when its copy comes.
-      expect(await CLAIM_ATTEMPT.run(redis, fair, { holdId: 'h3', owner: 'c:1' })).toEqual(['cancelled']);
+      expect(await CLAIM_ATTEMPT.run(redis, fair, { holdId: 'h3', owner: 'c:1', leaseMs: 5000 })).toEqual([
+        'cancelled',
+      ]);
       expect((await attempt('h3'))[0]).toBe('refused');
       expect(await count()).toBe('2');
       await expect(attempt('')).rejects.toThrow(/BADARG hold id/);

@@ -14,6 +14,11 @@ import { useIdentityWorld, type IdentityWorld } from '../support/identity-world'
 describe('identity by id: explicit owners and repeated commands (fair lock)', () => {
   const keyPrefix = `fid-${randomUUID().slice(0, 8)}`;
   const fairOptions = { staleWaiterTimeout: 3_000, acceptanceLease: 2_000 };
+  /**
+   * A wait whose hold's lease (the watchdog's 30 s) is shorter than its acceptance lease registers no
+   * hold id: it is offered the lock and accepts it, never granted in the message (see fair-queue.lua).
+   */
+  const acceptingOptions = { ...fairOptions, acceptanceLease: 31_000 };
 
   const world = useIdentityWorld(keyPrefix);
 
@@ -91,7 +96,7 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const rival = client();
     const name = 'accept-lost';
     const blocker = await b.fair(name).lock();
-    const waiting = a.fair(name).lock({ owner: 'job-h', waitTime: 15_000 });
+    const waiting = a.locks.getFairLock(name, acceptingOptions).lock({ owner: 'job-h', waitTime: 15_000 });
     await eventually(async () => (await world.plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
     const dropped = world.proxy.dropped;
     world.proxy.dropNextReply(/^:1\r\n$/); // FAIR_ACCEPT's 'yes', alone on A's command connection
@@ -112,7 +117,7 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const name = 'accept-lost-library';
     await eventually(async () => a.locks.redis.status === 'ready', 5_000);
     const blocker = await b.fair(name).lock();
-    const waiting = a.fair(name).lock({ owner: 'job-l', waitTime: 15_000 });
+    const waiting = a.locks.getFairLock(name, acceptingOptions).lock({ owner: 'job-l', waitTime: 15_000 });
     await eventually(async () => (await world.plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
     const dropped = world.proxy.dropped;
     world.proxy.dropNextReply(/^:1\r\n$/);

@@ -238,22 +238,23 @@ describe('FairLock: owner ids are opaque', () => {
       return { heard, close: () => sub.quit() };
     }
 
-    it('owners sharing a prefix: only the client of the wait hears its hand-off; another wait of the same owner can neither take, accept, abandon nor release it', async () => {
+    it('owners sharing a prefix: only the client of the wait hears its hand-off, the hold recorded under the id that wait registered; another wait of the same owner can neither accept nor abandon it', async () => {
       const k = lockKeys(prefix, name);
       const sub = await listen(k.channel, ['c1', 'c2', 'order']);
       try {
         const accept = (owner: string, waiterId: string, holdId = `accept-${waiterId}`) =>
           FAIR_ACCEPT.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 10_000, owner, waiterId, holdId });
-        const abandon = (waiterId: string, owner: string) =>
+        const abandon = (waiterId: string, owner: string, holdId = '*') =>
           FAIR_ABANDON.run(redis, k, {
             idleKeyTtl: IDLE_KEY_TTL,
             waiterId,
             owner,
+            holdId,
             acceptanceLease: 2_000,
             publish: 'publish',
           });
         expect((await attempt('x', 'c0:x', 'once'))[0]).toBe('granted');
-        expect((await attempt('order:1', 'c1:w1'))[0]).toBe('refused');
+        expect((await attempt('order:1', 'c1:w1', 'wait', 'h-c1'))[0]).toBe('refused');
         expect((await attempt('order:1', 'c2:w2'))[0]).toBe('refused'); // the same owner, a place of its own
         expect((await attempt('order:2', 'c2:w3'))[0]).toBe('refused');
         expect(await redis.llen(k.queue)).toBe(3);
@@ -271,25 +272,31 @@ describe('FairLock: owner ids are opaque', () => {
         expect(await unlock('x')).toBe('released');
         await eventually(() => sub.heard.c1.length === 1);
         const token = Number(await redis.get(k.fence));
-        expect(sub.heard).toEqual({ c1: [`c1:w1|${token}`], c2: [], order: [] });
+        // The grant is in the message: the token, Redis's clock then, and the hold id the wait registered.
+        const [message] = sub.heard.c1;
+        expect(message).toMatch(new RegExp(`^c1:w1\\|${token}:\\d{13}:h-c1$`));
+        expect(sub.heard).toEqual({ c1: [message], c2: [], order: [] });
+        expect(await redis.hget(k.grants, 'h-c1')).toBe(`g${token}/${token}|order:1`);
+        expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(2_000); // the acceptance lease
         const seen = await client.locks.inspect(name);
-        expect(seen.state).toBe('handing-over');
-        expect(seen.holders).toEqual([{ owner: 'order:1', holdCount: 0, waiterId: 'c1:w1' }]);
+        expect(seen.holders).toEqual([{ owner: 'order:1', holdCount: 1 }]);
         expect(seen.queue.map(({ owner, waiterId }) => ({ owner, waiterId }))).toEqual([
           { owner: 'order:1', waiterId: 'c2:w2' },
           { owner: 'order:2', waiterId: 'c2:w3' },
         ]);
-        // Another wait of the same owner, in another client: not its hand-off.
-        expect((await attempt('order:1', 'c2:w2'))[0]).toBe('refused');
+        // Another wait of the same owner, in another client: not its hand-off to accept or pass on.
         expect(await accept('order:1', 'c2:w2')).toBe(false);
         expect(await abandon('c2:w2', '')).toBe(false);
-        expect(await accept('order:2', 'c1:w1')).toBe(false); // the wait's id under another owner
-        expect(await unlock('order:1')).toBe('not-owner'); // a hand-off is no hold of the owner's
-        expect(await redis.hget(k.lock, 'order:1')).toBe('0');
-        // The wait it was handed to takes it, once however often it asks; abandoning it then changes nothing.
-        expect(await accept('order:1', 'c1:w1')).toBe(true);
-        expect(await accept('order:1', 'c1:w1')).toBe(true);
-        expect(await abandon('c1:w1', 'order:1')).toBe(false);
+        expect(await abandon('c2:w2', '', 'h-c1')).toBe(false);
+        expect(await accept('order:2', 'c1:w1', 'h-c1')).toBe(false); // the wait's hold under another owner
+        expect(await redis.hget(k.lock, 'order:1')).toBe('1');
+        // The wait it was handed to: an attempt of it finds the hold (its message late or lost), however
+        // often it asks, with its own lease; its acceptance too. Abandoning it naming no hold changes nothing.
+        expect(await attempt('order:1', 'c1:w1')).toEqual(['granted', token, 'h-c1']);
+        expect(await redis.pttl(k.lock)).toBeGreaterThan(2_000);
+        expect(await attempt('order:1', 'c1:w1')).toEqual(['granted', token, 'h-c1']);
+        expect(await accept('order:1', 'c1:w1', 'h-c1')).toBe(true);
+        expect(await abandon('c1:w1', 'order:1', '')).toBe(false);
         expect(await redis.hget(k.lock, 'order:1')).toBe('1');
         // The same owner re-enters, whichever wait asks, and that wait leaves the queue.
         expect(await attempt('order:1', 'c2:w2')).toEqual(['reentered', token]);
@@ -305,8 +312,8 @@ describe('FairLock: owner ids are opaque', () => {
       const sub = await listen(k.channel, ['c1', 'c2']);
       try {
         await attempt('x', 'c0:x', 'once');
-        await attempt('o', 'c1:w1');
-        await attempt('o', 'c2:w2');
+        await attempt('o', 'c1:w1', 'wait', 'h-c1');
+        await attempt('o', 'c2:w2', 'wait', 'h-c2');
         await FAIR_UNLOCK.run(redis, k, {
           idleKeyTtl: IDLE_KEY_TTL,
           owner: 'x',
@@ -321,22 +328,20 @@ describe('FairLock: owner ids are opaque', () => {
           idleKeyTtl: IDLE_KEY_TTL,
           waiterId: 'c1:w1',
           owner: 'o',
+          holdId: '*',
           acceptanceLease: 2_000,
           publish: 'publish',
         });
         expect(passed).toBe(true);
         await eventually(() => sub.heard.c2.length === 1);
-        expect(sub.heard.c2).toEqual([`c2:w2|${await redis.get(k.fence)}`]);
-        const accept = (waiterId: string) =>
-          FAIR_ACCEPT.run(redis, k, {
-            idleKeyTtl: IDLE_KEY_TTL,
-            leaseMs: 10_000,
-            owner: 'o',
-            waiterId,
-            holdId: `accept-${waiterId}`,
-          });
-        expect(await accept('c1:w1')).toBe(false);
-        expect(await accept('c2:w2')).toBe(true);
+        const token = await redis.get(k.fence);
+        expect(sub.heard.c2).toEqual([expect.stringMatching(new RegExp(`^c2:w2\\|${token}:\\d+:h-c2$`))]);
+        // The hold handed to the wait that gave up was released by its id.
+        expect(await redis.hget(k.grants, 'h-c1')).toBe('r');
+        const accept = (waiterId: string, holdId: string) =>
+          FAIR_ACCEPT.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 10_000, owner: 'o', waiterId, holdId });
+        expect(await accept('c1:w1', 'h-c1')).toBe(false);
+        expect(await accept('c2:w2', 'h-c2')).toBe(true);
         expect(await redis.llen(k.queue)).toBe(0);
       } finally {
         await sub.close();

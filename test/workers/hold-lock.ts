@@ -1,9 +1,10 @@
 // Acquires LOCK_NAME (lease LEASE_MS, or the watchdog when unset), prints "acquired", then holds it
-// until killed.
+// until killed; prints "lost" if the client reports the lock lost meanwhile.
 import { workerClient, workerLock } from './worker-client';
 
 async function main(): Promise<void> {
   const { locks } = await workerClient();
+  locks.on('lockLost', () => console.log('lost'));
   const leaseTime = process.env.LEASE_MS ? Number(process.env.LEASE_MS) : undefined;
   const handle = await workerLock(locks, process.env.LOCK_NAME!).lock({ leaseTime });
   console.log('acquired');

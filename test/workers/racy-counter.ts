@@ -1,6 +1,7 @@
 // Increments a plain Redis string with GET then SET (deliberately racy) under a lock, for
 // DURATION_MS, starting at START_AT. Also appends each fencing token to TOKENS_KEY inside the lock,
-// so the test can check tokens grow strictly in the order the lock was granted.
+// so the test can check tokens grow strictly in the order the lock was granted, and, with HOLDERS_KEY,
+// this process's pid (the order processes were granted it).
 import { raceStart, sleep, workerClient, workerLease, workerLock, workerRedLock } from './worker-client';
 
 async function main(): Promise<void> {
@@ -24,6 +25,7 @@ async function main(): Promise<void> {
       await sleep(Math.random() < 0.3 ? 1 : 0); // widen the race window
       await redis.set(counterKey, String(value + 1));
       if (!redLock) await redis.rpush(tokensKey, String(fencingToken)); // RedLock has no single token
+      if (process.env.HOLDERS_KEY) await redis.rpush(process.env.HOLDERS_KEY, String(process.pid));
     }, options);
     increments++;
   }

@@ -54,6 +54,12 @@ export class LockRegistry {
     return undefined;
   }
 
+  /** Whether hold `holdId` of `key` is one this client has (whichever owner it is recorded for). */
+  hasHold(key: string, holdId: string): boolean {
+    for (const lock of this.locks.values()) if (lock.key === key && lock.has(holdId)) return true;
+    return false;
+  }
+
   all(): HeldLock[] {
     return [...this.locks.values()];
   }

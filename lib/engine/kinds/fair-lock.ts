@@ -1,4 +1,4 @@
-import { monotonicNow } from '../util/clock';
+import { leaseEnd, monotonicNow } from '../util/clock';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
@@ -18,6 +18,9 @@ import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
 import type { HandOver } from '../turns/process-turns';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
+import { connectionMark, sameConnection } from '../redis/connection-mark';
+import type { LeaseFrom } from '../util/server-clock';
+import { FairWait, parseHandOver, type HandOverMessage } from './fair-hand-over';
 import {
   CLAIM_ATTEMPT,
   FAIR_ABANDON,
@@ -34,27 +37,36 @@ export interface FairLockOptions {
    */
   staleWaiterTimeout?: number;
   /**
-   * Lease of a lock just handed to the next waiter, until its acceptance (one round trip, sent as
-   * it wakes and before its code runs) applies its own lease. A hand-off not accepted in time lapses
-   * and the next waiter gets the lock; the late waiter's acceptance is refused and it queues again.
-   * So this only bounds what a waiter that cannot accept (its process frozen, or cut off from Redis
-   * while its subscriber still listens) costs everyone behind it. Default 1000 ms.
+   * Lease of a lock just handed to the next waiter, until that holder renews it (at half this lease,
+   * unless released first: the hand-over's message is the grant) or accepts it (one round trip before
+   * its code runs, where the message alone cannot vouch for the grant; see FairLock.attempt). A
+   * hand-off not taken in time lapses and the next waiter gets the lock; the late waiter is refused and
+   * queues again. So this only bounds what a waiter that cannot take it (its process frozen, or cut off
+   * from Redis while its subscriber still listens) costs everyone behind it. Default 1000 ms.
    */
   acceptanceLease?: number;
 }
 
 export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 1_000 } as const;
 
+/** fair-abandon-7.lua's word for "the hold handed over to the wait, whatever its id" (no hold id is '*'). */
+const ANY_HANDED_HOLD = '*';
+
 /**
  * The wait a `lock()` or `tryLock()` call is in, for its attempts: each wait has a waiter id of its own
- * (see waitBehaviour), never its owner's, since any number of waits may share an owner.
+ * (see waitBehaviour), never its owner's, since any number of waits may share an owner, and keeps what
+ * a grant in the message needs (the hold ids it registered, its server clock anchors; see FairWait).
  */
-const currentWait = new AsyncLocalStorage<{ waiterId?: string }>();
+const currentWait = new AsyncLocalStorage<{ wait?: FairWait }>();
 
 /**
  * Redisson's RFairLock, improved: waiters queue in FIFO order (a list plus a zset of deadlines in
  * Redis server time); the releasing script hands the lock straight to the next live waiter and
- * tells only that waiter, so a hand-off costs one message and no race. Each wait has its own place
+ * tells only that waiter, so a hand-off costs one message and no race. The hand-over records the hold
+ * itself, under the id the wait registered, and the message is the grant: the new holder's code runs
+ * on it with no further round trip, believing only the short acceptance lease (counted from a server
+ * clock anchor of its wait) until its own renewal, at half of it, lands; where the message alone
+ * cannot vouch for the grant, the waiter accepts it first (see attempt()). Each wait has its own place
  * and id (see lua/include/fair-queue.lua): two waits of one owner, in one process or two, never take
  * each other's. Re-entrant like the reentrant lock (an owner that holds it re-enters, whichever wait
  * asks), and mutually exclusive with it on the same name. Like it, each hold has an id of its own (the
@@ -99,8 +111,8 @@ export class FairLock extends HashLock {
   /** Made at the start of each lock() or tryLock() call: its waiter id, which its attempts queue under. */
   protected override waitBehaviour(): WaitBehaviour {
     const waiterId = this.newWaiterId();
-    const wait = currentWait.getStore();
-    if (wait) wait.waiterId = waiterId;
+    const store = currentWait.getStore();
+    if (store) store.wait = new FairWait(waiterId);
     return {
       channel: this.clientChannel,
       waiterId,
@@ -108,36 +120,33 @@ export class FairLock extends HashLock {
       maxSleep: Math.max(1, Math.floor(this.staleWaiterTimeout / 3)),
       // A hand-off to a wait of ours that has ended (this channel is our client's, so the wait was ours):
       // passed on now, not after the acceptance lease. Only what was handed to that wait is touched.
-      onUnclaimed: (endedWaiterId: string) => void this.leave(endedWaiterId, '').catch(() => undefined),
+      onUnclaimed: (endedWaiterId: string, payload: string) => this.unclaimed(endedWaiterId, payload),
       // No process-wide re-check and no pass-on of plain wake-ups: the queue and maxSleep cover both.
     };
   }
 
   protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
-    // Every attempt runs inside its lock() or tryLock() call, which made the waiter id.
-    const waiterId = currentWait.getStore()?.waiterId ?? this.newWaiterId();
-    // The release handed us the lock and said so. Accept it before the caller runs: after a failover
-    // the message may come from a master whose hand-off the promoted replica never received, and a
-    // holder that started on the message alone would overlap the one the new master grants.
-    if (payload !== undefined && /^\d+$/.test(payload)) {
-      // Idempotent (the hold is recorded under this attempt's id), so sent again through a failover for
-      // as long as the hand-off can still be ours.
-      const { redis, operationTimeout, idleKeyTtl } = this.engine;
-      const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner: holder, waiterId, holdId, idleKeyTtl });
-      const accepted = await retryWhileUnreachable(accept, {
-        redis,
-        operationTimeout,
-        until: monotonicNow() + this.acceptanceLease,
-        key: this.name,
-        name: 'accept hand-off',
-      });
-      // Not ours (stale or forged): keep waiting, trying again at once.
-      if (!accepted) return { acquired: false, ttl: 0 };
-      return { acquired: true, value: { fencingToken: Number(payload), reentered: false } };
+    // Every attempt runs inside its lock() or tryLock() call, which made the wait.
+    const wait = currentWait.getStore()?.wait ?? new FairWait(this.newWaiterId());
+    const told = payload === undefined ? undefined : parseHandOver(payload);
+    if (told?.kind === 'offer') return this.accept(holder, leaseMs, wait.waiterId, holdId, told.token);
+    // A grant naming a hold id none of our attempts registered is not for this wait: ask Redis.
+    if (told?.kind === 'grant' && wait.registered(told.holdId)) {
+      const firstLease = this.firstLeaseOf(wait, told, leaseMs);
+      if (firstLease) {
+        const handedOver = { holdId: told.holdId, firstLease };
+        return { acquired: true, value: { fencingToken: told.token, reentered: false, handedOver } };
+      }
+      // The message alone cannot vouch for it: accepted on the current master, by the hold's id.
+      return this.accept(holder, leaseMs, wait.waiterId, told.holdId, told.token, true);
     }
     const { staleWaiterTimeout, acceptanceLease } = this;
-    const publish = this.engine.publishCommand;
-    const [status, value] = await FAIR_LOCK.run(this.engine.redis, this.keys, {
+    const { redis, publishCommand: publish } = this.engine;
+    // A single attempt (no `waiting`) never queues. A queued one registers its id, and its reply's
+    // server time is an anchor for a grant in the message.
+    if (waiting) wait.registering(holdId);
+    const sentAt = monotonicNow();
+    const [status, value, more] = await FAIR_LOCK.run(redis, this.keys, {
       idleKeyTtl: this.engine.idleKeyTtl,
       leaseMs,
       owner: holder,
@@ -145,11 +154,83 @@ export class FairLock extends HashLock {
       acceptanceLease,
       publish,
       holdId,
-      waiterId,
-      // A single attempt (no `waiting`) never queues.
+      waiterId: wait.waiterId,
       mode: waiting ? 'wait' : 'once',
     });
+    if (status === 'refused' && typeof more === 'number') {
+      // The connection the reply just came on (read in the same turn of the event loop as the reply, so
+      // no reconnect came between): its server's clock is the one `more` was read from. Whether the
+      // command waited to be sent (connecting) or was sent again on a new connection does not matter:
+      // the script ran after `sentAt` whichever server ran it.
+      const connection = connectionMark(redis, this.keys.lock);
+      if (connection) wait.anchored({ sentAt, serverMs: more, connection });
+    }
+    if (status === 'granted' && typeof more === 'string') {
+      // The hold handed over to this wait, its lease now set by this attempt.
+      return { acquired: true, value: { fencingToken: value, reentered: false, handedOver: { holdId: more } } };
+    }
     return attemptOutcome(status, value);
+  }
+
+  /**
+   * The first lease to believe for `grant`, told in a message; undefined when the message alone cannot
+   * vouch for it, and the grant is accepted instead (one round trip, on the connection of this client):
+   * - the hold's own lease `leaseMs` is shorter than the acceptance lease the hand-over gave it: Redis
+   *   must not keep the lock longer than the holder asked for;
+   * - replica sync would WAIT for the grant: WAIT vouches for the writes of the connection it runs on,
+   *   and the hand-over was another client's (its acceptance, a write of ours after it, is waited for);
+   * - no anchor of this wait can place the grant on this process's clock: none came on the connection
+   *   still open now (it reconnected since: the master may have changed, and the message may be from
+   *   an old one whose hand-over the new master never had), or their server time disagrees with ours;
+   * - the lease is over or half gone already (a late message): its renewal would be due at once, and
+   *   an acceptance, the same one command, also says whether the hold is still there.
+   */
+  private firstLeaseOf(
+    wait: FairWait,
+    grant: Extract<HandOverMessage, { kind: 'grant' }>,
+    leaseMs: number,
+  ): LeaseFrom | undefined {
+    const { redis, replicaSync, registry } = this.engine;
+    const key = this.keys.lock;
+    if (leaseMs < this.acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
+    const now = monotonicNow();
+    const current = (connection: Parameters<typeof sameConnection>[0]) => sameConnection(connection, redis, key);
+    const lease = wait.firstLease(grant.serverMs, this.acceptanceLease, now, registry.driftFactor, current);
+    if (!lease) return undefined;
+    const left = leaseEnd(lease.sentAt, lease.leaseMs, registry.driftFactor) - now;
+    return left >= this.acceptanceLease / 2 ? lease : undefined;
+  }
+
+  /**
+   * The release handed us the lock: accepted before the caller runs, on the master this client talks
+   * to now (after a failover the message may come from a master whose hand-off the promoted replica
+   * never received, and a holder that started on the message alone would overlap the one the new master
+   * grants). An offer is accepted under this attempt's own id `holdId`; a grant (`handedOver`) under the
+   * id the hand-over recorded it under, which `holdId` then is. Idempotent, so sent again through a
+   * failover for as long as the hand-off can still be ours.
+   */
+  private async accept(
+    holder: string,
+    leaseMs: number,
+    waiterId: string,
+    holdId: string,
+    token: number,
+    handedOver = false,
+  ): Promise<Attempt<Grant>> {
+    const { redis, operationTimeout, idleKeyTtl } = this.engine;
+    const accept = () => FAIR_ACCEPT.run(redis, this.keys, { leaseMs, owner: holder, waiterId, holdId, idleKeyTtl });
+    const accepted = await retryWhileUnreachable(accept, {
+      redis,
+      operationTimeout,
+      until: monotonicNow() + this.acceptanceLease,
+      key: this.name,
+      name: 'accept hand-off',
+    });
+    // Not ours (stale or forged, or its lease ran out): keep waiting, trying again at once.
+    if (!accepted) return { acquired: false, ttl: 0 };
+    const grant: Grant = { fencingToken: token, reentered: false };
+    if (handedOver) grant.handedOver = { holdId };
+    return { acquired: true, value: grant };
   }
 
   /** Releases hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any hold of `owner`. */
@@ -174,8 +255,9 @@ export class FairLock extends HashLock {
    * Claims the unanswered attempt's hold if it landed (a grant, a re-entry or an accepted hand-off), or
    * cancels the attempt for good, so that a copy of it still on its way takes nothing (claim-attempt-3.lua).
    */
-  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
-    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder }));
+  protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
+    // Its lease made at least leaseMs: a hand-over may have recorded a hold under this id with a short one.
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder, leaseMs }));
   }
 
   /**
@@ -184,17 +266,37 @@ export class FairLock extends HashLock {
    */
   protected override async abandonWait(owner: string, waiterId: string | undefined, waited: boolean): Promise<void> {
     if (!waited || waiterId === undefined) return;
-    await this.bounded(this.leave(waiterId, owner), 'abandon wait');
+    // The wait took no hold: one a hand-over recorded for it, whatever its id, is released.
+    await this.bounded(this.leave(waiterId, owner, ANY_HANDED_HOLD), 'abandon wait');
+  }
+
+  /**
+   * A hand-off message for a wait of ours that has ended: what was handed to it is passed on, unless the
+   * wait took it (an attempt found the hold handed over, or claimed it): a hold this client has is
+   * released by its holder, never here.
+   */
+  private unclaimed(waiterId: string, payload: string): void {
+    const told = parseHandOver(payload);
+    if (told?.kind === 'grant' && this.engine.registry.hasHold(this.keys.lock, told.holdId)) return;
+    void this.leave(waiterId, '', told?.kind === 'grant' ? told.holdId : '').catch(() => undefined);
   }
 
   /**
    * Takes the wait `waiterId` (of `owner`; '' when not known) out of the queue, passing on a hand-off
-   * made to it. Through an outage too (it is idempotent): a place left in the queue would be handed the
-   * lock by the next release, and cost everyone behind it an acceptance lease.
+   * made to it: an offer, and the hold a hand-over recorded for it if `handedHold` names it (its id, or
+   * ANY_HANDED_HOLD; '' none). Through an outage too (it is idempotent): a place left in the queue would
+   * be handed the lock by the next release, and cost everyone behind it an acceptance lease.
    */
-  private leave(waiterId: string, owner: string): Promise<boolean> {
+  private leave(waiterId: string, owner: string, handedHold: string): Promise<boolean> {
     const { redis, operationTimeout, publishCommand, idleKeyTtl } = this.engine;
-    const args = { waiterId, owner, acceptanceLease: this.acceptanceLease, publish: publishCommand, idleKeyTtl };
+    const args = {
+      waiterId,
+      owner,
+      holdId: handedHold,
+      acceptanceLease: this.acceptanceLease,
+      publish: publishCommand,
+      idleKeyTtl,
+    };
     const left = retryWhileUnreachable(() => FAIR_ABANDON.run(redis, this.keys, args), {
       redis,
       operationTimeout,

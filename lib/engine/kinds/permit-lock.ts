@@ -66,6 +66,7 @@ export class PermitLock extends LockBase {
       next: holds,
       queue: holds,
       deadlines: holds,
+      waiterHolds: holds,
       forced: holds,
       grants: holds,
     }));

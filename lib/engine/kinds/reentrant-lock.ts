@@ -52,8 +52,11 @@ export class ReentrantLock extends HashLock {
     });
   }
 
-  /** Claims the unanswered attempt's hold if it landed, or cancels the attempt for good (claim-attempt-3.lua). */
-  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
-    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder }));
+  /**
+   * Claims the unanswered attempt's hold if it landed (its lease made at least `leaseMs`), or cancels the
+   * attempt for good (claim-attempt-3.lua).
+   */
+  protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder, leaseMs }));
   }
 }

@@ -54,9 +54,10 @@ export class WriteLock extends ReadWriteSide {
    * Claims the unanswered attempt's write hold if it landed and is held, or cancels the attempt for
    * good: the reentrant lock's script, on the write side's hash, hold ids and fencing counter.
    */
-  protected async grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined> {
+  protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
     const { write: lock, writeGrants: grants, fence } = this.rw;
-    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, { holdId, owner: holder }));
+    const args = { holdId, owner: holder, leaseMs };
+    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, args));
   }
 
   /** One waiter per process retries on a release; every waiter retries every third of the intent timeout, refreshing its intent. */

@@ -150,7 +150,8 @@ export class LockAcquisition {
     this.grantedIn = side.engine.replicaSync.epoch;
     if (this.unknown) {
       const { holder, sentAt, holdId } = this.unknown;
-      const grant = await side.bounded(side.grantOfUnknownAttempt(holder, holdId), 'lock');
+      // The claim makes the lease at least leaseMs, counted from the lost attempt's sentAt as before.
+      const grant = await side.bounded(side.grantOfUnknownAttempt(holder, holdId, leaseMs), 'lock');
       this.unknown = undefined;
       if (grant) {
         const hold = { leaseMs, watched, sentAt, label, holdId, firstLease: undefined };
@@ -195,7 +196,7 @@ export class LockAcquisition {
     const { side } = this;
     const { redis, operationTimeout } = side.engine;
     const until = monotonicNow() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
-    const check = () => side.grantOfUnknownAttempt(held.owner, holdId);
+    const check = () => side.grantOfUnknownAttempt(held.owner, holdId, held.leaseMs);
     try {
       if (await retryWhileUnreachable(check, { redis, operationTimeout, until, key: side.name, name: 'lock' })) {
         return true;

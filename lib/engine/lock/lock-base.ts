@@ -77,7 +77,7 @@ export abstract class LockBase implements ReleaseReplayer {
       waitBehaviour: (owner) => this.waitBehaviour(owner),
       abandonWait: (owner, waiterId, waited) => this.abandonWait(owner, waiterId, waited),
       attempt: (request) => this.attempt(request),
-      grantOfUnknownAttempt: (holder, holdId) => this.grantOfUnknownAttempt(holder, holdId),
+      grantOfUnknownAttempt: (holder, holdId, leaseMs) => this.grantOfUnknownAttempt(holder, holdId, leaseMs),
       releaseOnce: (owner, leaseMs, holdId, handOver) => this.releaseOnce(owner, leaseMs, holdId, handOver),
       passWakeUp: () => this.passWakeUp(),
       recordHold: (holder, grant, hold) => this.recordHold(holder, grant, hold),
@@ -156,7 +156,7 @@ export abstract class LockBase implements ReleaseReplayer {
    * token `holder`): if it landed, that grant is ours (returned, with its fencing token); if not, a kind
    * that records holds by id cancels it for good, so that a copy still on its way takes nothing.
    */
-  protected abstract grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined>;
+  protected abstract grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined>;
 
   /**
    * The lease left on `holdKey`, `holder`'s hold in it (of `kind`; null when none or another kind

@@ -29,8 +29,12 @@ export interface Grant {
 export interface HandedOver {
   /** The hold id the releasing script recorded the hold under: the one the waiter registered with. */
   holdId: string;
-  /** The hand-over's lease, as a command sent at `sentAt` would have set it (see leaseFromAnchor). */
-  firstLease: LeaseFrom;
+  /**
+   * The hand-over's lease, as a command sent at `sentAt` would have set it (see leaseFromAnchor). None
+   * when this attempt's own command took the hold over with its full lease (an acceptance, or an attempt
+   * that found the hold handed to its wait): the hold is then counted from the attempt's `sentAt`.
+   */
+  firstLease?: LeaseFrom;
 }
 
 /** One acquisition attempt, as a kind's script takes it. */
@@ -93,7 +97,7 @@ export interface LockSide {
   /** One acquisition attempt (see LockBase.attempt). */
   attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
   /** Whether an attempt whose reply never came was granted (see LockBase.grantOfUnknownAttempt). */
-  grantOfUnknownAttempt(holder: string, holdId: string): Promise<Grant | undefined>;
+  grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined>;
   /** Releases one hold, safe to send again (see LockBase.releaseOnce). */
   releaseOnce(owner: string, leaseMs: number, holdId?: string, handOver?: HandOver): Promise<RawRelease>;
   /** Leaves the waiting registry and wakes the next process if the lock is free (best effort). */

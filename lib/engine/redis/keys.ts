@@ -11,13 +11,15 @@
  *   its holder's process passed it on (see lua/include/hand-over.lua);
  * - `queue`: the fair lock's FIFO queue of waiter ids;
  * - `deadlines`: the fair lock's sorted set of waiter id -> deadline (Redis server time, ms);
+ * - `waiterHolds`: the fair lock's hash of waiter id -> the hold id its wait registered, which a hand-over
+ *   records the hold under (lua/include/fair-queue.lua); an entry goes with its wait's place in the queue;
  * - `forced`: a hash of recent forceUnlock call ids -> outcome, so a repeat of one changes nothing
  *   (lua/include/force-once.lua); it lives 10 minutes after the latest;
  * - `grants`: the reentrant and fair locks' holds by id, hold id -> its record, living as long as the
  *   lock and a minute after its holds end (lua/include/hold-ids.lua).
  */
 export type LockKeys = KeySet<
-  'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines' | 'forced' | 'grants'
+  'lock' | 'fence' | 'channel' | 'waiting' | 'next' | 'queue' | 'deadlines' | 'waiterHolds' | 'forced' | 'grants'
 >;
 
 /**
@@ -78,6 +80,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     next: ':next',
     queue: ':queue',
     deadlines: ':deadlines',
+    waiterHolds: ':queue:holds',
     forced: ':forced',
     grants: ':grants',
   });

@@ -165,6 +165,24 @@ export class ReplicaSync {
     throw error;
   }
 
+  /**
+   * Whether afterGrant may WAIT for a grant of `key` made now (an enforced count; 'auto' unless the
+   * key's master is known to have no replica online). WAIT counts the writes of the connection it is
+   * sent on: a grant another client's script made (a fair lock's hand-over told in a message) is one it
+   * cannot vouch for, so such a grant is accepted on this connection first when this is true.
+   */
+  waitsAfterGrant(key: string): boolean {
+    const setting = this.setting;
+    if (setting === false) return false;
+    if (setting !== 'auto') return true;
+    const node = nodeForKey(this.redis, key);
+    if (!node) return true;
+    const known = this.counts.knownNow(node);
+    // Not read since the connection was (re)made: read now, for the grants after this one.
+    if (known === undefined) void this.counts.of(node).catch(() => undefined);
+    return known !== 0;
+  }
+
   /** After a reconnect the connection may reach another master (a failover): read its replicas again. */
   forget(): void {
     this.counts.forget();

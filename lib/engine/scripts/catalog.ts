@@ -10,7 +10,14 @@ import {
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,
 } from './semaphore-scripts';
-import type { AttemptReply, ClaimReply, ReleaseReply, TurnAttemptReply, WriteAttemptReply } from './replies';
+import type {
+  AttemptReply,
+  ClaimReply,
+  FairAttemptReply,
+  ReleaseReply,
+  TurnAttemptReply,
+  WriteAttemptReply,
+} from './replies';
 
 /**
  * Every Lua script of lua/, declared once: the keys it takes (named as keys.ts names them), its
@@ -63,7 +70,7 @@ export const UNLOCK = defineScript({
 export const CLAIM_ATTEMPT = defineScript({
   file: 'claim-attempt-3.lua',
   keys: ['lock', 'grants', 'fence'],
-  args: { holdId: str, owner: str },
+  args: { holdId: str, owner: str, leaseMs: num },
   reply: asIs<ClaimReply>,
 });
 
@@ -131,8 +138,8 @@ export const FORCE_UNLOCK = defineScript({
  * attempt's too. The fair lock keeps its holds by id in the reentrant lock's `grants` (see hold-ids.lua).
  */
 export const FAIR_LOCK = defineScript({
-  file: 'fair-lock-6.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants'],
+  file: 'fair-lock-7.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants', 'waiterHolds'],
   args: {
     leaseMs: num,
     owner: str,
@@ -144,13 +151,13 @@ export const FAIR_LOCK = defineScript({
     mode: arg<'wait' | 'once'>(),
     idleKeyTtl: num,
   },
-  reply: asIs<AttemptReply>,
+  reply: asIs<FairAttemptReply>,
 });
 
 /** Yes: it was locked (deleted with its hold ids, and handed to the next live waiter). A repeat of one `callId` changes nothing. */
 export const FAIR_FORCE_UNLOCK = defineScript({
-  file: 'fair-force-unlock-7.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'forced', 'grants'],
+  file: 'fair-force-unlock-8.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'forced', 'grants', 'waiterHolds'],
   args: { acceptanceLease: num, publish, callId: str, idleKeyTtl: num },
   reply: yesNo,
 });
@@ -160,8 +167,8 @@ export const FAIR_FORCE_UNLOCK = defineScript({
  * (`which` 'any'); the last one hands the lock to the next live waiter.
  */
 export const FAIR_UNLOCK = defineScript({
-  file: 'fair-unlock-6.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants'],
+  file: 'fair-unlock-7.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants', 'waiterHolds'],
   args: {
     owner: str,
     holdId: str,
@@ -184,12 +191,13 @@ export const FAIR_ACCEPT = defineScript({
 
 /**
  * Yes: the lock had been handed to this wait and is now passed on to the next waiter. The wait leaves
- * the queue (`owner` '': not known, only a hand-off to it is passed on).
+ * the queue (`owner` '': not known, only a hand-off to it is passed on). A hold a hand-over recorded for
+ * it is released by its id: `holdId` (the one a late message named), or '' whichever (the wait took none).
  */
 export const FAIR_ABANDON = defineScript({
-  file: 'fair-abandon-5.lua',
-  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel'],
-  args: { waiterId: str, owner: str, acceptanceLease: num, publish, idleKeyTtl: num },
+  file: 'fair-abandon-7.lua',
+  keys: ['lock', 'queue', 'deadlines', 'fence', 'channel', 'grants', 'waiterHolds'],
+  args: { waiterId: str, owner: str, holdId: str, acceptanceLease: num, publish, idleKeyTtl: num },
   reply: yesNo,
 });
 

@@ -24,6 +24,14 @@ export type AttemptStatus = 'granted' | 'reentered' | 'refused';
 /** An acquisition attempt's reply: refused with the time to wait, or granted with a fencing token. */
 export type AttemptReply = [status: AttemptStatus, value: number];
 /**
+ * A fair-lock attempt's reply: a queued refusal also carries Redis's clock when it ran (server ms), and a
+ * grant of the hold handed over to this wait the id it was recorded under (see fair-lock-7.lua).
+ */
+export type FairAttemptReply =
+  | AttemptReply
+  | [status: 'refused', pttl: number, serverMs: number]
+  | [status: 'granted', token: number, handedHoldId: string];
+/**
  * The reply of an attempt on a lock whose processes take turns: a grant also tells whether other
  * processes wait (1) or not (0), so that the turn it begins knows it is contended.
  */

@@ -24,7 +24,7 @@ export class ChannelWaiters implements TicketSeat {
   /** When the last waiter left (the channel has had no waiter since, unless `members` says otherwise). */
   idleSince = 0;
   /** For addressed messages (`<waiter id>|<payload>`) whose waiter is gone (see join). */
-  onUnclaimed?: (waiterId: string) => void;
+  onUnclaimed?: (waiterId: string, payload: string) => void;
   /** For a wake-up that finds no waiter of this process left (see join). */
   onUnheard?: () => void;
   /** See armRecheck. */
@@ -135,9 +135,10 @@ export class ChannelWaiters implements TicketSeat {
     const cut = message.lastIndexOf('|');
     if (cut >= 0 && (this.byId.size > 0 || this.onUnclaimed)) {
       const id = message.slice(0, cut);
+      const payload = message.slice(cut + 1);
       const addressed = this.byId.get(id);
-      if (addressed) return addressed.notify(message.slice(cut + 1));
-      if (this.onUnclaimed) return this.onUnclaimed(id);
+      if (addressed) return addressed.notify(payload);
+      if (this.onUnclaimed) return this.onUnclaimed(id, payload);
     }
     // A plain wake-up (reentrant and simple locks) for a process with no waiter left: pass it on.
     if (this.members.size === 0 && this.onUnheard) return this.onUnheard();

@@ -6,8 +6,8 @@ import { ChannelWaiters } from './channel-waiters';
 export interface JoinOptions {
   /** Fair-lock waiter id: a message equal to it (or `<id>|<payload>`) wakes exactly this waiter. */
   waiterId?: string;
-  /** Receives the waiter id of an addressed message for a waiter no longer here. */
-  onUnclaimed?: (waiterId: string) => void;
+  /** Receives the waiter id and the payload of an addressed message for a waiter no longer here. */
+  onUnclaimed?: (waiterId: string, payload: string) => void;
   /** Called for a message that arrives when this process has no waiter left on the channel. */
   onUnheard?: () => void;
   /** Parked waiters that heard nothing for this long try once more (see armRecheck). */

@@ -6,9 +6,10 @@
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
 -- KEYS[4]  fencing counter      also the epoch of the holds that count (see hold-ids.lua)
--- KEYS[5]  channel prefix       the wait it is handed to is told on <KEYS[5]>:<its client id>, message
---                               '<waiter id>|<fencing token>' (see fair-queue.lua)
--- KEYS[6]  hold ids             (see fair-lock-6.lua)
+-- KEYS[5]  channel prefix       the wait it is handed to is told on <KEYS[5]>:<its client id> (see
+--                               fair-queue.lua: a grant in the message, or an offer)
+-- KEYS[6]  hold ids             (see fair-lock-7.lua)
+-- KEYS[7]  waiter holds         (see fair-lock-7.lua)
 -- ARGV[1]  owner id             the hold's owner (checked against the hold's record)
 -- ARGV[2]  hold id              the hold to release; with ARGV[6] 'any', this call's own id instead
 -- ARGV[3]  lease in ms, re-applied while holds remain
@@ -37,7 +38,8 @@ if badWhich then return badWhich end
 local lease, grants = tonumber(ARGV[3]), KEYS[6]
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]), grants = grants,
+  holds = KEYS[7],
 }
 
 local function holds() return ownerHolds(fair.lock, owner) end

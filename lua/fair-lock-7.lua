@@ -9,28 +9,38 @@
 -- KEYS[3]  waiter deadlines     zset entry -> Redis server time (ms) after which the waiter counts as dead
 -- KEYS[4]  fencing counter      also the epoch of the holds that count (see hold-ids.lua): every grant
 --                               and hand-off takes a token, a re-entry none
--- KEYS[5]  channel prefix       a waiter is told on <KEYS[5]>:<its client id>, message '<waiter id>|<fencing
---                               token>' when the lock is handed to it
+-- KEYS[5]  channel prefix       a waiter is told on <KEYS[5]>:<its client id> when the lock is handed to
+--                               it: '<waiter id>|<token>:<server ms>:<hold id>' (a grant in the message)
+--                               or '<waiter id>|<fencing token>' (an offer to accept; see fair-queue.lua)
 -- KEYS[6]  hold ids             <prefix>:{<name>}:grants   hold id -> its record (see hold-ids.lua; the
 --                               reentrant lock of the same name keeps its holds there too)
+-- KEYS[7]  waiter holds         queue entry -> the hold id its wait registered (see fair-queue.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  owner id             any text without NUL; never parsed
 -- ARGV[3]  stale-waiter timeout in ms (waiters refresh their deadline more often than this)
 -- ARGV[4]  acceptance lease in ms (a lock handed to a waiter lives this long until accepted)
 -- ARGV[5]  publish command      'publish' or 'spublish'
 -- ARGV[6]  hold id              this attempt's own id: the hold it takes is recorded under it, and a
---                               repeat of the attempt finds that record
+--                               repeat of the attempt finds that record; a queued wait registers it, for
+--                               a hand-over to record the hold under (a grant in the message), unless
+--                               ARGV[1] is shorter than the acceptance lease
 -- ARGV[7]  waiter id            '<client id>:<nonce>', made by the client for this one lock() or tryLock()
 --                               call: its place in the queue, and the wait a hand-off is made to
 -- ARGV[8]  mode                 'wait': the caller waits if refused, so it queues; 'once': a single
 --                               attempt, which never queues
 -- ARGV[9]  idle key TTL in ms   how long the fencing counter outlives a lease (see fencing.lua)
--- Returns  {'granted', token}    acquired (or took over the hand-off made to this wait); token = its fencing token
+-- Returns  {'granted', token}    acquired (or took over the offer made to this wait); token = its fencing token
+--          {'granted', token, hold id}  the lock was handed over to this wait under the hold id it
+--                                registered (the message may be late or lost): that hold is the wait's,
+--                                its lease now made at least ARGV[1]
 --          {'reentered', token}  re-entered (the owner holds it, whichever call asks); the wait leaves the queue
 --                                (a repeat whose hold is live: the same reply as its first run; nothing
 --                                changes but a lease made at least ARGV[1] long)
---          {'refused', pttl}     queued (or still queued; 'once': not queued): wait for a message or pttl
---                                (also a repeat whose hold has ended or was cancelled: nothing changes)
+--          {'refused', pttl, server ms}  queued (or still queued), this attempt's id registered: wait
+--                                for a message or pttl; server ms: Redis's clock when it ran (an anchor
+--                                for a grant in the message, see lib/engine/util/server-clock.ts)
+--          {'refused', pttl}     'once': not queued; also a repeat whose hold has ended or was
+--                                cancelled (nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include fair-queue.lua
 --!include hold-ids.lua
@@ -50,7 +60,8 @@ local grants = KEYS[6]
 local entry = waiterEntry(owner, waiterId)
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]),
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]), grants = KEYS[6],
+  holds = KEYS[7],
 }
 
 -- The fencing counter (the epoch of the live holds) is read only when a live record needs it.
@@ -95,9 +106,21 @@ if held == '0' then
     return {'granted', epoch}
   end
 elseif held then
+  local epoch = epochOf(fair.fence)
+  -- Handed over to this very wait (a grant in the message, which may be late or lost): the hold the
+  -- hand-over recorded under the id this wait registered is this attempt's answer, with its lease.
+  local handed = grantedTo(fair.lock) == entry and handedHold(fair.lock)
+  if handed then
+    local handedKind, handedToken, handedOwner = readHold(grants, handed, epoch)
+    if handedKind == 'g' and handedOwner == owner then
+      keepAtLeast(fair.lock, lease)
+      keepGrants(grants, lease)
+      keepFence(fair.fence, lease + fair.idle)
+      return {'granted', handedToken, handed}
+    end
+  end
   -- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks (in this process
   -- or another); this wait is over.
-  local epoch = epochOf(fair.fence)
   leaveQueue(fair, entry)
   redis.call('hincrby', fair.lock, owner, 1)
   keepAtLeast(fair.lock, lease)
@@ -111,10 +134,9 @@ else
       if head then dequeueHead(fair, head) end
       return grantFree()
     end
-    -- Free, but a live waiter is ahead of us (its holder expired without a release): offer it the
+    -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it the
     -- lock, or, if nobody listens for it, drop it and look again.
-    dequeueHead(fair, head)
-    offerTo(fair, head)
+    handToHead(fair, head)
   end
 end
 
@@ -122,6 +144,11 @@ if mode == 'wait' then
   if not redis.call('zscore', fair.deadlines, entry) then
     redis.call('rpush', fair.queue, entry)
   end
-  redis.call('zadd', fair.deadlines, fairNow(fair) + staleAfter, entry)
+  local now = fairNow(fair)
+  redis.call('zadd', fair.deadlines, now + staleAfter, entry)
+  -- A lease shorter than the acceptance lease is not handed over in a message: Redis would keep the
+  -- lock longer than its holder asked for. Such a wait is offered the lock, and its acceptance sets it.
+  if lease >= fair.acceptanceLease then registerHold(fair, entry, holdId) end
+  return {'refused', redis.call('pttl', fair.lock), now}
 end
 return {'refused', redis.call('pttl', fair.lock)}

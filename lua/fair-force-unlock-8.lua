@@ -4,10 +4,11 @@
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
 -- KEYS[4]  fencing counter
--- KEYS[5]  channel prefix       (see fair-unlock-6.lua)
+-- KEYS[5]  channel prefix       (see fair-unlock-7.lua)
 -- KEYS[6]  force calls          (see force-once.lua)
 -- KEYS[7]  hold ids             (see hold-ids.lua): deleted with the lock, so every hold's release
 --                               finds it gone (and says so) instead of a record of a live hold
+-- KEYS[8]  waiter holds         (see fair-lock-7.lua)
 -- ARGV[1]  acceptance lease in ms for the waiter the lock is handed to
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
@@ -25,6 +26,7 @@ if earlier then return earlier end
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[2], acceptanceLease = tonumber(ARGV[1]), idle = tonumber(ARGV[4]), now = nowMs(),
+  grants = KEYS[7], holds = KEYS[8],
 }
 local deleted = redis.call('del', fair.lock) == 1
 if deleted then redis.call('del', KEYS[7]) end

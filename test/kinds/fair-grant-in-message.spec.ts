@@ -1,0 +1,334 @@
+import { loadedScript } from '../../lib/engine/scripts/loader';
+import { CLAIM_ATTEMPT, FAIR_ABANDON, FAIR_ACCEPT, FAIR_LOCK, FAIR_UNLOCK } from '../../lib/engine/scripts/catalog';
+import { monotonicNow } from '../../lib/engine/util/clock';
+import type { HeldLock } from '../../lib/engine/holds/held-lock';
+import { engineOf, lockKeys, runInLockScope, type LockHandle } from '../../lib/internal';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
+import {
+  connect,
+  eventually,
+  lockClient,
+  singlePort,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
+import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
+
+/**
+ * Issue 43: the fair lock's hand-over travels in its message. The releasing script records the hold
+ * under the id the next wait registered and gives it the acceptance lease; the message alone tells the
+ * wait it holds, and the holder believes only that short lease (counted from a server clock anchor)
+ * until its own renewal, at half of it, lands.
+ */
+describe('FairLock: the grant travels in the hand-over message', () => {
+  const prefix = testPrefix();
+  // Long enough that a worker process slowed down by a busy machine still reads its grant in the message
+  // while the first lease has more than half to run (a later message is accepted instead).
+  const acceptanceLease = 4_000;
+  const options = { staleWaiterTimeout: 1_500, acceptanceLease };
+  /** How long a worker process may take to start and queue on a busy machine. */
+  const WORKER_START_MS = 45_000;
+  const workers: Worker[] = [];
+  let a: TestClient;
+  let b: TestClient;
+  let name: string;
+
+  beforeAll(() => {
+    a = lockClient({ keyPrefix: prefix });
+    b = lockClient({ keyPrefix: prefix });
+  });
+  beforeEach(() => (name = `grant-${Math.random().toString(36).slice(2)}`));
+  afterEach(() => killAll(workers.splice(0)));
+  afterAll(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  const keysOf = () => a.locks.getFairLock(name, options).keys;
+  const queueLength = () => a.redis.llen(keysOf().queue);
+  const heldOf = (handle: LockHandle) => (handle as unknown as { held: HeldLock }).held;
+  const workerEnv = (extra: Record<string, string | number> = {}) => ({
+    REDIS_PORT: singlePort(),
+    KEY_PREFIX: prefix,
+    LOCK_NAME: name,
+    LOCK_KIND: 'fair',
+    STALE_MS: options.staleWaiterTimeout,
+    ACCEPT_MS: acceptanceLease,
+    // The master has no replica: nothing for replica sync to wait for (a fresh client's 'auto' does not
+    // know that before its first grant, and accepts that one).
+    REPLICA_SYNC: 'off',
+    ...extra,
+  });
+  const start = (file: string, extra?: Record<string, string | number>) => {
+    const worker = startWorker(file, workerEnv(extra));
+    workers.push(worker);
+    return worker;
+  };
+
+  it('the waiter runs on the message alone, believing only the acceptance lease, and renews itself at half of it', async () => {
+    const lockA = a.locks.getFairLock(name, options);
+    const lockB = b.locks.getFairLock(name, options);
+    // b learns that its master has no replica (replicaSync 'auto'): a count read before the connection
+    // was ready is read again.
+    await eventually(() => !engineOf(b.locks).replicaSync.waitsAfterGrant(lockB.keys.lock));
+    const holder = await lockA.lock();
+    const waiting = runInLockScope(() => lockB.lock(), { newScope: true }); // the watchdog's 30 s lease
+    waiting.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
+    await eventually(async () => (await queueLength()) === 1);
+    const channel = `${lockB.keys.channel}:${b.locks.clientId}`;
+    await eventually(async () => (await a.redis.pubsub('NUMSUB', channel))[1] === 1);
+    await sleep(200); // its attempt after subscribing is answered: it sleeps until a message
+    const sent: string[] = [];
+    const accept = loadedScript(FAIR_ACCEPT.file).sha;
+    const stop = watchCommands(b, (command) => {
+      // A replica count read in the background (replicaSync 'auto' keeps it fresh) delays no grant.
+      if (command.name !== 'info') sent.push(command.args[0] === accept ? 'accept' : command.name);
+    });
+    const releasedAt = monotonicNow();
+    await holder.release();
+    const handle = await waiting;
+    stop();
+    expect(sent).toEqual([]); // no acceptance, nor any other command, before the holder's code runs
+    expect(handle.fencingToken).toBe(Number(await a.redis.get(lockA.keys.fence)));
+    const held = heldOf(handle);
+    expect(held.expiresAt - releasedAt).toBeLessThanOrEqual(acceptanceLease);
+    expect(held.expiresAt - monotonicNow()).toBeGreaterThan(acceptanceLease / 2 - 100);
+    expect(await a.redis.pttl(lockA.keys.lock)).toBeLessThanOrEqual(acceptanceLease);
+    // Renewed by itself at half the first lease: Redis and the holder then count the full lease.
+    await eventually(async () => (await a.redis.pttl(lockA.keys.lock)) > acceptanceLease, 6_000);
+    await eventually(() => held.expiresAt - monotonicNow() > 20_000, 1_000);
+    await sleep(acceptanceLease * 0.6); // past the first lease's end: no loss reported
+    expect(handle.signal.aborted).toBe(false);
+    expect(await handle.release()).toBe('released');
+    expect(await a.redis.exists(lockA.keys.lock, lockA.keys.queue, lockA.keys.waiterHolds)).toBe(0);
+  });
+
+  it('a holder frozen right after the hand-over holds the next waiter up for one acceptance lease, and is told of the loss when it runs again', async () => {
+    const lock = a.locks.getFairLock(name, options);
+    const holder = await lock.lock();
+    const frozen = start('hold-lock.ts');
+    await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
+    const next = runInLockScope(() => lock.lock(), { newScope: true });
+    next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
+    await eventually(async () => (await queueLength()) === 2);
+    const releasedAt = Date.now();
+    await holder.release();
+    await frozen.waitFor('acquired');
+    frozen.child.kill('SIGSTOP'); // before its renewal at half the acceptance lease
+    try {
+      expect(await a.redis.pttl(lock.keys.lock)).toBeLessThanOrEqual(acceptanceLease); // not the 30 s lease
+      const handle = await next;
+      // The lapse, then the waiter's next re-check (a third of staleWaiterTimeout), with slack.
+      expect(Date.now() - releasedAt).toBeLessThan(acceptanceLease + options.staleWaiterTimeout / 3 + 1_500);
+      expect(handle.fencingToken).toBe(Number(await a.redis.get(lock.keys.fence)));
+      frozen.child.kill('SIGCONT');
+      // Its first lease ended while it was frozen, and its renewal never landed: reported lost.
+      await frozen.waitFor('lost', 5_000);
+      expect(await a.redis.hget(lock.keys.lock, handle.owner)).toBe('1');
+      await handle.release();
+    } finally {
+      frozen.child.kill('SIGCONT');
+    }
+  }, 90_000);
+
+  it('a holder killed right after the hand-over costs the next waiter about one acceptance lease', async () => {
+    const lock = a.locks.getFairLock(name, options);
+    const holder = await lock.lock();
+    const doomed = start('hold-lock.ts');
+    await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
+    const next = runInLockScope(() => lock.lock(), { newScope: true });
+    next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
+    await eventually(async () => (await queueLength()) === 2);
+    const releasedAt = Date.now();
+    await holder.release();
+    await doomed.waitFor('acquired');
+    doomed.child.kill('SIGKILL');
+    const handle = await next;
+    expect(Date.now() - releasedAt).toBeLessThan(acceptanceLease + options.staleWaiterTimeout / 3 + 1_500);
+    await handle.release();
+  }, 90_000);
+
+  it('a hand-over message that comes after its acceptance lease ran out grants nothing: the late waiter queues again behind the holder', async () => {
+    const lock = a.locks.getFairLock(name, options);
+    const holder = await lock.lock();
+    const late = start('queue-waiters.ts', { ORDER_KEY: `${prefix}:order:${name}` });
+    await late.waitFor('ready', WORKER_START_MS);
+    late.send('enqueue late');
+    await eventually(async () => (await queueLength()) === 1);
+    const next = runInLockScope(() => lock.lock(), { newScope: true });
+    next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
+    await eventually(async () => (await queueLength()) === 2);
+    late.child.kill('SIGSTOP'); // its subscriber still counts for PUBLISH: the hand-over goes to it
+    const order = () => a.redis.lrange(`${prefix}:order:${name}`, 0, -1);
+    try {
+      await holder.release();
+      const handle = await next; // once the hand-over to the frozen waiter lapsed
+      late.child.kill('SIGCONT'); // it reads the message now, well after the grant's lease ran out
+      await sleep(1_500);
+      expect(await order()).toEqual([]); // it did not run while this holder holds the lock
+      expect(handle.signal.aborted).toBe(false);
+      await handle.release();
+      await eventually(async () => (await order()).includes('late'), 10_000);
+    } finally {
+      late.child.kill('SIGCONT');
+    }
+    late.send('finish');
+    await late.result;
+  }, 90_000);
+
+  it('8 processes on a racy counter: no lost update, every grant in FIFO turn (each process once in every 8 grants)', async () => {
+    const keys = {
+      COUNTER_KEY: `${prefix}:counter:${name}`,
+      TOKENS_KEY: `${prefix}:tokens:${name}`,
+      HOLDERS_KEY: `${prefix}:holders:${name}`,
+    };
+    const env = { ...workerEnv({ ...keys, DURATION_MS: 4_000 }), ...keys };
+    const { increments, total } = await raceCounter(8, env, workers);
+    expect(increments.every((n) => n > 0)).toBe(true);
+    expect(Number(await a.redis.get(env.COUNTER_KEY))).toBe(total);
+    const tokens = (await a.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
+    for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
+    // Strict FIFO: a process queues again behind the 7 others after each release, so once all 8 queue,
+    // every 8 consecutive grants go to 8 different processes (the start and the end left out).
+    const holders = await a.redis.lrange(env.HOLDERS_KEY, 0, -1);
+    expect(holders.length).toBe(total);
+    // A process the scheduler keeps from queuing again at once misses a turn (the others go on in
+    // their order): rare. A lock that let a process jump the queue would show in many windows, and as
+    // a process granted three times among 8 grants.
+    const steady = holders.slice(16, -16);
+    expect(steady.length).toBeGreaterThan(40);
+    const windows = steady.slice(7).map((_, i) => steady.slice(i, i + 8));
+    const mixed = windows.filter((window) => new Set(window).size < 8);
+    // One missed turn shows in up to 8 windows.
+    expect(mixed.length).toBeLessThanOrEqual(8 + windows.length * 0.05);
+    const thrice = windows.filter((window) => window.some((pid) => window.filter((p) => p === pid).length > 2));
+    expect(thrice).toEqual([]);
+    const k = keysOf();
+    expect(await a.redis.exists(k.lock, k.queue, k.deadlines, k.waiterHolds)).toBe(0);
+  }, 90_000);
+
+  describe('the scripts', () => {
+    let redis: ReturnType<typeof connect>;
+    let sub: ReturnType<typeof connect>;
+    const heard: string[] = [];
+    const settings = { staleWaiterTimeout: 5_000, acceptanceLease: 2_000, publish: 'publish' as const };
+    let k: ReturnType<typeof lockKeys>;
+    beforeAll(async () => {
+      redis = connect();
+      sub = connect();
+      await sub.psubscribe(`${prefix}:*`);
+      sub.on('pmessage', (_pattern: string, _channel: string, message: string) => heard.push(message));
+    });
+    afterAll(async () => {
+      await sub.quit();
+      await redis.quit();
+    });
+    beforeEach(() => {
+      k = lockKeys(prefix, name);
+      heard.length = 0;
+    });
+
+    const attempt = (owner: string, waiterId: string, holdId: string, leaseMs = 10_000) =>
+      FAIR_LOCK.run(redis, k, {
+        idleKeyTtl: IDLE_KEY_TTL,
+        leaseMs,
+        owner,
+        ...settings,
+        holdId,
+        waiterId,
+        mode: 'wait',
+      });
+    const release = (owner: string, holdId: string) =>
+      FAIR_UNLOCK.run(redis, k, {
+        idleKeyTtl: IDLE_KEY_TTL,
+        owner,
+        holdId,
+        leaseMs: 10_000,
+        acceptanceLease: settings.acceptanceLease,
+        publish: 'publish',
+        which: 'one',
+      });
+    const abandon = (waiterId: string, owner: string, holdId: string) =>
+      FAIR_ABANDON.run(redis, k, {
+        idleKeyTtl: IDLE_KEY_TTL,
+        waiterId,
+        owner,
+        holdId,
+        acceptanceLease: settings.acceptanceLease,
+        publish: 'publish',
+      });
+    /** The holder x, and waits w1 (hold id h1) and w2 (h2) queued behind it, in that order. */
+    const queueTwo = async () => {
+      expect((await attempt('x', 'c0:x', 'hx'))[0]).toBe('granted');
+      const refused = await attempt('o1', 'c1:w1', 'h1');
+      expect(refused).toEqual(['refused', expect.any(Number), expect.any(Number)]);
+      expect(Math.abs(Number(refused[2]) - Date.now())).toBeLessThan(5_000); // Redis's clock, in ms
+      expect((await attempt('o2', 'c2:w2', 'h2'))[0]).toBe('refused');
+    };
+
+    it('a release sent again after it handed over neither hands over twice nor touches the new hold', async () => {
+      await queueTwo();
+      expect(await release('x', 'hx')).toBe('released');
+      expect(await release('x', 'hx')).toBe('released'); // the repeat
+      await eventually(() => heard.length >= 1);
+      await sleep(100);
+      const token = await redis.get(k.fence);
+      expect(heard).toEqual([expect.stringMatching(new RegExp(`^c1:w1\\|${token}:\\d+:h1$`))]);
+      expect(await redis.hget(k.lock, 'o1')).toBe('1');
+      expect(await redis.hget(k.grants, 'h1')).toBe(`g${token}/${token}|o1`);
+      expect(await redis.lrange(k.queue, 0, -1)).toEqual(['o2\0c2:w2']);
+      expect(await redis.hgetall(k.waiterHolds)).toEqual({ 'o2\0c2:w2': 'h2' });
+    });
+
+    it('an abandon naming the handed hold passes it on once; sent again, it leaves the next hold alone', async () => {
+      await queueTwo();
+      await release('x', 'hx');
+      expect(await abandon('c1:w1', '', 'h1')).toBe(true);
+      expect(await abandon('c1:w1', '', 'h1')).toBe(false);
+      expect(await abandon('c1:w1', 'o1', '*')).toBe(false); // the wait's whichever: the hold is o2's now
+      expect(await redis.hget(k.grants, 'h1')).toBe('r');
+      expect(await redis.hget(k.lock, 'o2')).toBe('1');
+      expect((await redis.hget(k.grants, 'h2'))?.startsWith('g')).toBe(true);
+      // A late message for a hold the wait never had names another id: nothing happens.
+      expect(await abandon('c2:w2', '', 'h-other')).toBe(false);
+      expect(await redis.hget(k.lock, 'o2')).toBe('1');
+    });
+
+    it('an attempt of the wait finds the hold handed to it, and a claim of the registering attempt makes its lease the full one', async () => {
+      await queueTwo();
+      await release('x', 'hx');
+      expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(settings.acceptanceLease);
+      const token = Number(await redis.get(k.fence));
+      // The registering attempt's reply was lost: the claim finds its hold, and makes the lease the
+      // claimed attempt's (the caller counts it from when that attempt was sent).
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'h1', owner: 'o1', leaseMs: 10_000 })).toEqual([
+        'granted',
+        token,
+      ]);
+      expect(await redis.pttl(k.lock)).toBeGreaterThan(settings.acceptanceLease);
+      // A later attempt of that wait is told the hold it was handed, not granted a second one.
+      expect(await attempt('o1', 'c1:w1', 'h1-later')).toEqual(['granted', token, 'h1']);
+      expect(await redis.hget(k.lock, 'o1')).toBe('1');
+      expect(await redis.hget(k.grants, 'h1-later')).toBeNull();
+    });
+
+    it('a wait whose registered id was cancelled, or whose lease is shorter than the acceptance lease, is offered the lock and accepts it', async () => {
+      await queueTwo();
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'h1', owner: 'o1', leaseMs: 10_000 })).toEqual(['cancelled']);
+      await release('x', 'hx');
+      await eventually(() => heard.length === 1);
+      const token = await redis.get(k.fence);
+      expect(heard).toEqual([`c1:w1|${token}`]); // an offer: no hold recorded under the cancelled id
+      expect(await redis.hget(k.lock, 'o1')).toBe('0');
+      expect(await redis.hget(k.grants, 'h1')).toBe('x');
+      const accept = (owner: string, waiterId: string, holdId: string) =>
+        FAIR_ACCEPT.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 10_000, owner, waiterId, holdId });
+      expect(await accept('o1', 'c1:w1', 'h1-accept')).toBe(true);
+      // A wait asking a lease shorter than the acceptance lease registers no id: offered, too.
+      expect((await attempt('o3', 'c3:w3', 'h3', settings.acceptanceLease - 1))[0]).toBe('refused');
+      expect(await redis.hget(k.waiterHolds, 'o3\0c3:w3')).toBeNull();
+    });
+  });
+});
