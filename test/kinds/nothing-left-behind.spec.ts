@@ -140,7 +140,8 @@ describe('nothing left behind: no key without a TTL, and tokens that never go ba
       };
       const first = await everyKey();
       expect(first.size).toBeGreaterThan(0);
-      expect([...first.values()].filter((ttl) => ttl <= 0)).toEqual([]);
+      // -2: gone between SCAN and PTTL (a short TTL, such as a semaphore's queue or hand-over, ran out).
+      expect([...first.values()].filter((ttl) => ttl === -1 || ttl === 0)).toEqual([]);
       await sleep(2_000);
       const renewed = [...(await everyKey())].filter(([key, ttl]) => !first.has(key) || ttl > first.get(key)! - 1_500);
       expect(renewed).toEqual([]);

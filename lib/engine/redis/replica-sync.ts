@@ -165,6 +165,19 @@ export class ReplicaSync {
     throw error;
   }
 
+  /**
+   * Whether a grant under `key` may wait for replicas (see afterGrant). A grant that another client's
+   * script wrote (handed over in a message) cannot be waited for on this connection: it is taken by a
+   * call of ours instead whenever this says yes (or does not know yet).
+   */
+  mayWaitAfterGrant(key: string): boolean {
+    const setting = this.setting;
+    if (setting === false) return false;
+    if (setting !== 'auto') return true;
+    const node = nodeForKey(this.redis, key);
+    return !node || this.counts.knownNow(node) !== 0;
+  }
+
   /** After a reconnect the connection may reach another master (a failover): read its replicas again. */
   forget(): void {
     this.counts.forget();
