@@ -23,9 +23,20 @@ const NEVER_GRANTABLE = -2;
 export type PermitKeys = SemaphoreKeys & { readonly released: string; readonly deadlines: string };
 
 export function permitKeys(prefix: string, name: string): PermitKeys {
-  const keys = semaphoreKeys(prefix, name);
-  return { ...keys, released: `${keys.holds}:released`, deadlines: `${keys.waiting}:deadlines` };
+  const id = `${prefix}\0${name}`;
+  let keys = recentKeys.get(id);
+  if (!keys) {
+    const base = semaphoreKeys(prefix, name);
+    keys = Object.freeze({ ...base, released: `${base.holds}:released`, deadlines: `${base.waiting}:deadlines` });
+    // A few names are hot: an application that gets its semaphore at every call builds their keys once.
+    if (recentKeys.size >= RECENT_KEYS) recentKeys.clear();
+    recentKeys.set(id, keys);
+  }
+  return keys;
 }
+
+const RECENT_KEYS = 1_000;
+const recentKeys = new Map<string, PermitKeys>();
 
 /** How the semaphore's queue and hand-overs are timed (see SemaphoreOptions). */
 export interface PermitTimings {
