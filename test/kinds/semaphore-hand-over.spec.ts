@@ -122,8 +122,11 @@ describe('Semaphore: permits handed over in the release message', () => {
   });
 
   it('waiters are served in the order they came, each with the permits it asked for, all or nothing', async () => {
-    const semaphore = holder.locks.getSemaphore(name, { permits: 3 });
-    const theirs = waiter.locks.getSemaphore(name, { permits: 3 });
+    // A long acceptance lease: a loaded machine's stall must not let a hand-over run out (and go on to
+    // the next waiter) before its waiter took it.
+    const options = { permits: 3, acceptanceLease: 20_000 };
+    const semaphore = holder.locks.getSemaphore(name, options);
+    const theirs = waiter.locks.getSemaphore(name, options);
     const all = await semaphore.acquire({ permits: 3 });
     const order: string[] = [];
     const waits = [
