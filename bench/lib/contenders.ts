@@ -182,7 +182,8 @@ export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   semaphore: [...SCRIPTS, 'set'],
   raw: [...SCRIPTS, 'set'],
   permits: [...SCRIPTS, 'subscribe', 'unsubscribe'],
-  'rs-semaphore': SCRIPTS,
+  // redis-semaphore acquires and refreshes by script, but releases with a plain ZREM.
+  'rs-semaphore': [...SCRIPTS, 'zrem'],
   read: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   write: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'redisson-script': SCRIPTS,

@@ -2,7 +2,6 @@ import type Redis from 'ioredis';
 import {
   RENEW_MANY,
   SEMAPHORE_ACQUIRE,
-  SEMAPHORE_PASS,
   SEMAPHORE_RELEASE,
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,
@@ -19,6 +18,7 @@ describe('semaphore lua scripts', () => {
   let n = 0;
   const keys = () => permitKeys(prefix, `s${++n}`);
   type Keys = ReturnType<typeof keys>;
+  const ACCEPTANCE = 1_000;
   /** `client` set: a caller that waits if refused (else a single attempt of client 'solo'). */
   const acquire = (
     k: Keys,
@@ -26,8 +26,9 @@ describe('semaphore lua scripts', () => {
     permits: number,
     lease = 5_000,
     limit = 3,
-    chained: '0' | '1' = '0',
     client?: string,
+    mode: 'wait' | 'queued' = 'wait',
+    stale = 5_000,
   ) =>
     SEMAPHORE_ACQUIRE.run(redis, k, {
       idleKeyTtl: IDLE_KEY_TTL,
@@ -36,35 +37,44 @@ describe('semaphore lua scripts', () => {
       leaseMs: lease,
       configuredLimit: limit,
       publish: 'publish',
-      chained,
       clientId: client ?? 'solo',
-      waiting: client === undefined ? 'once' : '0',
+      mode: client === undefined ? 'once' : mode,
+      acceptanceLease: ACCEPTANCE,
+      staleWaiterTimeout: stale,
     });
-  const release = (k: Keys, member: string, limit = 3, memoryMs = 5_000) =>
-    SEMAPHORE_RELEASE.run(redis, k, { member, configuredLimit: limit, publish: 'publish', memoryMs });
-  const pass = (k: Keys, client: string, permits: number, limit = 3) =>
-    SEMAPHORE_PASS.run(redis, k, { clientId: client, permits, configuredLimit: limit, publish: 'publish' });
+  const release = (k: Keys, member: string, limit = 3, memoryMs = 5_000, leavingClient = '') =>
+    SEMAPHORE_RELEASE.run(redis, k, {
+      member,
+      configuredLimit: limit,
+      publish: 'publish',
+      memoryMs,
+      acceptanceLease: ACCEPTANCE,
+      idleKeyTtl: IDLE_KEY_TTL,
+      leavingClient,
+    });
   const state = (k: Keys, limit = 3) => SEMAPHORE_STATE.run(redis, k, { configuredLimit: limit });
   const setPermits = (k: Keys, permits: number) =>
-    SEMAPHORE_SET_PERMITS.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, permits, publish: 'publish' });
+    SEMAPHORE_SET_PERMITS.run(redis, k, {
+      idleKeyTtl: IDLE_KEY_TTL,
+      permits,
+      publish: 'publish',
+      acceptanceLease: ACCEPTANCE,
+    });
+  const serverMs = async () => {
+    const [seconds, micros] = await redis.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
 
-  /**
-   * Registers the waiters of process `client` for `permits` permits and subscribes to their channel;
-   * returns how many messages arrived since.
-   */
-  // Registration order as the scripts keep it (µs): two helpers in one ms must not tie (a tie sorts by name).
-  let lastScore = 0;
-  async function messages(k: Keys, client = 'p1', permits = 1) {
+  /** Listens on client `client`'s channel; `heard()` is what arrived so far. */
+  async function listen(k: Keys, client: string) {
     const sub = redis.duplicate();
-    let count = 0;
-    sub.on('message', () => count++);
-    await sub.subscribe(`${k.channel}:${permits}:${client}`);
-    lastScore = Math.max(Date.now() * 1000, lastScore + 1);
-    await redis.zadd(k.waiting, lastScore, `${permits}:${client}`);
+    const got: string[] = [];
+    sub.on('message', (_channel: string, message: string) => got.push(message));
+    await sub.subscribe(`${k.channel}:${client}`);
     return {
-      count: async () => {
+      heard: async () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
-        return count;
+        return [...got];
       },
       close: () => sub.quit(),
     };
@@ -73,14 +83,18 @@ describe('semaphore lua scripts', () => {
   beforeAll(() => (redis = connect()));
   afterAll(() => redis.quit());
 
-  it('semaphore-acquire-5: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end', async () => {
+  it('semaphore-acquire-7: grants whole acquisitions up to the limit, refuses with the time to the earliest lease end and the server time', async () => {
     const k = keys();
     await seedFence(redis, k.fence);
     expect(await acquire(k, '2:a', 2, 60_000)).toEqual(['granted', FENCE_SEED + 1, 1]);
-    const [status, ms, available] = await acquire(k, '2:b', 2, 5_000);
+    const before = await serverMs();
+    const [status, ms, available, now] = await acquire(k, '2:b', 2, 5_000);
     expect([status, available]).toEqual(['refused', 1]);
     expect(ms).toBeGreaterThan(50_000);
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(await serverMs());
     expect(await redis.zcard(k.holds)).toBe(1); // refused: nothing taken
+    expect(await redis.exists(k.waiting)).toBe(0); // a single attempt never queues
     expect(await acquire(k, '1:c', 1)).toEqual(['granted', FENCE_SEED + 2, 0]);
     expect(await state(k)).toEqual([3, 3]);
     // A permits count that disagrees with the member is refused before any write.
@@ -88,141 +102,154 @@ describe('semaphore lua scripts', () => {
     await expect(acquire(k, '1:e', 1, 0)).rejects.toThrow(/BADARG/);
   });
 
-  it('semaphore-acquire-5: reclaims holds whose lease ended (server time) and wakes waiters for what is left over', async () => {
+  it('semaphore-release-7: hands the freed permits to the longest-waiting acquisition that fits, recording its hold with the acceptance lease', async () => {
     const k = keys();
     await seedFence(redis, k.fence);
-    await acquire(k, '1:long', 1, 60_000); // keeps the set alive: only the short hold's lease ends
-    await acquire(k, '2:a', 2, 100);
-    const heard = await messages(k);
+    await acquire(k, '3:a', 3, 60_000);
+    const [p1, p2] = [await listen(k, 'p1'), await listen(k, 'p2')];
     try {
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      expect(await state(k)).toEqual([3, 1]); // the expired hold counts for nothing, even before reclaimed
-      expect(await acquire(k, '1:b', 1)).toEqual(['granted', FENCE_SEED + 3, 1]);
-      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:b', '1:long']);
-      expect(await heard.count()).toBe(1);
-      // A woken waiter (chained) granted with permits left over passes the wake-up on; a newcomer does not.
-      await acquire(k, '1:c', 1, 5_000, 5, '0');
-      expect(await heard.count()).toBe(1);
-      await release(k, '1:c');
-      expect(await heard.count()).toBe(2);
-      await acquire(k, '1:d', 1, 5_000, 5, '1');
-      expect(await heard.count()).toBe(3);
-    } finally {
-      await heard.close();
-    }
-  });
-
-  it('semaphore-release-5: releases once and wakes a waiting group; a repeat replies as the first run while remembered', async () => {
-    const k = keys();
-    await Promise.all(['1:a', '1:b', '1:x'].map((member) => acquire(k, member, 1)));
-    const heard = await messages(k);
-    try {
-      expect(await release(k, '1:x', 3, 5_000)).toBe('released');
-      expect(await release(k, '1:a', 3, 200)).toBe('released');
-      expect(await heard.count()).toBe(2);
-      // The same release sent again (a lost reply): what the first run did, and nothing more.
-      expect(await release(k, '1:a', 3, 200)).toBe('released');
-      expect(await heard.count()).toBe(2);
-      expect(await state(k)).toEqual([3, 1]);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      expect(await release(k, '1:a')).toBe('not-locked'); // no longer remembered
-      // A hold that was never released here is not remembered: an expired one reads as not held.
-      await acquire(k, '1:c', 1, 50);
-      await new Promise((resolve) => setTimeout(resolve, 150));
-      expect(await release(k, '1:c')).toBe('not-locked');
-      expect(await release(k, '1:b', 3, 5_000)).toBe('released');
-      expect(await redis.zrange(k.released, 0, -1)).toEqual(['1:x', '1:b']); // one whose memory ended is gone
-      expect(await redis.pttl(k.released)).toBeGreaterThan(4_000);
-      await expect(release(k, '1:b', 3, 0)).rejects.toThrow(/BADARG memory/);
-      await expect(release(k, '1:b', 0)).rejects.toThrow(/BADARG limit/);
-    } finally {
-      await heard.close();
-    }
-  });
-
-  it('semaphore-set-permits-4: the stored limit wins over the configured one; growing wakes waiters', async () => {
-    const k = keys();
-    await acquire(k, '3:a', 3);
-    const heard = await messages(k);
-    try {
-      expect(await setPermits(k, 2)).toBe(-1);
-      expect(await heard.count()).toBe(0);
-      // Stored as long as the longest hold, and the idle key TTL after (see fencing.lua).
-      const limitTtl = await redis.pttl(k.limit);
-      expect(limitTtl).toBeGreaterThan(IDLE_KEY_TTL);
-      expect(limitTtl).toBeLessThanOrEqual(IDLE_KEY_TTL + 5_000);
-      expect((await acquire(k, '1:b', 1, 5_000, 10))[0]).toBe('refused'); // the configured 10 does not apply
-      expect(await setPermits(k, 5)).toBe(2);
-      expect(await heard.count()).toBe(1);
-      await expect(setPermits(k, 0)).rejects.toThrow(/BADARG/);
-    } finally {
-      await heard.close();
-    }
-  });
-
-  it('semaphore-acquire-5 / semaphore-pass-4: refused waiters register their group; a release wakes only the longest waiting one', async () => {
-    const k = keys();
-    await acquire(k, '3:a', 3);
-    const [p1, p2] = [await messages(k, 'p1'), await messages(k, 'p2')];
-    await redis.del(k.waiting);
-    try {
-      expect((await acquire(k, '1:x', 1, 5_000, 3, '0', 'p1'))[0]).toBe('refused');
-      expect((await acquire(k, '1:y', 1, 5_000, 3, '0', 'p2'))[0]).toBe('refused');
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['1:p1', '1:p2']);
+      const [, , , refusedAt] = await acquire(k, '1:x', 1, 60_000, 3, 'p1');
+      await acquire(k, '1:y', 1, 60_000, 3, 'p2');
+      await acquire(k, '2:z', 2, 60_000, 3, 'p1');
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['2:p11:x', '2:p21:y', '2:p12:z']);
       expect(await release(k, '3:a')).toBe('released');
-      expect([await p1.count(), await p2.count()]).toEqual([1, 0]); // one process, not every one
-      // p1's waiter is gone: passing on wakes p2 while permits are free
-      expect(await pass(k, 'p1', 1)).toBe(true);
-      expect([await p1.count(), await p2.count()]).toEqual([1, 1]);
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['1:p2']);
-      // granted: p2 leaves the registry
-      expect((await acquire(k, '1:y', 1, 5_000, 3, '1', 'p2'))[0]).toBe('granted');
+      // 3 free: 1:x, then 1:y, and 2:z does not fit in the one left; each told on its client's channel.
+      const [heard1, heard2] = [await p1.heard(), await p2.heard()];
+      expect(heard1).toHaveLength(1);
+      const [member, payload] = heard1[0].split('|');
+      const [grantedAt, token] = payload.split(':').map(Number);
+      expect(member).toBe('1:x');
+      expect(grantedAt).toBeGreaterThanOrEqual(refusedAt!);
+      expect(token).toBe(FENCE_SEED + 2);
+      expect(heard2).toEqual([`1:y|${grantedAt}:${FENCE_SEED + 3}`]);
+      expect(Number(await redis.zscore(k.holds, '1:x'))).toBe(grantedAt + ACCEPTANCE);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['2:p12:z']);
+      expect(await state(k)).toEqual([3, 2]);
+      // The same release sent again (a lost reply): it hands nothing over twice.
+      expect(await release(k, '3:a')).toBe('released');
+      expect([(await p1.heard()).length, (await p2.heard()).length]).toEqual([1, 1]);
+      // The waiter's own attempt finds its member held: granted, with its own lease from now.
+      const [status] = await acquire(k, '1:x', 1, 60_000, 3, 'p1', 'queued');
+      expect(status).toBe('granted');
+      expect(Number(await redis.zscore(k.holds, '1:x'))).toBeGreaterThan((await serverMs()) + 50_000);
+      // Released: the 2 free go to 2:z.
+      expect(await release(k, '1:x')).toBe('released');
+      expect((await p1.heard())[1]).toMatch(/^2:z\|\d+:\d+$/);
       expect(await redis.zcard(k.waiting)).toBe(0);
-      await expect(pass(k, '', 1)).rejects.toThrow(/BADARG client/);
-      await expect(pass(k, 'p1', 0)).rejects.toThrow(/BADARG permits/);
+      expect(await redis.zcard(k.deadlines)).toBe(0);
     } finally {
       await p1.close();
       await p2.close();
     }
   });
 
-  it('semaphore-waiting: permits coming free wake the longest-waiting group that can take them, skipping one that wants more', async () => {
+  it('semaphore-release-7: drops a waiter nobody listens for, and one whose deadline passed, handing to the next', async () => {
     const k = keys();
-    await seedFence(redis, k.fence);
-    await acquire(k, '3:a', 3, 60_000, 5);
-    await acquire(k, '2:b', 2, 60_000, 5);
-    // Process p1 waits for 3 (registered first), p2 for 1, and p1 for 1 as well.
-    const [p1three, p2one, p1one] = [
-      await messages(k, 'p1', 3),
-      await messages(k, 'p2', 1),
-      await messages(k, 'p1', 1),
-    ];
-    const counts = async () => [await p1three.count(), await p2one.count(), await p1one.count()];
+    await acquire(k, '1:a', 1, 60_000, 1);
+    const live = await listen(k, 'live');
     try {
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['3:p1', '1:p2', '1:p1']);
-      expect(await release(k, '2:b', 5)).toBe('released'); // 2 free: the 3-permit group cannot take them
-      expect(await counts()).toEqual([0, 1, 0]);
-      // The woken group's waiter was beaten to them: refused with 1 still free, it passes the wake-up on.
-      expect(await acquire(k, '1:n', 1, 60_000, 5)).toEqual(['granted', FENCE_SEED + 3, 1]); // a newcomer: no pass-on
-      expect(await counts()).toEqual([0, 1, 0]);
-      expect(await acquire(k, '2:w', 2, 5_000, 5, '1', 'p2')).toEqual(['refused', expect.any(Number), 1]);
-      expect(await counts()).toEqual([0, 2, 0]); // '1:p2' is still the longest-waiting group that fits
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['3:p1', '1:p2', '1:p1', '2:p2']);
-      expect(await pass(k, 'p2', 1, 5)).toBe(true); // p2's 1-permit waiters left
-      expect(await counts()).toEqual([0, 2, 1]); // the next group that fits, in p1
-      // A refusal of a caller not refused before passes nothing on.
-      expect((await acquire(k, '3:z', 3, 5_000, 5, '0', 'p3'))[0]).toBe('refused');
-      expect(await counts()).toEqual([0, 2, 1]);
-      // Enough for 3 once the 3-permit hold goes: the group that waited longest is woken.
-      expect(await release(k, '3:a', 5)).toBe('released');
-      expect(await counts()).toEqual([1, 2, 1]);
-      // A group nobody listens for is dropped, and the next one that fits is woken.
-      await p1three.close();
-      expect(await setPermits(k, 6)).toBe(5);
-      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['1:p1', '2:p2', '3:p3']);
-      expect([await p2one.count(), await p1one.count()]).toEqual([2, 2]);
+      await acquire(k, '1:gone', 1, 60_000, 1, 'gone'); // its client never subscribed: a dead process
+      await acquire(k, '1:stale', 1, 60_000, 1, 'live', 'wait', 50); // stops refreshing
+      await acquire(k, '1:next', 1, 60_000, 1, 'live');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await release(k, '1:a', 1)).toBe('released');
+      expect(await live.heard()).toEqual([expect.stringMatching(/^1:next\|/)]);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:next']);
+      expect(await redis.zcard(k.waiting)).toBe(0);
     } finally {
-      await Promise.all([p1three, p2one, p1one].map((p) => p.close().catch(() => undefined)));
+      await live.close();
+    }
+  });
+
+  it('semaphore-acquire-7: a hand-over not taken up runs out with its acceptance lease, and the next acquisition reclaims it for the queue first', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 60_000, 1);
+    const [frozen, next] = [await listen(k, 'frozen'), await listen(k, 'next')];
+    try {
+      await acquire(k, '1:f', 1, 60_000, 1, 'frozen');
+      await acquire(k, '1:n', 1, 60_000, 1, 'next');
+      await release(k, '1:a', 1);
+      expect(await frozen.heard()).toHaveLength(1);
+      // The frozen waiter never renews: a newcomer is refused until the acceptance lease ends ...
+      expect((await acquire(k, '1:new', 1, 60_000, 1))[0]).toBe('refused');
+      await new Promise((resolve) => setTimeout(resolve, ACCEPTANCE + 50));
+      // ... and then the permit goes to the queue's next waiter, not to the newcomer.
+      expect((await acquire(k, '1:new', 1, 60_000, 1))[0]).toBe('refused');
+      expect(await next.heard()).toEqual([expect.stringMatching(/^1:n\|/)]);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:n']);
+      // The frozen waiter, thawed, asks: its member is not held any more, so it is refused and queues again.
+      const [status] = await acquire(k, '1:f', 1, 60_000, 1, 'frozen', 'queued');
+      expect(status).toBe('refused');
+    } finally {
+      await frozen.close();
+      await next.close();
+    }
+  });
+
+  it('semaphore-release-7 leaving: an ended wait leaves the queue and gives back permits handed to it; a late copy of its attempt takes nothing', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 60_000, 1);
+    const [p1, p2] = [await listen(k, 'p1'), await listen(k, 'p2')];
+    try {
+      await acquire(k, '1:w', 1, 60_000, 1, 'p1');
+      await acquire(k, '1:v', 1, 60_000, 1, 'p2');
+      await release(k, '1:a', 1); // handed to 1:w, whose wait ended meanwhile
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:w']);
+      await release(k, '1:w', 1, 5_000, 'p1');
+      expect(await p2.heard()).toEqual([expect.stringMatching(/^1:v\|/)]);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:v']);
+      // A late copy of 1:w's attempt (its reply never came) takes nothing and queues nothing.
+      await release(k, '1:v', 1);
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1', 'queued'))[0]).toBe('refused');
+      expect(await redis.zcard(k.holds)).toBe(0);
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      // A wait that ended before anything was handed to it just leaves.
+      await acquire(k, '1:b', 1, 60_000, 1);
+      await acquire(k, '1:u', 1, 60_000, 1, 'p1');
+      await release(k, '1:u', 1, 5_000, 'p1');
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:b']);
+    } finally {
+      await p1.close();
+      await p2.close();
+    }
+  });
+
+  it('semaphore-release-7: releases once; a repeat replies as the first run while remembered', async () => {
+    const k = keys();
+    await Promise.all(['1:a', '1:b', '1:x'].map((member) => acquire(k, member, 1)));
+    expect(await release(k, '1:x', 3, 5_000)).toBe('released');
+    expect(await release(k, '1:a', 3, 200)).toBe('released');
+    expect(await release(k, '1:a', 3, 200)).toBe('released');
+    expect(await state(k)).toEqual([3, 1]);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(await release(k, '1:a')).toBe('not-locked'); // no longer remembered
+    await acquire(k, '1:c', 1, 50);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(await release(k, '1:c')).toBe('not-locked');
+    expect(await release(k, '1:b', 3, 5_000)).toBe('released');
+    expect(await redis.zrange(k.released, 0, -1)).toEqual(['1:x', '1:b']);
+    expect(await redis.pttl(k.released)).toBeGreaterThan(4_000);
+    await expect(release(k, '1:b', 3, 0)).rejects.toThrow(/BADARG memory/);
+    await expect(release(k, '1:b', 0)).rejects.toThrow(/BADARG limit/);
+  });
+
+  it('semaphore-set-permits-6: the stored limit wins over the configured one; growing hands permits to the queue', async () => {
+    const k = keys();
+    await acquire(k, '3:a', 3);
+    const p1 = await listen(k, 'p1');
+    try {
+      expect(await setPermits(k, 2)).toBe(-1);
+      const limitTtl = await redis.pttl(k.limit);
+      expect(limitTtl).toBeGreaterThan(IDLE_KEY_TTL);
+      expect(limitTtl).toBeLessThanOrEqual(IDLE_KEY_TTL + 5_000);
+      expect((await acquire(k, '1:b', 1, 5_000, 10, 'p1'))[0]).toBe('refused'); // the configured 10 does not apply
+      expect((await acquire(k, '3:c', 3, 5_000, 10, 'p1'))[1]).toBe(-2); // above the limit: never grantable
+      expect(await setPermits(k, 5)).toBe(1);
+      expect(await p1.heard()).toEqual([expect.stringMatching(/^1:b\|/)]);
+      await expect(setPermits(k, 0)).rejects.toThrow(/BADARG/);
+    } finally {
+      await p1.close();
     }
   });
 

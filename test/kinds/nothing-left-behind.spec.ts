@@ -140,7 +140,8 @@ describe('nothing left behind: no key without a TTL, and tokens that never go ba
       };
       const first = await everyKey();
       expect(first.size).toBeGreaterThan(0);
-      // -2: gone between KEYS and PTTL (a release of a RedLock's last master, answered after the quorum).
+      // -2: gone between KEYS and PTTL (a short TTL ran out, such as a semaphore's hand-over, or a release of a
+      // RedLock's last master, answered after the quorum, landed).
       expect([...first.values()].filter((ttl) => ttl <= 0 && ttl !== -2)).toEqual([]);
       await sleep(2_000);
       const renewed = [...(await everyKey())].filter(([key, ttl]) => !first.has(key) || ttl > first.get(key)! - 1_500);

@@ -94,8 +94,8 @@ export class HeldLock {
   expiresAt: number;
   /** For explicit leases: fires when the lease runs out, so the holder learns it at once. */
   private expiryTimer?: LongTimer;
-  /** A first lease still to replace (see Acquisition.firstLease): its renewal at half, its end. */
-  private firstLeaseTimers?: [NodeJS.Timeout, NodeJS.Timeout];
+  /** A first lease still to replace (see Acquisition.firstLease): its renewal at half, then its end. */
+  private firstLeaseTimer?: NodeJS.Timeout;
   private onFirstLease: boolean;
   /** AcquireOptions.label of the first hold, for events and metrics. */
   readonly label?: string;
@@ -202,23 +202,26 @@ export class HeldLock {
   /**
    * A hand-over's short lease is renewed to the hold's own lease at its half, by this hold alone (the
    * watchdog's round may come far later), and its end is reported as a loss, watched or not, unless that
-   * renewal landed first. Most holds are released long before: then neither timer ever fires.
+   * renewal landed first. One timer at a time (the end's is armed when the renewal is sent): most holds
+   * are released long before the half, and a hot semaphore sets and clears it at every acquisition.
    */
   private watchFirstLease(): void {
     this.clearFirstLease();
     const left = Math.max(0, this.expiresAt - monotonicNow());
-    const renew = setTimeout(
-      () =>
-        void this.extend().then(
-          () => this.firstLeaseReplaced(),
-          () => undefined,
-        ),
-      left / 2,
+    this.firstLeaseTimer = setTimeout(() => this.renewFirstLease(), left / 2);
+    this.firstLeaseTimer.unref();
+  }
+
+  private renewFirstLease(): void {
+    const left = this.expiresAt - monotonicNow();
+    // Woken past the end (a stalled process): the lease may be over in Redis already.
+    if (left <= 0) return this.markLost('lease-expired');
+    this.firstLeaseTimer = setTimeout(() => this.markLost('lease-expired'), left);
+    this.firstLeaseTimer.unref();
+    void this.extend().then(
+      () => this.firstLeaseReplaced(),
+      () => undefined,
     );
-    const end = setTimeout(() => this.markLost('lease-expired'), left);
-    renew.unref();
-    end.unref();
-    this.firstLeaseTimers = [renew, end];
   }
 
   private firstLeaseReplaced(): void {
@@ -227,10 +230,9 @@ export class HeldLock {
   }
 
   private clearFirstLease(): void {
-    if (!this.firstLeaseTimers) return;
-    clearTimeout(this.firstLeaseTimers[0]);
-    clearTimeout(this.firstLeaseTimers[1]);
-    this.firstLeaseTimers = undefined;
+    if (!this.firstLeaseTimer) return;
+    clearTimeout(this.firstLeaseTimer);
+    this.firstLeaseTimer = undefined;
   }
 
   /** Explicit leases only: arm (or re-arm) the timer that reports the lease running out. */

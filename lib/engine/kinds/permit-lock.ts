@@ -1,51 +1,75 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
 import { MAX_LEASE_MS } from '../util/validation';
+import { leaseEnd, monotonicNow } from '../util/clock';
+import { leaseFromAnchor, type ServerClockAnchor } from '../util/server-clock';
 import type { EngineContext } from '../client/engine-context';
 import { LockOptionsError } from '../errors';
 import type { RenewalKind } from '../holds/held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
-import {
-  attemptOutcome,
-  LockBase,
-  waitingFlag,
-  type AttemptRequest,
-  type Grant,
-  type RawRelease,
-  type WaitBehaviour,
-} from '../lock/lock-base';
+import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import { SEMAPHORE_ACQUIRE, SEMAPHORE_PASS, SEMAPHORE_RELEASE } from '../scripts/catalog';
+import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
+import { parsePermitHandOver } from './permit-hand-over';
 
-/** semaphore-acquire-5.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
+/** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
 const NEVER_GRANTABLE = -2;
 
 /**
- * A semaphore's keys (see keys.ts) and `released`: the holds released lately, hold member -> until
- * when a repeat of its release still replies 'released' (see semaphore-release-5.lua).
+ * A semaphore's keys (see keys.ts), `released`: the holds released lately, hold member -> until when a
+ * repeat of its release still replies 'released' (see semaphore-release-7.lua), and `deadlines`: the
+ * waiting queue's liveness deadlines (see lua/include/semaphore-queue.lua).
  */
-export type PermitKeys = SemaphoreKeys & { readonly released: string };
+export type PermitKeys = SemaphoreKeys & { readonly released: string; readonly deadlines: string };
 
 export function permitKeys(prefix: string, name: string): PermitKeys {
-  const keys = semaphoreKeys(prefix, name);
-  return { ...keys, released: `${keys.holds}:released` };
+  const id = `${prefix}\0${name}`;
+  let keys = recentKeys.get(id);
+  if (!keys) {
+    const base = semaphoreKeys(prefix, name);
+    keys = Object.freeze({ ...base, released: `${base.holds}:released`, deadlines: `${base.waiting}:deadlines` });
+    // A few names are hot: an application that gets its semaphore at every call builds their keys once.
+    if (recentKeys.size >= RECENT_KEYS) recentKeys.clear();
+    recentKeys.set(id, keys);
+  }
+  return keys;
+}
+
+const RECENT_KEYS = 1_000;
+const recentKeys = new Map<string, PermitKeys>();
+
+/** How the semaphore's queue and hand-overs are timed (see SemaphoreOptions). */
+export interface PermitTimings {
+  acceptanceLease: number;
+  staleWaiterTimeout: number;
+}
+
+/** The refusal that anchors a wait's hand-overs on this client's clock, and the connection epoch it came in. */
+interface Anchor extends ServerClockAnchor {
+  epoch: number;
 }
 
 /**
  * One acquisition of `permits` permits, seen as a lock so that it shares LockBase's acquire loop,
  * handles, watchdog renewals, and releases retried through an outage. Each acquisition is a hold of
- * its own (like a simple lock's token): the member '<permits>:<owner>:<uuid>' of the holds set.
- * A refused waiter registers its process's group of waiters for that many permits, which listens on
- * a channel of its own; permits coming free wake the longest-waiting group that can take them (see
- * lua/include/semaphore-waiting.lua), never one that wants more than are free while a smaller one
- * waits. A wake-up its group cannot use (taken meanwhile, no waiter left, the waiter gave up) is
- * passed on at once by the script that finds it so; a waiter granted with permits left over wakes
- * the next group.
+ * its own: the member '<permits>:<owner>:<uuid>' of the holds set, the same for every attempt of one
+ * wait. A refused waiter queues that member (FIFO, with a liveness deadline it refreshes while it
+ * waits); a release hands the permits straight to the longest-waiting acquisitions that fit, records
+ * their holds with a short acceptance lease, and tells each on its client's channel (see
+ * lua/include/semaphore-queue.lua). The message alone is the grant: the holder believes only that
+ * acceptance lease, counted from its last refusal's server time (see leaseFromAnchor), until its own
+ * renewal at half of it lands (see HeldLock.watchFirstLease). Where the message cannot vouch for the
+ * hold (another server may have sent it, replicas must acknowledge the grant, or it came too late),
+ * the waiter asks Redis instead: its attempt finds its member held and takes it with its own lease.
  */
 export class PermitLock extends LockBase {
   override readonly kind: LockKindName = 'semaphore';
   protected readonly renewal: RenewalKind = 'permit';
   protected override readonly defaultLeaseTime: number | undefined;
+  /** This wait's hold member (see waitBehaviour). */
+  private member?: string;
+  /** The latest refusal of this wait (see Anchor). */
+  private anchor?: Anchor;
 
   constructor(
     engine: EngineContext,
@@ -54,9 +78,10 @@ export class PermitLock extends LockBase {
     private readonly permits: number,
     private readonly limit: number,
     defaultLeaseTime: number | undefined,
+    private readonly timings: PermitTimings,
   ) {
     // `lock` is the holds, under which the registry and the watchdog know each hold; the hand-over
-    // and the fair queue are not used.
+    // and the fair queue of the other kinds are not used.
     const { holds, fence, channel, waiting } = semaphore;
     super(engine, name, () => ({
       lock: holds,
@@ -80,72 +105,126 @@ export class PermitLock extends LockBase {
 
   private renewed?: readonly string[];
 
+  /** Every attempt of one wait sends the same member: a hand-over to it names it. */
   protected override holderFor(owner: string): string {
+    return (this.member ??= this.newMember(owner));
+  }
+
+  private newMember(owner: string): string {
     return `${this.permits}:${owner}:${randomUUID()}`;
   }
 
-  /** This process's waiters for this many permits: '<channel>:<permits>:<client id>' (see semaphore-waiting.lua). */
-  private get groupChannel(): string {
-    return (this.ownGroupChannel ??= `${this.semaphore.channel}:${this.permits}:${this.engine.clientId}`);
+  /** This client's channel for this semaphore: hand-over messages name the member they are for. */
+  private get clientChannel(): string {
+    return (this.ownClientChannel ??= `${this.semaphore.channel}:${this.engine.clientId}`);
   }
 
-  private ownGroupChannel?: string;
+  private ownClientChannel?: string;
 
-  /** LockBase's waiting, on the group's channel: a wake-up that finds no waiter of the group is passed on. */
-  protected override waitBehaviour(): WaitBehaviour {
+  /** Made at the start of each wait (one lock() / tryLock()): its member, which hand-overs address. */
+  protected override waitBehaviour(owner: string): WaitBehaviour {
+    this.member = this.newMember(owner);
+    this.anchor = undefined;
     return {
-      channel: this.groupChannel,
-      onUnheard: () => void this.passOn(),
-      quietRecheckMs: this.engine.quietRecheckMs,
+      channel: this.clientChannel,
+      waiterId: this.member,
+      // Each retry refreshes the queue's liveness deadline, and covers a lost message.
+      maxSleep: Math.max(1, Math.floor(this.timings.staleWaiterTimeout / 3)),
+      // A hand-over to a wait of this client that ended: given back now, not after the acceptance lease.
+      onUnclaimed: (member: string) => this.giveBackUnclaimed(member),
     };
   }
 
-  /** The group's last waiter gave up: it leaves the registry, passing on a wake-up that may be on its way. */
-  protected override async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
-    if (waited && this.engine.waiters.memberCount(this.groupChannel) === 0) void this.passOn();
-  }
-
-  /** The group leaves the waiting registry and, if permits are free, a group that can take them is woken. */
-  protected override passScript(): Promise<unknown> {
-    const { redis, clientId, publishCommand } = this.engine;
-    return SEMAPHORE_PASS.run(redis, this.semaphore, {
-      clientId,
-      permits: this.permits,
-      configuredLimit: this.limit,
-      publish: publishCommand,
-    });
-  }
-
-  /** Best effort: unreachable, the group's channel goes quiet once its waiters left, and the others re-check. */
-  private passOn(): Promise<void> {
-    return this.bounded(this.passScript(), 'pass wake-up').then(
-      () => undefined,
-      () => undefined,
-    );
-  }
-
-  protected async attempt({ holder, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
-    const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
-    const [status, value, limit] = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
-      idleKeyTtl,
+  protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
+    if (payload !== undefined) {
+      const handed = this.handedOver(holder, payload, holdId);
+      if (handed) return { acquired: true, value: handed };
+      // Not usable as it is: the attempt below finds the member held and takes it with its own lease.
+    }
+    const { redis, clientId, publishCommand, idleKeyTtl, replicaSync } = this.engine;
+    const sentAt = monotonicNow();
+    const epoch = replicaSync.epoch;
+    const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
       member: holder,
       permits: this.permits,
       leaseMs,
       configuredLimit: this.limit,
       publish: publishCommand,
-      chained: waiting?.refusedBefore ? '1' : '0',
       clientId,
-      waiting: waitingFlag(waiting),
+      mode: this.modeOf(waiting),
+      idleKeyTtl,
+      acceptanceLease: this.timings.acceptanceLease,
+      staleWaiterTimeout: this.timings.staleWaiterTimeout,
     });
-    if (status === 'refused' && value === NEVER_GRANTABLE) {
+    if (reply[0] === 'granted') return { acquired: true, value: { fencingToken: reply[1], reentered: false, holder } };
+    const [, ms, available, serverMs] = reply;
+    if (ms === NEVER_GRANTABLE) {
       throw new LockOptionsError(
-        `Cannot take ${this.permits} permit(s) of semaphore "${this.name}": its limit is ${limit} now ` +
+        `Cannot take ${this.permits} permit(s) of semaphore "${this.name}": its limit is ${available} now ` +
           '(lowered by setPermits), so no release can ever make room. Ask for fewer, or raise the limit.',
         this.name,
         { option: 'permits', value: this.permits },
       );
     }
-    return attemptOutcome(status, value, holder);
+    // A hand-over to this member comes after this refusal, on the same server unless the connection changed.
+    if (serverMs !== undefined) this.anchor = { sentAt, serverMs, epoch };
+    return { acquired: false, ttl: ms };
+  }
+
+  /**
+   * How a refused attempt queues. Not before this client listens on its channel: a hand-over to it
+   * would find nobody listening and drop its place. (Not subscribed yet, the acquire loop subscribes and
+   * tries again; subscribed already, a hot semaphore's, the first attempt queues.)
+   */
+  private modeOf(waiting: AttemptRequest['waiting']): PermitAttemptMode {
+    if (!waiting) return 'once';
+    if (waiting.refusedBefore) return 'queued';
+    return this.engine.waiters.isLive(this.clientChannel) ? 'wait' : 'once';
+  }
+
+  /**
+   * The grant a hand-over message makes, believed for its acceptance lease as counted from this wait's
+   * last refusal; undefined when the message cannot vouch for the hold: no refusal of this connection
+   * to count from (it reconnected since: maybe to another server), replicas must acknowledge grants
+   * (which only a call of ours can wait for), or less than half of the acceptance lease would be left.
+   */
+  private handedOver(holder: string, payload: string, holdId: string): Grant | undefined {
+    const message = parsePermitHandOver(payload);
+    const anchor = this.anchor;
+    const { replicaSync, registry } = this.engine;
+    if (!message || !anchor || anchor.epoch !== replicaSync.epoch) return undefined;
+    if (replicaSync.waitsAfterGrant(this.semaphore.holds)) return undefined;
+    const { acceptanceLease } = this.timings;
+    const firstLease = leaseFromAnchor(anchor, message.grantedAtMs, acceptanceLease);
+    if (!firstLease) return undefined;
+    const left = leaseEnd(firstLease.sentAt, firstLease.leaseMs, registry.driftFactor) - monotonicNow();
+    if (left < acceptanceLease / 2) return undefined;
+    return { fencingToken: message.fencingToken, reentered: false, holder, handedOver: { holdId, firstLease } };
+  }
+
+  /**
+   * A hand-over message for a wait of this client that is no longer waiting. If its acquisition holds
+   * (its own attempt took the member first), nothing; else its permits go back and on at once.
+   */
+  private giveBackUnclaimed(member: string): void {
+    if (this.engine.registry.get(this.semaphore.holds, member)) return;
+    void this.leave(member);
+  }
+
+  /** A wait that ended without its permits leaves the queue, giving back any handed to it meanwhile. */
+  protected override async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
+    const member = this.member;
+    if (waited && member !== undefined && !this.engine.registry.get(this.semaphore.holds, member)) {
+      await this.leave(member);
+    }
+  }
+
+  /** Best effort, bounded: a place or a hand-over left behind costs others its deadline or acceptance lease. */
+  private leave(member: string): Promise<void> {
+    return this.bounded(this.releaseCall(member, this.engine.clientId), 'leave wait').then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   /**
@@ -153,12 +232,19 @@ export class PermitLock extends LockBase {
    * release (an ioredis client re-sends it after a lost reply) still replies 'released'.
    */
   protected releaseOnce(holder: string): Promise<RawRelease> {
-    const { redis, publishCommand, operationTimeout } = this.engine;
+    return this.releaseCall(holder, '');
+  }
+
+  private releaseCall(member: string, leavingClient: string): Promise<'released' | 'not-locked'> {
+    const { redis, publishCommand, operationTimeout, idleKeyTtl } = this.engine;
     return SEMAPHORE_RELEASE.run(redis, this.semaphore, {
-      member: holder,
+      member,
       configuredLimit: this.limit,
       publish: publishCommand,
       memoryMs: Math.min(Math.ceil(operationTimeout), MAX_LEASE_MS),
+      acceptanceLease: this.timings.acceptanceLease,
+      idleKeyTtl,
+      leavingClient,
     });
   }
 

@@ -1,12 +1,12 @@
 import { bounded } from '../redis/bounded';
 import { writesToFixedServer } from '../redis/fixed-server';
-import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE, show } from '../util/validation';
+import { assertLockName, assertOptionsObject, checkDuration, LEASE_RULE, show, TIMEOUT_RULE } from '../util/validation';
 import type { EngineContext } from '../client/engine-context';
 import { LockAcquireTimeoutError, LockOptionsError } from '../errors';
 import { withLock } from '../lock/with-lock';
 import type { LockContext, LockHandle } from '../holds/lock-handle';
 import { SEMAPHORE_SET_PERMITS, SEMAPHORE_STATE } from '../scripts/catalog';
-import { PermitLock, permitKeys, type PermitKeys } from './permit-lock';
+import { PermitLock, permitKeys, type PermitKeys, type PermitTimings } from './permit-lock';
 
 /** Largest limit (and number of permits in one acquisition) the scripts accept. */
 export const MAX_PERMITS = 2_147_483_647;
@@ -19,7 +19,21 @@ export interface SemaphoreOptions {
   permits: number;
   /** Default lease of each acquisition, or 'watchdog' (the default) to renew it while held. */
   leaseTime?: number | 'watchdog';
+  /**
+   * Lease of permits a release just handed to a waiter, until that waiter's own renewal (at half of it,
+   * unless it released them sooner) applies its lease. A waiter that cannot renew (its process frozen,
+   * or cut off from Redis while its subscriber still listens) costs the others only this much: its
+   * permits come back when it runs out, and the waiter learns it lost them. Default 1000 ms.
+   */
+  acceptanceLease?: number;
+  /**
+   * A waiting acquisition that has not refreshed its place in the queue for this long counts as dead
+   * and is dropped. Waiters refresh every third of it. Default 5000 ms.
+   */
+  staleWaiterTimeout?: number;
 }
+
+export const SEMAPHORE_DEFAULTS = { acceptanceLease: 1_000, staleWaiterTimeout: 5_000 } as const;
 
 /** Options of one acquisition. Times are in milliseconds. */
 export interface PermitAcquireOptions {
@@ -36,8 +50,10 @@ export interface PermitAcquireOptions {
 /**
  * A semaphore with expiring permits: at most `permits` held at once across every process. Each
  * acquisition takes one or more permits with a lease of its own (renewed by the watchdog while held),
- * so the permits of a crashed holder come back when its lease ends; releases wake the waiters by
- * pub/sub. Not re-entrant: every acquisition counts.
+ * so the permits of a crashed holder come back when its lease ends. Waiting acquisitions queue in
+ * FIFO order; a release hands its permits straight to the longest-waiting ones that fit (one that
+ * wants more than is free lets smaller ones behind it in) and tells each in one message, which is
+ * its grant. Not re-entrant: every acquisition counts.
  * @example
  * const payments = locks.getSemaphore('payment-provider', { permits: 5 });
  * await payments.withPermits(({ signal }) => provider.charge(order, { signal }));
@@ -47,6 +63,7 @@ export class Semaphore {
   /** The limit this client was configured with (a limit stored by `setPermits` wins over it). */
   readonly permits: number;
   private readonly defaultLeaseTime: number | undefined;
+  private readonly timings: PermitTimings;
 
   constructor(
     private readonly engine: EngineContext,
@@ -62,6 +79,14 @@ export class Semaphore {
     const lease = { ...LEASE_RULE, watchdog: true };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
     this.keys = permitKeys(engine.keyPrefix, name);
+    this.timings = {
+      acceptanceLease:
+        checkDuration(name, 'acceptanceLease', options.acceptanceLease, TIMEOUT_RULE) ??
+        SEMAPHORE_DEFAULTS.acceptanceLease,
+      staleWaiterTimeout:
+        checkDuration(name, 'staleWaiterTimeout', options.staleWaiterTimeout, TIMEOUT_RULE) ??
+        SEMAPHORE_DEFAULTS.staleWaiterTimeout,
+    };
   }
 
   /**
@@ -120,6 +145,7 @@ export class Semaphore {
         permits,
         publish: this.engine.publishCommand,
         idleKeyTtl: this.engine.idleKeyTtl,
+        acceptanceLease: this.timings.acceptanceLease,
       }),
       'setPermits',
     );
@@ -130,7 +156,15 @@ export class Semaphore {
     assertOptionsObject(this.name, options);
     const { permits: requested, ...rest } = options;
     const permits = requested === undefined ? 1 : checkPermits(this.name, 'permits', requested, this.permits);
-    const lock = new PermitLock(this.engine, this.name, this.keys, permits, this.permits, this.defaultLeaseTime);
+    const lock = new PermitLock(
+      this.engine,
+      this.name,
+      this.keys,
+      permits,
+      this.permits,
+      this.defaultLeaseTime,
+      this.timings,
+    );
     return { permits, lock, rest };
   }
 

@@ -1,43 +1,59 @@
-import { arg, asIs, defineScript, num, str, yesNo } from './lua-script';
-import type { AttemptStatus } from './replies';
-import { publish, waiting } from './shared-args';
+import { arg, asIs, defineScript, num, str } from './lua-script';
+import { publish } from './shared-args';
 
 // The semaphore's scripts (part of the catalog: catalog.ts re-exports them and lists them in ALL_SCRIPTS).
 
-/** An attempt's reply and the permits free after it. */
-export type PermitAttemptReply = [status: Exclude<AttemptStatus, 'reentered'>, value: number, available: number];
+/** An attempt's reply: granted with the token and the permits left, or refused (see semaphore-acquire-7.lua). */
+export type PermitAttemptReply =
+  | [status: 'granted', token: number, available: number]
+  | [status: 'refused', ms: number, available: number, serverMs?: number];
 
-/** Takes `permits` permits for one hold, or registers the waiting group (see semaphore-waiting.lua). */
+/** How an attempt queues when refused (see semaphore-acquire-7.lua ARGV[7]). */
+export type PermitAttemptMode = 'once' | 'wait' | 'queued';
+
+/** Takes `permits` permits for one hold, or queues the acquisition (see semaphore-queue.lua). */
 export const SEMAPHORE_ACQUIRE = defineScript({
-  file: 'semaphore-acquire-5.lua',
-  keys: ['holds', 'limit', 'fence', 'channel', 'waiting'],
+  file: 'semaphore-acquire-7.lua',
+  keys: ['holds', 'limit', 'fence', 'channel', 'waiting', 'deadlines', 'released'],
   args: {
     member: str,
     permits: num,
     leaseMs: num,
     configuredLimit: num,
     publish,
-    chained: arg<'1' | '0'>(),
     clientId: str,
-    waiting,
+    mode: arg<PermitAttemptMode>(),
     idleKeyTtl: num,
+    acceptanceLease: num,
+    staleWaiterTimeout: num,
   },
   reply: asIs<PermitAttemptReply>,
 });
 
-/** Gives one hold's permits back and wakes a waiting group that can take the permits free. */
+/**
+ * Gives one hold's permits back and hands the permits free to the longest-waiting acquisitions that
+ * fit; with `leavingClient`, the ended wait of that client also leaves the queue.
+ */
 export const SEMAPHORE_RELEASE = defineScript({
-  file: 'semaphore-release-5.lua',
-  keys: ['holds', 'limit', 'channel', 'waiting', 'released'],
-  args: { member: str, configuredLimit: num, publish, memoryMs: num },
+  file: 'semaphore-release-7.lua',
+  keys: ['holds', 'limit', 'fence', 'channel', 'waiting', 'deadlines', 'released'],
+  args: {
+    member: str,
+    configuredLimit: num,
+    publish,
+    memoryMs: num,
+    acceptanceLease: num,
+    idleKeyTtl: num,
+    leavingClient: str,
+  },
   reply: asIs<'released' | 'not-locked'>,
 });
 
 /** Permits free under the new limit (negative: held beyond it after a shrink). */
 export const SEMAPHORE_SET_PERMITS = defineScript({
-  file: 'semaphore-set-permits-4.lua',
-  keys: ['holds', 'limit', 'channel', 'waiting'],
-  args: { permits: num, publish, idleKeyTtl: num },
+  file: 'semaphore-set-permits-6.lua',
+  keys: ['holds', 'limit', 'fence', 'channel', 'waiting', 'deadlines'],
+  args: { permits: num, publish, idleKeyTtl: num, acceptanceLease: num },
   reply: asIs<number>,
 });
 
@@ -69,12 +85,4 @@ export const SEMAPHORE_INSPECT = defineScript({
   keys: ['holds', 'limit', 'fence', 'waiting'],
   args: { most: num },
   reply: asIs<SemaphoreInspectReply>,
-});
-
-/** Yes: another waiting group was woken. */
-export const SEMAPHORE_PASS = defineScript({
-  file: 'semaphore-pass-4.lua',
-  keys: ['holds', 'limit', 'channel', 'waiting'],
-  args: { clientId: str, permits: num, configuredLimit: num, publish },
-  reply: yesNo,
 });
