@@ -1,6 +1,4 @@
-import { leaseEnd } from '../util/clock';
-import { leaseFromAnchor, type LeaseFrom, type ServerClockAnchor } from '../util/server-clock';
-import type { ConnectionMark } from '../redis/connection-mark';
+import type { WaitAnchor } from '../holds/hand-over-lease';
 
 /**
  * What a fair lock's hand-over message tells its wait, after '<waiter id>|' (see
@@ -19,11 +17,6 @@ export function parseHandOver(payload: string): HandOverMessage | undefined {
   const grant = GRANT.exec(payload);
   if (!grant) return undefined;
   return { kind: 'grant', token: Number(grant[1]), serverMs: Number(grant[2]), holdId: grant[3] };
-}
-
-/** A refused attempt's reply that read Redis's clock, and the connection it came on. */
-export interface WaitAnchor extends ServerClockAnchor {
-  readonly connection: ConnectionMark;
 }
 
 /**
@@ -54,32 +47,8 @@ export class FairWait {
     this.latest = anchor;
   }
 
-  /**
-   * The first lease of a grant made at Redis time `grantMs` with lease `leaseMs`, believed from the
-   * anchor that gives the latest end among those that can vouch for it: taken no later than the grant,
-   * on a connection still open to the same server (`current`), and agreeing with this process's clock
-   * (no more server time between the anchor and the grant than local time since the anchor was sent,
-   * give or take Redis's millisecond and the drift share). Undefined when none can.
-   */
-  firstLease(
-    grantMs: number,
-    leaseMs: number,
-    now: number,
-    driftFactor: number,
-    current: (connection: ConnectionMark) => boolean,
-  ): LeaseFrom | undefined {
-    let best: LeaseFrom | undefined;
-    for (const anchor of [this.latest, this.first]) {
-      if (!anchor || !current(anchor.connection)) continue;
-      const localSpan = now - anchor.sentAt;
-      if (grantMs - anchor.serverMs > localSpan * (1 + driftFactor) + 1) continue;
-      const lease = leaseFromAnchor(anchor, grantMs, leaseMs);
-      if (lease && (!best || endOf(lease, driftFactor) > endOf(best, driftFactor))) best = lease;
-    }
-    return best;
+  /** The anchors a grant in the message may be believed from, the latest first (see handOverFirstLease). */
+  get anchors(): readonly (WaitAnchor | undefined)[] {
+    return [this.latest, this.first];
   }
-}
-
-function endOf(lease: LeaseFrom, driftFactor: number): number {
-  return leaseEnd(lease.sentAt, lease.leaseMs, driftFactor);
 }

@@ -1,4 +1,4 @@
-import { leaseEnd, monotonicNow } from '../util/clock';
+import { monotonicNow } from '../util/clock';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
@@ -18,8 +18,9 @@ import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
 import type { HandOver } from '../turns/process-turns';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
-import { connectionMark, sameConnection } from '../redis/connection-mark';
+import { connectionMark } from '../redis/connection-mark';
 import type { LeaseFrom } from '../util/server-clock';
+import { handOverFirstLease } from '../holds/hand-over-lease';
 import { FairWait, parseHandOver, type HandOverMessage } from './fair-hand-over';
 import {
   CLAIM_ATTEMPT,
@@ -193,12 +194,7 @@ export class FairLock extends HashLock {
     const { redis, replicaSync, registry } = this.engine;
     const key = this.keys.lock;
     if (leaseMs < this.acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
-    const now = monotonicNow();
-    const current = (connection: Parameters<typeof sameConnection>[0]) => sameConnection(connection, redis, key);
-    const lease = wait.firstLease(grant.serverMs, this.acceptanceLease, now, registry.driftFactor, current);
-    if (!lease) return undefined;
-    const left = leaseEnd(lease.sentAt, lease.leaseMs, registry.driftFactor) - now;
-    return left >= this.acceptanceLease / 2 ? lease : undefined;
+    return handOverFirstLease(wait.anchors, grant.serverMs, this.acceptanceLease, registry.driftFactor, redis, key);
   }
 
   /**

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
 import { MAX_LEASE_MS } from '../util/validation';
-import { leaseEnd, monotonicNow } from '../util/clock';
-import { leaseFromAnchor, type ServerClockAnchor } from '../util/server-clock';
+import { monotonicNow } from '../util/clock';
+import { handOverFirstLease, type WaitAnchor } from '../holds/hand-over-lease';
+import { connectionMark } from '../redis/connection-mark';
 import type { EngineContext } from '../client/engine-context';
 import { LockOptionsError } from '../errors';
 import type { RenewalKind } from '../holds/held-lock';
@@ -44,11 +45,6 @@ export interface PermitTimings {
   staleWaiterTimeout: number;
 }
 
-/** The refusal that anchors a wait's hand-overs on this client's clock, and the connection epoch it came in. */
-interface Anchor extends ServerClockAnchor {
-  epoch: number;
-}
-
 /**
  * One acquisition of `permits` permits, seen as a lock so that it shares LockBase's acquire loop,
  * handles, watchdog renewals, and releases retried through an outage. Each acquisition is a hold of
@@ -68,8 +64,8 @@ export class PermitLock extends LockBase {
   protected override readonly defaultLeaseTime: number | undefined;
   /** This wait's hold member (see waitBehaviour). */
   private member?: string;
-  /** The latest refusal of this wait (see Anchor). */
-  private anchor?: Anchor;
+  /** The latest refusal of this wait that read Redis's clock (see handOverFirstLease). */
+  private anchor?: WaitAnchor;
 
   constructor(
     engine: EngineContext,
@@ -141,9 +137,8 @@ export class PermitLock extends LockBase {
       if (handed) return { acquired: true, value: handed };
       // Not usable as it is: the attempt below finds the member held and takes it with its own lease.
     }
-    const { redis, clientId, publishCommand, idleKeyTtl, replicaSync } = this.engine;
+    const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
     const sentAt = monotonicNow();
-    const epoch = replicaSync.epoch;
     const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
       member: holder,
       permits: this.permits,
@@ -167,7 +162,8 @@ export class PermitLock extends LockBase {
       );
     }
     // A hand-over to this member comes after this refusal, on the same server unless the connection changed.
-    if (serverMs !== undefined) this.anchor = { sentAt, serverMs, epoch };
+    const connection = serverMs === undefined ? undefined : connectionMark(redis, this.semaphore.holds);
+    if (connection) this.anchor = { sentAt, serverMs: serverMs!, connection };
     return { acquired: false, ttl: ms };
   }
 
@@ -190,15 +186,19 @@ export class PermitLock extends LockBase {
    */
   private handedOver(holder: string, payload: string, holdId: string): Grant | undefined {
     const message = parsePermitHandOver(payload);
-    const anchor = this.anchor;
-    const { replicaSync, registry } = this.engine;
-    if (!message || !anchor || anchor.epoch !== replicaSync.epoch) return undefined;
-    if (replicaSync.waitsAfterGrant(this.semaphore.holds)) return undefined;
+    const { redis, replicaSync, registry } = this.engine;
+    const key = this.semaphore.holds;
+    if (!message || replicaSync.waitsAfterGrant(key)) return undefined;
     const { acceptanceLease } = this.timings;
-    const firstLease = leaseFromAnchor(anchor, message.grantedAtMs, acceptanceLease);
+    const firstLease = handOverFirstLease(
+      [this.anchor],
+      message.grantedAtMs,
+      acceptanceLease,
+      registry.driftFactor,
+      redis,
+      key,
+    );
     if (!firstLease) return undefined;
-    const left = leaseEnd(firstLease.sentAt, firstLease.leaseMs, registry.driftFactor) - monotonicNow();
-    if (left < acceptanceLease / 2) return undefined;
     return { fencingToken: message.fencingToken, reentered: false, holder, handedOver: { holdId, firstLease } };
   }
 
