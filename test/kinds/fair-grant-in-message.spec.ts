@@ -48,6 +48,8 @@ describe('FairLock: the grant travels in the hand-over message', () => {
 
   const keysOf = () => a.locks.getFairLock(name, options).keys;
   const queueLength = () => a.redis.llen(keysOf().queue);
+  /** The clients listening for this lock's hand-overs (a worker's, before this process waits itself). */
+  const workerChannels = async () => (await a.redis.pubsub('CHANNELS', `${keysOf().channel}:*`)).length;
   const heldOf = (handle: LockHandle) => (handle as unknown as { held: HeldLock }).held;
   const workerEnv = (extra: Record<string, string | number> = {}) => ({
     REDIS_PORT: singlePort(),
@@ -138,6 +140,8 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     const holder = await lock.lock();
     const doomed = start('hold-lock.ts');
     await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
+    // It queued with its first attempt, maybe before it listens: a hand-over it cannot hear would lapse.
+    await eventually(async () => (await workerChannels()) === 1, WORKER_START_MS);
     const next = runInLockScope(() => lock.lock(), { newScope: true });
     next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
     await eventually(async () => (await queueLength()) === 2);
@@ -157,6 +161,7 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     await late.waitFor('ready', WORKER_START_MS);
     late.send('enqueue late');
     await eventually(async () => (await queueLength()) === 1);
+    await eventually(async () => (await workerChannels()) === 1, WORKER_START_MS);
     const next = runInLockScope(() => lock.lock(), { newScope: true });
     next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
     await eventually(async () => (await queueLength()) === 2);

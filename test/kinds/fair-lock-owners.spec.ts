@@ -22,7 +22,10 @@ import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lo
  */
 describe('FairLock: owner ids are opaque', () => {
   const prefix = testPrefix();
-  const fairOptions = { staleWaiterTimeout: 1_500, acceptanceLease: 1_000 };
+  // A hold handed over in a message believes only the acceptance lease until its renewal at half of it:
+  // 3 s, so that a worker stalled by a loaded machine right after its grant does not lose its hold (and
+  // report its release 'expired') in the middle of this spec about order and owners.
+  const fairOptions = { staleWaiterTimeout: 1_500, acceptanceLease: 3_000 };
   let client: TestClient;
   const workers: Worker[] = [];
   const extraClients: TestClient[] = [];

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLockClient, type LockClient } from '../../lib';
+import { createLockClient, type LockClient, type LockHandle } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, watchCommands, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startTogether, startWorker, type Worker } from '../support/workers';
@@ -129,14 +129,17 @@ describe('Semaphore: permits handed over in the release message', () => {
     const theirs = waiter.locks.getSemaphore(name, options);
     const all = await semaphore.acquire({ permits: 3 });
     const order: string[] = [];
-    const waits = [
-      theirs.acquire({ permits: 2 }).then((h) => (order.push('2'), h)),
-      semaphore.acquire({ permits: 1 }).then((h) => (order.push('1a'), h)),
-      theirs.acquire({ permits: 1 }).then((h) => (order.push('1b'), h)),
+    const starts: [string, () => Promise<LockHandle>][] = [
+      ['2', () => theirs.acquire({ permits: 2 })],
+      ['1a', () => semaphore.acquire({ permits: 1 })],
+      ['1b', () => theirs.acquire({ permits: 1 })],
     ];
-    // Queued one after the other.
-    for (let queued = 1; queued <= 3; queued++) {
-      await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) >= queued);
+    const waits: Promise<LockHandle>[] = [];
+    // Queued one after the other: each wait starts once the one before is in the queue (a wait queues
+    // once its client listens, so started together they could queue in any order).
+    for (const [label, start] of starts) {
+      waits.push(start().then((h) => (order.push(label), h)));
+      await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === waits.length);
     }
     await all.release();
     const handles = await Promise.all(waits.slice(0, 2));

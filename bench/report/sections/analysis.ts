@@ -260,6 +260,10 @@ export function analysis(r: BenchResults, targets: TargetRow[]): string {
       prose('analysis', 'semaphore', {
         missed: semaphore.map((t) => `${t.target.replace('Semaphore: ', '')} (${t.measured})`).join('; '),
         'ours.sentPerAcq': n(permits.sentPerAcq),
+        'ours.commandsPerAcq': n(permits.commandsPerAcq),
+        'peer.commandsPerAcq': n(peerSemaphore.commandsPerAcq),
+        'ours.clientCpuMs': n(permits.clientCpuPerAcqMs, 2),
+        'peer.clientCpuMs': n(peerSemaphore.clientCpuPerAcqMs, 2),
         'ours.executedPerAcq': n(permits.executedPerAcq, 1),
         'peer.executedPerAcq': n(peerSemaphore.executedPerAcq, 1),
         'ours.crossProcessShare': pct(permits.crossProcessShare),
