@@ -266,8 +266,6 @@ export function analysis(r: BenchResults, targets: TargetRow[]): string {
         'peer.clientCpuMs': n(peerSemaphore.clientCpuPerAcqMs, 2),
         'ours.executedPerAcq': n(permits.executedPerAcq, 1),
         'peer.executedPerAcq': n(peerSemaphore.executedPerAcq, 1),
-        'ours.crossProcessShare': pct(permits.crossProcessShare),
-        'peer.crossProcessShare': pct(peerSemaphore.crossProcessShare),
         'ours.jain': n(permits.jain, 3),
         'peer.jain': n(peerSemaphore.jain, 3),
       }),
