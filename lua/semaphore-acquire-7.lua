@@ -54,7 +54,7 @@ if mode ~= 'once' and mode ~= 'wait' and mode ~= 'queued' then
 end
 local badIdle = idleTtlProblem(ARGV[8])
 if badIdle then return badIdle end
-local badAcceptance = acceptanceProblem(ARGV[9])
+local badAcceptance = acceptanceLeaseProblem(ARGV[9])
 if badAcceptance then return badAcceptance end
 if not wholeNumber(stale, 1, 2147483647) then
   return redis.error_reply('BADARG stale waiter timeout must be whole ms in 1..2147483647, got ' .. tostring(ARGV[10]))

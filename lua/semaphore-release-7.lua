@@ -38,7 +38,7 @@ if badLimit then return badLimit end
 if not wholeNumber(memory, 1, 31536000000) then
   return redis.error_reply('BADARG memory must be whole ms in 1..31536000000, got ' .. tostring(ARGV[4]))
 end
-local badAcceptance = acceptanceProblem(ARGV[5])
+local badAcceptance = acceptanceLeaseProblem(ARGV[5])
 if badAcceptance then return badAcceptance end
 local badIdle = idleTtlProblem(ARGV[6])
 if badIdle then return badIdle end

@@ -22,7 +22,7 @@ local badLimit = limitAndPublishProblem(ARGV[1], publish)
 if badLimit then return badLimit end
 local badIdle = idleTtlProblem(ARGV[3])
 if badIdle then return badIdle end
-local badAcceptance = acceptanceProblem(ARGV[4])
+local badAcceptance = acceptanceLeaseProblem(ARGV[4])
 if badAcceptance then return badAcceptance end
 redis.call('set', limitKey, limit, 'px', math.max(0, redis.call('pttl', holdsKey)) + tonumber(ARGV[3]))
 local now = nowMs()

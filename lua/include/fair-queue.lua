@@ -28,14 +28,7 @@
 local GRANTED_TO = '\0granted-to'
 local HANDED_HOLD = '\0handed-hold'
 
--- The BADARG reply for an acceptance lease the fair scripts refuse, or nil.
-local function acceptanceLeaseProblem(acceptanceArg)
-  local acceptance = tonumber(acceptanceArg)
-  if not acceptance or acceptance < 1 or acceptance > 2147483647 or acceptance % 1 ~= 0 then
-    return redis.error_reply('BADARG acceptance lease must be whole ms in 1..2147483647, got ' .. tostring(acceptanceArg))
-  end
-  return nil
-end
+--!include acceptance-lease.lua
 
 -- The BADARG reply for a lease or an acceptance lease both fair scripts refuse, or nil.
 local function fairArgumentProblem(leaseArg, acceptanceArg)

@@ -83,11 +83,4 @@ local function handOverFree(q, available)
   end
 end
 
--- The BADARG reply for an acceptance lease the semaphore scripts refuse, or nil.
-local function acceptanceProblem(raw)
-  local acceptance = tonumber(raw)
-  if not acceptance or acceptance < 1 or acceptance > 2147483647 or acceptance % 1 ~= 0 then
-    return redis.error_reply('BADARG acceptance lease must be whole ms in 1..2147483647, got ' .. tostring(raw))
-  end
-  return nil
-end
+--!include acceptance-lease.lua

@@ -37,8 +37,11 @@ type Vote = { index: number } & (
 
 /** A round that did not get the lock, and why. */
 interface LostRound {
-  /** refused: someone holds it; split: contenders divided the masters; unreachable: too few answer. */
-  why: 'refused' | 'split' | 'unreachable';
+  /**
+   * refused: someone holds it; split: contenders divided the masters; unreachable: too few answer;
+   * late: a quorum granted after the lease's validity was over.
+   */
+  why: 'refused' | 'split' | 'unreachable' | 'late';
   /** The gate (a master's index) refused, and the other masters were not asked (see round). */
   gate?: number;
   retryAfter: number;
@@ -227,6 +230,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           }));
           return null;
         }
+        if (round.why === 'late') {
+          gated = false;
+          continue;
+        }
         if (!watch) {
           this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
           // Subscribed from now on; a release before that would be missed: try again at once.
@@ -332,7 +339,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     }
     settle(undo);
     granted.forEach(undo); // in the background: never waits on a master
-    return this.lost(votes, lease);
+    const lost = this.lost(votes, lease);
+    // A quorum granted, but too late to leave any validity: not contention, so the next round asks
+    // every master at once (a gated round, two answers in a row, would be later still).
+    return granted.length >= this.quorum ? { ...lost, why: 'late' } : lost;
   }
 
   /**
