@@ -112,6 +112,8 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     const holder = await lock.lock();
     const frozen = start('hold-lock.ts');
     await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
+    // It queued with its first attempt, maybe before it listens: a hand-over it cannot hear would lapse.
+    await eventually(async () => (await workerChannels()) === 1, WORKER_START_MS);
     const next = runInLockScope(() => lock.lock(), { newScope: true });
     next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
     await eventually(async () => (await queueLength()) === 2);
