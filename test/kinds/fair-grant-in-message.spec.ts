@@ -107,19 +107,28 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     expect(await a.redis.exists(lockA.keys.lock, lockA.keys.queue, lockA.keys.waiterHolds)).toBe(0);
   });
 
-  it('a holder frozen right after the hand-over holds the next waiter up for one acceptance lease, and is told of the loss when it runs again', async () => {
+  /**
+   * A worker process queues first, then a wait of this process; this process's hold is released, and
+   * the lock is handed to the worker, which prints 'acquired'.
+   */
+  async function handedToWorker() {
     const lock = a.locks.getFairLock(name, options);
     const holder = await lock.lock();
-    const frozen = start('hold-lock.ts');
+    const worker = start('hold-lock.ts');
     await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
     // It queued with its first attempt, maybe before it listens: a hand-over it cannot hear would lapse.
     await eventually(async () => (await workerChannels()) === 1, WORKER_START_MS);
     const next = runInLockScope(() => lock.lock(), { newScope: true });
-    next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
+    next.catch(() => undefined); // awaited by the test; a failed check before must not leave it unobserved
     await eventually(async () => (await queueLength()) === 2);
     const releasedAt = Date.now();
     await holder.release();
-    await frozen.waitFor('acquired');
+    await worker.waitFor('acquired');
+    return { lock, worker, next, releasedAt };
+  }
+
+  it('a holder frozen right after the hand-over holds the next waiter up for one acceptance lease, and is told of the loss when it runs again', async () => {
+    const { lock, worker: frozen, next, releasedAt } = await handedToWorker();
     frozen.child.kill('SIGSTOP'); // before its renewal at half the acceptance lease
     try {
       expect(await a.redis.pttl(lock.keys.lock)).toBeLessThanOrEqual(acceptanceLease); // not the 30 s lease
@@ -138,18 +147,7 @@ describe('FairLock: the grant travels in the hand-over message', () => {
   }, 90_000);
 
   it('a holder killed right after the hand-over costs the next waiter about one acceptance lease', async () => {
-    const lock = a.locks.getFairLock(name, options);
-    const holder = await lock.lock();
-    const doomed = start('hold-lock.ts');
-    await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
-    // It queued with its first attempt, maybe before it listens: a hand-over it cannot hear would lapse.
-    await eventually(async () => (await workerChannels()) === 1, WORKER_START_MS);
-    const next = runInLockScope(() => lock.lock(), { newScope: true });
-    next.catch(() => undefined); // awaited below; a failed check before must not leave it unobserved
-    await eventually(async () => (await queueLength()) === 2);
-    const releasedAt = Date.now();
-    await holder.release();
-    await doomed.waitFor('acquired');
+    const { worker: doomed, next, releasedAt } = await handedToWorker();
     doomed.child.kill('SIGKILL');
     const handle = await next;
     expect(Date.now() - releasedAt).toBeLessThan(acceptanceLease + options.staleWaiterTimeout / 3 + 1_500);
