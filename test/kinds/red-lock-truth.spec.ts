@@ -66,7 +66,10 @@ describe('RedLock reports the truth', () => {
       const pausedAt = Date.now();
       const before = handle.validUntil;
       while (!handle.signal.aborted && Date.now() - pausedAt < 2_500) {
-        expect(handle.validUntil).toBeLessThanOrEqual(before + 20); // not moved forward
+        // Not moved forward by a renewal (a renewal moves it by about its period, 500 ms). Each master's
+        // renewal is sent on its own timer: a first renewal sent before the pause and answered late on
+        // a loaded machine still moves it by the spread of those sends (32 ms seen in CI), truthfully.
+        expect(handle.validUntil).toBeLessThanOrEqual(before + 200);
         await sleep(50);
       }
       expect(handle.signal.aborted).toBe(true);
