@@ -5,6 +5,7 @@ import { Mutex, Semaphore, TimeoutError } from 'redis-semaphore';
 import { LockClient, RedisPubSub } from './subject';
 import { sleep } from '../../scripts/tooling';
 import { HandOffFloor } from './hand-off-floor';
+import { PermitFloor } from './permit-floor';
 import { RedissonScript } from './redisson-script';
 
 /**
@@ -40,6 +41,7 @@ export const CONTENDER_IDS = [
   'write',
   'redisson-script',
   'hand-off-floor',
+  'permit-floor',
   'red-lock',
   'redlock-masters',
 ] as const;
@@ -69,6 +71,7 @@ export const CONTENDER_LABELS: Record<ContenderId, string> = {
   write: 'ours: write lock',
   'redisson-script': "Redisson's lock script, bare",
   'hand-off-floor': 'wake-one FIFO floor',
+  'permit-floor': 'FIFO permit hand-over floor',
   'red-lock': 'ours: RedLock',
   'redlock-masters': 'redlock, 5 masters',
 };
@@ -97,6 +100,8 @@ export const CONTENDER_CONFIG: Record<ContenderId, string> = {
     "written here (bench/lib/redisson-script.ts): Redisson RLock's acquire and release scripts (owner hash, PEXPIRE, publish on the last release) called directly, nothing around them; uncontended latency only",
   'hand-off-floor':
     'written here (bench/lib/hand-off-floor.ts): a queue, a reservation for the next process and a message to it alone, every grant moving to the next process in line as with the fair lock; no re-entry, fencing, watchdog, bounds or failover care; hot keys only',
+  'permit-floor':
+    'written here (bench/lib/permit-floor.ts): a set of holders and a queue; a release puts the next in line in its place and tells its process alone, whose message is the grant, every grant moving to the next acquisition in line as with our semaphore; no leases, fencing, watchdog, bounds or failover care; shared holders only',
   'red-lock':
     '`new RedLock(clients, name).lock()` over five independent masters (one `LockClient` each): watchdog lease 30 s, woken by the releases of the masters that refused; RedLock scenario only',
   'redlock-masters':
@@ -115,12 +120,21 @@ export const BASELINES: ReadonlySet<ContenderId> = new Set<ContenderId>(['reentr
 /**
  * Reference designs written here, the least a lock of that design can cost on this machine: not
  * peers, not in the goals or the chart. `redisson-script` is measured uncontended, `hand-off-floor`
- * on the hot keys.
+ * on the hot keys, `permit-floor` with the shared holders.
  */
-export const FLOORS: ReadonlySet<ContenderId> = new Set<ContenderId>(['redisson-script', 'hand-off-floor']);
+export const FLOORS: ReadonlySet<ContenderId> = new Set<ContenderId>([
+  'redisson-script',
+  'hand-off-floor',
+  'permit-floor',
+]);
 
 /** Locks that admit several holders at once (a semaphore, a read lock): measured in the shared-holders scenario only. */
-export const SHARED_HOLDERS: ReadonlySet<ContenderId> = new Set<ContenderId>(['permits', 'rs-semaphore', 'read']);
+export const SHARED_HOLDERS: ReadonlySet<ContenderId> = new Set<ContenderId>([
+  'permits',
+  'rs-semaphore',
+  'read',
+  'permit-floor',
+]);
 
 /**
  * The locks measured on many names, each locked and released once (what a name leaves in Redis):
@@ -188,6 +202,7 @@ export const CLIENT_COMMANDS: Record<ContenderId, string[]> = {
   write: [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'redisson-script': SCRIPTS,
   'hand-off-floor': [...SCRIPTS, 'subscribe'],
+  'permit-floor': [...SCRIPTS, 'subscribe'],
   'red-lock': [...SCRIPTS, 'subscribe', 'unsubscribe'],
   'redlock-masters': SCRIPTS,
 };
@@ -227,6 +242,8 @@ export function createContender(id: ContenderId, redis: Redis, options: Contende
       return new RedissonScript(redis);
     case 'hand-off-floor':
       return new HandOffFloor(redis);
+    case 'permit-floor':
+      return new PermitFloor(redis);
     case 'red-lock':
     case 'redlock-masters':
       throw new Error(`${id} runs over five masters: bench/scenarios/red-lock.ts measures it`);

@@ -24,7 +24,7 @@ export interface SharedResult {
 const SECTION_MS = 1;
 
 function sectionOf(id: ContenderId): SharedSection {
-  if (id === 'permits' || id === 'rs-semaphore') return { limit: SHARED_LIMIT };
+  if (id === 'permits' || id === 'rs-semaphore' || id === 'permit-floor') return { limit: SHARED_LIMIT };
   if (id === 'read') return {};
   return { limit: 1 };
 }

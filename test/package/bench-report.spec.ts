@@ -105,7 +105,15 @@ function variants(): BenchResults[] {
     delete empty[key];
   delete empty.startup;
   delete empty.failover;
-  return [published(), other, empty];
+  // The FIFO permit floor measured, on each side of the peer's rate (the semaphore's paragraph says
+  // which holds ours back: the order, or our client's CPU).
+  const withFloor = (share: number) => {
+    const results = published();
+    const peer = results.shared!.rows['rs-semaphore']!;
+    results.shared!.rows['permit-floor'] = { ...peer, perSecond: share * peer.perSecond };
+    return results;
+  };
+  return [published(), other, empty, withFloor(0.5), withFloor(1)];
 }
 
 describe('the benchmark report (bench/report)', () => {

@@ -3,6 +3,7 @@ import { int, n, pct, us } from '../cells';
 import { prose } from '../prose';
 import { best as bestOf, STARVING_JAIN, type TargetRow } from '../targets';
 import type { BenchResults } from '../results';
+import type { SharedRow } from '../../scenarios/shared';
 import { commandsPerAcq, each, label } from './common';
 
 /**
@@ -268,6 +269,7 @@ export function analysis(r: BenchResults, targets: TargetRow[]): string {
         'peer.executedPerAcq': n(peerSemaphore.executedPerAcq, 1),
         'ours.jain': n(permits.jain, 3),
         'peer.jain': n(peerSemaphore.jain, 3),
+        floor: permitFloorSentence(permits, peerSemaphore, r.shared?.rows['permit-floor']),
       }),
       '',
     );
@@ -344,4 +346,29 @@ function redLockAnalysis(r: BenchResults, missed: TargetRow[]): string | undefin
     starving:
       hotPeer.jain < STARVING_JAIN ? ` ${prose('analysis', 'redlock-starving', { bound: String(STARVING_JAIN) })}` : '',
   });
+}
+
+/**
+ * What the FIFO permit hand-over floor (bench/lib/permit-floor.ts) ran at in the same run, against
+ * redis-semaphore's and ours; empty when the run did not measure it.
+ */
+function permitFloorSentence(ours: SharedRow, peer: SharedRow, floor: SharedRow | undefined): string {
+  if (!floor) return '';
+  // One more sentence of the semaphore's paragraph.
+  return (
+    ' ' +
+    prose('analysis', 'semaphore-floor', {
+      'floor.rate': int(floor.perSecond),
+      'floor.ofPeer': n(floor.perSecond / peer.perSecond),
+      'floor.clientCpuMs': n(floor.clientCpuPerAcqMs, 2),
+      'floor.jain': n(floor.jain, 3),
+      'ours.ofFloor': n(ours.perSecond / floor.perSecond),
+      'ours.cpuOfFloor': n(ours.clientCpuPerAcqMs / floor.clientCpuPerAcqMs),
+      // Within a tenth of the peer: FIFO is not what holds ours back.
+      verdict: prose(
+        'analysis',
+        floor.perSecond >= 0.9 * peer.perSecond ? 'semaphore-floor-engine' : 'semaphore-floor-order',
+      ),
+    })
+  );
 }
