@@ -364,11 +364,7 @@ function permitFloorSentence(ours: SharedRow, peer: SharedRow, floor: SharedRow 
       'floor.jain': n(floor.jain, 3),
       'ours.ofFloor': n(ours.perSecond / floor.perSecond),
       'ours.cpuOfFloor': n(ours.clientCpuPerAcqMs / floor.clientCpuPerAcqMs),
-      // Within a tenth of the peer: FIFO is not what holds ours back.
-      verdict: prose(
-        'analysis',
-        floor.perSecond >= 0.9 * peer.perSecond ? 'semaphore-floor-engine' : 'semaphore-floor-order',
-      ),
+      larger: ours.perSecond / floor.perSecond < floor.perSecond / peer.perSecond ? 'the second' : 'the first',
     })
   );
 }
