@@ -129,7 +129,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
 
   /** @internal */
   leaseOf(leaseTime: number | undefined): number {
-    return leaseTime ?? Math.min(...this.clients.map((c) => c.watchdogTimeout));
+    // Whole ms, rounded up as every lock kind does: the masters' scripts take nothing else.
+    return leaseTime === undefined ? Math.min(...this.clients.map((c) => c.watchdogTimeout)) : Math.ceil(leaseTime);
   }
 
   /** @internal */
