@@ -87,6 +87,32 @@ describe('bad input', () => {
     }
   });
 
+  it('RedLock: extend() refuses a bad lease before any master is asked, and the lock stays held', async () => {
+    const masters = sharedTopology('multi').masters.map((m) => connect(m.port));
+    const clients = masters.map((redis) => new LockClient({ redis, keyPrefix: prefix, logger: quietLogger }));
+    try {
+      const name = 'extend-redlock';
+      const handle = await new RedLock(clients, name).lock({ leaseTime: 20_000, waitTime: 5_000 });
+      for (const bad of [-1, 0, NaN, Infinity, 1e19, '1000', 10]) {
+        const error = await handle.extend(bad as number).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LockOptionsError);
+        expect(error).toMatchObject({ name: 'LockOptionsError', key: name, option: 'leaseTime' });
+        expect(handle.signal.aborted).toBe(false);
+        expect(handle.validity).toBeGreaterThan(15_000);
+      }
+      // Nothing reached a master: each still has the first lease.
+      const pttls = await Promise.all(masters.map((m) => m.pttl(lockKeys(prefix, name).lock)));
+      expect(pttls.filter((ttl) => ttl > 15_000).length).toBeGreaterThanOrEqual(3);
+      await handle.extend(1500.5); // rounded up, like the acquisition's
+      const after = await Promise.all(masters.map((m) => m.pttl(lockKeys(prefix, name).lock)));
+      expect(after.filter((ttl) => ttl > 1_000 && ttl <= 1_501).length).toBeGreaterThanOrEqual(3);
+      expect(await handle.release()).toBe('released');
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      masters.forEach((m) => m.disconnect());
+    }
+  });
+
   it('a 30-day lease is held for 30 days: no timer overflow, no false loss, released normally', async () => {
     const warnings: Error[] = [];
     const onWarning = (w: Error) => warnings.push(w);
