@@ -215,6 +215,29 @@ describe('semaphore lua scripts', () => {
     }
   });
 
+  it('semaphore-release-7 leaving: a wait that ended before anything was handed to it is remembered, so a late copy of its attempt takes nothing', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 60_000, 1);
+    const p1 = await listen(k, 'p1');
+    try {
+      // The wait's attempt queued (or its reply was lost and a copy is still on its way); then the wait ends.
+      await acquire(k, '1:w', 1, 60_000, 1, 'p1');
+      await release(k, '1:w', 1, 5_000, 'p1');
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      await release(k, '1:a', 1);
+      expect(await redis.zcard(k.holds)).toBe(0);
+      // A copy of the ended wait's attempt comes now, the permit free: it must take nothing (nobody
+      // would ever renew or release that hold, and it would keep the permit for its whole lease).
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1', 'queued'))[0]).toBe('refused');
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1', 'wait'))[0]).toBe('refused');
+      expect(await redis.zcard(k.holds)).toBe(0);
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      expect((await acquire(k, '1:b', 1, 60_000, 1))[0]).toBe('granted');
+    } finally {
+      await p1.close();
+    }
+  });
+
   it('semaphore-release-7: releases once; a repeat replies as the first run while remembered', async () => {
     const k = keys();
     await Promise.all(['1:a', '1:b', '1:x'].map((member) => acquire(k, member, 1)));
