@@ -238,6 +238,27 @@ describe('semaphore lua scripts', () => {
     }
   });
 
+  it('semaphore-acquire-7 run twice: a waiting attempt sent again (its reply lost) when permits came free takes them itself, and stays out of the queue', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 300, 1); // runs out on its own: freed without a release
+    const p1 = await listen(k, 'p1');
+    try {
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1'))[0]).toBe('refused');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      // The same attempt again (a copy, or the next attempt after a lost reply, still in 'wait' mode).
+      const [status] = await acquire(k, '1:w', 1, 60_000, 1, 'p1');
+      expect(status).toBe('granted');
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:w']);
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      expect(await redis.zcard(k.deadlines)).toBe(0);
+      // Its release then hands nothing to the acquisition that just ended.
+      expect(await release(k, '1:w', 1)).toBe('released');
+      expect(await redis.zcard(k.holds)).toBe(0);
+    } finally {
+      await p1.close();
+    }
+  });
+
   it('semaphore-release-7: releases once; a repeat replies as the first run while remembered', async () => {
     const k = keys();
     await Promise.all(['1:a', '1:b', '1:x'].map((member) => acquire(k, member, 1)));
