@@ -220,7 +220,8 @@ describe('semaphore lua scripts', () => {
     await acquire(k, '1:a', 1, 60_000, 1);
     const p1 = await listen(k, 'p1');
     try {
-      // The wait's attempt queued (or its reply was lost and a copy is still on its way); then the wait ends.
+      // The wait's attempt queued it; then the wait ends (a copy of that attempt, re-sent after a lost
+      // reply, may still come).
       await acquire(k, '1:w', 1, 60_000, 1, 'p1');
       await release(k, '1:w', 1, 5_000, 'p1');
       expect(await redis.zcard(k.waiting)).toBe(0);
