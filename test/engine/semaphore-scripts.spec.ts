@@ -298,6 +298,30 @@ describe('semaphore lua scripts', () => {
     }
   });
 
+  it('semaphore-set-permits-6 shrinking while waiters queue and a hand-over is unaccepted: releases hand over only below the new limit', async () => {
+    const k = keys();
+    await Promise.all(['1:a', '1:b', '1:c'].map((member) => acquire(k, member, 1, 60_000, 3)));
+    const p1 = await listen(k, 'p1');
+    try {
+      await acquire(k, '1:x', 1, 60_000, 3, 'p1');
+      await acquire(k, '1:y', 1, 60_000, 3, 'p1');
+      await acquire(k, '1:z', 1, 60_000, 3, 'p1');
+      expect(await release(k, '1:a', 3)).toBe('released'); // handed to 1:x, not accepted yet
+      expect(await p1.heard()).toEqual([expect.stringMatching(/^1:x\|/)]);
+      expect(await setPermits(k, 1)).toBe(-2); // b, c and the hand-over to x count: nobody loses a permit
+      expect(await release(k, '1:b', 3)).toBe('released');
+      expect(await release(k, '1:c', 3)).toBe('released');
+      expect(await p1.heard()).toHaveLength(1); // still at the limit (x): nothing more handed over
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:x']);
+      expect(await release(k, '1:x', 3)).toBe('released');
+      expect(await p1.heard()).toEqual([expect.stringMatching(/^1:x\|/), expect.stringMatching(/^1:y\|/)]);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:y']);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['2:p11:z']);
+    } finally {
+      await p1.close();
+    }
+  });
+
   it('renew-many-n: renews a live permit with server time, not an expired or foreign one, beside other kinds', async () => {
     const k = keys();
     await acquire(k, '1:a', 1, 1_000);
