@@ -13,7 +13,8 @@
 --          expiry in the readers zset, its hold ids kept alive as long; 'permit': owner is a member
 --          of a semaphore's holds, see include/semaphore-holds.lua), lease in ms, owner id, token or
 --          member
--- Returns  one entry per lock: 1 renewed, 0 not held by that owner any more (a read hold or a permit
+-- Returns  one entry per lock: 1 renewed, 0 not held by that owner any more (a fair lock handed to a
+--          wait of the owner and not accepted yet, count 0, is not held; a read hold or a permit
 --          whose own expiry has passed stays expired); error BADARG before any renewal when any
 --          triple is unusable or the key count does not match the kinds (all or nothing)
 -- pcall: a key that changed type (taken over by another lock kind) reads as not held instead of
@@ -51,7 +52,10 @@ for i = 1, locks do
   local kind, owner, key = ARGV[3 * i - 1], ARGV[3 * i + 1], KEYS[k]
   local held
   if kind == 'hash' or kind == 'held' then
-    held = redis.pcall('hexists', key, owner) == 1
+    -- A count of 0 is a fair lock handed to a wait of the owner and not accepted yet: no hold (see
+    -- fair-queue.lua), so a record of an earlier hold of that owner is not renewed by it.
+    local count = redis.pcall('hget', key, owner)
+    held = type(count) == 'string' and count ~= '0'
     if held then redis.call('pexpire', key, leases[i]) end
     if held and kind == 'held' then keepGrants(KEYS[k + 1], leases[i]) end
   elseif kind == 'string' then

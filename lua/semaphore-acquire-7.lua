@@ -15,7 +15,9 @@
 -- ARGV[5]  publish command    'publish' or 'spublish'
 -- ARGV[6]  client id of the caller's process (its channel)
 -- ARGV[7]  mode               'once' (a single attempt: never queues), 'wait' (a refused caller queues),
---                             'queued' (refused before: it may be queued, and leaves the queue if granted)
+--                             'queued' (refused before); with 'wait' or 'queued' the caller may be queued
+--                             already (an earlier attempt or copy whose reply was lost queued it): it is
+--                             never handed its own permits here, and leaves the queue if granted
 -- ARGV[8]  idle key TTL in ms how long the fencing counter and the limit outlive a lease (see fencing.lua)
 -- ARGV[9]  acceptance lease   ms, whole number in 1..2147483647: the lease of permits handed to a waiter
 -- ARGV[10] stale waiter ms    whole number in 1..2147483647: a queued waiter not refreshed for this long is dead
@@ -68,17 +70,20 @@ local q = {
 local limit = currentLimit(limitKey, configured)
 local available = freePermits(holdsKey, limit, now)
 local entry = queueEntry(client, member)
+local mayBeQueued = mode ~= 'once'
 if redis.call('zscore', holdsKey, member) then
   -- Held already (this attempt sent again, or permits handed to it): the lease is this call's from now.
   redis.call('zadd', holdsKey, 'gt', now + lease, member)
   keepAtLeast(holdsKey, lease)
-  if mode == 'queued' then leaveQueue(q, entry) end
+  if mayBeQueued then leaveQueue(q, entry) end
   keepFence(fenceKey, lease + q.idle)
   return {'granted', tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
 end
 -- Free permits go to the queue first, in its order (a crashed holder's whose lease ended, or ones the
 -- holds set's own expiry dropped unseen), up to this caller's own place.
-if mode == 'queued' then q.self = entry end
+-- Not past the caller's own entry, if it is queued: a hand-over to it here would be recorded and then
+-- queued again below (a hold that is also a waiter, handed its permits anew after its release).
+if mayBeQueued then q.self = entry end
 available = handOverFree(q, available)
 if tonumber(redis.call('zscore', KEYS[7], member) or '0') > now then
   -- Released lately: a late copy of an attempt whose acquisition is over. It must take nothing.
@@ -87,7 +92,7 @@ end
 if permits <= available then
   redis.call('zadd', holdsKey, now + lease, member)
   keepAtLeast(holdsKey, lease)
-  if mode == 'queued' then leaveQueue(q, entry) end
+  if mayBeQueued then leaveQueue(q, entry) end
   local keep = lease + q.idle
   keepFence(limitKey, keep)
   return {'granted', nextToken(fenceKey, keep), available - permits}

@@ -6,7 +6,8 @@
 -- command again on its new connection when the old one died before the reply came, and the caller
 -- hears the repeat's reply, not the first run's.
 -- With ARGV[7], a wait that ended leaves: its entry leaves the queue, and permits handed to it that it
--- will never use (its wait ended before the message came) are given back the same way.
+-- will never use (its wait ended before the message came) are given back the same way; its member is
+-- remembered as released, held or queued, so that a late copy of its attempt takes nothing.
 -- KEYS[1]  holds              (see semaphore-acquire-7.lua)
 -- KEYS[2]  run-time limit     (see semaphore-acquire-7.lua)
 -- KEYS[3]  fencing counter    (see semaphore-acquire-7.lua)
@@ -49,18 +50,23 @@ local q = {
   holds = holdsKey, fence = KEYS[3], channel = KEYS[4], waiting = KEYS[5], deadlines = KEYS[6],
   publish = publish, acceptance = tonumber(ARGV[5]), idle = tonumber(ARGV[6]), now = now,
 }
-if leaving ~= '' then leaveQueue(q, queueEntry(leaving, member)) end
+local wasQueued = leaving ~= '' and leaveQueue(q, queueEntry(leaving, member))
 local freed = reclaimExpired(holdsKey, now)
 local released = redis.call('zrem', holdsKey, member) == 1
 if released or freed > 0 then
   handOverFree(q, currentLimit(limitKey, configured) - permitsInUse(holdsKey, now))
 end
-if released then
-  -- Remembered: a repeat replies the same, and a late copy of the member's attempt takes nothing.
+local reply = 'released'
+if not released then
+  local remembered = tonumber(redis.call('zscore', releasedKey, member))
+  if not (remembered and remembered > now) then reply = 'not-locked' end
+end
+if released or wasQueued then
+  -- Remembered: a repeat replies the same, and a late copy of the member's attempt takes nothing; so
+  -- is a wait that ended queued, holding nothing (a copy of its attempt may still be on its way). A
+  -- wait none of whose attempts ran leaves no trace.
   redis.call('zremrangebyscore', releasedKey, '-inf', now)
   redis.call('zadd', releasedKey, now + memory, member)
   keepAtLeast(releasedKey, memory)
 end
-if released then return 'released' end
-local remembered = tonumber(redis.call('zscore', releasedKey, member))
-return remembered and remembered > now and 'released' or 'not-locked'
+return reply

@@ -28,8 +28,11 @@ local function entryParts(entry)
   return string.sub(rest, 1, length), string.sub(rest, length + 1)
 end
 
+-- Takes `entry` out of the queue; true when it was queued.
 local function leaveQueue(q, entry)
-  if redis.call('zrem', q.deadlines, entry) == 1 then redis.call('zrem', q.waiting, entry) end
+  if redis.call('zrem', q.deadlines, entry) == 0 then return false end
+  redis.call('zrem', q.waiting, entry)
+  return true
 end
 
 -- A refused waiter joins the back of the queue, or keeps its place; either way it is alive for `staleMs` more.

@@ -215,6 +215,51 @@ describe('semaphore lua scripts', () => {
     }
   });
 
+  it('semaphore-release-7 leaving: a wait that ended before anything was handed to it is remembered, so a late copy of its attempt takes nothing', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 60_000, 1);
+    const p1 = await listen(k, 'p1');
+    try {
+      // The wait's attempt queued it; then the wait ends (a copy of that attempt, re-sent after a lost
+      // reply, may still come).
+      await acquire(k, '1:w', 1, 60_000, 1, 'p1');
+      await release(k, '1:w', 1, 5_000, 'p1');
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      await release(k, '1:a', 1);
+      expect(await redis.zcard(k.holds)).toBe(0);
+      // A copy of the ended wait's attempt comes now, the permit free: it must take nothing (nobody
+      // would ever renew or release that hold, and it would keep the permit for its whole lease).
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1', 'queued'))[0]).toBe('refused');
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1', 'wait'))[0]).toBe('refused');
+      expect(await redis.zcard(k.holds)).toBe(0);
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      expect((await acquire(k, '1:b', 1, 60_000, 1))[0]).toBe('granted');
+    } finally {
+      await p1.close();
+    }
+  });
+
+  it('semaphore-acquire-7 run twice: a waiting attempt sent again (its reply lost) when permits came free takes them itself, and stays out of the queue', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 300, 1); // runs out on its own: freed without a release
+    const p1 = await listen(k, 'p1');
+    try {
+      expect((await acquire(k, '1:w', 1, 60_000, 1, 'p1'))[0]).toBe('refused');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      // The same attempt again (a copy, or the next attempt after a lost reply, still in 'wait' mode).
+      const [status] = await acquire(k, '1:w', 1, 60_000, 1, 'p1');
+      expect(status).toBe('granted');
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:w']);
+      expect(await redis.zcard(k.waiting)).toBe(0);
+      expect(await redis.zcard(k.deadlines)).toBe(0);
+      // Its release then hands nothing to the acquisition that just ended.
+      expect(await release(k, '1:w', 1)).toBe('released');
+      expect(await redis.zcard(k.holds)).toBe(0);
+    } finally {
+      await p1.close();
+    }
+  });
+
   it('semaphore-release-7: releases once; a repeat replies as the first run while remembered', async () => {
     const k = keys();
     await Promise.all(['1:a', '1:b', '1:x'].map((member) => acquire(k, member, 1)));
@@ -248,6 +293,30 @@ describe('semaphore lua scripts', () => {
       expect(await setPermits(k, 5)).toBe(1);
       expect(await p1.heard()).toEqual([expect.stringMatching(/^1:b\|/)]);
       await expect(setPermits(k, 0)).rejects.toThrow(/BADARG/);
+    } finally {
+      await p1.close();
+    }
+  });
+
+  it('semaphore-set-permits-6 shrinking while waiters queue and a hand-over is unaccepted: releases hand over only below the new limit', async () => {
+    const k = keys();
+    await Promise.all(['1:a', '1:b', '1:c'].map((member) => acquire(k, member, 1, 60_000, 3)));
+    const p1 = await listen(k, 'p1');
+    try {
+      await acquire(k, '1:x', 1, 60_000, 3, 'p1');
+      await acquire(k, '1:y', 1, 60_000, 3, 'p1');
+      await acquire(k, '1:z', 1, 60_000, 3, 'p1');
+      expect(await release(k, '1:a', 3)).toBe('released'); // handed to 1:x, not accepted yet
+      expect(await p1.heard()).toEqual([expect.stringMatching(/^1:x\|/)]);
+      expect(await setPermits(k, 1)).toBe(-2); // b, c and the hand-over to x count: nobody loses a permit
+      expect(await release(k, '1:b', 3)).toBe('released');
+      expect(await release(k, '1:c', 3)).toBe('released');
+      expect(await p1.heard()).toHaveLength(1); // still at the limit (x): nothing more handed over
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:x']);
+      expect(await release(k, '1:x', 3)).toBe('released');
+      expect(await p1.heard()).toEqual([expect.stringMatching(/^1:x\|/), expect.stringMatching(/^1:y\|/)]);
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:y']);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['2:p11:z']);
     } finally {
       await p1.close();
     }

@@ -1,5 +1,12 @@
 import { loadedScript } from '../../lib/engine/scripts/loader';
-import { CLAIM_ATTEMPT, FAIR_ABANDON, FAIR_ACCEPT, FAIR_LOCK, FAIR_UNLOCK } from '../../lib/engine/scripts/catalog';
+import {
+  CLAIM_ATTEMPT,
+  FAIR_ABANDON,
+  FAIR_ACCEPT,
+  FAIR_LOCK,
+  FAIR_UNLOCK,
+  RENEW_MANY,
+} from '../../lib/engine/scripts/catalog';
 import { monotonicNow } from '../../lib/engine/util/clock';
 import type { HeldLock } from '../../lib/engine/holds/held-lock';
 import { engineOf, lockKeys, runInLockScope, type LockHandle } from '../../lib/internal';
@@ -317,6 +324,33 @@ describe('FairLock: the grant travels in the hand-over message', () => {
       expect(await attempt('o1', 'c1:w1', 'h1-later')).toEqual(['granted', token, 'h1']);
       expect(await redis.hget(k.lock, 'o1')).toBe('1');
       expect(await redis.hget(k.grants, 'h1-later')).toBeNull();
+    });
+
+    it('a renewal of the owner while the lock is only offered to its wait (count 0) renews nothing: an offer is no hold', async () => {
+      expect((await attempt('x', 'c0:x', 'hx'))[0]).toBe('granted');
+      // A lease shorter than the acceptance lease: the wait is offered the lock, not granted it in the message.
+      expect((await attempt('o1', 'c1:w1', 'h1', 1_000))[0]).toBe('refused');
+      await release('x', 'hx');
+      expect(await redis.hget(k.lock, 'o1')).toBe('0');
+      // A record of an earlier hold of o1 that Redis no longer has (forced, or unlocked by owner
+      // elsewhere) is renewed by the watchdog: it must be told the hold is gone, and the offer must keep
+      // its acceptance lease (not the renewal's 30 s, again and again while that holder lives).
+      const renewed = await RENEW_MANY.run(redis, [k.lock, k.grants, k.fence], [IDLE_KEY_TTL, 'held', 30_000, 'o1']);
+      expect(renewed).toEqual([0]);
+      expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(settings.acceptanceLease);
+      // Accepted, it is a hold, and renewed.
+      expect(
+        await FAIR_ACCEPT.run(redis, k, {
+          leaseMs: 1_000,
+          owner: 'o1',
+          waiterId: 'c1:w1',
+          holdId: 'h1-accept',
+          idleKeyTtl: IDLE_KEY_TTL,
+        }),
+      ).toBe(true);
+      expect(await RENEW_MANY.run(redis, [k.lock, k.grants, k.fence], [IDLE_KEY_TTL, 'held', 30_000, 'o1'])).toEqual([
+        1,
+      ]);
     });
 
     it('a wait whose registered id was cancelled, or whose lease is shorter than the acceptance lease, is offered the lock and accepts it', async () => {

@@ -2,6 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { createLockClient, type LockClient, type LockHandle } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, watchCommands, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
+import { engineOf } from '../../lib/internal';
+import { PermitLock } from '../../lib/engine/kinds/permit-lock';
+import { SEMAPHORE_ACQUIRE } from '../../lib/engine/scripts/catalog';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
+import type { Grant } from '../../lib/engine/lock/lock-base';
+
+type UnknownClaim = (holder: string, holdId: string, leaseMs: number) => Promise<Grant | undefined>;
 import { killAll, startTogether, startWorker, type Worker } from '../support/workers';
 
 const ACCEPTANCE = 1_000;
@@ -119,6 +126,59 @@ describe('Semaphore: permits handed over in the release message', () => {
     expect(await holder.redis.zcard(semaphore.keys.waiting)).toBe(0);
     await held.release();
     expect(await semaphore.availablePermits()).toBe(1);
+  });
+
+  it('an attempt whose reply never came is claimed with its own lease: not the acceptance lease of a hand-over to it, nor a lease that ended', async () => {
+    const semaphore = holder.locks.getSemaphore(name, { permits: 1 });
+    const { keys } = semaphore;
+    const timings = { acceptanceLease: ACCEPTANCE, staleWaiterTimeout: 5_000 };
+    const lock = new PermitLock(engineOf(waiter.locks), name, keys, 1, 1, undefined, timings);
+    /** What LockAcquisition asks before its next attempt when the last one's reply never came. */
+    const claim = (member: string, leaseMs: number) =>
+      (lock as unknown as { grantOfUnknownAttempt: UnknownClaim }).grantOfUnknownAttempt(member, 'unused', leaseMs);
+    const remaining = async (member: string) => {
+      const [seconds, micros] = await holder.redis.time();
+      const score = await holder.redis.zscore(keys.holds, member);
+      return Number(score) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
+    };
+    const held = await semaphore.acquire();
+    // The wait's attempt queued it; its next attempt's reply was lost; then the release handed it the
+    // permit (recorded with the acceptance lease; the message is the grant).
+    const member = `1:o:${randomUUID()}`;
+    const client = engineOf(waiter.locks).clientId;
+    const listener = holder.redis.duplicate();
+    await listener.subscribe(`${keys.channel}:${client}`); // someone listens: the hand-over is made
+    try {
+      const queued = await SEMAPHORE_ACQUIRE.run(holder.redis, keys, {
+        member,
+        permits: 1,
+        leaseMs: 30_000,
+        configuredLimit: 1,
+        publish: 'publish',
+        clientId: client,
+        mode: 'wait',
+        idleKeyTtl: IDLE_KEY_TTL,
+        acceptanceLease: ACCEPTANCE,
+        staleWaiterTimeout: 5_000,
+      });
+      expect(queued[0]).toBe('refused');
+      expect(await held.release()).toBe('released');
+      expect(await remaining(member)).toBeLessThanOrEqual(ACCEPTANCE);
+      // The claim says it holds, and the caller then believes the attempt's 30 s lease from when it was
+      // sent: Redis must keep it that long too, or the permit is reclaimed after the acceptance lease
+      // and granted again while this holder still believes it holds it.
+      expect(await claim(member, 30_000)).toBeDefined();
+      expect(await remaining(member)).toBeGreaterThan(20_000);
+      expect(await holder.redis.zscore(keys.holds, member)).not.toBeNull();
+      await holder.redis.zrem(keys.holds, member);
+      // A hold whose lease ended (no script reclaimed it yet) is not claimed.
+      const stale = `1:o:${randomUUID()}`;
+      const [seconds] = await holder.redis.time();
+      await holder.redis.zadd(keys.holds, Number(seconds) * 1000 - 1_000, stale);
+      expect(await claim(stale, 30_000)).toBeUndefined();
+    } finally {
+      await listener.quit();
+    }
   });
 
   it('waiters are served in the order they came, each with the permits it asked for, all or nothing', async () => {

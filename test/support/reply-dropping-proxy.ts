@@ -13,6 +13,8 @@ export class ReplyDroppingProxy {
   private dropNext?: RegExp;
   /** Replies swallowed so far. */
   dropped = 0;
+  /** While set, nothing passes either way (a partition: the connections stay open, the bytes wait). */
+  private held?: (() => void)[];
 
   private constructor(private readonly upstream: { host: string; port: number }) {
     this.server = net.createServer((client) => this.pipe(client));
@@ -31,6 +33,20 @@ export class ReplyDroppingProxy {
   /** Loses the next reply whose bytes match `pattern`, and the connection it came on. */
   dropNextReply(pattern: RegExp): void {
     this.dropNext = pattern;
+  }
+
+  /**
+   * Cuts every connection off (`true`: nothing passes either way, the sockets stay open, as in a
+   * network partition) or lets them through again (`false`: what waited is delivered, in order).
+   */
+  cutOff(on: boolean): void {
+    if (on) {
+      this.held ??= [];
+      return;
+    }
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const send of held) send();
   }
 
   /** Disarms a drop that found no matching reply; true when one was still armed. */
@@ -71,8 +87,12 @@ export class ReplyDroppingProxy {
       });
       socket.on('error', () => undefined);
     }
-    client.on('data', (data) => server.write(data));
+    client.on('data', (data) => {
+      if (this.held) this.held.push(() => server.write(data));
+      else server.write(data);
+    });
     server.on('data', (data) => {
+      if (this.held) return void this.held.push(() => client.write(data));
       if (this.dropNext?.test(data.toString('latin1'))) {
         this.dropNext = undefined;
         this.dropped++;

@@ -166,6 +166,9 @@ export class HeldLock {
       this.watched = true;
       this.leaseMs = a.leaseMs;
       this.disarmExpiry();
+      // The re-entry made the lease at least its own (see leaseFromReentry): the watchdog's deadline
+      // counts from that, not from the shorter explicit lease before it.
+      this.expiresAt = Math.max(this.expiresAt, this.leaseEndFrom(a.sentAt, a.leaseMs));
     } else if (!this.watched) this.leaseFromReentry(a);
     if (this.watched) this.registry.watchdog.watch(this); // also after a release that failed
   }

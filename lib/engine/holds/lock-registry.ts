@@ -67,7 +67,7 @@ export class LockRegistry {
   /** A grant: one more hold of the owner's record, or a new record. */
   record(a: Acquisition): HeldLock {
     const existing = this.get(a.key, a.owner);
-    if (existing && a.reentered) {
+    if (existing && (a.reentered || sameEpoch(existing, a))) {
       existing.reenter(a);
       return existing;
     }
@@ -87,4 +87,15 @@ export class LockRegistry {
   remove(lock: HeldLock): void {
     if (this.isCurrent(lock)) this.locks.delete(lock.id);
   }
+}
+
+/**
+ * Whether first grant `a` is of the epoch the owner's live record `existing` holds in: a lock whose
+ * first grants each take a new fencing token and whose re-entries report the current one (holds
+ * recorded by id: reentrant and fair locks, a write lock). Two waits of one owner: the lock handed to
+ * one in a message, the other's retry re-entering before this process heard the message, so the
+ * re-entry is recorded first. Both holds are Redis's; neither may be counted as lost.
+ */
+function sameEpoch(existing: HeldLock, a: Acquisition): boolean {
+  return a.renewal === 'held' && !existing.lost && existing.fencingToken === a.fencingToken;
 }

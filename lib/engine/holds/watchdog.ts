@@ -2,7 +2,7 @@ import { monotonicNow } from '../util/clock';
 import type { ChainableCommander } from 'ioredis';
 import { bounded } from '../redis/bounded';
 import { writesToFixedServer } from '../redis/fixed-server';
-import { RedisRefusedError, refusalCode } from '../errors';
+import { RedisRefusedError, refusalCode, type LockLostReason } from '../errors';
 import type { HeldLock } from './held-lock';
 import type { LockLogger } from '../util/logger';
 import type { RedisClient } from '../redis/redis-client';
@@ -18,6 +18,10 @@ import { registerScripts } from '../scripts/loader';
 export class Watchdog {
   private readonly watched = new Set<HeldLock>();
   private timer?: NodeJS.Timeout;
+  /** Fires when the earliest watched lease must be taken for over (see checkDeadlines). */
+  private deadlineTimer?: NodeJS.Timeout;
+  /** Why the last renewal of a hold failed while its lease still ran: how its loss is told at the deadline. */
+  private readonly failures = new WeakMap<HeldLock, LockLostReason>();
   private ticking = false;
   /** When the last round of renewals was answered (or first became due). */
   private lastRenewedAt = monotonicNow();
@@ -50,6 +54,7 @@ export class Watchdog {
   watch(lock: HeldLock): void {
     if (this.watched.size === 0) this.lastRenewedAt = monotonicNow();
     this.watched.add(lock);
+    if (!this.deadlineTimer) this.armDeadline();
     if (!this.timer) {
       this.timer = setInterval(() => void this.tick(), this.intervalMs);
       this.timer.unref();
@@ -65,6 +70,8 @@ export class Watchdog {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
   }
 
   close(): void {
@@ -79,6 +86,7 @@ export class Watchdog {
     this.ticking = true;
     const batch = [...this.watched];
     const sentAt = monotonicNow();
+    this.armDeadline();
     try {
       const readOnlyIsFinal = writesToFixedServer(this.client);
       const describe = { name: 'watchdog renewal', readOnlyIsFinal };
@@ -93,20 +101,47 @@ export class Watchdog {
       this.onTick(0, batch.length);
     } finally {
       this.ticking = false;
+      this.armDeadline();
     }
+  }
+
+  /**
+   * A hold whose renewals get no answer (Redis cut off, or slower than the lease) must stop before
+   * Redis can let its lease run out, not when the renewal in flight finally fails: at its expiresAt
+   * (see leaseEnd), checked by one timer for the earliest watched lease, armed again at every tick.
+   */
+  private armDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    let earliest = Infinity;
+    for (const lock of this.watched) if (lock.expiresAt < earliest) earliest = lock.expiresAt;
+    if (earliest === Infinity) return;
+    this.deadlineTimer = setTimeout(() => this.checkDeadlines(), Math.max(0, earliest - monotonicNow()));
+    this.deadlineTimer.unref();
+  }
+
+  private checkDeadlines(): void {
+    this.deadlineTimer = undefined;
+    const now = monotonicNow();
+    for (const lock of [...this.watched]) {
+      if (now >= lock.expiresAt) lock.markLost(this.failures.get(lock) ?? 'unreachable');
+    }
+    this.armDeadline();
   }
 
   private apply(lock: HeldLock, result: number | Error | undefined, sentAt: number): void {
     if (!this.watched.has(lock)) return; // released (or re-acquired) while the renewal was in flight
     if (result === 1) {
+      this.failures.delete(lock);
       lock.leaseSet(sentAt, lock.leaseMs);
       lock.onRenewed?.(sentAt, lock.leaseMs);
     } else if (result === 0) {
       lock.markLost('not-owner');
-    } else if (monotonicNow() >= lock.expiresAt) {
+    } else {
       // Redis answered and refused (a demoted server, full memory...): say so, not "unreachable".
       const refused = result instanceof RedisRefusedError || refusalCode(result, writesToFixedServer(this.client));
-      lock.markLost(refused ? 'refused' : 'unreachable');
+      if (monotonicNow() >= lock.expiresAt) lock.markLost(refused ? 'refused' : 'unreachable');
+      else this.failures.set(lock, refused ? 'refused' : 'unreachable');
     }
   }
 

@@ -10,7 +10,7 @@ import type { RenewalKind } from '../holds/held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
 import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
+import { RENEW_MANY, SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
 
 /** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
@@ -248,9 +248,17 @@ export class PermitLock extends LockBase {
     });
   }
 
-  /** The unanswered attempt's member is in the holds: it was granted. */
-  protected async grantOfUnknownAttempt(holder: string): Promise<Grant | undefined> {
-    const [, deadline, fence] = await this.readHold(this.semaphore.holds, holder, 'zset');
-    return deadline === null ? undefined : { fencingToken: Number(fence), reentered: false, holder };
+  /**
+   * The unanswered attempt's member holds permits (its lease not over): claimed, its lease made
+   * `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The hold
+   * may be a hand-over's, recorded with the acceptance lease only, or one whose lease ended that no
+   * script reclaimed yet (its score is in the past): the renewal tells, and sets the lease, in one call.
+   */
+  protected async grantOfUnknownAttempt(holder: string, _holdId: string, leaseMs: number): Promise<Grant | undefined> {
+    const { redis, idleKeyTtl } = this.engine;
+    const [claimed] = await RENEW_MANY.run(redis, this.renewalKeys, [idleKeyTtl, 'permit', leaseMs, holder]);
+    if (claimed !== 1) return undefined;
+    const [, , fence] = await this.readHold(this.semaphore.holds, holder, 'zset');
+    return { fencingToken: Number(fence), reentered: false, holder };
   }
 }
