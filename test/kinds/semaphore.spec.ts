@@ -139,11 +139,13 @@ describe('Semaphore', () => {
   });
 
   it('the watchdog renews held permits past their lease; extend renews one explicitly', async () => {
-    const watched = lockClient({ keyPrefix: prefix, watchdogTimeout: 600 });
+    // A 1.5 s lease, renewed every 0.5 s: with 600 ms a renewal held up over half a second on a loaded
+    // machine let Redis free the permits (seen once); the holder is now told at its lease's end.
+    const watched = lockClient({ keyPrefix: prefix, watchdogTimeout: 1_500 });
     try {
       const semaphore = watched.locks.getSemaphore(name, { permits: 2 });
       const handle = await semaphore.acquire({ permits: 2 });
-      await sleep(3 * 600);
+      await sleep(3 * 1_500);
       expect(handle.isLost).toBe(false);
       expect(await semaphore.availablePermits()).toBe(0);
       const score = Number(await watched.redis.zscore(semaphore.keys.holds, handle.owner));
