@@ -1,4 +1,5 @@
 import { monotonicNow } from '../util/clock';
+import { MAX_TIMER_MS } from '../util/long-timer';
 import type { ChainableCommander } from 'ioredis';
 import { bounded } from '../redis/bounded';
 import { writesToFixedServer } from '../redis/fixed-server';
@@ -116,7 +117,10 @@ export class Watchdog {
     let earliest = Infinity;
     for (const lock of this.watched) if (lock.expiresAt < earliest) earliest = lock.expiresAt;
     if (earliest === Infinity) return;
-    this.deadlineTimer = setTimeout(() => this.checkDeadlines(), Math.max(0, earliest - monotonicNow()));
+    // At most setTimeout's limit (a longer delay fires after 1 ms, and re-armed would spin): a hold
+    // whose lease ends later than that is looked at again then.
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, earliest - monotonicNow()));
+    this.deadlineTimer = setTimeout(() => this.checkDeadlines(), delay);
     this.deadlineTimer.unref();
   }
 
