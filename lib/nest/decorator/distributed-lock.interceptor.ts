@@ -17,6 +17,7 @@ import {
   RedisUnavailableError,
   ReplicaSyncError,
 } from '../../engine/errors';
+import { onAbort } from '../../engine/waiting/abort-fan-out';
 import { RedisLockRuntime } from '../module/redis-lock.runtime';
 import type { HandlerInvocation } from './handler-invocation';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
@@ -89,7 +90,14 @@ export class DistributedLockInterceptor implements NestInterceptor {
       name: () => this.lockNames(context, spec),
       run: () => next.handle(),
       newScope: true,
-      watchWait: context.getType() === 'http' ? (abort) => this.watchClient(context, abort) : undefined,
+      watchWait: (abort) => {
+        const stopClosing = this.watchClosing(abort);
+        const stopClient = context.getType() === 'http' ? this.watchClient(context, abort) : undefined;
+        return () => {
+          stopClosing();
+          stopClient?.();
+        };
+      },
       mapError: (error) => {
         this.logFailure(error, context, spec);
         return this.toException(error, context, spec);
@@ -215,6 +223,16 @@ export class DistributedLockInterceptor implements NestInterceptor {
   }
 
   /** While the request waits for its lock: abort the wait if the client disconnects. */
+  /** Ends the wait once the application starts closing (see LockLifecycle.handlerWaits). */
+  private watchClosing(abort: (reason: unknown) => void): () => void {
+    const closing = this.runtime.lifecycle.handlerWaits;
+    if (closing.aborted) {
+      abort(closing.reason);
+      return () => undefined;
+    }
+    return onAbort(closing, () => abort(closing.reason));
+  }
+
   private watchClient(context: ExecutionContext, abort: (reason: unknown) => void): () => void {
     const response = context.switchToHttp().getResponse<{ raw?: unknown }>();
     const raw = (response?.raw ?? response) as Partial<NodeJS.EventEmitter> & { writableEnded?: boolean };

@@ -10,10 +10,25 @@ import { messages } from '../redis-lock.messages';
 export class LockLifecycle {
   private readonly running = new Set<Promise<unknown>>();
   private readonly stopping = new AbortController();
+  private readonly closingHandlers = new AbortController();
 
   /** Aborted when shutdown starts: waits for a lock end with LockModuleClosedError. */
   get signal(): AbortSignal {
     return this.stopping.signal;
+  }
+
+  /**
+   * Aborted when the application starts closing (beforeApplicationShutdown), before Nest closes its
+   * servers: a handler still waiting for its lock must end then (503), or closing the HTTP server,
+   * which waits for every request in flight, would wait for a lock held elsewhere.
+   */
+  get handlerWaits(): AbortSignal {
+    return this.closingHandlers.signal;
+  }
+
+  /** Ends the waits of handlers (see handlerWaits); locks of providers and LockService still work. */
+  closeHandlerWaits(): void {
+    if (!this.closingHandlers.signal.aborted) this.closingHandlers.abort(new LockModuleClosedError(messages.closing()));
   }
 
   /** Throws LockModuleClosedError once shutdown has started. */
@@ -31,6 +46,7 @@ export class LockLifecycle {
 
   /** Refuses new locks, cuts waits short, then waits up to `timeoutMs` for running work. Returns how much still runs. */
   async drain(timeoutMs: number): Promise<number> {
+    this.closeHandlerWaits();
     if (!this.stopping.signal.aborted) this.stopping.abort(new LockModuleClosedError(messages.closing()));
     if (this.running.size > 0 && timeoutMs > 0) {
       let timer: NodeJS.Timeout | undefined;

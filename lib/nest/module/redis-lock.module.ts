@@ -1,4 +1,4 @@
-import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
@@ -38,7 +38,10 @@ import { messages } from '../redis-lock.messages';
   // RedisLockRuntime: for the interceptor, which Nest builds in the module of each decorated controller.
   exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime],
 })
-export class RedisLockModule extends ConfigurableModuleClass implements OnApplicationShutdown {
+export class RedisLockModule
+  extends ConfigurableModuleClass
+  implements BeforeApplicationShutdown, OnApplicationShutdown
+{
   constructor(
     @Inject(LockClient) private readonly client: LockClient,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
@@ -46,6 +49,15 @@ export class RedisLockModule extends ConfigurableModuleClass implements OnApplic
     @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
   ) {
     super();
+  }
+
+  /**
+   * Before Nest closes its servers: a request still waiting for its lock ends with 503, since closing
+   * the HTTP server waits for every request in flight (a wait for a lock held elsewhere would hang
+   * `app.close()`). Running handlers keep their locks; providers and LockService keep working.
+   */
+  beforeApplicationShutdown(): void {
+    this.lifecycle.closeHandlerWaits();
   }
 
   /**
