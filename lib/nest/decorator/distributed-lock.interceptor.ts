@@ -222,7 +222,6 @@ export class DistributedLockInterceptor implements NestInterceptor {
     if (failure) logLockFailure(this.runtime.logger, spec.owner, failure, error);
   }
 
-  /** While the request waits for its lock: abort the wait if the client disconnects. */
   /** Ends the wait once the application starts closing (see LockLifecycle.handlerWaits). */
   private watchClosing(abort: (reason: unknown) => void): () => void {
     const closing = this.runtime.lifecycle.handlerWaits;
@@ -233,6 +232,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
     return onAbort(closing, () => abort(closing.reason));
   }
 
+  /** While the request waits for its lock: abort the wait if the client disconnects. */
   private watchClient(context: ExecutionContext, abort: (reason: unknown) => void): () => void {
     const response = context.switchToHttp().getResponse<{ raw?: unknown }>();
     const raw = (response?.raw ?? response) as Partial<NodeJS.EventEmitter> & { writableEnded?: boolean };
