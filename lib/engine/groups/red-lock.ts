@@ -7,7 +7,7 @@ import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
 import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
-import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
+import { assertLockName, checkDuration, show, TIMEOUT_RULE } from '../util/validation';
 import { RedLockMaster } from './red-lock-master';
 import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
@@ -99,8 +99,13 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       throw new LockOptionsError('RedLock needs at least one LockClient.', name);
     assertLockName(name);
     checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
-    if (options.driftFactor !== undefined && !(options.driftFactor >= 0 && options.driftFactor < 1)) {
-      throw new LockOptionsError(`driftFactor must be in [0, 1), got ${String(options.driftFactor)}.`, name);
+    const { driftFactor } = options;
+    // typeof: a string or an array compares as a number ('0.5' >= 0) and would pass the range check.
+    if (driftFactor !== undefined && !(typeof driftFactor === 'number' && driftFactor >= 0 && driftFactor < 1)) {
+      throw new LockOptionsError(`driftFactor must be a number in [0, 1), got ${show(driftFactor)}.`, name, {
+        option: 'driftFactor',
+        value: driftFactor,
+      });
     }
     this.quorum = Math.floor(clients.length / 2) + 1;
     this.masters = clients.map((client) => new RedLockMaster(engineOf(client), name));

@@ -7,7 +7,7 @@ import { LockAcquireTimeoutError, LockNotHeldError } from '../errors';
 import type { HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
-import type { AcquireOptions } from './acquire-options';
+import { assertAcquireOptions, type AcquireOptions } from './acquire-options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
 import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { FORCE_UNLOCK, HOLD_STATE, PASS_WAKE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
@@ -275,6 +275,8 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   async unlock(options: { owner?: string } = {}): Promise<ReleaseOutcome> {
     assertOptionsObject(this.name, options);
+    // Checked as lock()'s is: an empty or non-string owner would reach the script (BADARG, or a wrong owner).
+    if (options.owner !== undefined) assertAcquireOptions(this.name, { owner: options.owner });
     const owner = options.owner ?? this.scopeOwner();
     if (owner === undefined) {
       throw new LockNotHeldError(this.name, '(no lock scope)');
