@@ -227,6 +227,30 @@ describe('bad input', () => {
     }
   });
 
+  it('MultiLock and RedLock constructors refuse members that are not locks or clients with a LockOptionsError', () => {
+    const lock = a.locks.getLock('member');
+    const bad: [() => unknown, string, string | undefined][] = [
+      [() => new MultiLock([]), 'locks', undefined],
+      [() => new MultiLock([lock, null as never]), 'locks', undefined],
+      [() => new MultiLock([lock, {} as never]), 'locks', undefined],
+      [() => new MultiLock([lock, 'other' as never]), 'locks', undefined],
+      [() => new RedLock([], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.locks, null as never], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.locks, {} as never], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.redis as never], 'x'), 'clients', 'x'],
+    ];
+    for (const [make, option, key] of bad) {
+      let error: unknown;
+      try {
+        make();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error).toMatchObject({ name: 'LockOptionsError', key, option });
+    }
+  });
+
   it('rejects bad lock-kind and client options with the option named', () => {
     const bad: [() => unknown, string][] = [
       [() => a.locks.getFairLock('x', { acceptanceLease: -1 }), 'acceptanceLease'],

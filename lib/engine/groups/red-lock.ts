@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { bounded } from '../redis/bounded';
 import { LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
-import { engineOf, type LockClient } from '../client/lock-client';
+import { engineOf, isLockClient, type LockClient } from '../client/lock-client';
 import type { LockHandle } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
@@ -95,8 +95,13 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     options: RedLockOptions = {},
   ) {
     super();
-    if (!Array.isArray(clients) || clients.length === 0)
-      throw new LockOptionsError('RedLock needs at least one LockClient.', name);
+    // A value that is not a LockClient has no engine: it would fail as a TypeError further on.
+    if (!Array.isArray(clients) || clients.length === 0 || clients.some((client) => !isLockClient(client))) {
+      throw new LockOptionsError('RedLock needs at least one LockClient, and LockClients only.', name, {
+        option: 'clients',
+        value: clients,
+      });
+    }
     assertLockName(name);
     checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
     const { driftFactor } = options;
