@@ -215,6 +215,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         gated = true;
       }
       for (let splits = 0; ;) {
+        // Before every round, the first too: an aborted wait asks no master (see acquireLoop).
+        options.signal?.throwIfAborted();
         const seen = watch?.counts();
         const round = await this.round(owner, options, gated);
         if (round instanceof RedLockHandle) {
