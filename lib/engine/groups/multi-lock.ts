@@ -44,8 +44,16 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
     return this.locks.map((l) => l.name).join('+');
   }
 
-  /** Held in `scope` when one of its locks is: the scope re-enters that one and takes the others under the same owner. */
+  /**
+   * Held in `scope` when all of its locks are: the scope re-enters them. Taking the locks the scope does
+   * not hold under its owner would let every concurrent branch of the scope (Promise.all) re-enter them.
+   */
   heldInScope(scope: OwnerScope): boolean {
+    return this.ordered.every((lock) => lock.heldInScope(scope));
+  }
+
+  /** Some of its locks held in `scope`: a section of its own re-enters those and takes the others under its own owner. */
+  protected override inheritsFrom(scope: OwnerScope): boolean {
     return this.ordered.some((lock) => lock.heldInScope(scope));
   }
 
