@@ -113,6 +113,24 @@ describe('RedLock reports the truth', () => {
     }
   });
 
+  it("extend() to a longer lease counts that lease's drift allowance, not the first lease's", async () => {
+    const clients = await clientsFor();
+    try {
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'extended-drift',
+      );
+      const handle = await redLock.lock({ leaseTime: 2_000, waitTime: 5_000 });
+      await handle.extend(100_000);
+      // lease - drift at most, with drift = 1 % of the lease + 2 ms (1 002 ms), not 22 ms.
+      expect(handle.validity).toBeLessThanOrEqual(100_000 - 1_002);
+      expect(handle.validity).toBeGreaterThan(90_000);
+      expect(['released', 'pending']).toContain(await handle.release());
+    } finally {
+      await closeAll(clients);
+    }
+  });
+
   it('a backward wall-clock step changes neither the validity nor when the signal aborts', async () => {
     const clients = await clientsFor();
     try {
