@@ -205,6 +205,80 @@ describe('bad input', () => {
     expect(await redis.exists(lockKeys(prefix, name).lock)).toBe(0);
   });
 
+  it('unlock({ owner }) of every kind refuses an owner that is not a non-empty string, before any Redis call', async () => {
+    const name = 'bad-unlock-owner';
+    const rw = a.locks.getReadWriteLock(name);
+    const held = await rw.writeLock().lock({ owner: 'writer', leaseTime: 20_000 });
+    const sides = [
+      rw.readLock(),
+      rw.writeLock(),
+      a.locks.getLock(name),
+      a.locks.getFairLock(name),
+      a.locks.getSimpleLock(name),
+    ];
+    const sent = jest.spyOn(a.redis, 'sendCommand');
+    try {
+      for (const lock of sides) {
+        for (const owner of ['', 5, {}, 'job\0', null]) {
+          const error = await lock.unlock({ owner: owner as string }).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(LockOptionsError);
+          expect(error).toMatchObject({ name: 'LockOptionsError', key: name, option: 'owner' });
+        }
+      }
+      expect(sent).not.toHaveBeenCalled();
+    } finally {
+      sent.mockRestore();
+    }
+    expect(await rw.writeLock().getHoldCount('writer')).toBe(1);
+    expect(await held.release()).toBe('released');
+  });
+
+  it('RedLock: constructor options name the option, before any master is asked', () => {
+    const bad: [() => unknown, string][] = [
+      [() => new RedLock([a.locks], 'x', { driftFactor: -0.1 }), 'driftFactor'],
+      [() => new RedLock([a.locks], 'x', { driftFactor: 1 }), 'driftFactor'],
+      [() => new RedLock([a.locks], 'x', { driftFactor: NaN }), 'driftFactor'],
+      [() => new RedLock([a.locks], 'x', { driftFactor: '0.5' as unknown as number }), 'driftFactor'],
+      [() => new RedLock([a.locks], 'x', { driftFactor: [] as unknown as number }), 'driftFactor'],
+      [() => new RedLock([a.locks], 'x', { instanceTimeout: 0 }), 'instanceTimeout'],
+      [() => new RedLock([a.locks], 'x', { instanceTimeout: NaN }), 'instanceTimeout'],
+    ];
+    for (const [make, option] of bad) {
+      let error: unknown;
+      try {
+        make();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error).toMatchObject({ key: 'x', option });
+    }
+  });
+
+  it('MultiLock and RedLock constructors refuse members that are not locks or clients with a LockOptionsError', () => {
+    const lock = a.locks.getLock('member');
+    const bad: [() => unknown, string, string | undefined][] = [
+      [() => new MultiLock([]), 'locks', undefined],
+      [() => new MultiLock([lock, null as never]), 'locks', undefined],
+      [() => new MultiLock([lock, {} as never]), 'locks', undefined],
+      [() => new MultiLock([lock, 'other' as never]), 'locks', undefined],
+      [() => new RedLock([], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.locks, null as never], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.locks, {} as never], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.redis as never], 'x'), 'clients', 'x'],
+    ];
+    for (const [make, option, key] of bad) {
+      let error: unknown;
+      try {
+        make();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect(error).toMatchObject({ name: 'LockOptionsError', key, option });
+    }
+  });
+
   it('rejects bad lock-kind and client options with the option named', () => {
     const bad: [() => unknown, string][] = [
       [() => a.locks.getFairLock('x', { acceptanceLease: -1 }), 'acceptanceLease'],

@@ -51,6 +51,37 @@ describe('MultiLock', () => {
     expect(maxInside).toBe(1);
   }, 30_000);
 
+  it('sibling branches inside a holder of one member exclude each other on the members it does not hold', async () => {
+    const outer = a.locks.getLock('sib-a');
+    const multi = new MultiLock([a.locks.getLock('sib-a'), a.locks.getLock('sib-b')]);
+    let inside = 0;
+    let maxInside = 0;
+    await outer.withLock(() =>
+      Promise.all(
+        [1, 2].map(() =>
+          multi.withLock(
+            async () => {
+              maxInside = Math.max(maxInside, ++inside);
+              // From inside, both locks re-enter (the outer holder's and the section's own).
+              const nested = a.locks
+                .getLock('sib-a')
+                .withLock(() => a.locks.getLock('sib-b').withLock(() => 'nested', { waitTime: 1_000 }), {
+                  waitTime: 1_000,
+                });
+              expect(await nested).toBe('nested');
+              await sleep(300);
+              inside--;
+            },
+            { waitTime: 5_000 },
+          ),
+        ),
+      ),
+    );
+    // sib-b's section is entered by nobody else: one branch at a time.
+    expect(maxInside).toBe(1);
+    expect(await a.redis.exists(`${prefix}:{sib-a}`, `${prefix}:{sib-b}`)).toBe(0);
+  }, 30_000);
+
   it('its signal aborts when any member is lost', async () => {
     const multi = new MultiLock([a.locks.getLock('s1'), a.locks.getLock('s2')]);
     const handle = await multi.lock({ leaseTime: 300 });

@@ -81,6 +81,56 @@ describe('RedLock reports the truth', () => {
     }
   }, 30_000);
 
+  it('an aborted signal is refused with its reason and no master is granted anything (lock, tryLock, withLock)', async () => {
+    const clients = await clientsFor();
+    try {
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'aborted-before',
+      );
+      const reason = new Error('caller gave up');
+      const signal = AbortSignal.abort(reason);
+      let ran = false;
+      const calls = [
+        () => redLock.lock({ signal, leaseTime: 10_000 }),
+        () => redLock.tryLock({ signal, leaseTime: 10_000, waitTime: 1_000 }),
+        () => redLock.withLock(() => (ran = true), { signal, leaseTime: 10_000 }),
+      ];
+      for (const call of calls) {
+        const outcome = await call().then(
+          async (handle) => {
+            if (handle && typeof handle === 'object') await handle.release();
+            return 'acquired';
+          },
+          (error: unknown) => error,
+        );
+        expect(outcome).toBe(reason);
+      }
+      expect(ran).toBe(false);
+      expect((await pttls(clients, 'aborted-before')).every((ttl) => ttl === -2)).toBe(true);
+    } finally {
+      await closeAll(clients);
+    }
+  });
+
+  it("extend() to a longer lease counts that lease's drift allowance, not the first lease's", async () => {
+    const clients = await clientsFor();
+    try {
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'extended-drift',
+      );
+      const handle = await redLock.lock({ leaseTime: 2_000, waitTime: 5_000 });
+      await handle.extend(100_000);
+      // lease - drift at most, with drift = 1 % of the lease + 2 ms (1 002 ms), not 22 ms.
+      expect(handle.validity).toBeLessThanOrEqual(100_000 - 1_002);
+      expect(handle.validity).toBeGreaterThan(90_000);
+      expect(['released', 'pending']).toContain(await handle.release());
+    } finally {
+      await closeAll(clients);
+    }
+  });
+
   it('a backward wall-clock step changes neither the validity nor when the signal aborts', async () => {
     const clients = await clientsFor();
     try {

@@ -345,6 +345,11 @@ export function engineOf(client: LockClient): EngineContext {
   return engines.get(client)!;
 }
 
+/** Whether `value` is a LockClient (one this module constructed). */
+export function isLockClient(value: unknown): value is LockClient {
+  return typeof value === 'object' && value !== null && engines.has(value as LockClient);
+}
+
 /**
  * A connection for pub/sub, duplicated from the command client. A Cluster's duplicate subscribes per
  * shard (sharded subscribers), so SSUBSCRIBE reaches the node serving each channel's slot.

@@ -31,6 +31,14 @@ export abstract class GroupLock<H extends GroupLockHandle> {
    */
   abstract heldInScope(scope: OwnerScope): boolean;
 
+  /**
+   * @internal Whether `scope` holds part of the group: a `withLock` inside it runs in a scope of its own
+   * that re-enters that part (see runAsCriticalSection's `inherit`).
+   */
+  protected inheritsFrom(_scope: OwnerScope): boolean {
+    return false;
+  }
+
   /** Acquires within `options.waitTime` (undefined: as long as it takes) or resolves null. */
   protected abstract acquire(options: AcquireOptions): Promise<H | null>;
 
@@ -53,6 +61,7 @@ export abstract class GroupLock<H extends GroupLockHandle> {
     return runAsCriticalSection(
       (scope) => this.heldInScope(scope),
       () => withLock(() => this.lock(options), fn, { logger: this.logger, nameOf: () => this.name }),
+      { inherit: (scope) => this.inheritsFrom(scope) },
     );
   }
 }

@@ -1,7 +1,7 @@
 import { monotonicNow } from '../util/clock';
 import { LockOptionsError } from '../errors';
 import { GroupLock, type GroupLockContext } from './group-lock';
-import type { LockBase } from '../lock/lock-base';
+import { LockBase } from '../lock/lock-base';
 import type { LockHandle } from '../holds/lock-handle';
 import type { LockLogger } from '../util/logger';
 import { multiLockMembers } from './multi-lock-members';
@@ -30,7 +30,13 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
 
   constructor(readonly locks: LockBase[]) {
     super();
-    if (!Array.isArray(locks) || locks.length === 0) throw new LockOptionsError('MultiLock needs at least one lock.');
+    // A value that is not a lock would fail as a TypeError while the members are ordered.
+    if (!Array.isArray(locks) || locks.length === 0 || locks.some((lock) => !(lock instanceof LockBase))) {
+      throw new LockOptionsError('MultiLock needs at least one lock, and locks only.', undefined, {
+        option: 'locks',
+        value: locks,
+      });
+    }
     ({ ordered: this.ordered, memberFor: this.memberFor } = multiLockMembers(locks));
   }
 
@@ -38,8 +44,16 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
     return this.locks.map((l) => l.name).join('+');
   }
 
-  /** Held in `scope` when one of its locks is: the scope re-enters that one and takes the others under the same owner. */
+  /**
+   * Held in `scope` when all of its locks are: the scope re-enters them. Taking the locks the scope does
+   * not hold under its owner would let every concurrent branch of the scope (Promise.all) re-enter them.
+   */
   heldInScope(scope: OwnerScope): boolean {
+    return this.ordered.every((lock) => lock.heldInScope(scope));
+  }
+
+  /** Some of its locks held in `scope`: a section of its own re-enters those and takes the others under its own owner. */
+  protected override inheritsFrom(scope: OwnerScope): boolean {
     return this.ordered.some((lock) => lock.heldInScope(scope));
   }
 

@@ -62,7 +62,10 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   private readonly unanswered: (string | null)[];
   /** Per master, the token of an unanswered vote the release took back (its late grant needs nothing more). */
   private readonly takenBack: (string | null)[];
-  /** Per master, on the monotonic clock: the earliest its hold can end (-Infinity: none). */
+  /**
+   * Per master, on the monotonic clock: the earliest its hold can end, less the drift allowance of the
+   * lease that set it (-Infinity: none). See until.
+   */
   private readonly heldUntil: number[];
   private readonly lease: number;
   private readonly watched: boolean;
@@ -84,7 +87,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     this.instanceTimeout = grant.instanceTimeout;
     this.owner = grant.owner;
     this.label = grant.label;
-    this.heldUntil = grant.handles.map((h) => (h ? grant.sentAt + grant.lease : -Infinity));
+    this.heldUntil = grant.handles.map((h) => (h ? this.until(grant.sentAt, grant.lease) : -Infinity));
     grant.handles.forEach((handle, index) => handle && this.followRenewals(index, handle));
     // Off the grant's path: a hold released before the next turn of the event loop never pays for it.
     setImmediate(() => this.watchLosses());
@@ -168,7 +171,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
       throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
     }
     // Each master that confirmed holds it for `lease` from the send at least; the others as before.
-    results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = started + lease));
+    results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = this.until(started, lease)));
     this.armExpiry();
   }
 
@@ -184,7 +187,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     if (!this.canAdopt(index)) return false;
     this.unanswered[index] = null;
     this.handles[index] = handle;
-    this.heldUntil[index] = sentAt + this.lease;
+    this.heldUntil[index] = this.until(sentAt, this.lease);
     this.followRenewals(index, handle);
     if (this.watching) this.listenForLoss(handle);
     this.armExpiry();
@@ -211,12 +214,19 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
 
   /**
    * The end of the validity on the monotonic clock: the quorum-th latest end among the masters that
-   * still hold it, minus the drift allowance (-Infinity when fewer than a quorum hold it).
+   * still hold it, each less its lease's drift allowance (-Infinity when fewer than a quorum hold it).
    */
   private deadline(): number {
     const ends = this.handles.flatMap((h, i) => (h && !h.isLost ? [this.heldUntil[i]] : [])).sort((a, b) => b - a);
-    const quorumEnd = ends[this.redLock.quorum - 1] ?? -Infinity;
-    return quorumEnd - this.redLock.drift(this.lease);
+    return ends[this.redLock.quorum - 1] ?? -Infinity;
+  }
+
+  /**
+   * The end of a hold whose lease `lease` was set by a command sent at `sentAt`, less that lease's drift
+   * allowance: an extension to a longer lease has a larger one than the grant's.
+   */
+  private until(sentAt: number, lease: number): number {
+    return sentAt + lease - this.redLock.drift(lease);
   }
 
   /**
@@ -271,7 +281,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   /** Master `index`'s hold is a vote of this RedLock: its renewals move the validity, its loss is not reported alone. */
   private followRenewals(index: number, handle: LockHandle): void {
     handle.asVote((sentAt, leaseMs) => {
-      this.heldUntil[index] = sentAt + leaseMs;
+      this.heldUntil[index] = this.until(sentAt, leaseMs);
       this.armExpiry();
     });
   }

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { bounded } from '../redis/bounded';
 import { LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
-import { engineOf, type LockClient } from '../client/lock-client';
+import { engineOf, isLockClient, type LockClient } from '../client/lock-client';
 import type { LockHandle } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
 import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
-import { assertLockName, checkDuration, TIMEOUT_RULE } from '../util/validation';
+import { assertLockName, checkDuration, show, TIMEOUT_RULE } from '../util/validation';
 import { RedLockMaster } from './red-lock-master';
 import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
@@ -95,12 +95,22 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     options: RedLockOptions = {},
   ) {
     super();
-    if (!Array.isArray(clients) || clients.length === 0)
-      throw new LockOptionsError('RedLock needs at least one LockClient.', name);
+    // A value that is not a LockClient has no engine: it would fail as a TypeError further on.
+    if (!Array.isArray(clients) || clients.length === 0 || clients.some((client) => !isLockClient(client))) {
+      throw new LockOptionsError('RedLock needs at least one LockClient, and LockClients only.', name, {
+        option: 'clients',
+        value: clients,
+      });
+    }
     assertLockName(name);
     checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
-    if (options.driftFactor !== undefined && !(options.driftFactor >= 0 && options.driftFactor < 1)) {
-      throw new LockOptionsError(`driftFactor must be in [0, 1), got ${String(options.driftFactor)}.`, name);
+    const { driftFactor } = options;
+    // typeof: a string or an array compares as a number ('0.5' >= 0) and would pass the range check.
+    if (driftFactor !== undefined && !(typeof driftFactor === 'number' && driftFactor >= 0 && driftFactor < 1)) {
+      throw new LockOptionsError(`driftFactor must be a number in [0, 1), got ${show(driftFactor)}.`, name, {
+        option: 'driftFactor',
+        value: driftFactor,
+      });
     }
     this.quorum = Math.floor(clients.length / 2) + 1;
     this.masters = clients.map((client) => new RedLockMaster(engineOf(client), name));
@@ -205,6 +215,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         gated = true;
       }
       for (let splits = 0; ;) {
+        // Before every round, the first too: an aborted wait asks no master (see acquireLoop).
+        options.signal?.throwIfAborted();
         const seen = watch?.counts();
         const round = await this.round(owner, options, gated);
         if (round instanceof RedLockHandle) {

@@ -8,6 +8,12 @@ import { randomUUID } from 'node:crypto';
  */
 export interface OwnerScope {
   readonly id: string;
+  /**
+   * The section this scope was opened inside, whose holds it re-enters (under that section's owner);
+   * its other locks it takes under its own. Set only for a MultiLock's section opened inside a holder
+   * of some of its locks (see runAsCriticalSection's `inherit`).
+   */
+  readonly parent?: OwnerScope;
 }
 
 const storage = new AsyncLocalStorage<OwnerScope>();
@@ -34,14 +40,20 @@ export function runInLockScope<T>(fn: () => T, options: { newScope?: boolean } =
  * `fn` runs in that scope; anywhere else it gets a scope, and so an owner, of its own. So sibling
  * branches of one request or job (`Promise.all([settle(7), settle(7)])`) exclude each other, as
  * Redisson's threads do, while a call made from inside the section re-enters. `newScope: true`: a
- * scope of its own even inside a holder (which then waits for itself).
+ * scope of its own even inside a holder (which then waits for itself). `inherit`: when the current
+ * scope holds only part of what the section takes (a MultiLock's locks), the section gets a scope of
+ * its own whose parent is the current one: it re-enters the parent's holds under the parent's owner
+ * and takes the rest under its own, so sibling sections still exclude each other on the rest.
  */
 export function runAsCriticalSection<T>(
   holds: (scope: OwnerScope) => boolean,
   fn: () => T,
-  options: { newScope?: boolean } = {},
+  options: { newScope?: boolean; inherit?: (scope: OwnerScope) => boolean } = {},
 ): T {
   const existing = storage.getStore();
   if (existing && !options.newScope && holds(existing)) return fn();
+  if (existing && !options.newScope && options.inherit?.(existing)) {
+    return storage.run({ id: randomUUID(), parent: existing }, fn);
+  }
   return storage.run({ id: randomUUID() }, fn);
 }

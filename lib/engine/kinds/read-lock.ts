@@ -21,9 +21,9 @@ export class ReadLock extends ReadWriteSide {
   }
 
   /** A writer reads inside its own critical section too: its scope re-enters the read side. */
-  override heldInScope(scope: OwnerScope): boolean {
+  protected override holdsAsScope(scope: OwnerScope): boolean {
     const writer = this.engine.registry.get(this.rw.write, `${this.engine.clientId}:${scope.id}`);
-    return (writer !== undefined && !writer.lost) || super.heldInScope(scope);
+    return (writer !== undefined && !writer.lost) || super.holdsAsScope(scope);
   }
 
   protected override get renewalKeys(): readonly string[] {

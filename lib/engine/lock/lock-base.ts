@@ -7,7 +7,7 @@ import { LockAcquireTimeoutError, LockNotHeldError } from '../errors';
 import type { HeldLock, HoldOps, RenewalKind } from '../holds/held-lock';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
-import type { AcquireOptions } from './acquire-options';
+import { assertAcquireOptions, type AcquireOptions } from './acquire-options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
 import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { FORCE_UNLOCK, HOLD_STATE, PASS_WAKE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
@@ -255,8 +255,19 @@ export abstract class LockBase implements ReleaseReplayer {
    * that scope re-enters it (see runAsCriticalSection).
    */
   heldInScope(scope: OwnerScope): boolean {
+    return this.holderIn(scope) !== undefined;
+  }
+
+  /** Whether `scope`'s own owner holds this lock, as this client last knew it. */
+  protected holdsAsScope(scope: OwnerScope): boolean {
     const held = this.findHeld(`${this.engine.clientId}:${scope.id}`);
     return held !== undefined && !held.lost;
+  }
+
+  /** The nearest scope of `scope` and its parents (see OwnerScope.parent) whose owner holds this lock. */
+  private holderIn(scope: OwnerScope): OwnerScope | undefined {
+    for (let s: OwnerScope | undefined = scope; s; s = s.parent) if (this.holdsAsScope(s)) return s;
+    return undefined;
   }
 
   /** @internal The client's logger: a MultiLock reports a failed release through its first lock's. */
@@ -275,6 +286,8 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   async unlock(options: { owner?: string } = {}): Promise<ReleaseOutcome> {
     assertOptionsObject(this.name, options);
+    // Checked as lock()'s is: an empty or non-string owner would reach the script (BADARG, or a wrong owner).
+    if (options.owner !== undefined) assertAcquireOptions(this.name, { owner: options.owner });
     const owner = options.owner ?? this.scopeOwner();
     if (owner === undefined) {
       throw new LockNotHeldError(this.name, '(no lock scope)');
@@ -328,9 +341,12 @@ export abstract class LockBase implements ReleaseReplayer {
     return this.engine.registry.get(this.keys.lock, owner);
   }
 
+  /** The current scope's owner; in a scope with a parent, the owner of the nearest one that holds this lock. */
   protected scopeOwner(): string | undefined {
     const scope = currentScope();
-    return scope ? `${this.engine.clientId}:${scope.id}` : undefined;
+    if (!scope) return undefined;
+    const owner = scope.parent ? (this.holderIn(scope) ?? scope) : scope;
+    return `${this.engine.clientId}:${owner.id}`;
   }
 
   protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
