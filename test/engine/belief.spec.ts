@@ -97,6 +97,30 @@ describe("the holder's belief follows Redis", () => {
       expect(most).toBe(1);
     });
 
+    it('another lock taken inside a holder re-enters the outer one from inside it (A, then B, then A again)', async () => {
+      // As a Redisson thread that holds A, takes B and asks for A again re-enters A. B's section used to
+      // get a scope of its own with no tie to A's, and the inner A waited for its own holder.
+      const [outer, other] = [locks.getLock('nest-a'), locks.getLock('nest-b')];
+      const result = await outer.withLock(() =>
+        other.withLock(() => outer.withLock(() => 'inner A re-entered', { waitTime: 0 }), { waitTime: 1_000 }),
+      );
+      expect(result).toBe('inner A re-entered');
+      expect(await outer.isLocked()).toBe(false);
+      expect(await other.isLocked()).toBe(false);
+    });
+
+    it('inside a holder of A, sibling branches still exclude each other on B', async () => {
+      const [outer, other] = [locks.getLock('nest-sib-a'), locks.getLock('nest-sib-b')];
+      const most = await outer.withLock(() =>
+        overlapOf((body) => [
+          other.withLock(() => outer.withLock(() => body(), { waitTime: 0 })),
+          other.withLock(() => body()),
+        ]),
+      );
+      expect(most).toBe(1);
+      expect(await other.isLocked()).toBe(false);
+    });
+
     it('newScope: true makes a call from inside wait for its own holder', async () => {
       const lock = locks.getLock('inside-new-scope');
       await lock.withLock(async () => {

@@ -10,8 +10,9 @@ export interface OwnerScope {
   readonly id: string;
   /**
    * The section this scope was opened inside, whose holds it re-enters (under that section's owner);
-   * its other locks it takes under its own. Set only for a MultiLock's section opened inside a holder
-   * of some of its locks (see runAsCriticalSection's `inherit`).
+   * its other locks it takes under its own. Set for a lock's section opened inside another section,
+   * and for a MultiLock's opened inside a holder of some of its locks (see runAsCriticalSection's
+   * `inherit`).
    */
   readonly parent?: OwnerScope;
 }
@@ -41,9 +42,10 @@ export function runInLockScope<T>(fn: () => T, options: { newScope?: boolean } =
  * branches of one request or job (`Promise.all([settle(7), settle(7)])`) exclude each other, as
  * Redisson's threads do, while a call made from inside the section re-enters. `newScope: true`: a
  * scope of its own even inside a holder (which then waits for itself). `inherit`: when the current
- * scope holds only part of what the section takes (a MultiLock's locks), the section gets a scope of
- * its own whose parent is the current one: it re-enters the parent's holds under the parent's owner
- * and takes the rest under its own, so sibling sections still exclude each other on the rest.
+ * scope does not hold what the section takes, or holds only part of it (a MultiLock's locks), the
+ * section gets a scope of its own whose parent is the current one: it re-enters the holds of the
+ * parent (and of the parent's parents) under their owners and takes the rest under its own, so
+ * sibling sections still exclude each other on the rest.
  */
 export function runAsCriticalSection<T>(
   holds: (scope: OwnerScope) => boolean,

@@ -33,6 +33,9 @@ export { attemptOutcome, waitingFlag } from './attempt-replies';
  */
 export const QUIET_RECHECK_MS = 1_000;
 
+/** Any section opened inside another is nested in it (see runAsCriticalSection's `inherit`). */
+const nestedSection = (): boolean => true;
+
 export interface WithLockOptions extends AcquireOptions {
   /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
   newScope?: boolean;
@@ -247,7 +250,10 @@ export abstract class LockBase implements ReleaseReplayer {
     // `?.`: options that are not an object reach lock(), which refuses them with a LockOptionsError.
     const newScope = (options as WithLockOptions | null)?.newScope;
     const holds = (scope: OwnerScope) => this.heldInScope(scope);
-    return runAsCriticalSection(holds, () => withLock(() => this.lock(options), fn, report), { newScope });
+    // Opened inside another section, this one is nested in it: a lock that section (or one around it)
+    // holds re-enters from inside this one, under that section's owner (A, then B, then A again).
+    const inherit = nestedSection;
+    return runAsCriticalSection(holds, () => withLock(() => this.lock(options), fn, report), { newScope, inherit });
   }
 
   /**
