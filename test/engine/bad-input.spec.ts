@@ -69,28 +69,33 @@ describe('bad input', () => {
     expect(await lockOf(b.locks, kind, huge).tryLock()).not.toBeNull();
   });
 
-  it('RedLock: a fractional lease is rounded up, on every master', async () => {
-    // The votes' script takes whole ms only: a fractional lease sent as it was got BADARG from every
-    // master, reported as a lost quorum (seen in the MultiLock and RedLock property below).
+  /** Runs `fn` with a connection and a LockClient on each of the five independent masters, closed after. */
+  async function onMasters(fn: (masters: Redis[], clients: LockClient[]) => Promise<void>): Promise<void> {
     const masters = sharedTopology('multi').masters.map((m) => connect(m.port));
     const clients = masters.map((redis) => new LockClient({ redis, keyPrefix: prefix, logger: quietLogger }));
     try {
+      await fn(masters, clients);
+    } finally {
+      await Promise.all(clients.map((c) => c.close()));
+      masters.forEach((m) => m.disconnect());
+    }
+  }
+
+  it('RedLock: a fractional lease is rounded up, on every master', async () => {
+    // The votes' script takes whole ms only: a fractional lease sent as it was got BADARG from every
+    // master, reported as a lost quorum (seen in the MultiLock and RedLock property below).
+    await onMasters(async (masters, clients) => {
       const name = 'fraction-redlock';
       const handle = await new RedLock(clients, name).lock({ leaseTime: 1500.5, waitTime: 5_000 });
       const pttls = await Promise.all(masters.map((m) => m.pttl(lockKeys(prefix, name).lock)));
       expect(pttls.filter((ttl) => ttl > 1_000 && ttl <= 1_501).length).toBeGreaterThanOrEqual(3);
       expect(pttls.every((ttl) => ttl <= 1_501)).toBe(true);
       expect(await handle.release()).toBe('released');
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      masters.forEach((m) => m.disconnect());
-    }
+    });
   });
 
   it('RedLock: extend() refuses a bad lease before any master is asked, and the lock stays held', async () => {
-    const masters = sharedTopology('multi').masters.map((m) => connect(m.port));
-    const clients = masters.map((redis) => new LockClient({ redis, keyPrefix: prefix, logger: quietLogger }));
-    try {
+    await onMasters(async (masters, clients) => {
       const name = 'extend-redlock';
       const handle = await new RedLock(clients, name).lock({ leaseTime: 20_000, waitTime: 5_000 });
       for (const bad of [-1, 0, NaN, Infinity, 1e19, '1000', 10]) {
@@ -107,10 +112,7 @@ describe('bad input', () => {
       const after = await Promise.all(masters.map((m) => m.pttl(lockKeys(prefix, name).lock)));
       expect(after.filter((ttl) => ttl > 1_000 && ttl <= 1_501).length).toBeGreaterThanOrEqual(3);
       expect(await handle.release()).toBe('released');
-    } finally {
-      await Promise.all(clients.map((c) => c.close()));
-      masters.forEach((m) => m.disconnect());
-    }
+    });
   });
 
   /**
@@ -244,12 +246,7 @@ describe('bad input', () => {
       [() => new RedLock([a.locks], 'x', { instanceTimeout: NaN }), 'instanceTimeout'],
     ];
     for (const [make, option] of bad) {
-      let error: unknown;
-      try {
-        make();
-      } catch (e) {
-        error = e;
-      }
+      const error = thrownBy(make);
       expect(error).toBeInstanceOf(LockOptionsError);
       expect(error).toMatchObject({ key: 'x', option });
     }
@@ -268,12 +265,7 @@ describe('bad input', () => {
       [() => new RedLock([a.redis as never], 'x'), 'clients', 'x'],
     ];
     for (const [make, option, key] of bad) {
-      let error: unknown;
-      try {
-        make();
-      } catch (e) {
-        error = e;
-      }
+      const error = thrownBy(make);
       expect(error).toBeInstanceOf(LockOptionsError);
       expect(error).toMatchObject({ name: 'LockOptionsError', key, option });
     }
@@ -624,3 +616,13 @@ describe('bad input', () => {
     });
   });
 });
+
+/** What `make` throws (undefined when it returns). */
+function thrownBy(make: () => unknown): unknown {
+  try {
+    make();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}

@@ -61,20 +61,21 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
   ]).finally(() => clearTimeout(timer));
 }
 
+/** A plain connection and a lock client of another process, shared by the specs below. */
+let redis: Redis;
+let other: TestClient;
+
+beforeAll(() => {
+  redis = connect();
+  other = lockClient({ keyPrefix: prefix });
+});
+
+afterAll(async () => {
+  await other.close();
+  await redis.quit();
+});
+
 describe('app.close() while a request waits for its lock', () => {
-  let redis: Redis;
-  let other: TestClient;
-
-  beforeAll(() => {
-    redis = connect();
-    other = lockClient({ keyPrefix: prefix });
-  });
-
-  afterAll(async () => {
-    await other.close();
-    await redis.quit();
-  });
-
   beforeEach(() => {
     state.runs = 0;
     state.signals = [];
@@ -109,19 +110,6 @@ describe('app.close() while a request waits for its lock', () => {
 });
 
 describe('a lock lost while the handler runs', () => {
-  let redis: Redis;
-  let other: TestClient;
-
-  beforeAll(() => {
-    redis = connect();
-    other = lockClient({ keyPrefix: prefix });
-  });
-
-  afterAll(async () => {
-    await other.close();
-    await redis.quit();
-  });
-
   it("the handler's signal aborts with LockLostError, and its release afterwards leaves the next holder's lock alone", async () => {
     state.signals = [];
     state.release = gate();
