@@ -436,7 +436,11 @@ describe('bad input', () => {
           [k.lock, k.fence, k.waiting, k.next, k.grants],
           [lease, 'owner', 'client', '0', 'h', IDLE_KEY_TTL],
         ],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', lease, 'client', '0', IDLE_KEY_TTL]],
+        [
+          'simple-lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          ['token', lease, 'client', '0', IDLE_KEY_TTL],
+        ],
         [
           'fair-lock-7.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
@@ -473,8 +477,16 @@ describe('bad input', () => {
           [k.lock, k.fence, k.waiting, k.next, k.grants],
           [1000, 'owner', 'client', 'yes', 'h', IDLE_KEY_TTL],
         ],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '2', IDLE_KEY_TTL]],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['', 1000, 'client', '0', IDLE_KEY_TTL]],
+        [
+          'simple-lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          ['token', 1000, 'client', '2', IDLE_KEY_TTL],
+        ],
+        [
+          'simple-lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          ['', 1000, 'client', '0', IDLE_KEY_TTL],
+        ],
         [
           'fair-lock-7.lua',
           [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
@@ -529,7 +541,11 @@ describe('bad input', () => {
         ['renew-many-n.lua', [k.lock, k.fence], ['0', 'hash', 1000, 'owner']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', 'h', '1.5']],
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', 'h', 86_400_001]],
-        ['simple-lock-4.lua', [k.lock, k.fence, k.waiting, k.next], ['token', 1000, 'client', '0']],
+        [
+          'simple-lock-5.lua',
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          ['token', 1000, 'client', '0'],
+        ],
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['flushall', 'x', 'id']],
         ['simple-unlock-5.lua', simpleUnlockKeys, ['token', '', '', 'del', 'x', 'pass', 'c']],
         ['pass-wake-4.lua', [k.lock, k.channel, k.waiting, k.next], ['', 'publish', 'x']],

@@ -72,7 +72,7 @@ describe('script contracts', () => {
       'rw-write-lock-7.lua',
       'semaphore-acquire-7.lua',
       'semaphore-set-permits-6.lua',
-      'simple-lock-4.lua',
+      'simple-lock-5.lua',
       'redlock-grant-2.lua',
     ]);
     const readsOnly = new Set([

@@ -214,7 +214,7 @@ describe('lua scripts', () => {
     }
   });
 
-  it('simple-lock-4 / simple-unlock-4: refused waiters register; a release wakes one of them and RedLock rounds', async () => {
+  it('simple-lock-5 / simple-unlock-4: refused waiters register; a release wakes one of them and RedLock rounds', async () => {
     const k = keys();
     const sub = await listeners(k, ['p1', 'p2']);
     const shared = redis.duplicate();
@@ -222,13 +222,17 @@ describe('lua scripts', () => {
     shared.on('message', (_channel, message: string) => sharedHeard.push(message));
     await shared.subscribe(k.channel);
     const simple = (token: string, client?: string) =>
-      SIMPLE_LOCK.run(redis, k, {
-        idleKeyTtl: IDLE_KEY_TTL,
-        token,
-        leaseMs: 5000,
-        clientId: client ?? 'solo',
-        waiting: client ? '0' : 'once',
-      });
+      SIMPLE_LOCK.run(
+        redis,
+        { ...k, released: `${k.lock}:released` },
+        {
+          idleKeyTtl: IDLE_KEY_TTL,
+          token,
+          leaseMs: 5000,
+          clientId: client ?? 'solo',
+          waiting: client ? '0' : 'once',
+        },
+      );
     try {
       expect((await simple('t1'))[0]).toBe('granted');
       expect((await simple('t2', 'p1'))[0]).toBe('refused');
@@ -495,7 +499,7 @@ describe('lua scripts', () => {
     });
   });
 
-  it('lock-5 / simple-lock-4: every grant takes one fencing token, whether other processes wait or not; re-entries and refusals take none', async () => {
+  it('lock-5 / simple-lock-5: every grant takes one fencing token, whether other processes wait or not; re-entries and refusals take none', async () => {
     const k = keys();
     await seedFence(redis, k.fence);
     const reentrant = (owner: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
@@ -509,7 +513,11 @@ describe('lua scripts', () => {
     expect(await reentrant('pb:1', 'pb', '0')).toEqual(['granted', FENCE_SEED + 3, 0]);
     await redis.del(k.lock);
     const simple = (token: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
-      SIMPLE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 5000, clientId, waiting });
+      SIMPLE_LOCK.run(
+        redis,
+        { ...k, released: `${k.lock}:released` },
+        { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 5000, clientId, waiting },
+      );
     expect(await simple('t1')).toEqual(['granted', FENCE_SEED + 4, 0]);
     expect((await simple('t2', 'pc', '0'))[0]).toBe('refused');
     await redis.del(k.lock);
@@ -700,29 +708,37 @@ describe('lua scripts', () => {
       expect(await count()).toBe('2');
     });
 
-    it('simple-lock-4 with the same token is granted again, takes no new fencing token, and holds one lock', async () => {
+    it('simple-lock-5 with the same token is granted again, takes no new fencing token, and holds one lock', async () => {
       const s = keys();
       await seedFence(redis, s.fence);
       const attempt = () =>
-        SIMPLE_LOCK.run(redis, s, {
-          idleKeyTtl: IDLE_KEY_TTL,
-          token: 'c:1:t',
-          leaseMs: 5000,
-          clientId: 'c',
-          waiting: '0',
-        });
+        SIMPLE_LOCK.run(
+          redis,
+          { ...s, released: `${s.lock}:released` },
+          {
+            idleKeyTtl: IDLE_KEY_TTL,
+            token: 'c:1:t',
+            leaseMs: 5000,
+            clientId: 'c',
+            waiting: '0',
+          },
+        );
       expect(await attempt()).toEqual(['granted', FENCE_SEED + 1, 0]);
       expect(await attempt()).toEqual(['granted', FENCE_SEED + 1, 0]);
       expect(await redis.get(s.lock)).toBe('c:1:t');
       expect(await redis.get(s.fence)).toBe(String(FENCE_SEED + 1));
       // Another token is still refused.
-      const other = await SIMPLE_LOCK.run(redis, s, {
-        idleKeyTtl: IDLE_KEY_TTL,
-        token: 'c:2:t',
-        leaseMs: 5000,
-        clientId: 'c',
-        waiting: 'once',
-      });
+      const other = await SIMPLE_LOCK.run(
+        redis,
+        { ...s, released: `${s.lock}:released` },
+        {
+          idleKeyTtl: IDLE_KEY_TTL,
+          token: 'c:2:t',
+          leaseMs: 5000,
+          clientId: 'c',
+          waiting: 'once',
+        },
+      );
       expect(other[0]).toBe('refused');
     });
   });

@@ -119,7 +119,7 @@ export class SimpleLock extends LockBase {
 
   protected async attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId, idleKeyTtl } = this.engine;
-    const reply = await SIMPLE_LOCK.run(redis, this.keys, {
+    const reply = await SIMPLE_LOCK.run(redis, this.releaseKeys, {
       token,
       leaseMs,
       clientId,

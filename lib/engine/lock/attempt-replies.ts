@@ -17,7 +17,7 @@ export function attemptOutcome(
   };
 }
 
-/** The waiting flag of lock-4.lua / simple-lock-4.lua for an attempt. */
+/** The waiting flag of lock-4.lua / simple-lock-5.lua for an attempt. */
 export function waitingFlag(waiting: WaitingAttempt | undefined): WaitingFlag {
   if (!waiting) return 'once';
   if (waiting.othersWaiting) return '1';

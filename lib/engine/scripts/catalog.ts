@@ -75,8 +75,8 @@ export const CLAIM_ATTEMPT = defineScript({
 
 /** `SET NX PX` under the attempt's token, with the waiting registry and hand-over of LOCK. */
 export const SIMPLE_LOCK = defineScript({
-  file: 'simple-lock-4.lua',
-  keys: ['lock', 'fence', 'waiting', 'next'],
+  file: 'simple-lock-5.lua',
+  keys: ['lock', 'fence', 'waiting', 'next', 'released'],
   args: { token: str, leaseMs: num, clientId: str, waiting, idleKeyTtl: num },
   reply: asIs<TurnAttemptReply>,
 });
