@@ -1,4 +1,4 @@
-import { LockLostError, LockOptionsError, type LockLostReason } from '../errors';
+import { LockLostError, type LockLostReason } from '../errors';
 import { checkDuration, LEASE_RULE } from '../util/validation';
 import type { EmitLockEvent } from '../client/lock-events';
 import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
@@ -13,8 +13,8 @@ export interface RedLockQuorum {
   readonly emit: EmitLockEvent;
   reportLoss(error: LockLostError): void;
   leaseOf(leaseTime: number | undefined): number;
-  /** The shortest lease a round could grant with any validity (see RedLock.minimumLease). */
-  minimumLease(lease: number): number;
+  /** LockOptionsError for a lease no round could grant with any validity (see RedLock.checkLease). */
+  checkLease(leaseTime: number | undefined): void;
   drift(lease: number): number;
   usable(index: number): boolean;
   boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T>;
@@ -146,14 +146,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   async extend(leaseTime?: number): Promise<void> {
     // Checked here, before any master is asked: a value every master refused would read as a lost quorum.
     leaseTime = checkDuration(this.redLock.name, 'leaseTime', leaseTime, LEASE_RULE);
-    if (leaseTime !== undefined && leaseTime < this.redLock.minimumLease(leaseTime)) {
-      throw new LockOptionsError(
-        `RedLock leaseTime must be at least ${this.redLock.minimumLease(leaseTime)} ms (the instance timeout ` +
-          `plus the clock drift allowance), got ${leaseTime}.`,
-        this.redLock.name,
-        { option: 'leaseTime', value: leaseTime },
-      );
-    }
+    this.redLock.checkLease(leaseTime);
     const started = monotonicNow();
     const lease = leaseTime ?? this.redLock.leaseOf(undefined);
     const results = await Promise.all(

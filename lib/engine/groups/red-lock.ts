@@ -182,20 +182,27 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     return this.masters[index].takeBack(token, lease);
   }
 
+  /**
+   * @internal A lease of `lock()` or `extend()` (already checked as a duration): LockOptionsError when no
+   * round could grant it with any validity (shorter than the instance timeout plus the drift).
+   */
+  checkLease(leaseTime: number | undefined): void {
+    if (leaseTime === undefined) return;
+    const lease = Math.ceil(leaseTime);
+    if (lease < this.minimumLease(lease)) {
+      throw new LockOptionsError(
+        `RedLock leaseTime must be at least ${this.minimumLease(lease)} ms (the instance timeout plus the ` +
+          `clock drift allowance), got ${String(leaseTime)}.`,
+        this.name,
+        { option: 'leaseTime', value: leaseTime },
+      );
+    }
+  }
+
   /** LockQuorumError when too few masters answer by the end of the wait. */
   protected async acquire(options: AcquireOptions): Promise<RedLockHandle | null> {
     assertAcquireOptions(this.name, options);
-    if (options.leaseTime !== undefined) {
-      const lease = Math.ceil(options.leaseTime);
-      if (lease < this.minimumLease(lease)) {
-        throw new LockOptionsError(
-          `RedLock leaseTime must be at least ${this.minimumLease(lease)} ms (the instance timeout plus the ` +
-            `clock drift allowance), got ${String(options.leaseTime)}.`,
-          this.name,
-          { option: 'leaseTime', value: options.leaseTime },
-        );
-      }
-    }
+    this.checkLease(options.leaseTime);
     const owner = options.owner ?? `redlock:${randomUUID()}`;
     const calledAt = monotonicNow();
     const deadline = options.waitTime === undefined ? Infinity : calledAt + options.waitTime;
