@@ -4,8 +4,8 @@
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    kept a lease + ARGV[5] (see fencing.lua)
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  (see lock-5.lua)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next     (see hand-over.lua)
--- KEYS[5]  recent releases      <prefix>:{<name>}:released (see release-once.lua): a copy of an
---                               attempt whose hold was released already takes nothing
+-- KEYS[5]  recent releases      <prefix>:{<name>}:releases (see release-once.lua): a copy of an
+--                               attempt whose hold was released, or that was cancelled, takes nothing
 -- ARGV[1]  token                unique to this acquisition: '<36-character id>:<owner id>'
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  client id of the caller's process
@@ -19,7 +19,7 @@
 --          {'refused', pttl}          held (by anyone, this owner included: it does not nest), or free
 --                                     but reserved for another process; pttl = how long that lasts at most
 --                                     (also a copy of an attempt whose hold was released since its first
---                                     run: nothing changes, pttl 0 when the lock is free)
+--                                     run, or that was cancelled: nothing changes, pttl 0 when the lock is free)
 --          error BADARG before any write when an argument is unusable
 --!include waiting-args.lua
 --!include fencing.lua
@@ -34,10 +34,10 @@ local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
 local badIdle = idleTtlProblem(ARGV[5])
 if badIdle then return badIdle end
--- A copy of an attempt that landed, sent again after its reply was lost, may come after its hold was
--- released (the library claimed it, and its holder let it go): it must not take the lock again under a
--- token nobody will release.
-if landedBefore(KEYS[5], token) then return {'refused', math.max(0, redis.call('pttl', KEYS[1]))} end
+-- A copy of an attempt, sent again after its reply was lost, may come after its hold was released (the
+-- library claimed it, and its holder let it go), or after the library gave the attempt up (cancelled,
+-- see simple-claim-3.lua): it must not take the lock under a token nobody will release.
+if tokenEnded(KEYS[5], token) then return {'refused', math.max(0, redis.call('pttl', KEYS[1]))} end
 -- One EXISTS for the waiting registry and the hand-over: each is counted as often as it is named, so
 -- the count is 2 or more exactly when the hand-over key exists (and 0 when neither does).
 local existing = redis.call('exists', KEYS[3], KEYS[4], KEYS[4])

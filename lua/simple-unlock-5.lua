@@ -3,13 +3,14 @@
 -- its token: '<id>:<owner id>', the id being 36 characters of the acquisition's own. A release names
 -- the hold it ends: its whole token, or its owner (a release by owner, from any process), compared
 -- whole: never parsed, never a prefix. A release runs once (see release-once.lua): a repeat of one
--- that landed replies 'released' and touches nothing.
+-- that landed replies 'released' and touches nothing. A release of a token the lock does not hold
+-- cancels that token: no copy of its attempt may take the lock after it.
 -- KEYS[1]  lock string
 -- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id>; a RedLock
 --                               round waits on KEYS[2] itself (see redlock-release-2.lua)
 -- KEYS[3]  waiting processes    (see lock-5.lua)
 -- KEYS[4]  hand-over            (see hand-over.lua)
--- KEYS[5]  recent releases      <prefix>:{<name>}:released (see release-once.lua)
+-- KEYS[5]  recent releases      <prefix>:{<name>}:releases (see release-once.lua)
 -- ARGV[1]  token                the hold's whole token, or '' for a release by owner (ARGV[2])
 -- ARGV[2]  owner id             '' with a token; else the hold whose token names exactly this owner
 -- ARGV[3]  call id              '' with a token; else the release by owner's own id, the same on a repeat
@@ -21,8 +22,9 @@
 -- Returns  'released' (handed over if anyone waits; also a repeat of a release that landed: nothing
 --          changed), 'kept' (with 'keep' while other processes than the caller's wait: reserved for the
 --          caller's turn),
---          'not-owner' (held under another token or by another owner: nothing changed), 'not-locked'
---          (expired); error BADARG (nothing changed) for unusable arguments
+--          'not-owner' (held under another token or by another owner: the lock untouched), 'not-locked'
+--          (expired; with a token, either leaves it cancelled); error BADARG (nothing changed) for
+--          unusable arguments
 --!include hand-over-args.lua
 --!include publish-command.lua
 --!include release-once.lua
@@ -56,8 +58,12 @@ if owner ~= '' and landedBefore(KEYS[5], releaseId) then return 'released' end
 local value = redis.pcall('get', KEYS[1])
 local ours = type(value) == 'string' and (value == token or (owner ~= '' and heldBy(value, owner)))
 if not ours then
-  -- A token is never granted twice: its release can be looked for once the lock is not its own.
-  if token ~= '' and landedBefore(KEYS[5], releaseId) then return 'released' end
+  if token ~= '' then
+    -- A token is never granted twice: its release can be looked for once the lock is not its own.
+    if landedBefore(KEYS[5], releaseId) then return 'released' end
+    -- Its hold ended (or its attempt never landed): a copy of the attempt still on its way takes nothing.
+    cancelToken(KEYS[5], token)
+  end
   return value and 'not-owner' or 'not-locked'
 end
 -- Published before the delete (subscribers hear it once the script is over either way): a user that
@@ -65,6 +71,9 @@ end
 redis.call(publish, KEYS[2], message)
 redis.call('del', KEYS[1])
 rememberRelease(KEYS[5], releaseId)
+-- Released by owner: the hold's own token is cancelled, so that a late copy of its attempt takes
+-- nothing (and its holder's own release of it still learns the hold was not its own any more).
+if releaseId ~= value then cancelToken(KEYS[5], value) end
 -- No process waits and the lock is not reserved (the uncontended case): nothing to hand over, no turn
 -- to keep or end.
 if redis.call('exists', KEYS[3], KEYS[4]) == 0 then return 'released' end

@@ -438,7 +438,7 @@ describe('bad input', () => {
         ],
         [
           'simple-lock-5.lua',
-          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:releases`],
           ['token', lease, 'client', '0', IDLE_KEY_TTL],
         ],
         [
@@ -469,7 +469,7 @@ describe('bad input', () => {
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
       const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants, k.waiterHolds];
-      const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:released`];
+      const simpleUnlockKeys = [k.lock, k.channel, k.waiting, k.next, `${k.lock}:releases`];
       const calls: [string, string[], (string | number)[]][] = [
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, '', 'client', '0', 'h', IDLE_KEY_TTL]],
         [
@@ -479,12 +479,12 @@ describe('bad input', () => {
         ],
         [
           'simple-lock-5.lua',
-          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:releases`],
           ['token', 1000, 'client', '2', IDLE_KEY_TTL],
         ],
         [
           'simple-lock-5.lua',
-          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:releases`],
           ['', 1000, 'client', '0', IDLE_KEY_TTL],
         ],
         [
@@ -543,7 +543,7 @@ describe('bad input', () => {
         ['lock-5.lua', [k.lock, k.fence, k.waiting, k.next, k.grants], [1000, 'owner', 'client', '0', 'h', 86_400_001]],
         [
           'simple-lock-5.lua',
-          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:released`],
+          [k.lock, k.fence, k.waiting, k.next, `${k.lock}:releases`],
           ['token', 1000, 'client', '0'],
         ],
         ['force-unlock-6.lua', [k.lock, k.channel, k.waiting, k.next, k.forced, k.grants], ['flushall', 'x', 'id']],

@@ -310,7 +310,7 @@ describe('Redis refusals', () => {
         }
         const left = [...(await keysOf(locks, 'simple')), ...(await keysOf(locks, 'write'))];
         // Fencing counters stay, and the records of recent holds and releases (a minute: see hold-ids.lua).
-        const records = [':fence', ':released', ':grants'];
+        const records = [':fence', ':releases', ':grants'];
         expect(left.filter((key) => !records.some((suffix) => key.endsWith(suffix)))).toEqual([]);
       } finally {
         await locks.close();

@@ -113,7 +113,7 @@ describe('script contracts', () => {
         ...readWriteKeys(prefix, name),
         ...permitKeys(prefix, name),
         ...lock,
-        released: `${lock.lock}:released`,
+        released: `${lock.lock}:releases`,
       };
     };
     const publish = 'publish' as const;
@@ -169,6 +169,7 @@ describe('script contracts', () => {
         { token: 't', owner: '', callId: '', publish, message: 'm', handOver: 'pass', clientId: 'c', turnMs: 0 },
         'not-locked',
       ),
+      call(catalog.SIMPLE_CLAIM, { token: 't' }, ['cancelled']),
       call(catalog.REDLOCK_GRANT, { idleKeyTtl: IDLE_KEY_TTL, token: 't', leaseMs: 5000 }, grant),
       call(catalog.REDLOCK_RELEASE, { token: 't', publish, message: 'm' }, 'not-locked'),
       call(

@@ -5,6 +5,7 @@ import {
   READ_CLAIM_ATTEMPT,
   READ_LOCK,
   READ_WRITE_FORCE_UNLOCK,
+  SIMPLE_CLAIM,
   SIMPLE_LOCK,
   SIMPLE_UNLOCK,
   UNLOCK,
@@ -13,6 +14,7 @@ import {
 } from '../../lib/engine/scripts/catalog';
 import { connect, testPrefix } from '../support/engine';
 import type Redis from 'ioredis';
+import { randomUUID } from 'node:crypto';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { FENCE_SEED, seedFence } from '../support/fencing';
 
@@ -29,7 +31,7 @@ describe('lua scripts run twice with the same arguments', () => {
   let n = 0;
   const simpleKeys = () => {
     const k = lockKeys(prefix, `t${++n}`);
-    return { ...k, released: `${k.lock}:released` };
+    return { ...k, released: `${k.lock}:releases` };
   };
   const rwKeys = () => readWriteKeys(prefix, `trw${++n}`);
   type SimpleKeys = ReturnType<typeof simpleKeys>;
@@ -87,6 +89,67 @@ describe('lua scripts run twice with the same arguments', () => {
       expect(b[0]).toBe('refused');
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['pw']);
       expect(await redis.get(k.lock)).toBe('held');
+    });
+    const releaseByOwner = (k: SimpleKeys, owner: string, callId: string) =>
+      SIMPLE_UNLOCK.run(redis, k, {
+        token: '',
+        owner,
+        callId,
+        publish: 'publish',
+        message: 'm',
+        handOver: 'pass',
+        clientId: 'c',
+        turnMs: 0,
+      });
+    const claim = (k: SimpleKeys, token: string) => SIMPLE_CLAIM.run(redis, k, { token });
+    const token = (owner: string) => `${randomUUID()}:${owner}`;
+
+    it('simple-lock-5: a copy of a granted attempt arriving after a release by owner takes nothing', async () => {
+      const k = simpleKeys();
+      const t1 = token('job');
+      expect((await take(k, t1))[0]).toBe('granted');
+      expect(await releaseByOwner(k, 'job', randomUUID())).toBe('released');
+      expect((await take(k, t1))[0]).toBe('refused');
+      expect(await redis.exists(k.lock)).toBe(0);
+    });
+
+    it('simple-claim-3: an attempt that never landed is cancelled, run twice; its copy arriving after takes nothing', async () => {
+      const k = simpleKeys();
+      const lost = token('job');
+      expect(await twice(() => claim(k, lost))).toEqual([['cancelled'], ['cancelled']]);
+      expect((await take(k, lost))[0]).toBe('refused');
+      expect(await redis.exists(k.lock)).toBe(0);
+      // Another attempt is granted as usual.
+      expect((await take(k, token('job')))[0]).toBe('granted');
+    });
+
+    it('simple-claim-3: an attempt that landed is claimed with the fencing counter, run twice; nothing changes', async () => {
+      const k = simpleKeys();
+      await seedFence(redis, k.fence);
+      const landed = token('job');
+      await take(k, landed);
+      const ttl = await redis.pttl(k.lock);
+      expect(await twice(() => claim(k, landed))).toEqual([
+        ['granted', FENCE_SEED + 1],
+        ['granted', FENCE_SEED + 1],
+      ]);
+      expect(await redis.get(k.lock)).toBe(landed);
+      expect(await redis.pttl(k.lock)).toBeLessThanOrEqual(ttl);
+      expect(await redis.exists(k.released)).toBe(0);
+    });
+
+    it('simple-unlock-5: a release of a token the lock does not hold cancels it (said again, the same reply); its attempt then takes nothing', async () => {
+      const k = simpleKeys();
+      const never = token('job');
+      expect(await twice(() => release(k, never))).toEqual(['not-locked', 'not-locked']);
+      expect((await take(k, never))[0]).toBe('refused');
+      const other = token('other');
+      await take(k, other);
+      const late = token('job');
+      expect(await twice(() => release(k, late))).toEqual(['not-owner', 'not-owner']);
+      expect(await release(k, other)).toBe('released');
+      expect((await take(k, late))[0]).toBe('refused');
+      expect(await redis.exists(k.lock)).toBe(0);
     });
   });
 

@@ -224,7 +224,7 @@ describe('lua scripts', () => {
     const simple = (token: string, client?: string) =>
       SIMPLE_LOCK.run(
         redis,
-        { ...k, released: `${k.lock}:released` },
+        { ...k, released: `${k.lock}:releases` },
         {
           idleKeyTtl: IDLE_KEY_TTL,
           token,
@@ -240,7 +240,7 @@ describe('lua scripts', () => {
       const release = (token: string) =>
         SIMPLE_UNLOCK.run(
           redis,
-          { ...k, released: `${k.lock}:released` },
+          { ...k, released: `${k.lock}:releases` },
           {
             token,
             owner: '',
@@ -256,13 +256,15 @@ describe('lua scripts', () => {
       expect(await release('t1')).toBe('released');
       expect(await sub.heard()).toEqual(['p1']);
       expect(sharedHeard).toEqual(['m']);
-      expect((await simple('t2', 'p1'))[0]).toBe('granted');
+      // p1's next attempt (each has a token of its own: t2 was released, so it is cancelled).
+      expect((await simple('t2', 'p1'))[0]).toBe('refused');
+      expect((await simple('t2b', 'p1'))[0]).toBe('granted');
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);
       // 'keep' in p2's turn, p2 the only one registered: a plain release. With p1 registered too: kept.
       const keep = (token: string, client: string) =>
         SIMPLE_UNLOCK.run(
           redis,
-          { ...k, released: `${k.lock}:released` },
+          { ...k, released: `${k.lock}:releases` },
           {
             token,
             owner: '',
@@ -515,7 +517,7 @@ describe('lua scripts', () => {
     const simple = (token: string, clientId = 'pa', waiting: '0' | 'once' = 'once') =>
       SIMPLE_LOCK.run(
         redis,
-        { ...k, released: `${k.lock}:released` },
+        { ...k, released: `${k.lock}:releases` },
         { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 5000, clientId, waiting },
       );
     expect(await simple('t1')).toEqual(['granted', FENCE_SEED + 4, 0]);
@@ -714,7 +716,7 @@ describe('lua scripts', () => {
       const attempt = () =>
         SIMPLE_LOCK.run(
           redis,
-          { ...s, released: `${s.lock}:released` },
+          { ...s, released: `${s.lock}:releases` },
           {
             idleKeyTtl: IDLE_KEY_TTL,
             token: 'c:1:t',
@@ -730,7 +732,7 @@ describe('lua scripts', () => {
       // Another token is still refused.
       const other = await SIMPLE_LOCK.run(
         redis,
-        { ...s, released: `${s.lock}:released` },
+        { ...s, released: `${s.lock}:releases` },
         {
           idleKeyTtl: IDLE_KEY_TTL,
           token: 'c:2:t',

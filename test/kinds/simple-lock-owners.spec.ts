@@ -105,7 +105,7 @@ describe('simple-unlock-5: a release runs once', () => {
   let n = 0;
   const keysOf = () => {
     const keys = lockKeys(prefix, `once-${++n}`);
-    return { ...keys, released: `${keys.lock}:released` };
+    return { ...keys, released: `${keys.lock}:releases` };
   };
   type Keys = ReturnType<typeof keysOf>;
   const take = (k: Keys, token: string) =>
@@ -188,7 +188,7 @@ describe('simple-unlock-5: a release runs once', () => {
       await take(k, t);
       await release(k, { token: t });
     }
-    expect(await redis.llen(k.released)).toBe(1_000);
+    expect(await redis.zcard(k.released)).toBe(1_000);
     const ttl = await redis.pttl(k.released);
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);

@@ -19,7 +19,8 @@ import { assertOptionsObject, checkDuration, LEASE_RULE, WAIT_RULE } from '../ut
 import { runInLockScope } from '../holds/owner-scope';
 import { withLock } from '../lock/with-lock';
 import type { HandOver } from '../turns/process-turns';
-import { SIMPLE_LOCK, SIMPLE_UNLOCK } from '../scripts/catalog';
+import { SIMPLE_CLAIM, SIMPLE_LOCK, SIMPLE_UNLOCK } from '../scripts/catalog';
+import { claimedGrant } from '../holds/hold-id-calls';
 
 /**
  * The length of the id that opens every token (a UUID). A token is `<id>:<owner id>`: the owner is all
@@ -64,7 +65,7 @@ export class SimpleLock extends LockBase {
 
   constructor(engine: EngineContext, name: string, options: SimpleLockOptions = {}) {
     super(engine, name);
-    this.releaseKeys = { ...this.keys, released: `${this.keys.lock}:released` };
+    this.releaseKeys = { ...this.keys, released: `${this.keys.lock}:releases` };
     const leaseTime = options.leaseTime === undefined ? SIMPLE_LOCK_DEFAULTS.leaseTime : options.leaseTime;
     const lease = { ...LEASE_RULE, watchdog: true };
     this.defaultLeaseTime = leaseTime === 'watchdog' ? undefined : checkDuration(name, 'leaseTime', leaseTime, lease);
@@ -165,10 +166,13 @@ export class SimpleLock extends LockBase {
 
   protected readonly renewal: RenewalKind = 'string';
 
-  /** The unanswered attempt's token is the lock's value: it was granted. */
+  /**
+   * The unanswered attempt's token is the lock's value: it was granted. If not, the token is cancelled
+   * (simple-claim-3.lua): a copy of the attempt still on its way takes nothing.
+   */
   protected async grantOfUnknownAttempt(token: string): Promise<Grant | undefined> {
-    const [, value, fence] = await this.readHold(this.keys.lock, token, 'string');
-    return value === token ? { fencingToken: Number(fence), reentered: false, holder: token } : undefined;
+    const grant = claimedGrant(await SIMPLE_CLAIM.run(this.engine.redis, this.releaseKeys, { token }));
+    return grant && { ...grant, holder: token };
   }
 
   /** Holds are recorded here under their acquisition's token, which names the owner. */

@@ -92,6 +92,14 @@ export const SIMPLE_UNLOCK = defineScript({
   reply: asIs<ReleaseReply>,
 });
 
+/** Claims an unanswered attempt's hold (the lock holds its `token`), or cancels the token for good. */
+export const SIMPLE_CLAIM = defineScript({
+  file: 'simple-claim-3.lua',
+  keys: ['lock', 'fence', 'released'],
+  args: { token: str },
+  reply: asIs<ClaimReply>,
+});
+
 // RedLock: each master's vote, apart from the simple lock's waiting registry and hand-over.
 
 /** `SET NX PX` under the attempt's `token` and the next fencing token; a repeat of a grant that landed changes nothing. */
@@ -351,6 +359,7 @@ export const ALL_SCRIPTS = [
   FORCE_UNLOCK,
   SIMPLE_LOCK,
   SIMPLE_UNLOCK,
+  SIMPLE_CLAIM,
   REDLOCK_GRANT,
   REDLOCK_RELEASE,
   FAIR_LOCK,
