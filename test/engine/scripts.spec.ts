@@ -606,6 +606,7 @@ describe('lua scripts', () => {
         owner,
         intentMs: 0,
         holdId: nextHoldId(),
+        waitId: 'w',
       });
     const kinds: [
       kind: string,
