@@ -3,7 +3,7 @@
 -- KEYS[1]  write hold           <prefix>:{<name>}:rw:write     hash owner -> hold count, with the write lease
 -- KEYS[2]  readers              <prefix>:{<name>}:rw:read      zset owner -> expiry (server ms), see rw-readers.lua
 -- KEYS[3]  read hold counts     <prefix>:{<name>}:rw:read:counts  hash owner -> hold count
--- KEYS[4]  writer intents       <prefix>:{<name>}:rw:writers   zset owner -> deadline (server ms), see rw-writers.lua
+-- KEYS[4]  writer intents       <prefix>:{<name>}:rw:writers   zset intent -> deadline (server ms), see rw-writers.lua
 -- KEYS[5]  fencing counter      <prefix>:{<name>}:rw:fence     moved by write grants only (see fencing.lua)
 -- KEYS[6]  read hold ids        <prefix>:{<name>}:rw:read:grants  hold id -> its record (see hold-ids.lua)
 -- ARGV[1]  lease in ms          whole number in 1..31536000000

@@ -37,7 +37,7 @@ describe('read-write lock scripts: every hold has an id of its own', () => {
   const write: Side = {
     name: 'write',
     attempt: (k, owner, holdId, leaseMs = 5000) =>
-      WRITE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, intentMs: 0, holdId }),
+      WRITE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, intentMs: 0, holdId, waitId: 'w' }),
     release: (k, owner, holdId, which = 'one') =>
       WRITE_UNLOCK.run(redis, k, { owner, holdId, leaseMs: 5000, publish: 'publish', which }),
     claim: (k, owner, holdId) =>
@@ -175,5 +175,21 @@ describe('read-write lock scripts: every hold has an id of its own', () => {
     expect((await write.attempt(k, 'x', 'x1'))[0]).toBe('refused'); // still read-locked
     expect(await read.release(k, 'w', 'r1')).toBe('released');
     expect((await write.attempt(k, 'x', 'x2'))[0]).toBe('granted');
+  });
+
+  it("waits of one owner keep an intent each: a grant or a re-entry ends only its own wait's", async () => {
+    const k = fresh();
+    const wait = (holdId: string, waitId: string) =>
+      WRITE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'w', intentMs: 3000, holdId, waitId });
+    await write.attempt(k, 'x', 'x1');
+    for (const waitId of ['A', 'B', 'C']) expect((await wait(`${waitId}1`, waitId))[0]).toBe('refused');
+    expect(await redis.zrange(k.writers, 0, -1)).toEqual(['w\0A', 'w\0B', 'w\0C']);
+    expect(await write.release(k, 'x', 'x1')).toBe('released');
+    expect((await wait('A2', 'A'))[0]).toBe('granted');
+    expect((await wait('B2', 'B'))[0]).toBe('reentered');
+    expect(await redis.zrange(k.writers, 0, -1)).toEqual(['w\0C']);
+    expect(await write.release(k, 'w', 'A2')).toBe('decremented');
+    expect(await write.release(k, 'w', 'B2')).toBe('released');
+    expect((await read.attempt(k, 'r', 'r1'))[0]).toBe('refused'); // wait C still holds new readers back
   });
 });

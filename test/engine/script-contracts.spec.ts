@@ -221,12 +221,12 @@ describe('script contracts', () => {
       call(catalog.READ_HOLD_COUNT, { owner: 'c:1' }, 0),
       call(
         catalog.WRITE_LOCK,
-        { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', intentMs: 0, holdId: 'h1' },
+        { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 5000, owner: 'c:1', intentMs: 0, holdId: 'h1', waitId: 'w1' },
         grant,
       ),
       call(catalog.WRITE_UNLOCK, { owner: 'c:1', holdId: 'h1', leaseMs: 5000, publish, which: 'one' }, 'not-locked'),
       call(catalog.READ_CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1' }, ['cancelled']),
-      call(catalog.WRITE_ABANDON, { owner: 'c:1', publish }, false),
+      call(catalog.WRITE_ABANDON, { owner: 'c:1', publish, waitId: 'w1' }, false),
       call(catalog.READ_WRITE_FORCE_UNLOCK, { side: 'write', publish, callId: 'f1' }, false),
       call(catalog.READ_WRITE_INSPECT, { most: 10 }, [-2, [], [], 0, [], 0, null]),
       call(

@@ -231,8 +231,8 @@ describe('lua scripts run twice with the same arguments', () => {
   });
 
   describe('read-write lock', () => {
-    const writeAttempt = (k: RwKeys, owner: string, holdId: string, leaseMs = 5000, intentMs = 0) =>
-      WRITE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, intentMs, holdId });
+    const writeAttempt = (k: RwKeys, owner: string, holdId: string, leaseMs = 5000, intentMs = 0, waitId = 'wait') =>
+      WRITE_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, intentMs, holdId, waitId });
     const readAttempt = (k: RwKeys, owner: string, holdId: string, leaseMs = 5000) =>
       READ_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs, owner, holdId });
 
@@ -252,7 +252,7 @@ describe('lua scripts run twice with the same arguments', () => {
       const [a, b] = await twice(() => writeAttempt(k, 'w', 'w1', 5000, 3000));
       expect(a[0]).toBe('refused');
       expect(b[0]).toBe('refused');
-      expect(await redis.zrange(k.writers, 0, -1)).toEqual(['w']);
+      expect(await redis.zrange(k.writers, 0, -1)).toEqual(['w\0wait']);
       expect(await redis.exists(k.write)).toBe(0);
     });
 
@@ -274,16 +274,29 @@ describe('lua scripts run twice with the same arguments', () => {
       try {
         await readAttempt(k, 'r', 'r1');
         await writeAttempt(k, 'w', 'w1', 5000, 3000);
-        const abandon = () => WRITE_ABANDON.run(redis, k, { owner: 'w', publish: 'publish' });
+        const abandon = () => WRITE_ABANDON.run(redis, k, { owner: 'w', publish: 'publish', waitId: 'wait' });
         expect(await twice(abandon)).toEqual([true, false]);
         await new Promise((r) => setTimeout(r, 50));
         expect(heard).toEqual(['writer-gone']);
         await writeAttempt(k, 'x', 'x1', 5000, 3000);
         expect(await abandon()).toBe(false); // another writer's intent is never touched
-        expect(await redis.zrange(k.writers, 0, -1)).toEqual(['x']);
+        expect(await redis.zrange(k.writers, 0, -1)).toEqual(['x\0wait']);
       } finally {
         await sub.quit();
       }
+    });
+
+    it("rw-write-abandon-3: a late copy leaves the same owner's next wait waiting, new readers held back", async () => {
+      const k = rwKeys();
+      await readAttempt(k, 'r', 'r1');
+      const abandon = (waitId: string) => WRITE_ABANDON.run(redis, k, { owner: 'w', publish: 'publish', waitId });
+      expect((await writeAttempt(k, 'w', 'w1', 5000, 3000, 'wait1'))[0]).toBe('refused');
+      expect(await abandon('wait1')).toBe(true);
+      // The same owner waits again (a retry), and then the copy of the first abandon arrives.
+      expect((await writeAttempt(k, 'w', 'w2', 5000, 3000, 'wait2'))[0]).toBe('refused');
+      expect(await abandon('wait1')).toBe(false);
+      expect(await redis.zrange(k.writers, 0, -1)).toEqual(['w\0wait2']);
+      expect((await readAttempt(k, 'r2', 'r2'))[0]).toBe('refused');
     });
 
     it('rw-read-claim-3: run twice, a landed hold is claimed twice with the same reply and counted once', async () => {

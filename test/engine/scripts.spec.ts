@@ -608,6 +608,7 @@ describe('lua scripts', () => {
         owner,
         intentMs: 0,
         holdId: nextHoldId(),
+        waitId: 'w',
       });
     const kinds: [
       kind: string,

@@ -11,6 +11,7 @@ import {
 } from '../../lib/internal';
 import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
+import { inspectReadWriteLock } from '../../lib/engine/client/kind-inspections';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
@@ -281,6 +282,22 @@ describe('ReadWriteLock', () => {
     await read.release();
   });
 
+  it('a write wait that gives up withdraws its own intent only: another wait of its owner still holds readers back', async () => {
+    // Intents refreshed every 10 s: the waiting writer's intent stands only if nothing took it.
+    const rw = client.locks.getReadWriteLock(name, { writerIntentTimeout: 30_000 });
+    const read = await asOther(() => rw.readLock().lock());
+    const patient = rw.writeLock().lock({ owner: 'writer', waitTime: 20_000 });
+    await eventually(async () => (await client.redis.zcard(rw.keys.writers)) === 1);
+    expect(await rw.writeLock().tryLock({ owner: 'writer', waitTime: 300 })).toBeNull();
+    expect(await client.redis.zcard(rw.keys.writers)).toBe(1);
+    const seen = await inspectReadWriteLock(client.redis, name, rw.keys, 10);
+    expect(seen.waitingWriters.map((w) => w.owner)).toEqual(['writer']);
+    expect(await asOther(() => rw.readLock().tryLock())).toBeNull();
+    await read.release();
+    await (await patient).release();
+    expect(await client.redis.exists(rw.keys.writers)).toBe(0);
+  });
+
   it('unlock by scope, and outcomes of releases that find nothing', async () => {
     const rw = rwOf();
     await runInLockScope(async () => {
@@ -340,10 +357,12 @@ describe('ReadWriteLock', () => {
       ['rw-read-lock-6.lua', readLock, [1_000, '', 'h', IDLE_KEY_TTL]],
       ['rw-read-lock-6.lua', readLock, [1_000, 'owner', '', IDLE_KEY_TTL]],
       ['rw-read-lock-6.lua', readLock, [1_000, 'owner']],
-      ['rw-write-lock-7.lua', writeLock, [0, 'owner', 5_000, 'h', IDLE_KEY_TTL]],
-      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', -1, 'h', IDLE_KEY_TTL]],
-      ['rw-write-lock-7.lua', writeLock, [1_000, '', 0, 'h', IDLE_KEY_TTL]],
-      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', 0, '', IDLE_KEY_TTL]],
+      ['rw-write-lock-7.lua', writeLock, [0, 'owner', 5_000, 'h', IDLE_KEY_TTL, 'w']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', -1, 'h', IDLE_KEY_TTL, 'w']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, '', 0, 'h', IDLE_KEY_TTL, 'w']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'own\0er', 5_000, 'h', IDLE_KEY_TTL, 'w']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', 0, '', IDLE_KEY_TTL, 'w']],
+      ['rw-write-lock-7.lua', writeLock, [1_000, 'owner', 5_000, 'h', IDLE_KEY_TTL]],
       ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', 1_000, 'publish', 'all']],
       ['rw-read-unlock-5.lua', readUnlock, ['owner', 'h', 1_000, 'del', 'one']],
       ['rw-read-unlock-5.lua', readUnlock, ['owner', '', 1_000, 'publish', 'one']],
@@ -354,7 +373,9 @@ describe('ReadWriteLock', () => {
       ['rw-write-unlock-6.lua', writeUnlock, ['owner', 'h', 1_000, 'publish', '']],
       ['rw-read-claim-3.lua', [readers, readCounts, readGrants], ['', 'owner']],
       ['rw-read-claim-3.lua', [readers, readCounts, readGrants], ['h', '']],
-      ['rw-write-abandon-3.lua', [write, writers, readChannel], ['owner', 'flushall']],
+      ['rw-write-abandon-3.lua', [write, writers, readChannel], ['owner', 'flushall', 'w']],
+      ['rw-write-abandon-3.lua', [write, writers, readChannel], ['', 'publish', 'w']],
+      ['rw-write-abandon-3.lua', [write, writers, readChannel], ['owner', 'publish', '']],
       ['rw-force-unlock-8.lua', force, ['both', 'publish', 'id']],
       ['rw-force-unlock-8.lua', force, ['write', 'publish', '']],
     ];

@@ -26,7 +26,10 @@ export interface ReadWriteInspection {
   /** Live read holds, soonest expiry first. */
   readers: TimedHold[];
   readerCount: number;
-  /** Writers waiting: each holds new readers back until its intent lapses. */
+  /**
+   * Writers waiting, one entry per wait (an owner waiting twice is listed twice): each holds new readers
+   * back until its intent lapses.
+   */
   waitingWriters: TimedWaiter[];
   waitingWriterCount: number;
   fencingToken: number | null;

@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import { ReadWriteSide } from './read-write-side';
 import type { Attempt } from '../waiting/acquire-loop';
 import type { EngineContext } from '../client/engine-context';
@@ -8,6 +10,8 @@ import type { LockKindName } from '../client/lock-events';
 import { claimedGrant } from '../holds/hold-id-calls';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { CLAIM_ATTEMPT, WRITE_ABANDON, WRITE_LOCK } from '../scripts/catalog';
+import type { LockHandle } from '../holds/lock-handle';
+import type { AcquireOptions } from '../lock/acquire-options';
 
 export interface ReadWriteLockOptions {
   /**
@@ -19,6 +23,13 @@ export interface ReadWriteLockOptions {
 }
 
 export const READ_WRITE_LOCK_DEFAULTS = { writerIntentTimeout: 5_000 } as const;
+
+/**
+ * The wait id of the `lock()` or `tryLock()` call an attempt or abandon runs in (see waitBehaviour):
+ * intents are kept per wait, never per owner, since one owner may wait twice at once, and a late copy
+ * of an abandon (re-sent after a reconnect) must not withdraw the intent of the owner's next wait.
+ */
+const currentWait = new AsyncLocalStorage<{ waitId?: string }>();
 
 /**
  * The write side of a ReadWriteLock (get it with `writeLock()`). A writer that waits registers an
@@ -42,9 +53,19 @@ export class WriteLock extends ReadWriteSide {
 
   private writeKeys?: readonly string[];
 
+  override lock(options?: AcquireOptions): Promise<LockHandle> {
+    return currentWait.run({}, () => super.lock(options));
+  }
+
+  override tryLock(options?: AcquireOptions): Promise<LockHandle | null> {
+    return currentWait.run({}, () => super.tryLock(options));
+  }
+
   protected async attempt({ owner, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     const intent = waiting ? this.writerIntentTimeout : 0;
-    const args = { leaseMs, owner, intentMs: intent, holdId, idleKeyTtl: this.engine.idleKeyTtl };
+    // Every attempt runs inside its lock() or tryLock() call, which made the wait id.
+    const waitId = currentWait.getStore()?.waitId ?? randomUUID();
+    const args = { leaseMs, owner, intentMs: intent, holdId, idleKeyTtl: this.engine.idleKeyTtl, waitId };
     const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, args);
     if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
     return attemptOutcome(status, value);
@@ -60,15 +81,22 @@ export class WriteLock extends ReadWriteSide {
     return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, args));
   }
 
-  /** One waiter per process retries on a release; every waiter retries every third of the intent timeout, refreshing its intent. */
+  /**
+   * Asked at the start of each lock() or tryLock() call, which gets its wait id here. One waiter per process
+   * retries on a release; every waiter retries every third of the intent timeout, refreshing its intent.
+   */
   protected override waitBehaviour(): WaitBehaviour {
+    const store = currentWait.getStore();
+    if (store) store.waitId = randomUUID();
     return { channel: this.rw.writeChannel, maxSleep: Math.max(1, Math.floor(this.writerIntentTimeout / 3)) };
   }
 
-  /** Withdraws the intent, waking the readers it held back (best effort: unwithdrawn, it lapses by itself). */
+  /** Withdraws this wait's intent, waking the readers it held back (best effort: unwithdrawn, it lapses by itself). */
   protected override async abandonWait(owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
-    if (!waited) return;
-    const abandon = WRITE_ABANDON.run(this.engine.redis, this.rw, { owner, publish: this.engine.publishCommand });
+    const waitId = currentWait.getStore()?.waitId;
+    if (!waited || waitId === undefined) return;
+    const args = { owner, publish: this.engine.publishCommand, waitId };
+    const abandon = WRITE_ABANDON.run(this.engine.redis, this.rw, args);
     await this.bounded(abandon, 'abandon wait').catch(() => undefined);
   }
 

@@ -39,7 +39,8 @@ export type SemaphoreKeys = KeySet<'holds' | 'limit' | 'fence' | 'channel' | 'wa
  * - `write`: the write hold, a hash owner -> hold count, with the write lease;
  * - `readers`: the read holds, a sorted set owner -> expiry of its hold (Redis server time, ms);
  * - `readCounts`: re-entrant read holds, a hash owner -> hold count, living as long as the last read hold;
- * - `writers`: waiting writers' intents, a sorted set owner -> deadline (Redis server time, ms);
+ * - `writers`: waiting writers' intents, a sorted set `<owner>\0<wait id>` (one per wait) -> deadline (Redis
+ *   server time, ms);
  * - `fence`: the fencing-token counter, moved by each write grant (see LockKeys);
  * - `readChannel`: releases that may let readers in; every waiting reader's process listens;
  * - `writeChannel`: releases that may let a writer in; every waiting writer's process listens;

@@ -229,11 +229,14 @@ export const READ_LOCK = defineScript({
   reply: asIs<AttemptReply>,
 });
 
-/** The write hold under the attempt's own hold id, or an intent that holds back new readers (`intentMs` 0: no intent). */
+/**
+ * The write hold under the attempt's own hold id, or an intent of wait `waitId` that holds back new
+ * readers (`intentMs` 0: no intent).
+ */
 export const WRITE_LOCK = defineScript({
   file: 'rw-write-lock-7.lua',
   keys: ['write', 'readers', 'readCounts', 'writers', 'fence', 'writeGrants', 'readGrants'],
-  args: { leaseMs: num, owner: str, intentMs: num, holdId: str, idleKeyTtl: num },
+  args: { leaseMs: num, owner: str, intentMs: num, holdId: str, idleKeyTtl: num, waitId: str },
   reply: asIs<WriteAttemptReply>,
 });
 
@@ -280,11 +283,11 @@ export const READ_CLAIM_ATTEMPT = defineScript({
   reply: asIs<ClaimReply>,
 });
 
-/** Yes: the withdrawn intent was the last one holding readers back (they were woken). */
+/** Yes: the withdrawn intent (wait `waitId`'s alone) was the last one holding readers back (they were woken). */
 export const WRITE_ABANDON = defineScript({
   file: 'rw-write-abandon-3.lua',
   keys: ['write', 'writers', 'readChannel'],
-  args: { owner: str, publish },
+  args: { owner: str, publish, waitId: str },
   reply: yesNo,
 });
 
