@@ -139,6 +139,19 @@ local function endLastHold(grants, id)
   redis.call('pexpire', grants, ENDED_MEMORY_TEXT)
 end
 
+-- A force: every live hold recorded in `grants` ends as 'x', so that its release (or a copy of its
+-- attempt) finds it ended. The ended records stay, to answer repeats: a cancelled attempt's copy that
+-- found none would take the lock. No live hold is left, so the hash keeps the ended records' memory.
+local function endLiveHolds(grants)
+  local all = redis.call('hgetall', grants)
+  if #all == 0 then return end
+  for i = 1, #all, 2 do
+    local kind = string.sub(all[i + 1], 1, 1)
+    if kind == 'g' or kind == 'e' then writeRecord(grants, all[i], 'x') end
+  end
+  redis.call('pexpire', grants, ENDED_MEMORY_TEXT)
+end
+
 -- The id of a live hold of `owner`, or nil: a re-entry before the first grant (as a nest unwinds;
 -- which re-entry, Redis cannot tell, and an owner's holds count alike).
 local function liveHoldOf(grants, owner, epoch)

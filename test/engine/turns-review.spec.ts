@@ -1,0 +1,57 @@
+import type Redis from 'ioredis';
+import { lockKeys } from '../../lib/internal';
+import { CLAIM_ATTEMPT, FORCE_UNLOCK, LOCK, UNLOCK } from '../../lib/engine/scripts/catalog';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
+import { connect, testPrefix } from '../support/engine';
+
+/**
+ * Review of the reentrant lock's hold ids against repeats (a command re-sent after a lost reply) that
+ * come late: after a forceUnlock, or after the owner took the lock again.
+ */
+describe('reentrant lock: late repeats of attempts and releases', () => {
+  let redis: Redis;
+  const prefix = testPrefix();
+  let n = 0;
+  beforeAll(() => (redis = connect()));
+  afterAll(() => redis.quit());
+
+  type Keys = ReturnType<typeof lockKeys>;
+  const attempt = (k: Keys, owner: string, holdId: string, client = 'c') =>
+    LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 30_000, owner, clientId: client, waiting: 'once', holdId });
+  const release = (k: Keys, owner: string, holdId: string, which: 'one' | 'any' = 'one') =>
+    UNLOCK.run(redis, k, {
+      owner,
+      holdId,
+      leaseMs: 30_000,
+      publish: 'publish',
+      message: 'released',
+      handOver: 'pass',
+      clientId: 'c',
+      which,
+      turnMs: 0,
+    });
+
+  it('lock-5 sent again after claim-attempt cancelled it and a forceUnlock came takes nothing', async () => {
+    const k = lockKeys(prefix, `force-${++n}`);
+    expect((await attempt(k, 'b', 'hb'))[0]).toBe('granted');
+    // a's attempt is unanswered: a's client cancels it before its next one.
+    expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'ha', owner: 'a', leaseMs: 30_000 })).toEqual(['cancelled']);
+    expect(await FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'force', callId: 'f1' })).toBe(true);
+    // The cancelled attempt's copy arrives: it must take nothing.
+    expect((await attempt(k, 'a', 'ha'))[0]).toBe('refused');
+    expect(await redis.exists(k.lock)).toBe(0);
+  });
+
+  it("unlock-6 'any' sent again after a forceUnlock and a new grant of the owner ends no hold of it", async () => {
+    const k = lockKeys(prefix, `force-any-${++n}`);
+    expect((await attempt(k, 'job', 'h1'))[0]).toBe('granted');
+    expect((await attempt(k, 'job', 'h2'))[0]).toBe('reentered');
+    // A canceller releases one hold of the job; its reply is lost, so it is sent again later.
+    expect(await release(k, 'job', 'call-1', 'any')).toBe('decremented');
+    expect(await FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'force', callId: 'f2' })).toBe(true);
+    expect((await attempt(k, 'job', 'h3'))[0]).toBe('granted'); // the job runs again
+    // The copy answers as its first copy did, and leaves the job's new hold alone.
+    expect(await release(k, 'job', 'call-1', 'any')).toBe('decremented');
+    expect(await redis.hget(k.lock, 'job')).toBe('1');
+  });
+});
