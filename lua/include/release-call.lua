@@ -29,7 +29,11 @@ local function releaseTarget(grants, callId, owner, which, epoch, ownerHolds, lo
     local kind = readHold(grants, callId)
     if kind then return nil, endedReleaseReply(kind, ownerHolds, locked) end
     local target = liveHoldOf(grants, owner, epoch)
-    if not target then return nil, notHeldReply(locked) end
+    if not target then
+      -- Recorded, so that a copy sent after the owner took the lock again ends none of its holds.
+      endHold(grants, callId, 'x')
+      return nil, notHeldReply(locked)
+    end
     return target
   end
   local kind, _, holder = readHold(grants, callId, epoch)
@@ -50,7 +54,11 @@ local function settleReleaseCall(grants, callId, target, which, did, outcome, ow
     endHold(grants, callId, 'x')
     return notHeldReply(locked)
   end
-  if did == HOLD_ENDED then return endedReleaseReply(outcome, ownerHolds, locked) end
+  if did == HOLD_ENDED then
+    -- An 'any' call whose target had ended ends nothing: recorded so, as above (releaseTarget).
+    if which == 'any' then endHold(grants, callId, 'x') end
+    return endedReleaseReply(outcome, ownerHolds, locked)
+  end
   return nil
 end
 

@@ -54,4 +54,24 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
     expect(await release(k, 'job', 'call-1', 'any')).toBe('decremented');
     expect(await redis.hget(k.lock, 'job')).toBe('1');
   });
+
+  it("unlock-6 'any' that found the owner holding nothing, sent again after the owner took the lock, ends no hold", async () => {
+    const k = lockKeys(prefix, `none-${++n}`);
+    // The canceller's call lands while the job holds nothing; its reply is lost.
+    expect(await release(k, 'job', 'call-2', 'any')).toBe('not-locked');
+    expect((await attempt(k, 'job', 'h1'))[0]).toBe('granted'); // the job runs again
+    // The copy ends nothing: the lock is held now, by the job's new hold, not by this call's.
+    expect(await release(k, 'job', 'call-2', 'any')).toBe('not-owner');
+    expect(await redis.hget(k.lock, 'job')).toBe('1');
+  });
+
+  it("unlock-6 'any' whose target had run out, sent again after the owner took the lock, ends no hold", async () => {
+    const k = lockKeys(prefix, `ended-${++n}`);
+    expect((await attempt(k, 'job', 'h1'))[0]).toBe('granted');
+    await redis.del(k.lock); // ran out: the record of h1 is still there, its owner's field is not
+    expect(await release(k, 'job', 'call-3', 'any')).toBe('not-locked');
+    expect((await attempt(k, 'job', 'h2'))[0]).toBe('granted');
+    expect(await release(k, 'job', 'call-3', 'any')).toBe('not-owner');
+    expect(await redis.hget(k.lock, 'job')).toBe('1');
+  });
 });
