@@ -31,7 +31,7 @@ local function releaseTarget(grants, callId, owner, which, epoch, ownerHolds, lo
     local target = liveHoldOf(grants, owner, epoch)
     if not target then
       -- Recorded, so that a copy sent after the owner took the lock again ends none of its holds.
-      endHold(grants, callId, 'x')
+      endHold(grants, callId, 'x' .. CALL_MARK)
       return nil, notHeldReply(locked)
     end
     return target
@@ -48,7 +48,9 @@ end
 local function settleReleaseCall(grants, callId, target, which, did, outcome, ownerHolds, locked)
   if which == 'any' and (did == HOLD_RELEASED or did == HOLD_DECREMENTED) then
     endHold(grants, target, 'o')
-    if did == HOLD_RELEASED then endHold(grants, callId, 'r') else endHold(grants, callId, 'd') end
+    local what = 'd'
+    if did == HOLD_RELEASED then what = 'r' end
+    endHold(grants, callId, what .. CALL_MARK)
   end
   if did == HOLD_MISSING then
     endHold(grants, callId, 'x')
@@ -56,7 +58,7 @@ local function settleReleaseCall(grants, callId, target, which, did, outcome, ow
   end
   if did == HOLD_ENDED then
     -- An 'any' call whose target had ended ends nothing: recorded so, as above (releaseTarget).
-    if which == 'any' then endHold(grants, callId, 'x') end
+    if which == 'any' then endHold(grants, callId, 'x' .. CALL_MARK) end
     return endedReleaseReply(outcome, ownerHolds, locked)
   end
   return nil

@@ -74,4 +74,21 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
     expect(await release(k, 'job', 'call-3', 'any')).toBe('not-owner');
     expect(await redis.hget(k.lock, 'job')).toBe('1');
   });
+
+  it("unlock-6 'any' sent again after the owner re-entered its lock many times ends no second hold", async () => {
+    const k = lockKeys(prefix, `any-churn-${++n}`);
+    expect((await attempt(k, 'job', 'h1'))[0]).toBe('granted'); // the job's process holds h1
+    expect((await attempt(k, 'job', 'h2'))[0]).toBe('reentered');
+    // A canceller elsewhere releases one hold of the job; its reply is lost, so it is sent again.
+    expect(await release(k, 'job', 'call-4', 'any')).toBe('decremented');
+    // Meanwhile the job goes on re-entering its lock (nested sections in a loop): the ended records
+    // of those re-entries are pruned past 256 records.
+    for (let i = 0; i < 300; i++) {
+      expect((await attempt(k, 'job', `r-${i}`))[0]).toBe('reentered');
+      expect(await release(k, 'job', `r-${i}`)).toBe('decremented');
+    }
+    // The copy of the canceller's call changes nothing: h1 is still the job's.
+    expect(await release(k, 'job', 'call-4', 'any')).toBe('decremented');
+    expect(await redis.hget(k.lock, 'job')).toBe('1');
+  });
 });
