@@ -1,6 +1,13 @@
 import type Redis from 'ioredis';
 import { lockKeys } from '../../lib/internal';
-import { CLAIM_ATTEMPT, FORCE_UNLOCK, LOCK, UNLOCK } from '../../lib/engine/scripts/catalog';
+import {
+  CLAIM_ATTEMPT,
+  FORCE_UNLOCK,
+  LOCK,
+  SIMPLE_LOCK,
+  SIMPLE_UNLOCK,
+  UNLOCK,
+} from '../../lib/engine/scripts/catalog';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { connect, testPrefix } from '../support/engine';
 
@@ -90,5 +97,27 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
     // The copy of the canceller's call changes nothing: h1 is still the job's.
     expect(await release(k, 'job', 'call-4', 'any')).toBe('decremented');
     expect(await redis.hget(k.lock, 'job')).toBe('1');
+  });
+
+  it('simple-unlock-5 by owner that found the owner holding nothing, sent again after the owner took the lock, ends no hold', async () => {
+    const k = lockKeys(prefix, `simple-none-${++n}`);
+    const keys = { ...k, released: `${k.lock}:released` };
+    const byOwner = () =>
+      SIMPLE_UNLOCK.run(redis, keys, {
+        token: '',
+        owner: 'job',
+        callId: 'call-5',
+        publish: 'publish',
+        message: 'released',
+        handOver: 'pass',
+        clientId: 'c',
+        turnMs: 0,
+      });
+    expect(await byOwner()).toBe('not-locked'); // its reply is lost
+    const token = `${'0'.repeat(36)}:job`;
+    const take = { idleKeyTtl: IDLE_KEY_TTL, token, leaseMs: 30_000, clientId: 'c', waiting: 'once' as const };
+    expect((await SIMPLE_LOCK.run(redis, keys, take))[0]).toBe('granted'); // the job runs again
+    expect(await byOwner()).toBe('not-owner'); // the copy ends nothing
+    expect(await redis.get(k.lock)).toBe(token);
   });
 });
