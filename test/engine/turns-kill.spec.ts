@@ -60,7 +60,6 @@ describe('process turns: a process killed during its turn', () => {
       // Progress never stopped for longer than a dead holder's lease plus a re-check and some slack.
       let longest = 0;
       for (let i = 1; i < stamps.length; i++) longest = Math.max(longest, stamps[i] - stamps[i - 1]);
-      console.log(`round ${round}: ${tokens.length} grants, longest gap ${longest} ms`);
       expect(longest).toBeLessThan(lease + 1_500);
     },
     60_000,
