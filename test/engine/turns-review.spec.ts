@@ -3,6 +3,7 @@ import { lockKeys } from '../../lib/internal';
 import {
   CLAIM_ATTEMPT,
   FORCE_UNLOCK,
+  PASS_WAKE,
   LOCK,
   SIMPLE_LOCK,
   SIMPLE_UNLOCK,
@@ -119,5 +120,70 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
     expect((await SIMPLE_LOCK.run(redis, keys, take))[0]).toBe('granted'); // the job runs again
     expect(await byOwner()).toBe('not-owner'); // the copy ends nothing
     expect(await redis.get(k.lock)).toBe(token);
+  });
+
+  describe('copies of turn scripts interleaved with other processes', () => {
+    const wait = (k: Keys, owner: string, holdId: string, client: string) =>
+      LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 30_000, owner, clientId: client, waiting: '0', holdId });
+    const releaseAs = (k: Keys, owner: string, holdId: string, client: string, handOver: 'keep' | 'pass') =>
+      UNLOCK.run(redis, k, {
+        owner,
+        holdId,
+        leaseMs: 30_000,
+        publish: 'publish',
+        message: 'released',
+        handOver,
+        clientId: client,
+        which: 'one',
+        turnMs: 5_000,
+      });
+
+    it("a copy of a release kept in P's turn, after Q took the lock, leaves Q's hold and reserves nothing", async () => {
+      const k = lockKeys(prefix, `kept-copy-${++n}`);
+      expect((await wait(k, 'p:1', 'hp', 'P'))[0]).toBe('granted');
+      expect((await wait(k, 'q:1', 'hq', 'Q'))[0]).toBe('refused'); // Q registers
+      expect(await releaseAs(k, 'p:1', 'hp', 'P', 'keep')).toBe('kept');
+      expect(await redis.get(k.next)).toBe('turn:P');
+      await redis.del(k.next); // the turn's reservation ran out
+      expect((await wait(k, 'q:1', 'hq2', 'Q'))[0]).toBe('granted');
+      expect(await releaseAs(k, 'p:1', 'hp', 'P', 'keep')).toBe('released'); // the copy
+      expect(await redis.hgetall(k.lock)).toEqual({ 'q:1': '1' });
+      expect(await redis.exists(k.next)).toBe(0);
+    });
+
+    it('a copy of a release that passed the lock on hands it over once; a pass-wake between changes nothing', async () => {
+      const k = lockKeys(prefix, `pass-copy-${++n}`);
+      const sub = redis.duplicate();
+      const heard: string[] = [];
+      sub.on('message', (channel: string) => heard.push(channel.slice(k.channel.length + 1)));
+      await sub.subscribe(`${k.channel}:Q`, `${k.channel}:R`);
+      try {
+        expect((await wait(k, 'p:1', 'hp', 'P'))[0]).toBe('granted');
+        expect((await wait(k, 'q:1', 'hq', 'Q'))[0]).toBe('refused');
+        expect((await wait(k, 'r:1', 'hr', 'R'))[0]).toBe('refused');
+        expect(await releaseAs(k, 'p:1', 'hp', 'P', 'pass')).toBe('released');
+        expect(await redis.get(k.next)).toBe('pass:Q');
+        expect(await PASS_WAKE.run(redis, k, { clientId: 'P', publish: 'publish', message: 'released' })).toBe(false);
+        expect(await releaseAs(k, 'p:1', 'hp', 'P', 'pass')).toBe('released'); // the copy
+        expect(await redis.get(k.next)).toBe('pass:Q');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(heard).toEqual(['Q']);
+      } finally {
+        await sub.quit();
+      }
+    });
+
+    it("a copy of an attempt granted on P's hand-over, after P released in its turn, takes nothing and leaves the turn", async () => {
+      const k = lockKeys(prefix, `attempt-copy-${++n}`);
+      await redis.set(k.next, 'pass:P', 'PX', 5_000);
+      expect((await wait(k, 'q:1', 'hq', 'Q'))[0]).toBe('refused');
+      expect((await wait(k, 'p:1', 'hp', 'P'))[0]).toBe('granted');
+      expect(await releaseAs(k, 'p:1', 'hp', 'P', 'keep')).toBe('kept');
+      expect((await wait(k, 'p:1', 'hp', 'P'))[0]).toBe('refused'); // the copy
+      expect(await redis.exists(k.lock)).toBe(0);
+      expect(await redis.get(k.next)).toBe('turn:P');
+      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'hp', owner: 'p:1', leaseMs: 30_000 })).toEqual(['cancelled']);
+      expect(await redis.hget(k.grants, 'hp')).toBe('r'); // the claim keeps what the release recorded
+    });
   });
 });
