@@ -6,8 +6,8 @@
 -- KEYS[4]  fencing counter
 -- KEYS[5]  channel prefix       (see fair-unlock-7.lua)
 -- KEYS[6]  force calls          (see force-once.lua)
--- KEYS[7]  hold ids             (see hold-ids.lua): deleted with the lock, so every hold's release
---                               finds it gone (and says so) instead of a record of a live hold
+-- KEYS[7]  hold ids             (see hold-ids.lua): every live hold's record ends with the lock, so
+--                               its release finds it gone (and says so); ended records stay (endLiveHolds)
 -- KEYS[8]  waiter holds         (see fair-lock-7.lua)
 -- ARGV[1]  acceptance lease in ms for the waiter the lock is handed to
 -- ARGV[2]  publish command      'publish' or 'spublish'
@@ -29,7 +29,7 @@ local fair = {
   grants = KEYS[7], holds = KEYS[8],
 }
 local deleted = redis.call('del', fair.lock) == 1
-if deleted then redis.call('del', KEYS[7]) end
+if deleted then endLiveHolds(KEYS[7]) end
 -- Locked or not (one that expired under its holder left the queue untold), the next waiter gets it.
 handToNextWaiter(fair)
 return rememberForce(KEYS[6], callId, deleted and 1 or 0)

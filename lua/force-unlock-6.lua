@@ -5,8 +5,8 @@
 -- KEYS[3]  waiting processes    (see lock-5.lua)
 -- KEYS[4]  hand-over            (see hand-over.lua)
 -- KEYS[5]  force calls          (see force-once.lua)
--- KEYS[6]  hold ids             (see hold-ids.lua): deleted with the lock, so every hold's release
---                               finds it gone (and says so) instead of a record of a live hold
+-- KEYS[6]  hold ids             (see hold-ids.lua): every live hold's record ends with the lock, so
+--                               its release finds it gone (and says so); ended records stay (endLiveHolds)
 -- ARGV[1]  publish command      'publish' or 'spublish'
 -- ARGV[2]  message
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
@@ -14,6 +14,7 @@
 --          error BADARG (nothing changed) for an unknown publish command or an empty call id
 --!include hand-over.lua
 --!include force-once.lua
+--!include hold-ids.lua
 if ARGV[1] ~= 'publish' and ARGV[1] ~= 'spublish' then
   return redis.error_reply('BADARG publish command must be publish or spublish, got ' .. tostring(ARGV[1]))
 end
@@ -22,7 +23,7 @@ if bad then return bad end
 local earlier = earlierForce(KEYS[5], callId)
 if earlier then return earlier end
 if redis.call('del', KEYS[1]) == 1 then
-  redis.call('del', KEYS[6])
+  endLiveHolds(KEYS[6])
   handOver(KEYS[3], KEYS[2], KEYS[4], ARGV[1], ARGV[2] or '')
   redis.call(ARGV[1], KEYS[2], ARGV[2] or '')
   return rememberForce(KEYS[5], callId, 1)

@@ -6,9 +6,9 @@
 -- KEYS[4]  read wake channel
 -- KEYS[5]  write wake channel
 -- KEYS[6]  force calls          (see force-once.lua)
--- KEYS[7]  write hold ids       (see rw-write-lock-7.lua): deleted with the write hold, and
+-- KEYS[7]  write hold ids       (see rw-write-lock-7.lua): their live records end with the write hold,
 -- KEYS[8]  read hold ids        (see rw-readers.lua) with the read holds, so that every hold's release
---                               finds it gone (and says so) instead of a record of a live hold
+--                               finds it gone (and says so); ended records stay (endLiveHolds)
 -- ARGV[1]  side                 'write' or 'read'
 -- ARGV[2]  publish command      'publish' or 'spublish'
 -- ARGV[3]  call id              the same on a repeat of this call, which then changes nothing
@@ -34,11 +34,14 @@ local now = nowMs()
 local deleted
 if side == 'write' then
   deleted = redis.call('del', writeKey) == 1
-  if deleted then redis.call('del', writeGrants) end
+  if deleted then endLiveHolds(writeGrants) end
 else
   pruneReaders(readers, counts, readGrants, now)
   deleted = liveReaders(readers, now) > 0
-  if deleted then redis.call('del', readers, counts, readGrants) end
+  if deleted then
+    redis.call('del', readers, counts)
+    endLiveHolds(readGrants)
+  end
 end
 if not deleted then return rememberForce(forced, callId, 0) end
 redis.call(publish, readChannel, 'force')

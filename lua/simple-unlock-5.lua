@@ -56,13 +56,19 @@ local releaseId = token ~= '' and token or callId
 if owner ~= '' and landedBefore(KEYS[5], releaseId) then return 'released' end
 -- pcall: a hash here is another lock kind's hold, not ours
 local value = redis.pcall('get', KEYS[1])
+-- A release by owner that ended nothing is remembered as '!<call id>', so that a copy of it sent
+-- after the owner took the lock again ends nothing either.
+local endedNothing = '!' .. callId
 local ours = type(value) == 'string' and (value == token or (owner ~= '' and heldBy(value, owner)))
+if ours and owner ~= '' and landedBefore(KEYS[5], endedNothing) then ours = false end
 if not ours then
   if token ~= '' then
     -- A token is never granted twice: its release can be looked for once the lock is not its own.
     if landedBefore(KEYS[5], releaseId) then return 'released' end
     -- Its hold ended (or its attempt never landed): a copy of the attempt still on its way takes nothing.
     cancelToken(KEYS[5], token)
+  elseif not landedBefore(KEYS[5], endedNothing) then
+    rememberRelease(KEYS[5], endedNothing)
   end
   return value and 'not-owner' or 'not-locked'
 end

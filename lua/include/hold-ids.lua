@@ -16,6 +16,7 @@
 --   'o'                 ended by another call of the same owner (an unlock by owner, see unlock-6.lua)
 --   'x'                 ended without a release: the lock expired or was forced under it, or its
 --                       attempt was cancelled before it landed
+--   'r#', 'd#', 'x#'    the record of an unlock by owner's own call: what it did (see CALL_MARK)
 -- An owner id is opaque: the value keeps everything after the first '|' as it is. Ended records
 -- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
 -- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
@@ -26,6 +27,11 @@ local ENDED_MEMORY_TEXT = '60000' -- the same, as redis.call is best given it
 -- The kind a live record of another epoch reads as.
 local RAN_OUT = 'x'
 local PRUNE_AT = 256
+-- An unlock by owner's own record (see release-call.lua) has this after its kind. The pruning spares
+-- it, up to CALLS_KEPT of them: a copy of that call finding no record would end another hold of the
+-- owner. (Such calls are rare; a hot key churns PRUNE_AT records within a reconnect.)
+local CALL_MARK = '#'
+local CALLS_KEPT = 64
 
 -- The id argument (`what` names it in the error), or nil and the BADARG reply to return before any write.
 local function holdIdArgument(value, what)
@@ -94,14 +100,19 @@ end
 local function pruneEnded(grants)
   if redis.call('hlen', grants) <= PRUNE_AT then return end
   local all = redis.call('hgetall', grants)
-  local ended = {}
+  local ended, calls = {}, {}
   for i = 1, #all, 2 do
-    local kind = string.sub(all[i + 1], 1, 1)
+    local value = all[i + 1]
+    local kind = string.sub(value, 1, 1)
     if kind ~= 'g' and kind ~= 'e' then
-      ended[#ended + 1] = all[i]
-      seenHolds[grants .. '\0' .. all[i]] = false
+      local list = string.sub(value, 2, 2) == CALL_MARK and calls or ended
+      list[#list + 1] = all[i]
     end
   end
+  if #calls > CALLS_KEPT then
+    for _, id in ipairs(calls) do ended[#ended + 1] = id end
+  end
+  for _, id in ipairs(ended) do seenHolds[grants .. '\0' .. id] = false end
   for from = 1, #ended, 1000 do
     redis.call('hdel', grants, unpack(ended, from, math.min(from + 999, #ended)))
   end
@@ -127,7 +138,7 @@ end
 -- leaves other holds of the owner live, and with them an expiry at least as long as the lock's.)
 local function endHold(grants, id, outcome)
   writeRecord(grants, id, outcome)
-  if outcome ~= 'd' then keepGrants(grants, 1) end
+  if string.sub(outcome, 1, 1) ~= 'd' then keepGrants(grants, 1) end
 end
 
 -- Hold `id` ended with 'r', the last hold of a lock that has one owner at a time (reentrant, fair): no
@@ -136,6 +147,19 @@ end
 -- the hold ends within the millisecond it was taken).
 local function endLastHold(grants, id)
   writeRecord(grants, id, 'r')
+  redis.call('pexpire', grants, ENDED_MEMORY_TEXT)
+end
+
+-- A force: every live hold recorded in `grants` ends as 'x', so that its release (or a copy of its
+-- attempt) finds it ended. The ended records stay, to answer repeats: a cancelled attempt's copy that
+-- found none would take the lock. No live hold is left, so the hash keeps the ended records' memory.
+local function endLiveHolds(grants)
+  local all = redis.call('hgetall', grants)
+  if #all == 0 then return end
+  for i = 1, #all, 2 do
+    local kind = string.sub(all[i + 1], 1, 1)
+    if kind == 'g' or kind == 'e' then writeRecord(grants, all[i], 'x') end
+  end
   redis.call('pexpire', grants, ENDED_MEMORY_TEXT)
 end
 

@@ -29,7 +29,11 @@ local function releaseTarget(grants, callId, owner, which, epoch, ownerHolds, lo
     local kind = readHold(grants, callId)
     if kind then return nil, endedReleaseReply(kind, ownerHolds, locked) end
     local target = liveHoldOf(grants, owner, epoch)
-    if not target then return nil, notHeldReply(locked) end
+    if not target then
+      -- Recorded, so that a copy sent after the owner took the lock again ends none of its holds.
+      endHold(grants, callId, 'x' .. CALL_MARK)
+      return nil, notHeldReply(locked)
+    end
     return target
   end
   local kind, _, holder = readHold(grants, callId, epoch)
@@ -44,13 +48,19 @@ end
 local function settleReleaseCall(grants, callId, target, which, did, outcome, ownerHolds, locked)
   if which == 'any' and (did == HOLD_RELEASED or did == HOLD_DECREMENTED) then
     endHold(grants, target, 'o')
-    if did == HOLD_RELEASED then endHold(grants, callId, 'r') else endHold(grants, callId, 'd') end
+    local what = 'd'
+    if did == HOLD_RELEASED then what = 'r' end
+    endHold(grants, callId, what .. CALL_MARK)
   end
   if did == HOLD_MISSING then
     endHold(grants, callId, 'x')
     return notHeldReply(locked)
   end
-  if did == HOLD_ENDED then return endedReleaseReply(outcome, ownerHolds, locked) end
+  if did == HOLD_ENDED then
+    -- An 'any' call whose target had ended ends nothing: recorded so, as above (releaseTarget).
+    if which == 'any' then endHold(grants, callId, 'x' .. CALL_MARK) end
+    return endedReleaseReply(outcome, ownerHolds, locked)
+  end
   return nil
 end
 

@@ -105,6 +105,24 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     expect(await outer.release()).toBe('released');
   });
 
+  it('unlock({ owner }) that found the owner holding nothing, re-sent after its reply was lost, leaves the hold the owner took meanwhile', async () => {
+    const a = client({ viaProxy: true });
+    const b = client();
+    const rival = client();
+    const name = 'unlock-by-owner-none';
+    const dropped = world.proxy.dropped;
+    world.proxy.dropNextReply(/not-locked/);
+    const cancelled = a.locks.getLock(name).unlock({ owner: 'job-12' });
+    cancelled.catch(() => undefined);
+    // Its reply is lost; the job starts again before the copy is re-sent on the new connection.
+    await eventually(() => world.proxy.dropped === dropped + 1, 5_000, 1);
+    const held = await b.locks.getLock(name).lock({ owner: 'job-12' });
+    await expect(cancelled).rejects.toThrow(LockNotHeldError);
+    expect(await holders(name)).toEqual({ 'job-12': '1' });
+    expect(await rival.locks.getLock(name).tryLock({ owner: 'rival' })).toBeNull();
+    expect(await held.release()).toBe('released');
+  });
+
   it('an explicit owner is recorded under its own id when the lock was contended, so another process can unlock it (defect 6)', async () => {
     const a = client();
     const b = client();
