@@ -91,6 +91,8 @@ export class LockRelease {
       return 'released';
     }
     if (raw === 'decremented') {
+      // Sent again after a failover too: lost there, the owner's outer release would leave this hold behind.
+      this.side.engine.recentReleases.note(this.side.replayer, held.key, held.owner, holdId, held.leaseMs);
       held.markDecremented(final);
       return 'decremented';
     }

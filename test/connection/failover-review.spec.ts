@@ -1,0 +1,125 @@
+import net from 'node:net';
+import Redis from 'ioredis';
+import { createLockClient, type LockClient } from '../../lib';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
+import { quietLogger, sleep, testPrefix } from '../support/engine';
+
+/**
+ * A failover that loses the old master's last writes, made by hand: the client reaches Redis through a
+ * proxy; a replica is cut from its master (REPLICAOF NO ONE: it keeps what it had), the master takes
+ * one more write, then the proxy drops every connection and sends new ones to the cut replica, as a
+ * sentinel's switch to a replica that had not received that write.
+ */
+class SwitchingProxy {
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  private constructor(private upstream: { host: string; port: number }) {
+    this.server = net.createServer((client) => this.pipe(client));
+  }
+
+  static async start(upstream: { host: string; port: number }): Promise<SwitchingProxy> {
+    const proxy = new SwitchingProxy(upstream);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Every open connection drops; new ones go to `upstream`. */
+  switchTo(upstream: { host: string; port: number }): void {
+    this.upstream = upstream;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private pipe(client: net.Socket): void {
+    const server = net.connect(this.upstream.port, this.upstream.host);
+    for (const socket of [client, server]) {
+      this.sockets.add(socket);
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        client.destroy();
+        server.destroy();
+      });
+      socket.on('error', () => undefined);
+    }
+    client.pipe(server);
+    server.pipe(client);
+  }
+}
+
+const BASE_PORT = PRIVATE_PORTS.failoverReview.base;
+
+describe('failover review: writes the old master acknowledged but never passed on', () => {
+  let topology: RunningTopology;
+  let proxy: SwitchingProxy | undefined;
+  const open: LockClient[] = [];
+  const admins: Redis[] = [];
+
+  beforeEach(async () => {
+    topology = await startTopology('replica', { basePort: BASE_PORT, name: 'failover-review' });
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
+    for (const a of admins.splice(0)) a.disconnect();
+    await proxy?.close();
+    proxy = undefined;
+    await stopTopology(topology);
+  });
+
+  const admin = (node: { host: string; port: number }) => {
+    const redis = new Redis({ ...node, maxRetriesPerRequest: 1 });
+    admins.push(redis);
+    return redis;
+  };
+
+  it.each(['reentrant', 'fair', 'read'] as const)(
+    '%s lock: an inner release the old master acknowledged is sent again after the failover, so the outer one frees the lock',
+    async (kind) => {
+      const [master] = topology.masters;
+      const [promoted] = topology.replicas;
+      proxy = await SwitchingProxy.start(master);
+      const locks = await createLockClient({
+        connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+        keyPrefix: testPrefix(),
+        logger: quietLogger,
+      });
+      open.push(locks);
+      const lock =
+        kind === 'fair'
+          ? locks.getFairLock('nested')
+          : kind === 'read'
+            ? locks.getReadWriteLock('nested').readLock()
+            : locks.getLock('nested');
+      const key = `${locks.keyPrefix}:{nested}${kind === 'read' ? ':rw:read' : ''}`;
+      const onMaster = admin(master);
+      const onPromoted = admin(promoted);
+
+      const outer = await lock.lock({ owner: 'job' });
+      const inner = await lock.lock({ owner: 'job' });
+      expect(inner.holdCount).toBe(2);
+      // The replica has both holds, then is cut from its master: it keeps them.
+      await onMaster.call('WAIT', 3, 1_000);
+      await onPromoted.call('REPLICAOF', 'NO', 'ONE');
+      expect(await inner.release()).toBe('decremented'); // on the old master only
+
+      proxy.switchTo(promoted);
+      // Back, on the promoted replica.
+      for (let i = 0; i < 100 && !(await lock.isLocked().catch(() => false)); i++) await sleep(20);
+      await sleep(200);
+
+      expect(await outer.release()).toBe('released');
+      // No hold is left on the master that serves the lock now: it is free at once, not after a lease.
+      expect(await onPromoted.exists(key)).toBe(0);
+    },
+    30_000,
+  );
+});
