@@ -122,4 +122,45 @@ describe('failover review: writes the old master acknowledged but never passed o
     },
     30_000,
   );
+
+  it('an extension the old master acknowledged, its replicas not yet, is not believed until the master serving the lock now has it', async () => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    const onMaster = admin(master);
+
+    const handle = await locks.getLock('extended').lock({ leaseTime: 1_500 });
+    // Every replica has the grant, then none takes the master's writes any more.
+    await onMaster.call('WAIT', 3, 1_000);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    const extended = handle.extend(20_000).then(
+      () => 'extended',
+      (error: Error) => error.name,
+    );
+    await sleep(100);
+    // The old master dies before a replica has the extension: the promoted one has the 1.5 s lease.
+    proxy.switchTo(promoted);
+    await extended;
+
+    // Past the promoted master's 1.5 s lease: another client may take the lock only if the holder knows it lost it.
+    const taken = await other.getLock('extended').tryLock({ waitTime: 3_000, leaseTime: 5_000 });
+    const holderBelieves = !handle.signal.aborted;
+    const ttlNow = await admin(promoted).pttl(`${keyPrefix}:{extended}`);
+    await taken?.release();
+    expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
+    // A holder that still believes has the extension on the master that serves the lock now.
+    if (holderBelieves) expect(ttlNow).toBeGreaterThan(10_000);
+  }, 30_000);
 });
