@@ -4,6 +4,7 @@ import { createLockClient, type LockClient } from '../../lib';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
 import { quietLogger, sleep, testPrefix } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /**
  * A failover that loses the old master's last writes, made by hand: the client reaches Redis through a
@@ -163,4 +164,42 @@ describe('failover review: writes the old master acknowledged but never passed o
     // A holder that still believes has the extension on the master that serves the lock now.
     if (holderBelieves) expect(ttlNow).toBeGreaterThan(10_000);
   }, 30_000);
+
+  it.each([0, 1_000])(
+    "tryLock({ waitTime: %d }) of an owner whose release is still being sent through an outage ends within its bounds, not the release's lease",
+    async (waitTime) => {
+      const [master] = topology.masters;
+      const partition = await ReplyDroppingProxy.start(master);
+      const locks = await createLockClient({
+        connection: { type: 'single', host: '127.0.0.1', port: partition.port, commandTimeout: 500 },
+        keyPrefix: testPrefix(),
+        operationTimeout: 500,
+        logger: quietLogger,
+      });
+      open.push(locks);
+      try {
+        const lock = locks.getLock('pending');
+        const handle = await lock.lock({ owner: 'job', leaseTime: 20_000 });
+        partition.cutOff(true); // Redis out of reach; the connection stays open
+        expect(await handle.release()).toBe('pending'); // sent again until it lands or the lease ends
+
+        const startedAt = Date.now();
+        const outcome = await Promise.race([
+          lock.tryLock({ owner: 'job', waitTime }).then(
+            (h) => (h ? 'acquired' : 'not acquired'),
+            (error: Error) => error.name,
+          ),
+          sleep(10_000).then(() => 'still waiting after 10 s'),
+        ]);
+        const tookMs = Date.now() - startedAt;
+        expect(outcome).toBe('RedisUnavailableError');
+        // Its wait, plus what a wait tolerates of an outage (one operationTimeout), and some slack.
+        expect(tookMs).toBeLessThan(waitTime + 500 + 1_000);
+      } finally {
+        partition.cutOff(false);
+        await partition.close();
+      }
+    },
+    30_000,
+  );
 });

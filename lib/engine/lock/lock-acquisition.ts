@@ -3,6 +3,7 @@ import { acquireLoop, type Attempt } from '../waiting/acquire-loop';
 import { closedForGood } from '../redis/connection-end';
 import { RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
+import { settledWithin } from '../util/sleep';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
@@ -43,7 +44,20 @@ export async function acquireLock(
   // A release of this owner's hold still being retried must land first: sent after a new grant,
   // a repeat of it could release that grant.
   const settling = engine.registry.settled(side.keys.lock, owner);
-  if (settling) await settling;
+  if (settling) {
+    // It lands once Redis can be reached: waited for within the call's own bounds, as an outage is
+    // (waitTime, at least one operationTimeout), never for the rest of the released hold's lease.
+    const bound = Math.max(options.waitTime ?? 0, engine.operationTimeout);
+    const waitedFrom = monotonicNow();
+    if (!(await landsWithin(settling, bound, options.signal))) {
+      throw new RedisUnavailableError(name, 'lock', bound);
+    }
+    const { waitTime } = options;
+    if (waitTime !== undefined) {
+      const left = Math.max(0, waitTime - (monotonicNow() - waitedFrom));
+      return acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+    }
+  }
   const startedAt = monotonicNow();
   const leaseMs = leaseTime ?? engine.watchdogTimeout;
   const call = new LockAcquisition(side, { owner, options, leaseMs, watched: leaseTime === undefined, behaviour });
@@ -75,6 +89,29 @@ export async function acquireLock(
     call.giveUp();
     await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
     throw error;
+  }
+}
+
+/** Whether `settling` settles within `ms`; rejects with the signal's reason if it aborts first. */
+async function landsWithin(settling: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<boolean> {
+  signal?.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return (
+      (await Promise.race([
+        settledWithin(
+          settling.then(() => true),
+          ms,
+        ),
+        aborted,
+      ])) === true
+    );
+  } finally {
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
   }
 }
 
