@@ -202,4 +202,40 @@ describe('failover review: writes the old master acknowledged but never passed o
     },
     30_000,
   );
+
+  it.each(['reentrant', 'fair'] as const)(
+    '%s lock: a re-entry the failover lost is released without telling the holder it lost the outer hold Redis still has',
+    async (kind) => {
+      const [master] = topology.masters;
+      const [promoted] = topology.replicas;
+      proxy = await SwitchingProxy.start(master);
+      const locks = await createLockClient({
+        connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+        keyPrefix: testPrefix(),
+        logger: quietLogger,
+      });
+      open.push(locks);
+      const lock = kind === 'fair' ? locks.getFairLock('lost-entry') : locks.getLock('lost-entry');
+      const onMaster = admin(master);
+      const onPromoted = admin(promoted);
+
+      const outer = await lock.lock({ owner: 'job' });
+      await onMaster.call('WAIT', 3, 1_000);
+      await onPromoted.call('REPLICAOF', 'NO', 'ONE');
+      const inner = await lock.lock({ owner: 'job' }); // on the old master only
+      expect(inner.holdCount).toBe(2);
+
+      proxy.switchTo(promoted);
+      for (let i = 0; i < 100 && !(await lock.isLocked().catch(() => false)); i++) await sleep(20);
+
+      await inner.release().catch(() => undefined);
+      // The outer hold is Redis's still: the holder goes on, and its release frees the lock.
+      const key = `${locks.keyPrefix}:{lost-entry}`;
+      expect(await onPromoted.hexists(key, 'job')).toBe(1);
+      expect(outer.signal.aborted).toBe(false);
+      expect(await outer.release()).toBe('released');
+      expect(await onPromoted.exists(key)).toBe(0);
+    },
+    30_000,
+  );
 });
