@@ -238,4 +238,43 @@ describe('failover review: writes the old master acknowledged but never passed o
     },
     30_000,
   );
+
+  it('a re-entry that lengthened the lease, lost in a failover before a replica had it, is not believed', async () => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    const onMaster = admin(master);
+    const lock = locks.getLock('longer');
+    const outer = await lock.lock({ owner: 'job', leaseTime: 1_500 });
+    await onMaster.call('WAIT', 3, 1_000);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    const inner = lock.lock({ owner: 'job', leaseTime: 20_000, waitTime: 5_000 }).then(
+      (h) => h,
+      () => undefined,
+    );
+    await sleep(100);
+    // The old master dies before a replica has the re-entry: the promoted one has the 1.5 s lease.
+    proxy.switchTo(promoted);
+    await inner;
+    // Past the promoted master's 1.5 s lease: another client may take the lock only if the holder knows it lost it.
+    const taken = await other.getLock('longer').tryLock({ waitTime: 3_000, leaseTime: 5_000 });
+    const holderBelieves = !outer.signal.aborted;
+    const ttlNow = await admin(promoted).pttl(`${keyPrefix}:{longer}`);
+    await taken?.release();
+    expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
+    // A holder that still believes has the longer lease on the master that serves the lock now.
+    if (holderBelieves) expect(ttlNow).toBeGreaterThan(10_000);
+  }, 30_000);
 });

@@ -7,7 +7,7 @@ import { settledWithin } from '../util/sleep';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
-import type { Grant, LockSide, WaitBehaviour } from './lock-side';
+import type { Grant, HoldFacts, LockSide, WaitBehaviour } from './lock-side';
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
 interface Taken {
@@ -137,6 +137,11 @@ export class LockAcquisition {
   private unknown?: { holder: string; sentAt: number; holdId: string };
   private refusedBefore = false;
   private grantedIn = 0;
+  /**
+   * The grant re-entered a hold of ours and lengthened the lease it believes: the end believed before
+   * (a longer lease a failover lost is a grant lost, see run()).
+   */
+  private lengthenedFrom?: number;
   private readonly attemptOnce = (payload: string | undefined, othersWaiting: boolean) =>
     this.attempt(payload, othersWaiting);
 
@@ -165,11 +170,13 @@ export class LockAcquisition {
     if (!outcome.acquired) return { ttl: outcome.ttl };
     const { held, holdId } = outcome.value;
     const handle = new LockHandle(held, holdId);
+    // A re-entry is waited for only when it lengthened the lease this client believes.
+    const before = this.lengthenedFrom;
     const syncing =
-      handle.holdCount > 1
+      handle.holdCount > 1 && before === undefined
         ? undefined
         : engine.replicaSync.afterGrant(side.name, side.keys.lock, this.grantedIn, () => handle.release());
-    if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId))) {
+    if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId, before))) {
       return LOST_IN_FAILOVER;
     }
     return handle;
@@ -192,7 +199,7 @@ export class LockAcquisition {
       this.unknown = undefined;
       if (grant) {
         const hold = { leaseMs, watched, sentAt, label, holdId, firstLease: undefined };
-        return { acquired: true, value: { held: side.recordHold(holder, grant, hold), holdId } };
+        return { acquired: true, value: { held: this.record(holder, grant, hold), holdId } };
       }
     }
     side.turns()?.attempting();
@@ -219,8 +226,18 @@ export class LockAcquisition {
     const taken = value.handedOver?.holdId ?? holdId;
     const firstLease = value.handedOver?.firstLease;
     const hold = { leaseMs, watched, sentAt, label, holdId: taken, firstLease };
-    const held = side.recordHold(value.holder ?? holder, value, hold);
+    const held = this.record(value.holder ?? holder, value, hold);
     return { acquired: true, value: { held, holdId: taken } };
+  }
+
+  /** Records the grant (see LockSide.recordHold), noting whether it re-entered and lengthened our lease. */
+  private record(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
+    const { side } = this;
+    const existing = side.engine.registry.get(side.keys.lock, holder);
+    const before = existing?.expiresAt;
+    const held = side.recordHold(holder, grant, hold);
+    this.lengthenedFrom = held === existing && before !== undefined && held.expiresAt > before ? before : undefined;
+    return held;
   }
 
   /**
@@ -229,7 +246,7 @@ export class LockAcquisition {
    * is nothing of ours to release). Redis unreachable for that long: the record is dropped,
    * the hold taken back in the background should it be there after all, and RedisUnavailableError.
    */
-  private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
+  private async survivedFailover(held: HeldLock, holdId: string, reentryBefore?: number): Promise<boolean> {
     const { side } = this;
     const { redis, operationTimeout } = side.engine;
     const until = monotonicNow() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
@@ -239,12 +256,18 @@ export class LockAcquisition {
         return true;
       }
     } catch (error) {
-      held.forget();
+      this.dropHold(held, holdId, reentryBefore);
       this.undoInBackground(held.owner, held.leaseMs, holdId);
       throw error;
     }
-    held.forget();
+    this.dropHold(held, holdId, reentryBefore);
     return false;
+  }
+
+  /** A grant the master serving the key now lacks: a first grant's record goes; a re-entry's hold only. */
+  private dropHold(held: HeldLock, holdId: string, reentryBefore: number | undefined): void {
+    if (reentryBefore === undefined) held.forget();
+    else held.undoReentry(holdId, reentryBefore);
   }
 
   /**
