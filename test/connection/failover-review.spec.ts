@@ -277,4 +277,41 @@ describe('failover review: writes the old master acknowledged but never passed o
     // A holder that still believes has the longer lease on the master that serves the lock now.
     if (holderBelieves) expect(ttlNow).toBeGreaterThan(10_000);
   }, 30_000);
+
+  it("replicaSync { onFailure: 'warn' }: a grant whose master stopped answering before a replica had it is not kept on trust", async () => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      replicaSync: { replicas: 1, timeout: 2_000, onFailure: 'warn' },
+      logger: quietLogger,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    // No replica takes the master's writes any more: the grant below stays on the old master.
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    const granted = locks
+      .getLock('warned')
+      .lock({ leaseTime: 20_000, waitTime: 5_000 })
+      .then(
+        (h) => h,
+        () => undefined,
+      );
+    await sleep(100);
+    // The old master dies while WAIT waits for a replica.
+    proxy.switchTo(promoted);
+    const handle = await granted;
+
+    const taken = await other.getLock('warned').tryLock({ waitTime: 0, leaseTime: 5_000 });
+    const holderBelieves = handle !== undefined && !handle.signal.aborted;
+    await taken?.release();
+    expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
+  }, 30_000);
 });
