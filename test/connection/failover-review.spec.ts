@@ -203,7 +203,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     30_000,
   );
 
-  it.each(['reentrant', 'fair'] as const)(
+  it.each(['reentrant', 'fair', 'read'] as const)(
     '%s lock: a re-entry the failover lost is released without telling the holder it lost the outer hold Redis still has',
     async (kind) => {
       const [master] = topology.masters;
@@ -215,7 +215,12 @@ describe('failover review: writes the old master acknowledged but never passed o
         logger: quietLogger,
       });
       open.push(locks);
-      const lock = kind === 'fair' ? locks.getFairLock('lost-entry') : locks.getLock('lost-entry');
+      const lock =
+        kind === 'fair'
+          ? locks.getFairLock('lost-entry')
+          : kind === 'read'
+            ? locks.getReadWriteLock('lost-entry').readLock()
+            : locks.getLock('lost-entry');
       const onMaster = admin(master);
       const onPromoted = admin(promoted);
 
@@ -230,8 +235,9 @@ describe('failover review: writes the old master acknowledged but never passed o
 
       await inner.release().catch(() => undefined);
       // The outer hold is Redis's still: the holder goes on, and its release frees the lock.
-      const key = `${locks.keyPrefix}:{lost-entry}`;
-      expect(await onPromoted.hexists(key, 'job')).toBe(1);
+      const key = `${locks.keyPrefix}:{lost-entry}${kind === 'read' ? ':rw:read' : ''}`;
+      if (kind === 'read') expect(await onPromoted.zscore(key, 'job')).not.toBeNull();
+      else expect(await onPromoted.hexists(key, 'job')).toBe(1);
       expect(outer.signal.aborted).toBe(false);
       expect(await outer.release()).toBe('released');
       expect(await onPromoted.exists(key)).toBe(0);

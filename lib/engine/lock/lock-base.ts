@@ -173,8 +173,10 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** See LockSide.holdsInEpoch: the fencing counter moves only with a first grant, never while held. */
   private async holdsInEpoch(held: HeldLock): Promise<boolean> {
-    if (held.renewal !== 'held') return false;
-    const [, count, fence] = await this.bounded(this.readHold(held.key, held.owner, 'hash'), 'unlock');
+    // The owner's count: in the lock hash, or for a read hold in the read counts (see renew-many-n.lua).
+    const counts = held.renewal === 'held' ? held.key : held.renewal === 'read' ? held.renewalKeys[1] : undefined;
+    if (counts === undefined) return false;
+    const [, count, fence] = await this.bounded(this.readHold(counts, held.owner, 'hash'), 'unlock');
     return count !== null && count !== '0' && Number(fence) === held.fencingToken;
   }
 
