@@ -67,6 +67,8 @@ export const PRIVATE_PORTS = {
   benchFailoverPause: range(7370, 9),
   /** bench/redlock-compare.ts: five masters. */
   benchRedLockCompare: range(7380, 5),
+  /** test/connection/failover-review.spec.ts: a master and its replicas, one promoted by hand. */
+  failoverReview: range(7176, 4),
   /** test/model/: the model test's topology. */
   model: range(7386, 1),
   /** bench/cpu-per-process.ts. */

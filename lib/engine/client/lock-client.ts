@@ -323,8 +323,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     await Promise.all(
       held.map(async (lock) => {
         try {
-          // Every hold of a reentrant owner, so nothing of ours outlives the client.
-          while ((await lock.release()) === 'decremented');
+          // Every hold this client has, so nothing of ours outlives it; by id, never by count: an owner
+          // shared with another process has that process's holds too, which are not ours to release.
+          while (lock.holdCount > 0 && !lock.released) await lock.release();
         } catch (error) {
           logger.warn(`Could not release "${lock.name}" on close: ${(error as Error).message}`);
         }

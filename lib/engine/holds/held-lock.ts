@@ -174,6 +174,19 @@ export class HeldLock {
   }
 
   /**
+   * Re-entry `holdId` is not in Redis after all (a failover lost it): its hold goes, and the lease is
+   * believed to end no later than `expiresAt`, as before it.
+   */
+  undoReentry(holdId: string, expiresAt: number): void {
+    const at = this.holdIds.indexOf(holdId);
+    if (at < 0) return;
+    this.holdIds.splice(at, 1);
+    if (this.holdIds.length === 0) return this.forget();
+    this.expiresAt = Math.min(this.expiresAt, expiresAt);
+    if (!this.watched) this.armExpiry();
+  }
+
+  /**
    * An explicit re-entry made the lease in Redis at least `a.leaseMs` long from when it ran (never
    * shorter): the local expiry follows, so the holder is not told of a loss while Redis still holds it.
    */

@@ -3,10 +3,11 @@ import { acquireLoop, type Attempt } from '../waiting/acquire-loop';
 import { closedForGood } from '../redis/connection-end';
 import { RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
+import { settledWithin } from '../util/sleep';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
-import type { Grant, LockSide, WaitBehaviour } from './lock-side';
+import type { Grant, HoldFacts, LockSide, WaitBehaviour } from './lock-side';
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
 interface Taken {
@@ -43,7 +44,20 @@ export async function acquireLock(
   // A release of this owner's hold still being retried must land first: sent after a new grant,
   // a repeat of it could release that grant.
   const settling = engine.registry.settled(side.keys.lock, owner);
-  if (settling) await settling;
+  if (settling) {
+    // It lands once Redis can be reached: waited for within the call's own bounds, as an outage is
+    // (waitTime, at least one operationTimeout), never for the rest of the released hold's lease.
+    const bound = Math.max(options.waitTime ?? 0, engine.operationTimeout);
+    const waitedFrom = monotonicNow();
+    if (!(await landsWithin(settling, bound, options.signal))) {
+      throw new RedisUnavailableError(name, 'lock', bound);
+    }
+    const { waitTime } = options;
+    if (waitTime !== undefined) {
+      const left = Math.max(0, waitTime - (monotonicNow() - waitedFrom));
+      return acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+    }
+  }
   const startedAt = monotonicNow();
   const leaseMs = leaseTime ?? engine.watchdogTimeout;
   const call = new LockAcquisition(side, { owner, options, leaseMs, watched: leaseTime === undefined, behaviour });
@@ -78,6 +92,29 @@ export async function acquireLock(
   }
 }
 
+/** Whether `settling` settles within `ms`; rejects with the signal's reason if it aborts first. */
+async function landsWithin(settling: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<boolean> {
+  signal?.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return (
+      (await Promise.race([
+        settledWithin(
+          settling.then(() => true),
+          ms,
+        ),
+        aborted,
+      ])) === true
+    );
+  } finally {
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}
+
 /** What one acquisition call asks for, its options checked. */
 export interface AcquireRequest {
   owner: string;
@@ -100,6 +137,11 @@ export class LockAcquisition {
   private unknown?: { holder: string; sentAt: number; holdId: string };
   private refusedBefore = false;
   private grantedIn = 0;
+  /**
+   * The grant re-entered a hold of ours and lengthened the lease it believes: the end believed before
+   * (a longer lease a failover lost is a grant lost, see run()).
+   */
+  private lengthenedFrom?: number;
   private readonly attemptOnce = (payload: string | undefined, othersWaiting: boolean) =>
     this.attempt(payload, othersWaiting);
 
@@ -128,11 +170,13 @@ export class LockAcquisition {
     if (!outcome.acquired) return { ttl: outcome.ttl };
     const { held, holdId } = outcome.value;
     const handle = new LockHandle(held, holdId);
+    // A re-entry is waited for only when it lengthened the lease this client believes.
+    const before = this.lengthenedFrom;
     const syncing =
-      handle.holdCount > 1
+      handle.holdCount > 1 && before === undefined
         ? undefined
         : engine.replicaSync.afterGrant(side.name, side.keys.lock, this.grantedIn, () => handle.release());
-    if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId))) {
+    if (syncing && (await syncing) === 'unverified' && !(await this.survivedFailover(held, holdId, before))) {
       return LOST_IN_FAILOVER;
     }
     return handle;
@@ -155,7 +199,7 @@ export class LockAcquisition {
       this.unknown = undefined;
       if (grant) {
         const hold = { leaseMs, watched, sentAt, label, holdId, firstLease: undefined };
-        return { acquired: true, value: { held: side.recordHold(holder, grant, hold), holdId } };
+        return { acquired: true, value: { held: this.record(holder, grant, hold), holdId } };
       }
     }
     side.turns()?.attempting();
@@ -182,8 +226,18 @@ export class LockAcquisition {
     const taken = value.handedOver?.holdId ?? holdId;
     const firstLease = value.handedOver?.firstLease;
     const hold = { leaseMs, watched, sentAt, label, holdId: taken, firstLease };
-    const held = side.recordHold(value.holder ?? holder, value, hold);
+    const held = this.record(value.holder ?? holder, value, hold);
     return { acquired: true, value: { held, holdId: taken } };
+  }
+
+  /** Records the grant (see LockSide.recordHold), noting whether it re-entered and lengthened our lease. */
+  private record(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
+    const { side } = this;
+    const existing = side.engine.registry.get(side.keys.lock, holder);
+    const before = existing?.expiresAt;
+    const held = side.recordHold(holder, grant, hold);
+    this.lengthenedFrom = held === existing && before !== undefined && held.expiresAt > before ? before : undefined;
+    return held;
   }
 
   /**
@@ -192,7 +246,7 @@ export class LockAcquisition {
    * is nothing of ours to release). Redis unreachable for that long: the record is dropped,
    * the hold taken back in the background should it be there after all, and RedisUnavailableError.
    */
-  private async survivedFailover(held: HeldLock, holdId: string): Promise<boolean> {
+  private async survivedFailover(held: HeldLock, holdId: string, reentryBefore?: number): Promise<boolean> {
     const { side } = this;
     const { redis, operationTimeout } = side.engine;
     const until = monotonicNow() + FAILOVER_CHECK_TIMEOUTS * operationTimeout;
@@ -202,12 +256,18 @@ export class LockAcquisition {
         return true;
       }
     } catch (error) {
-      held.forget();
+      this.dropHold(held, holdId, reentryBefore);
       this.undoInBackground(held.owner, held.leaseMs, holdId);
       throw error;
     }
-    held.forget();
+    this.dropHold(held, holdId, reentryBefore);
     return false;
+  }
+
+  /** A grant the master serving the key now lacks: a first grant's record goes; a re-entry's hold only. */
+  private dropHold(held: HeldLock, holdId: string, reentryBefore: number | undefined): void {
+    if (reentryBefore === undefined) held.forget();
+    else held.undoReentry(holdId, reentryBefore);
   }
 
   /**

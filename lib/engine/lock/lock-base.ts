@@ -84,6 +84,7 @@ export abstract class LockBase implements ReleaseReplayer {
       releaseOnce: (owner, leaseMs, holdId, handOver) => this.releaseOnce(owner, leaseMs, holdId, handOver),
       passWakeUp: () => this.passWakeUp(),
       recordHold: (holder, grant, hold) => this.recordHold(holder, grant, hold),
+      holdsInEpoch: (held) => this.holdsInEpoch(held),
     });
   }
 
@@ -168,6 +169,15 @@ export abstract class LockBase implements ReleaseReplayer {
    */
   protected readHold(holdKey: string, holder: string, kind: HoldKind): Promise<HoldStateReply> {
     return HOLD_STATE.run(this.engine.redis, { lock: holdKey, fence: this.keys.fence }, { holder, kind });
+  }
+
+  /** See LockSide.holdsInEpoch: the fencing counter moves only with a first grant, never while held. */
+  private async holdsInEpoch(held: HeldLock): Promise<boolean> {
+    // The owner's count: in the lock hash, or for a read hold in the read counts (see renew-many-n.lua).
+    const counts = held.renewal === 'held' ? held.key : held.renewal === 'read' ? held.renewalKeys[1] : undefined;
+    if (counts === undefined) return false;
+    const [, count, fence] = await this.bounded(this.readHold(counts, held.owner, 'hash'), 'unlock');
+    return count !== null && count !== '0' && Number(fence) === held.fencingToken;
   }
 
   /**

@@ -71,7 +71,17 @@ export class LockRelease {
       if (result instanceof Error) throw result;
       return result ?? 'pending';
     }
+    if (await this.lostOnlyThisHold(held, raw, final)) return 'decremented';
     return this.settle(held, holdId, raw, final, false, handOver);
+  }
+
+  /**
+   * A hold that is not the owner's last, which Redis never had (a re-entry a failover lost: re-entries
+   * are not replica-synced) while the owner's earlier holds stand: no loss to report.
+   */
+  private async lostOnlyThisHold(held: HeldLock, raw: RawRelease, final: boolean): Promise<boolean> {
+    if (raw !== 'not-owner' || final || held.lost) return false;
+    return this.side.holdsInEpoch(held).catch(() => false);
   }
 
   private settle(
@@ -91,6 +101,8 @@ export class LockRelease {
       return 'released';
     }
     if (raw === 'decremented') {
+      // Sent again after a failover too: lost there, the owner's outer release would leave this hold behind.
+      this.side.engine.recentReleases.note(this.side.replayer, held.key, held.owner, holdId, held.leaseMs);
       held.markDecremented(final);
       return 'decremented';
     }
@@ -128,6 +140,7 @@ export class LockRelease {
       // The lease cannot outlast its last renewal's reply, which came within operationTimeout of the send.
       const until = held.expiresAt + operationTimeout;
       const raw = await retryWhileUnreachable(send, { redis, operationTimeout, until, key: name, name: 'unlock' });
+      if (await this.lostOnlyThisHold(held, raw, final)) return 'decremented';
       return this.settle(held, holdId, raw, final, true);
     } catch (error) {
       held.forget(); // the lease is over (or Redis refused): nothing of ours is left to release

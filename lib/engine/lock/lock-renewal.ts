@@ -1,6 +1,7 @@
 import { monotonicNow } from '../util/clock';
 import { LockLostError } from '../errors';
 import type { HeldLock } from '../holds/held-lock';
+import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { RENEW_MANY } from '../scripts/catalog';
 import { checkDuration, LEASE_RULE } from '../util/validation';
 import type { LockSide } from './lock-side';
@@ -8,24 +9,42 @@ import type { LockSide } from './lock-side';
 /**
  * Extends the lease of a hold recorded by this client (`held.extend()`): to `leaseTime`, or its own
  * lease again, from now. Throws LockLostError (and reports the loss) when Redis no longer has the hold.
+ * Replica sync applies as to a grant: an extension whose master stopped answering before a replica had
+ * it is sent again to the master serving the lock now (a failover may have lost it), and believed only
+ * once that one has it (not for a RedLock's vote, `synced` false: its grants are not synced either).
  */
 export async function extendHold(
   side: Pick<LockSide, 'name' | 'engine' | 'bounded'>,
   held: HeldLock,
   leaseTime?: number,
+  synced = true,
 ): Promise<void> {
   leaseTime = checkDuration(side.name, 'leaseTime', leaseTime, LEASE_RULE);
   if (held.lost) throw new LockLostError(side.name, held.owner, 'lease-expired');
   const leaseMs = leaseTime ?? held.leaseMs;
-  const sentAt = monotonicNow();
-  const renewal = RENEW_MANY.run(side.engine.redis, held.renewalKeys, [
-    side.engine.idleKeyTtl,
-    held.renewal,
-    leaseMs,
-    held.owner,
-  ]);
-  const [renewed] = await side.bounded(renewal, 'extend');
-  if (renewed !== 1) {
+  const { engine } = side;
+  const renew = () =>
+    RENEW_MANY.run(engine.redis, held.renewalKeys, [engine.idleKeyTtl, held.renewal, leaseMs, held.owner]);
+  let sentAt = monotonicNow();
+  const epoch = engine.replicaSync.epoch;
+  let [renewed] = await side.bounded(renew(), 'extend');
+  if (renewed === 1 && synced) {
+    const syncing = engine.replicaSync.afterGrant(side.name, held.key, epoch, () => Promise.resolve());
+    if (syncing && (await syncing) === 'unverified') {
+      // Not on a replica when its master went: believed once the master serving the key now has it.
+      const { redis, operationTimeout } = engine;
+      const until = held.expiresAt;
+      sentAt = monotonicNow();
+      [renewed] = await retryWhileUnreachable(renew, {
+        redis,
+        operationTimeout,
+        until,
+        key: side.name,
+        name: 'extend',
+      });
+    }
+  }
+  if (renewed !== 1 || held.lost) {
     held.markLost('not-owner');
     throw new LockLostError(side.name, held.owner, 'not-owner');
   }

@@ -102,6 +102,11 @@ export interface LockSide {
   releaseOnce(owner: string, leaseMs: number, holdId?: string, handOver?: HandOver): Promise<RawRelease>;
   /** Leaves the waiting registry and wakes the next process if the lock is free (best effort). */
   passWakeUp(): Promise<void>;
+  /**
+   * Whether `held`'s owner still holds the lock in the epoch of `held`'s grant (its count there, the
+   * fencing counter still its token); false for kinds that do not record holds by id.
+   */
+  holdsInEpoch(held: HeldLock): Promise<boolean>;
   /** Sends a release again after a failover (see RecentReleases). */
   readonly replayer: ReleaseReplayer;
   /** Records a grant's hold in the client's registry. */

@@ -130,7 +130,7 @@ export class ReplicaSync {
   /**
    * Resolves once the lock `name` just written under `key` (by an attempt sent in epoch `grantedIn`)
    * is on enough replicas. With an enforced count that is not reached: `release()` (unless onFailure
-   * is 'warn') and ReplicaSyncError. 'unverified' ('auto' only): the connection that granted it was
+   * is 'warn') and ReplicaSyncError. 'unverified' ('auto', or 'warn'): the connection that granted it was
    * lost before a replica answered, so a failover may have lost the grant; the caller must check
    * that the master serving the key now has it (see LockBase).
    */
@@ -143,21 +143,32 @@ export class ReplicaSync {
     const setting = this.setting;
     if (setting === false) return undefined;
     if (setting === 'auto') return this.auto(name, key, grantedIn);
-    return this.enforce(setting, name, key, release);
+    return this.enforce(setting, name, key, grantedIn, release);
   }
 
   private async enforce(
     setting: Exclude<ReplicaSyncSetting, false | 'auto'>,
     name: string,
     key: string,
+    grantedIn: number,
     release: () => Promise<unknown>,
   ): Promise<SyncVerdict> {
+    const warn = setting.onFailure === 'warn';
     // A Cluster between slot maps has no node for the key: count it as no acknowledgement (release, throw).
     const node = nodeForKey(this.redis, key);
-    const acknowledged = node ? await this.wait(node, setting.replicas, setting.timeout) : 0;
+    let acknowledged = 0;
+    if (node) {
+      try {
+        acknowledged = await this.waitOnce(node, setting.replicas, setting.timeout);
+      } catch {
+        // The master stopped answering before its replicas did: a grant 'warn' keeps is checked first.
+        if (warn) return 'unverified';
+      }
+    }
+    if (warn && grantedIn !== this.epoch) return 'unverified';
     if (acknowledged >= setting.replicas) return 'synced';
     const error = new ReplicaSyncError(name, acknowledged, setting.replicas, setting.timeout);
-    if (setting.onFailure === 'warn') {
+    if (warn) {
       this.logger.warn(error.message);
       return 'synced';
     }
@@ -226,10 +237,5 @@ export class ReplicaSync {
   private waitOnce(node: Redis, replicas: number, timeout: number): Promise<number> {
     const bound = timeout + this.operationTimeout;
     return bounded(waitForReplicas(node, replicas, timeout), bound, { name: 'replica sync' });
-  }
-
-  /** WAIT's answer, 0 when the master did not give one. */
-  private wait(node: Redis, replicas: number, timeout: number): Promise<number> {
-    return this.waitOnce(node, replicas, timeout).catch(() => 0);
   }
 }

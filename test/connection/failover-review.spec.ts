@@ -1,0 +1,323 @@
+import net from 'node:net';
+import Redis from 'ioredis';
+import { createLockClient, type LockClient } from '../../lib';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
+import { quietLogger, sleep, testPrefix } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+
+/**
+ * A failover that loses the old master's last writes, made by hand: the client reaches Redis through a
+ * proxy; a replica is cut from its master (REPLICAOF NO ONE: it keeps what it had), the master takes
+ * one more write, then the proxy drops every connection and sends new ones to the cut replica, as a
+ * sentinel's switch to a replica that had not received that write.
+ */
+class SwitchingProxy {
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  private constructor(private upstream: { host: string; port: number }) {
+    this.server = net.createServer((client) => this.pipe(client));
+  }
+
+  static async start(upstream: { host: string; port: number }): Promise<SwitchingProxy> {
+    const proxy = new SwitchingProxy(upstream);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Every open connection drops; new ones go to `upstream`. */
+  switchTo(upstream: { host: string; port: number }): void {
+    this.upstream = upstream;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private pipe(client: net.Socket): void {
+    const server = net.connect(this.upstream.port, this.upstream.host);
+    for (const socket of [client, server]) {
+      this.sockets.add(socket);
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        client.destroy();
+        server.destroy();
+      });
+      socket.on('error', () => undefined);
+    }
+    client.pipe(server);
+    server.pipe(client);
+  }
+}
+
+const BASE_PORT = PRIVATE_PORTS.failoverReview.base;
+
+describe('failover review: writes the old master acknowledged but never passed on', () => {
+  let topology: RunningTopology;
+  let proxy: SwitchingProxy | undefined;
+  const open: LockClient[] = [];
+  const admins: Redis[] = [];
+
+  beforeEach(async () => {
+    topology = await startTopology('replica', { basePort: BASE_PORT, name: 'failover-review' });
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close().catch(() => undefined)));
+    for (const a of admins.splice(0)) a.disconnect();
+    await proxy?.close();
+    proxy = undefined;
+    await stopTopology(topology);
+  });
+
+  const admin = (node: { host: string; port: number }) => {
+    const redis = new Redis({ ...node, maxRetriesPerRequest: 1 });
+    admins.push(redis);
+    return redis;
+  };
+
+  it.each(['reentrant', 'fair', 'read'] as const)(
+    '%s lock: an inner release the old master acknowledged is sent again after the failover, so the outer one frees the lock',
+    async (kind) => {
+      const [master] = topology.masters;
+      const [promoted] = topology.replicas;
+      proxy = await SwitchingProxy.start(master);
+      const locks = await createLockClient({
+        connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+        keyPrefix: testPrefix(),
+        logger: quietLogger,
+      });
+      open.push(locks);
+      const lock =
+        kind === 'fair'
+          ? locks.getFairLock('nested')
+          : kind === 'read'
+            ? locks.getReadWriteLock('nested').readLock()
+            : locks.getLock('nested');
+      const key = `${locks.keyPrefix}:{nested}${kind === 'read' ? ':rw:read' : ''}`;
+      const onMaster = admin(master);
+      const onPromoted = admin(promoted);
+
+      const outer = await lock.lock({ owner: 'job' });
+      const inner = await lock.lock({ owner: 'job' });
+      expect(inner.holdCount).toBe(2);
+      // The replica has both holds, then is cut from its master: it keeps them.
+      await onMaster.call('WAIT', 3, 1_000);
+      await onPromoted.call('REPLICAOF', 'NO', 'ONE');
+      expect(await inner.release()).toBe('decremented'); // on the old master only
+
+      proxy.switchTo(promoted);
+      // Back, on the promoted replica.
+      for (let i = 0; i < 100 && !(await lock.isLocked().catch(() => false)); i++) await sleep(20);
+      await sleep(200);
+
+      expect(await outer.release()).toBe('released');
+      // No hold is left on the master that serves the lock now: it is free at once, not after a lease.
+      expect(await onPromoted.exists(key)).toBe(0);
+    },
+    30_000,
+  );
+
+  it('an extension the old master acknowledged, its replicas not yet, is not believed until the master serving the lock now has it', async () => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    const onMaster = admin(master);
+
+    const handle = await locks.getLock('extended').lock({ leaseTime: 1_500 });
+    // Every replica has the grant, then none takes the master's writes any more.
+    await onMaster.call('WAIT', 3, 1_000);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    const extended = handle.extend(20_000).then(
+      () => 'extended',
+      (error: Error) => error.name,
+    );
+    await sleep(100);
+    // The old master dies before a replica has the extension: the promoted one has the 1.5 s lease.
+    proxy.switchTo(promoted);
+    await extended;
+
+    // Past the promoted master's 1.5 s lease: another client may take the lock only if the holder knows it lost it.
+    const taken = await other.getLock('extended').tryLock({ waitTime: 3_000, leaseTime: 5_000 });
+    const holderBelieves = !handle.signal.aborted;
+    const ttlNow = await admin(promoted).pttl(`${keyPrefix}:{extended}`);
+    await taken?.release();
+    expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
+    // A holder that still believes has the extension on the master that serves the lock now.
+    if (holderBelieves) expect(ttlNow).toBeGreaterThan(10_000);
+  }, 30_000);
+
+  it.each([0, 1_000])(
+    "tryLock({ waitTime: %d }) of an owner whose release is still being sent through an outage ends within its bounds, not the release's lease",
+    async (waitTime) => {
+      const [master] = topology.masters;
+      const partition = await ReplyDroppingProxy.start(master);
+      const locks = await createLockClient({
+        connection: { type: 'single', host: '127.0.0.1', port: partition.port, commandTimeout: 500 },
+        keyPrefix: testPrefix(),
+        operationTimeout: 500,
+        logger: quietLogger,
+      });
+      open.push(locks);
+      try {
+        const lock = locks.getLock('pending');
+        const handle = await lock.lock({ owner: 'job', leaseTime: 20_000 });
+        partition.cutOff(true); // Redis out of reach; the connection stays open
+        expect(await handle.release()).toBe('pending'); // sent again until it lands or the lease ends
+
+        const startedAt = Date.now();
+        const outcome = await Promise.race([
+          lock.tryLock({ owner: 'job', waitTime }).then(
+            (h) => (h ? 'acquired' : 'not acquired'),
+            (error: Error) => error.name,
+          ),
+          sleep(10_000).then(() => 'still waiting after 10 s'),
+        ]);
+        const tookMs = Date.now() - startedAt;
+        expect(outcome).toBe('RedisUnavailableError');
+        // Its wait, plus what a wait tolerates of an outage (one operationTimeout), and some slack.
+        expect(tookMs).toBeLessThan(waitTime + 500 + 1_000);
+      } finally {
+        partition.cutOff(false);
+        await partition.close();
+      }
+    },
+    30_000,
+  );
+
+  it.each(['reentrant', 'fair', 'read'] as const)(
+    '%s lock: a re-entry the failover lost is released without telling the holder it lost the outer hold Redis still has',
+    async (kind) => {
+      const [master] = topology.masters;
+      const [promoted] = topology.replicas;
+      proxy = await SwitchingProxy.start(master);
+      const locks = await createLockClient({
+        connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+        keyPrefix: testPrefix(),
+        logger: quietLogger,
+      });
+      open.push(locks);
+      const lock =
+        kind === 'fair'
+          ? locks.getFairLock('lost-entry')
+          : kind === 'read'
+            ? locks.getReadWriteLock('lost-entry').readLock()
+            : locks.getLock('lost-entry');
+      const onMaster = admin(master);
+      const onPromoted = admin(promoted);
+
+      const outer = await lock.lock({ owner: 'job' });
+      await onMaster.call('WAIT', 3, 1_000);
+      await onPromoted.call('REPLICAOF', 'NO', 'ONE');
+      const inner = await lock.lock({ owner: 'job' }); // on the old master only
+      expect(inner.holdCount).toBe(2);
+
+      proxy.switchTo(promoted);
+      for (let i = 0; i < 100 && !(await lock.isLocked().catch(() => false)); i++) await sleep(20);
+
+      await inner.release().catch(() => undefined);
+      // The outer hold is Redis's still: the holder goes on, and its release frees the lock.
+      const key = `${locks.keyPrefix}:{lost-entry}${kind === 'read' ? ':rw:read' : ''}`;
+      if (kind === 'read') expect(await onPromoted.zscore(key, 'job')).not.toBeNull();
+      else expect(await onPromoted.hexists(key, 'job')).toBe(1);
+      expect(outer.signal.aborted).toBe(false);
+      expect(await outer.release()).toBe('released');
+      expect(await onPromoted.exists(key)).toBe(0);
+    },
+    30_000,
+  );
+
+  it('a re-entry that lengthened the lease, lost in a failover before a replica had it, is not believed', async () => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    const onMaster = admin(master);
+    const lock = locks.getLock('longer');
+    const outer = await lock.lock({ owner: 'job', leaseTime: 1_500 });
+    await onMaster.call('WAIT', 3, 1_000);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    const inner = lock.lock({ owner: 'job', leaseTime: 20_000, waitTime: 5_000 }).then(
+      (h) => h,
+      () => undefined,
+    );
+    await sleep(100);
+    // The old master dies before a replica has the re-entry: the promoted one has the 1.5 s lease.
+    proxy.switchTo(promoted);
+    await inner;
+    // Past the promoted master's 1.5 s lease: another client may take the lock only if the holder knows it lost it.
+    const taken = await other.getLock('longer').tryLock({ waitTime: 3_000, leaseTime: 5_000 });
+    const holderBelieves = !outer.signal.aborted;
+    const ttlNow = await admin(promoted).pttl(`${keyPrefix}:{longer}`);
+    await taken?.release();
+    expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
+    // A holder that still believes has the longer lease on the master that serves the lock now.
+    if (holderBelieves) expect(ttlNow).toBeGreaterThan(10_000);
+  }, 30_000);
+
+  it("replicaSync { onFailure: 'warn' }: a grant whose master stopped answering before a replica had it is not kept on trust", async () => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      replicaSync: { replicas: 1, timeout: 2_000, onFailure: 'warn' },
+      logger: quietLogger,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    // No replica takes the master's writes any more: the grant below stays on the old master.
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    const granted = locks
+      .getLock('warned')
+      .lock({ leaseTime: 20_000, waitTime: 5_000 })
+      .then(
+        (h) => h,
+        () => undefined,
+      );
+    await sleep(100);
+    // The old master dies while WAIT waits for a replica.
+    proxy.switchTo(promoted);
+    const handle = await granted;
+
+    const taken = await other.getLock('warned').tryLock({ waitTime: 0, leaseTime: 5_000 });
+    const holderBelieves = handle !== undefined && !handle.signal.aborted;
+    await taken?.release();
+    expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
+  }, 30_000);
+});
