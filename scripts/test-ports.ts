@@ -67,6 +67,10 @@ export const PRIVATE_PORTS = {
   benchFailoverPause: range(7370, 9),
   /** bench/redlock-compare.ts: five masters. */
   benchRedLockCompare: range(7380, 5),
+  /** test/kinds/semaphore-hand-over.spec.ts: a single server whose writes one test pauses (CLIENT PAUSE). */
+  semaphoreHandOver: range(7180, 1),
+  /** test/kinds/red-lock-truth.spec.ts: five masters, three of which one test pauses. */
+  redLockTruth: range(7182, 5),
   /** test/connection/failover-review.spec.ts: a master and its replicas, one promoted by hand. */
   failoverReview: range(7176, 4),
   /** test/model/: the model test's topology. */

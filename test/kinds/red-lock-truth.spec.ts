@@ -2,7 +2,8 @@ import type { DataPoint, Histogram } from '@opentelemetry/sdk-metrics';
 import { RedLock, type LockClientEvents, type LockTelemetryOptions } from '../../lib';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { testSdk } from '../support/telemetry';
-import { sharedTopology } from '../support/topologies';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
 type Point = DataPoint<number | Histogram>;
 
@@ -12,7 +13,16 @@ type Point = DataPoint<number | Histogram>;
  */
 describe('RedLock reports the truth', () => {
   const prefix = testPrefix();
-  const ports = () => sharedTopology('multi').masters.map((m) => m.port);
+  // Masters of its own: a test here pauses writes on three of them (CLIENT PAUSE), which the suites
+  // running meanwhile on the shared ones would feel as an outage.
+  let topology: RunningTopology | undefined;
+  beforeAll(async () => {
+    topology = await startTopology('multi', { basePort: PRIVATE_PORTS.redLockTruth.base });
+  }, 60_000);
+  afterAll(async () => {
+    if (topology) await stopTopology(topology);
+  }, 30_000);
+  const ports = () => topology!.masters.map((m) => m.port);
   const clientsFor = async (
     options: { watchdogTimeout?: number; telemetry?: LockTelemetryOptions } = {},
   ): Promise<TestClient[]> => {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { createLockClient, type LockClient, type LockHandle } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, watchCommands, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
 import { engineOf } from '../../lib/internal';
 import { PermitLock } from '../../lib/engine/kinds/permit-lock';
 import { SEMAPHORE_ACQUIRE } from '../../lib/engine/scripts/catalog';
@@ -22,10 +24,15 @@ describe('Semaphore: permits handed over in the release message', () => {
   let holder: TestClient;
   let waiter: TestClient;
   let name: string;
+  let topology: RunningTopology | undefined;
 
   beforeAll(async () => {
-    holder = lockClient({ keyPrefix: prefix });
-    waiter = lockClient({ keyPrefix: prefix });
+    // A server of its own: a test here pauses every write (CLIENT PAUSE), which the suites running
+    // meanwhile on the shared one would feel as an outage.
+    topology = await startTopology('single', { basePort: PRIVATE_PORTS.semaphoreHandOver.base });
+    const { port } = topology.masters[0];
+    holder = lockClient({ keyPrefix: prefix, port });
+    waiter = lockClient({ keyPrefix: prefix, port });
     // Each client waits once and is handed a permit once: its subscriber is connected, and it knows its
     // master has no replica (replica sync would otherwise wait, so a hand-over is taken by a call).
     for (const [a, b] of [
@@ -38,12 +45,13 @@ describe('Semaphore: permits handed over in the release message', () => {
       await held.release();
       await (await waiting).release();
     }
-  });
+  }, 60_000);
   beforeEach(() => (name = `hand-${Math.random().toString(36).slice(2)}`));
   afterAll(async () => {
-    await holder.close();
-    await waiter.close();
-  });
+    await holder?.close();
+    await waiter?.close();
+    if (topology) await stopTopology(topology);
+  }, 30_000);
 
   it('the waiter holds from the message, with no call of its own; Redis keeps it for the acceptance lease until the holder renews it itself at half of it', async () => {
     const semaphore = holder.locks.getSemaphore(name, { permits: 1 });
