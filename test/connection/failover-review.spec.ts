@@ -1,6 +1,7 @@
 import net from 'node:net';
 import Redis from 'ioredis';
-import { createLockClient, type LockClient } from '../../lib';
+import { createLockClient, LockClient, type LockHandle } from '../../lib';
+import { RedisPubSub } from '../../lib/internal';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
 import { quietLogger, sleep, testPrefix } from '../support/engine';
@@ -32,8 +33,13 @@ class SwitchingProxy {
 
   /** Every open connection drops; new ones go to `upstream`. */
   switchTo(upstream: { host: string; port: number }): void {
-    this.upstream = upstream;
+    this.retarget(upstream);
     for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** New connections go to `upstream`; the open ones stay where they are (the old master, alive). */
+  retarget(upstream: { host: string; port: number }): void {
+    this.upstream = upstream;
   }
 
   async close(): Promise<void> {
@@ -320,4 +326,76 @@ describe('failover review: writes the old master acknowledged but never passed o
     await taken?.release();
     expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
   }, 30_000);
+
+  it.each([
+    ['its own subscriber, moved along with the commands', true],
+    ['a subscriber lent to it, left where it is', false],
+  ] as const)(
+    'fair lock, %s: a hand-over told by the old master (alive behind a partition) after the commands moved to the promoted one is not believed',
+    async (_how, ownSubscriber) => {
+      const [master] = topology.masters;
+      const [promoted] = topology.replicas;
+      const keyPrefix = testPrefix();
+      // The waiter's commands and its subscriber reach the master on connections of their own, so that
+      // a switch can move the commands while the subscriber stays on the old master.
+      const commands = await SwitchingProxy.start(master);
+      const subscriber = await SwitchingProxy.start(master);
+      const waiterRedis = new Redis({ host: '127.0.0.1', port: commands.port, maxRetriesPerRequest: 1 });
+      const subscriberRedis = new Redis({ host: '127.0.0.1', port: subscriber.port, maxRetriesPerRequest: null });
+      try {
+        const waiter = new LockClient({
+          redis: waiterRedis,
+          pubsub: new RedisPubSub(subscriberRedis, false, ownSubscriber),
+          keyPrefix,
+          replicaSync: false, // nothing vouches for a grant but its master's word
+          logger: quietLogger,
+        });
+        const holder = await createLockClient({
+          connection: { type: 'single', host: master.host, port: master.port },
+          keyPrefix,
+          replicaSync: false,
+          logger: quietLogger,
+        });
+        open.push(waiter, holder);
+        const options = { staleWaiterTimeout: 1_500 }; // the waiter retries every 500 ms
+        const onMaster = admin(master);
+        const onPromoted = admin(promoted);
+        const keys = holder.getFairLock('partitioned', options).keys;
+
+        const held = await holder.getFairLock('partitioned', options).lock();
+        const waiting = waiter.getFairLock('partitioned', options).lock({ waitTime: 20_000 });
+        waiting.catch(() => undefined);
+        for (let i = 0; i < 100 && (await onMaster.llen(keys.queue)) === 0; i++) await sleep(20);
+        // The replicas have the hold and the queue, then take no more of the master's writes.
+        await onMaster.call('WAIT', 3, 1_000);
+        await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+        const [, before] = await onPromoted.zrange(keys.deadlines, 0, 0, 'WITHSCORES');
+
+        // The waiter's commands move to the promoted replica; its subscriber stays on the old master
+        // (a reconnect of its own would reach the promoted one, as a sentinel would say).
+        subscriber.retarget(promoted);
+        commands.switchTo(promoted);
+        // Its wait has been refused on the promoted master since (its deadline there moved).
+        for (let i = 0; i < 200; i++) {
+          const [, now] = await onPromoted.zrange(keys.deadlines, 0, 0, 'WITHSCORES');
+          if (Number(now) > Number(before)) break;
+          await sleep(20);
+        }
+
+        // The holder, still on the old master, releases: the old master hands the lock to the waiter.
+        await held.release();
+        const granted = await Promise.race([waiting, sleep(3_000).then(() => undefined)]);
+        // Believed only if the master that serves the lock now has it.
+        const believed = granted !== undefined && !(granted as LockHandle).signal.aborted;
+        const onServingMaster = granted ? await onPromoted.hexists(keys.lock, granted.owner) : 0;
+        expect({ believed, onServingMaster }).not.toEqual({ believed: true, onServingMaster: 0 });
+      } finally {
+        await commands.close();
+        await subscriber.close();
+        waiterRedis.disconnect();
+        subscriberRedis.disconnect();
+      }
+    },
+    30_000,
+  );
 });

@@ -38,6 +38,7 @@ import { inspectLock, type LockInspection } from './inspection';
 import { instrumentLockClient, telemetryProblems, type LockTelemetryOptions } from './telemetry';
 import { checkHealth, type LockClientHealth } from './client-health';
 import { EvictionCheck } from '../redis/eviction-check';
+import { followSocketAge, socketSince } from '../redis/connection-mark';
 
 export interface LockClientOptions {
   /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
@@ -201,6 +202,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     engines.set(this, this.engine);
     // Locks vanish from a Redis that evicts keys: say so (once per master), on every (re)connect.
     this.evictionCheck = new EvictionCheck(redis, operationTimeout, logger);
+    followSocketAge(redis); // before onReady, which compares the subscriber's socket with it
     redis.on('ready', this.onReady);
     if (redis.status === 'ready') this.evictionCheck.run();
     if (options.telemetry !== false) {
@@ -214,9 +216,23 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   private readonly onReady = (): void => {
     this.engine.replicaSync.forget();
+    this.subscriberAfterCommands();
     this.evictionCheck.run();
     void this.engine.watchdog.tick();
   };
+
+  /**
+   * The command connection reconnected (maybe to a new master) while the subscriber stayed on its
+   * socket, which may be on the old master, alive behind a partition: our subscriber reconnects too,
+   * so that hand-overs told in messages can be believed again (see handOverFirstLease).
+   */
+  private subscriberAfterCommands(): void {
+    const { pubsub, redis } = this;
+    if (!(pubsub instanceof RedisPubSub) || redis.isCluster) return;
+    const commands = socketSince(redis as Redis);
+    const subscriber = pubsub.socketSince;
+    if (commands !== undefined && subscriber !== undefined && subscriber < commands) pubsub.reconnect();
+  }
 
   /**
    * A reentrant lock (Redisson RLock) named `name`. Cheap: it holds no state of its own, and a name

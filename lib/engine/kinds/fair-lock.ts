@@ -129,11 +129,11 @@ export class FairLock extends HashLock {
   protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     // Every attempt runs inside its lock() or tryLock() call, which made the wait.
     const wait = currentWait.getStore()?.wait ?? new FairWait(this.newWaiterId());
-    const told = payload === undefined ? undefined : parseHandOver(payload);
+    const told = payload === undefined ? undefined : parseHandOver(payload.text);
     if (told?.kind === 'offer') return this.accept(holder, leaseMs, wait.waiterId, holdId, told.token);
     // A grant naming a hold id none of our attempts registered is not for this wait: ask Redis.
     if (told?.kind === 'grant' && wait.registered(told.holdId)) {
-      const firstLease = this.firstLeaseOf(wait, told, leaseMs);
+      const firstLease = this.firstLeaseOf(wait, told, leaseMs, payload?.socketSince);
       if (firstLease) {
         const handedOver = { holdId: told.holdId, firstLease };
         return { acquired: true, value: { fencingToken: told.token, reentered: false, handedOver } };
@@ -190,11 +190,21 @@ export class FairLock extends HashLock {
     wait: FairWait,
     grant: Extract<HandOverMessage, { kind: 'grant' }>,
     leaseMs: number,
+    heardSince: number | undefined,
   ): LeaseFrom | undefined {
     const { redis, replicaSync, registry } = this.engine;
     const key = this.keys.lock;
     if (leaseMs < this.acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
-    return handOverFirstLease(wait.anchors, grant.serverMs, this.acceptanceLease, registry.driftFactor, redis, key);
+    const { acceptanceLease } = this;
+    return handOverFirstLease(
+      wait.anchors,
+      grant.serverMs,
+      acceptanceLease,
+      registry.driftFactor,
+      redis,
+      key,
+      heardSince,
+    );
   }
 
   /**

@@ -3,6 +3,7 @@ import type { Attempt } from '../waiting/acquire-loop';
 import { MAX_LEASE_MS } from '../util/validation';
 import { monotonicNow } from '../util/clock';
 import { handOverFirstLease, type WaitAnchor } from '../holds/hand-over-lease';
+import type { HeardPayload } from '../waiting/wait-ticket';
 import { connectionMark } from '../redis/connection-mark';
 import type { EngineContext } from '../client/engine-context';
 import { LockOptionsError } from '../errors';
@@ -184,8 +185,8 @@ export class PermitLock extends LockBase {
    * to count from (it reconnected since: maybe to another server), replicas must acknowledge grants
    * (which only a call of ours can wait for), or less than half of the acceptance lease would be left.
    */
-  private handedOver(holder: string, payload: string, holdId: string): Grant | undefined {
-    const message = parsePermitHandOver(payload);
+  private handedOver(holder: string, payload: HeardPayload, holdId: string): Grant | undefined {
+    const message = parsePermitHandOver(payload.text);
     const { redis, replicaSync, registry } = this.engine;
     const key = this.semaphore.holds;
     if (!message || replicaSync.waitsAfterGrant(key)) return undefined;
@@ -197,6 +198,7 @@ export class PermitLock extends LockBase {
       registry.driftFactor,
       redis,
       key,
+      payload.socketSince,
     );
     if (!firstLease) return undefined;
     return { fencingToken: message.fencingToken, reentered: false, holder, handedOver: { holdId, firstLease } };

@@ -1,5 +1,6 @@
 import { monotonicNow } from '../util/clock';
 import { acquireLoop, type Attempt } from '../waiting/acquire-loop';
+import type { HeardPayload } from '../waiting/wait-ticket';
 import { closedForGood } from '../redis/connection-end';
 import { RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
@@ -142,7 +143,7 @@ export class LockAcquisition {
    * (a longer lease a failover lost is a grant lost, see run()).
    */
   private lengthenedFrom?: number;
-  private readonly attemptOnce = (payload: string | undefined, othersWaiting: boolean) =>
+  private readonly attemptOnce = (payload: HeardPayload | undefined, othersWaiting: boolean) =>
     this.attempt(payload, othersWaiting);
 
   constructor(
@@ -187,7 +188,7 @@ export class LockAcquisition {
     if (this.unknown) this.undoInBackground(this.unknown.holder, this.request.leaseMs, this.unknown.holdId);
   }
 
-  private async attempt(payload: string | undefined, othersWaiting: boolean): Promise<Attempt<Taken>> {
+  private async attempt(payload: HeardPayload | undefined, othersWaiting: boolean): Promise<Attempt<Taken>> {
     const { side } = this;
     const { owner, options, leaseMs, watched } = this.request;
     const { label } = options;

@@ -8,6 +8,7 @@ import type { ReleaseReply } from '../scripts/replies';
 import type { HandOver } from '../turns/process-turns';
 import type { LockTurns } from '../turns/lock-turns';
 import type { LeaseFrom } from '../util/server-clock';
+import type { HeardPayload } from '../waiting/wait-ticket';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -44,7 +45,7 @@ export interface AttemptRequest {
   /** The id a grant is recorded and released under: the owner, or a token per acquisition (see holderFor). */
   holder: string;
   /** What the message that woke the waiter carried for it (see LockWaiters). */
-  payload?: string;
+  payload?: HeardPayload;
   /** Set when the caller waits if refused. */
   waiting?: WaitingAttempt;
   /** This attempt's own id: the hold it takes is recorded under it (see lua/include/hold-ids.lua). */

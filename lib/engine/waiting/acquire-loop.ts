@@ -3,6 +3,7 @@ import { bounded } from '../redis/bounded';
 import { isOutage } from '../redis/outage';
 import { MAX_TIMER_MS } from '../util/long-timer';
 import type { JoinOptions, LockWaiters } from './waiters';
+import type { HeardPayload } from './wait-ticket';
 
 /** One acquisition attempt: acquired with a value, or refused with the holder's remaining lease. */
 export type Attempt<T> = { acquired: true; value: T } | Refusal;
@@ -17,7 +18,7 @@ export interface AcquireLoopOptions<T> extends JoinOptions {
    * `payload`: what the message that woke us carried for this waiter (the fair lock's hand-off);
    * `othersWaiting`: whether other waiters of this process wait on the channel too.
    */
-  attempt: (payload: string | undefined, othersWaiting: boolean) => Promise<Attempt<T>>;
+  attempt: (payload: HeardPayload | undefined, othersWaiting: boolean) => Promise<Attempt<T>>;
   /** undefined = wait until acquired; 0 = one attempt. */
   waitTime: number | undefined;
   signal?: AbortSignal;

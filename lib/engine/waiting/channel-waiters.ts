@@ -118,7 +118,7 @@ export class ChannelWaiters implements TicketSeat {
    * One message wakes one local waiter: the one it names (a message is `<waiter id>` or
    * `<waiter id>|<payload>`), else the longest parked.
    */
-  deliver(message: string): void {
+  deliver(message: string, socketSince?: number): void {
     this.lastHeard = monotonicNow();
     // A wake-up replaces a pending try: the lock was passed on, or this is that try.
     clearTimeout(this.tryTimer);
@@ -137,7 +137,7 @@ export class ChannelWaiters implements TicketSeat {
       const id = message.slice(0, cut);
       const payload = message.slice(cut + 1);
       const addressed = this.byId.get(id);
-      if (addressed) return addressed.notify(payload);
+      if (addressed) return addressed.notify({ text: payload, socketSince });
       if (this.onUnclaimed) return this.onUnclaimed(id, payload);
     }
     // A plain wake-up (reentrant and simple locks) for a process with no waiter left: pass it on.

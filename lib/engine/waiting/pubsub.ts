@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { LockOptionsError } from '../errors';
 import { ioredisKeyPrefix } from '../redis/redis-client';
+import { followSocketAge, socketSince } from '../redis/connection-mark';
 
 /**
  * The pub/sub side of a deployment, as the waiters need it. Channels are named as Redis knows them:
@@ -10,8 +11,11 @@ import { ioredisKeyPrefix } from '../redis/redis-client';
 export interface PubSub {
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
-  /** `onMessage` for every unlock message; `onReady` whenever the connection is (again) ready. */
-  listen(onMessage: (channel: string, message: string) => void, onReady: () => void): void;
+  /**
+   * `onMessage` for every unlock message, with when the socket it came on became ready (monotonicNow;
+   * undefined when not known: a Cluster's); `onReady` whenever the connection is (again) ready.
+   */
+  listen(onMessage: (channel: string, message: string, socketSince?: number) => void, onReady: () => void): void;
   close(): Promise<void>;
   /** The subscriber connection's state (ioredis `status`), for health checks. */
   readonly status?: string;
@@ -35,6 +39,21 @@ export class RedisPubSub implements PubSub {
     // A failing subscriber reconnects by itself; without a listener ioredis would print every error.
     connection.on('error', () => undefined);
     this.shardedPrefix = sharded ? ioredisKeyPrefix(connection) : '';
+    followSocketAge(connection);
+  }
+
+  /**
+   * When the subscriber's socket became ready (monotonicNow), if its reconnects are followed (not a
+   * Cluster's): a message comes on the socket that is current when it is heard.
+   */
+  get socketSince(): number | undefined {
+    return this.connection.isCluster ? undefined : socketSince(this.connection as Redis);
+  }
+
+  /** Drops the subscriber's socket and connects afresh (resubscribing), if this connection is ours. */
+  reconnect(): void {
+    if (this.owned && !this.connection.isCluster && this.connection.status === 'ready')
+      this.connection.disconnect(true);
   }
 
   async subscribe(channel: string): Promise<unknown> {
@@ -70,8 +89,10 @@ export class RedisPubSub implements PubSub {
     return channel.slice(this.shardedPrefix.length);
   }
 
-  listen(onMessage: (channel: string, message: string) => void, onReady: () => void): void {
-    this.connection.on(this.sharded ? 'smessage' : 'message', onMessage);
+  listen(onMessage: (channel: string, message: string, socketSince?: number) => void, onReady: () => void): void {
+    this.connection.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
+      onMessage(channel, message, this.socketSince),
+    );
     // Every 'ready' (ioredis has resubscribed by then): a release published while the connection was
     // down or not yet up is lost, so every waiter retries.
     this.connection.on('ready', onReady);

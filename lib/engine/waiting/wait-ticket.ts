@@ -2,6 +2,16 @@ import { onAbort } from './abort-fan-out';
 
 export type WakeReason = 'notified' | 'timeout';
 
+/**
+ * What a message addressed to one waiter carried after its id (a hand-over), and when the subscriber
+ * socket it came on became ready (monotonicNow; undefined when not known): a hand-over is believed
+ * from a server only a reply on a connection no newer than that socket came from (see handOverFirstLease).
+ */
+export interface HeardPayload {
+  readonly text: string;
+  readonly socketSince?: number;
+}
+
 /** What a ticket asks of its channel's waiters (ChannelWaiters). */
 export interface TicketSeat {
   /** Takes a wake-up that came while no waiter was parked, if there is one. */
@@ -19,7 +29,7 @@ export class WaitTicket {
   /** A wake-up received while not parked. */
   pending = false;
   /** What a message addressed to this waiter carried after its id (the fair lock's hand-off). */
-  private payload?: string;
+  private payload?: HeardPayload;
   private wake?: (reason: WakeReason) => void;
 
   constructor(
@@ -60,14 +70,14 @@ export class WaitTicket {
   }
 
   /** Wakes this waiter now, or at its next wait(). */
-  notify(payload?: string): void {
+  notify(payload?: HeardPayload): void {
     if (payload !== undefined) this.payload = payload;
     if (this.wake) this.wake('notified');
     else this.pending = true;
   }
 
   /** The payload of the last message addressed to this waiter, once. */
-  takePayload(): string | undefined {
+  takePayload(): HeardPayload | undefined {
     const payload = this.payload;
     this.payload = undefined;
     return payload;

@@ -43,9 +43,9 @@ export class LockWaiters {
   ) {
     const cut = redisPrefix.length;
     pubsub.listen(
-      (channel, message) => {
+      (channel, message, socketSince) => {
         if (cut > 0) channel = channel.startsWith(redisPrefix) ? channel.slice(cut) : '';
-        this.channels.get(channel)?.deliver(message);
+        this.channels.get(channel)?.deliver(message, socketSince);
       },
       () => this.channels.forEach((waiters) => waiters.wakeAll()),
     );
