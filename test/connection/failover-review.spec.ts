@@ -1,6 +1,6 @@
 import net from 'node:net';
 import Redis from 'ioredis';
-import { createLockClient, LockClient, type LockHandle } from '../../lib';
+import { createLockClient, LockClient, type LockClientOptions, type LockHandle } from '../../lib';
 import { RedisPubSub } from '../../lib/internal';
 import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
@@ -88,6 +88,30 @@ describe('failover review: writes the old master acknowledged but never passed o
     return redis;
   };
 
+  /**
+   * A client that reaches the master through the switching proxy (`options` its own), and a rival
+   * connected straight to the replica a failover will promote, both on one key prefix.
+   */
+  const holderBehindProxyAndRival = async (options: Pick<LockClientOptions, 'replicaSync'> = {}) => {
+    const [master] = topology.masters;
+    const [promoted] = topology.replicas;
+    proxy = await SwitchingProxy.start(master);
+    const keyPrefix = testPrefix();
+    const locks = await createLockClient({
+      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
+      keyPrefix,
+      logger: quietLogger,
+      ...options,
+    });
+    const other = await createLockClient({
+      connection: { type: 'single', host: promoted.host, port: promoted.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(locks, other);
+    return { master, promoted, locks, other, keyPrefix, switching: proxy };
+  };
+
   it.each(['reentrant', 'fair', 'read'] as const)(
     '%s lock: an inner release the old master acknowledged is sent again after the failover, so the outer one frees the lock',
     async (kind) => {
@@ -131,21 +155,7 @@ describe('failover review: writes the old master acknowledged but never passed o
   );
 
   it('an extension the old master acknowledged, its replicas not yet, is not believed until the master serving the lock now has it', async () => {
-    const [master] = topology.masters;
-    const [promoted] = topology.replicas;
-    proxy = await SwitchingProxy.start(master);
-    const keyPrefix = testPrefix();
-    const locks = await createLockClient({
-      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    const other = await createLockClient({
-      connection: { type: 'single', host: promoted.host, port: promoted.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    open.push(locks, other);
+    const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
     const onMaster = admin(master);
 
     const handle = await locks.getLock('extended').lock({ leaseTime: 1_500 });
@@ -158,7 +168,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     );
     await sleep(100);
     // The old master dies before a replica has the extension: the promoted one has the 1.5 s lease.
-    proxy.switchTo(promoted);
+    switching.switchTo(promoted);
     await extended;
 
     // Past the promoted master's 1.5 s lease: another client may take the lock only if the holder knows it lost it.
@@ -252,21 +262,7 @@ describe('failover review: writes the old master acknowledged but never passed o
   );
 
   it('a re-entry that lengthened the lease, lost in a failover before a replica had it, is not believed', async () => {
-    const [master] = topology.masters;
-    const [promoted] = topology.replicas;
-    proxy = await SwitchingProxy.start(master);
-    const keyPrefix = testPrefix();
-    const locks = await createLockClient({
-      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    const other = await createLockClient({
-      connection: { type: 'single', host: promoted.host, port: promoted.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    open.push(locks, other);
+    const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
     const onMaster = admin(master);
     const lock = locks.getLock('longer');
     const outer = await lock.lock({ owner: 'job', leaseTime: 1_500 });
@@ -278,7 +274,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     );
     await sleep(100);
     // The old master dies before a replica has the re-entry: the promoted one has the 1.5 s lease.
-    proxy.switchTo(promoted);
+    switching.switchTo(promoted);
     await inner;
     // Past the promoted master's 1.5 s lease: another client may take the lock only if the holder knows it lost it.
     const taken = await other.getLock('longer').tryLock({ waitTime: 3_000, leaseTime: 5_000 });
@@ -291,22 +287,9 @@ describe('failover review: writes the old master acknowledged but never passed o
   }, 30_000);
 
   it("replicaSync { onFailure: 'warn' }: a grant whose master stopped answering before a replica had it is not kept on trust", async () => {
-    const [master] = topology.masters;
-    const [promoted] = topology.replicas;
-    proxy = await SwitchingProxy.start(master);
-    const keyPrefix = testPrefix();
-    const locks = await createLockClient({
-      connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
-      keyPrefix,
+    const { promoted, locks, other, switching } = await holderBehindProxyAndRival({
       replicaSync: { replicas: 1, timeout: 2_000, onFailure: 'warn' },
-      logger: quietLogger,
     });
-    const other = await createLockClient({
-      connection: { type: 'single', host: promoted.host, port: promoted.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    open.push(locks, other);
     // No replica takes the master's writes any more: the grant below stays on the old master.
     await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
     const granted = locks
@@ -318,7 +301,7 @@ describe('failover review: writes the old master acknowledged but never passed o
       );
     await sleep(100);
     // The old master dies while WAIT waits for a replica.
-    proxy.switchTo(promoted);
+    switching.switchTo(promoted);
     const handle = await granted;
 
     const taken = await other.getLock('warned').tryLock({ waitTime: 0, leaseTime: 5_000 });
