@@ -112,24 +112,19 @@ describe('failover review: writes the old master acknowledged but never passed o
     return { master, promoted, locks, other, keyPrefix, switching: proxy };
   };
 
+  /** The reentrant lock, the fair lock or a read-write lock's read side named `name`. */
+  const lockOfKind = (locks: LockClient, kind: 'reentrant' | 'fair' | 'read', name: string) =>
+    kind === 'fair'
+      ? locks.getFairLock(name)
+      : kind === 'read'
+        ? locks.getReadWriteLock(name).readLock()
+        : locks.getLock(name);
+
   it.each(['reentrant', 'fair', 'read'] as const)(
     '%s lock: an inner release the old master acknowledged is sent again after the failover, so the outer one frees the lock',
     async (kind) => {
-      const [master] = topology.masters;
-      const [promoted] = topology.replicas;
-      proxy = await SwitchingProxy.start(master);
-      const locks = await createLockClient({
-        connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
-        keyPrefix: testPrefix(),
-        logger: quietLogger,
-      });
-      open.push(locks);
-      const lock =
-        kind === 'fair'
-          ? locks.getFairLock('nested')
-          : kind === 'read'
-            ? locks.getReadWriteLock('nested').readLock()
-            : locks.getLock('nested');
+      const { master, promoted, locks, switching } = await holderBehindProxyAndRival();
+      const lock = lockOfKind(locks, kind, 'nested');
       const key = `${locks.keyPrefix}:{nested}${kind === 'read' ? ':rw:read' : ''}`;
       const onMaster = admin(master);
       const onPromoted = admin(promoted);
@@ -142,7 +137,7 @@ describe('failover review: writes the old master acknowledged but never passed o
       await onPromoted.call('REPLICAOF', 'NO', 'ONE');
       expect(await inner.release()).toBe('decremented'); // on the old master only
 
-      proxy.switchTo(promoted);
+      switching.switchTo(promoted);
       // Back, on the promoted replica.
       for (let i = 0; i < 100 && !(await lock.isLocked().catch(() => false)); i++) await sleep(20);
       await sleep(200);
@@ -222,21 +217,8 @@ describe('failover review: writes the old master acknowledged but never passed o
   it.each(['reentrant', 'fair', 'read'] as const)(
     '%s lock: a re-entry the failover lost is released without telling the holder it lost the outer hold Redis still has',
     async (kind) => {
-      const [master] = topology.masters;
-      const [promoted] = topology.replicas;
-      proxy = await SwitchingProxy.start(master);
-      const locks = await createLockClient({
-        connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
-        keyPrefix: testPrefix(),
-        logger: quietLogger,
-      });
-      open.push(locks);
-      const lock =
-        kind === 'fair'
-          ? locks.getFairLock('lost-entry')
-          : kind === 'read'
-            ? locks.getReadWriteLock('lost-entry').readLock()
-            : locks.getLock('lost-entry');
+      const { master, promoted, locks, switching } = await holderBehindProxyAndRival();
+      const lock = lockOfKind(locks, kind, 'lost-entry');
       const onMaster = admin(master);
       const onPromoted = admin(promoted);
 
@@ -246,7 +228,7 @@ describe('failover review: writes the old master acknowledged but never passed o
       const inner = await lock.lock({ owner: 'job' }); // on the old master only
       expect(inner.holdCount).toBe(2);
 
-      proxy.switchTo(promoted);
+      switching.switchTo(promoted);
       for (let i = 0; i < 100 && !(await lock.isLocked().catch(() => false)); i++) await sleep(20);
 
       await inner.release().catch(() => undefined);
