@@ -24,19 +24,26 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
   afterAll(() => redis.quit());
 
   type Keys = ReturnType<typeof lockKeys>;
-  const attempt = (k: Keys, owner: string, holdId: string, client = 'c') =>
-    LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 30_000, owner, clientId: client, waiting: 'once', holdId });
-  const release = (k: Keys, owner: string, holdId: string, which: 'one' | 'any' = 'one') =>
+  const attempt = (k: Keys, owner: string, holdId: string, client = 'c', waiting: 'once' | '0' = 'once') =>
+    LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 30_000, owner, clientId: client, waiting, holdId });
+  /** `turn`: as a process `client` sends it, inside a turn ('keep': reserved for it `turnMs` more) or not. */
+  const release = (
+    k: Keys,
+    owner: string,
+    holdId: string,
+    which: 'one' | 'any' = 'one',
+    turn: { client: string; handOver: 'keep' | 'pass'; turnMs: number } = { client: 'c', handOver: 'pass', turnMs: 0 },
+  ) =>
     UNLOCK.run(redis, k, {
       owner,
       holdId,
       leaseMs: 30_000,
       publish: 'publish',
       message: 'released',
-      handOver: 'pass',
-      clientId: 'c',
+      handOver: turn.handOver,
+      clientId: turn.client,
       which,
-      turnMs: 0,
+      turnMs: turn.turnMs,
     });
 
   it('lock-5 sent again after claim-attempt cancelled it and a forceUnlock came takes nothing', async () => {
@@ -123,20 +130,9 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
   });
 
   describe('copies of turn scripts interleaved with other processes', () => {
-    const wait = (k: Keys, owner: string, holdId: string, client: string) =>
-      LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: 30_000, owner, clientId: client, waiting: '0', holdId });
+    const wait = (k: Keys, owner: string, holdId: string, client: string) => attempt(k, owner, holdId, client, '0');
     const releaseAs = (k: Keys, owner: string, holdId: string, client: string, handOver: 'keep' | 'pass') =>
-      UNLOCK.run(redis, k, {
-        owner,
-        holdId,
-        leaseMs: 30_000,
-        publish: 'publish',
-        message: 'released',
-        handOver,
-        clientId: client,
-        which: 'one',
-        turnMs: 5_000,
-      });
+      release(k, owner, holdId, 'one', { client, handOver, turnMs: 5_000 });
 
     it("a copy of a release kept in P's turn, after Q took the lock, leaves Q's hold and reserves nothing", async () => {
       const k = lockKeys(prefix, `kept-copy-${++n}`);

@@ -5,6 +5,7 @@ import { closedForGood } from '../redis/connection-end';
 import { RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { settledWithin } from '../util/sleep';
+import { onAbort } from '../waiting/abort-fan-out';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
@@ -96,10 +97,9 @@ export async function acquireLock(
 /** Whether `settling` settles within `ms`; rejects with the signal's reason if it aborts first. */
 async function landsWithin(settling: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<boolean> {
   signal?.throwIfAborted();
-  let onAbort: (() => void) | undefined;
+  let stopListening: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal!.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal) stopListening = onAbort(signal, () => reject(signal.reason));
   });
   try {
     return (
@@ -112,7 +112,7 @@ async function landsWithin(settling: Promise<unknown>, ms: number, signal?: Abor
       ])) === true
     );
   } finally {
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
+    stopListening?.();
   }
 }
 
