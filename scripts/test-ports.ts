@@ -47,6 +47,8 @@ export const PRIVATE_PORTS = {
   faultSentinelPause: range(7280, 9),
   /** test/faults/cluster-kill.spec.ts. */
   faultClusterKill: range(7290, 6),
+  /** test/faults/cluster-masters.spec.ts: a cluster one of whose masters it kills. */
+  faultClusterMasters: range(7150, 6),
   /** test/compat/compat.spec.ts. */
   compat: range(7299, 1),
   /** bench/run.ts: the bench's own single server. */

@@ -39,6 +39,7 @@ import { instrumentLockClient, telemetryProblems, type LockTelemetryOptions } fr
 import { checkHealth, type LockClientHealth } from './client-health';
 import { EvictionCheck } from '../redis/eviction-check';
 import { followSocketAge, socketSince } from '../redis/connection-mark';
+import { followClusterMasters } from '../redis/cluster-masters';
 
 export interface LockClientOptions {
   /** Where lock commands run: an ioredis client (standalone / sentinel) or Cluster. Not closed by `close()`. */
@@ -135,6 +136,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private readonly evictionCheck: EvictionCheck;
   private closed = false;
   private stopTelemetry?: () => void;
+  private stopFollowingMasters?: () => void;
 
   constructor(options: LockClientOptions) {
     super();
@@ -204,6 +206,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.evictionCheck = new EvictionCheck(redis, operationTimeout, logger);
     followSocketAge(redis); // before onReady, which compares the subscriber's socket with it
     redis.on('ready', this.onReady);
+    // A Cluster stays ready through a shard's failover: its masters are followed instead.
+    if (redis.isCluster) this.stopFollowingMasters = followClusterMasters(redis as Cluster, this.onReady);
     if (redis.status === 'ready') this.evictionCheck.run();
     if (options.telemetry !== false) {
       this.stopTelemetry = instrumentLockClient(this, this.engine.waiters, options.telemetry);
@@ -211,8 +215,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   }
 
   /**
-   * Connected, or back from a disconnect or a failover (maybe to another master): its replicas and
-   * memory settings are read afresh, and renewals that failed meanwhile are retried at once.
+   * Connected, or back from a disconnect or a failover (maybe to another master; on a Cluster, a
+   * shard's): its replicas and memory settings are read afresh, and renewals that failed meanwhile
+   * are retried at once.
    */
   private readonly onReady = (): void => {
     this.engine.replicaSync.forget();
@@ -327,6 +332,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     if (this.closed) return;
     this.closed = true;
     this.redis.off('ready', this.onReady);
+    this.stopFollowingMasters?.();
     this.stopTelemetry?.();
     const { recentReleases, watchdog, waiters, registry, logger, turns } = this.engine;
     recentReleases.close();

@@ -154,8 +154,10 @@ export class ReplicaSync {
     release: () => Promise<unknown>,
   ): Promise<SyncVerdict> {
     const warn = setting.onFailure === 'warn';
-    // A Cluster between slot maps has no node for the key: count it as no acknowledgement (release, throw).
+    // A Cluster between slot maps has no node for the key: no acknowledgement ('release': release and
+    // throw; 'warn' keeps only a grant the master serving the key has, see afterGrant).
     const node = nodeForKey(this.redis, key);
+    if (!node && warn) return 'unverified';
     let acknowledged = 0;
     if (node) {
       try {
@@ -204,7 +206,10 @@ export class ReplicaSync {
     // Reconnected since the attempt was sent: no WAIT on this connection can vouch for that grant.
     if (grantedIn !== this.epoch) return Promise.resolve('unverified');
     const node = nodeForKey(this.redis, key);
-    if (!node || this.counts.knownNow(node) === 0) return undefined; // no node: a Cluster between slot maps
+    // No node: a Cluster between slot maps (its master dropped out of the pool, the promoted one not
+    // mapped yet), the moment a failover may have lost the grant: checked where the key is served now.
+    if (!node) return Promise.resolve('unverified');
+    if (this.counts.knownNow(node) === 0) return undefined;
     return this.autoWait(name, node, grantedIn);
   }
 
