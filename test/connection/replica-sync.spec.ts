@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { createLockClient, runInLockScope, type LockClient, type ReplicaSyncSetting } from '../../lib';
+import {
+  createLockClient,
+  runInLockScope,
+  type LockClient,
+  type LockLostError,
+  type ReplicaSyncSetting,
+} from '../../lib';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
-import { recordingLogger } from '../support/engine';
+import { eventually, recordingLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
 
@@ -115,6 +121,36 @@ describe("replica sync 'auto' (the default)", () => {
       for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGCONT');
     }
   });
+
+  it('a hold granted in a hand-over message is not reported lost while its first renewal waits for silent replicas', async () => {
+    // The waiter believes a fair lock's hand-over message (its replicas last read as not answering: a
+    // grant it could not WAIT for), on the 1 s acceptance lease, and renews itself at half of it. By then
+    // its count of replicas is read afresh (online), so that renewal WAITs for them, up to 1 s: the master
+    // has the full lease all along, and the hold must not be told it lost the lock at the first lease's end.
+    const keyPrefix = `rs-${randomUUID().slice(0, 8)}`;
+    const [holder, waiter] = [await client(undefined, keyPrefix), await client(undefined, keyPrefix)];
+    const options = { acceptanceLease: 1_000 };
+    await waiter.getLock('warm-up').withLock(async () => undefined); // replicas read as online
+    for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGSTOP');
+    try {
+      const held = await holder.getFairLock('handed', options).lock();
+      await waiter.getLock('stall').withLock(async () => undefined); // no answer: read as replica-less
+      const lost: LockLostError[] = [];
+      waiter.on('lockLost', (error) => lost.push(error));
+      const waiting = waiter.getFairLock('handed', options).lock({ waitTime: 20_000 });
+      await eventually(async () => (await admin.llen(`${keyPrefix}:{handed}:queue`)) === 1);
+      await sleep(1_200); // the waiter's count goes stale: the hand-over's look at it reads it afresh behind
+      await held.release();
+      const handle = await waiting;
+      await sleep(2_500);
+      expect(lost.map((error) => error.message)).toEqual([]);
+      expect(handle.signal.aborted).toBe(false);
+      expect(await admin.pttl(`${keyPrefix}:{handed}`)).toBeGreaterThan(20_000);
+      expect(await handle.release()).toBe('released');
+    } finally {
+      for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGCONT');
+    }
+  }, 30_000);
 
   it('replicaSync false never waits', async () => {
     const locks = await client(false);

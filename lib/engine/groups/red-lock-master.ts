@@ -31,7 +31,7 @@ export class RedLockMaster implements ReleaseReplayer {
   private readonly renewalKeys: readonly string[];
   private readonly ops: HoldOps = {
     release: (held, holdId) => this.releaseVote(held, holdId),
-    extend: (held, leaseTime) => extendHold(this.side, held, leaseTime, false),
+    extend: (held, leaseTime, onLanded) => extendHold(this.side, held, leaseTime, false, onLanded),
   };
   /** What extendHold asks of a lock. */
   private readonly side: Parameters<typeof extendHold>[0];

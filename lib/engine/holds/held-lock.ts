@@ -18,7 +18,8 @@ export type RenewalKind = 'hash' | 'held' | 'string' | 'read' | 'permit';
 export interface HoldOps {
   /** Releases hold `holdId` of `lock` (none given: its newest). */
   release(lock: HeldLock, holdId?: string): Promise<ReleaseOutcome>;
-  extend(lock: HeldLock, leaseTime?: number): Promise<void>;
+  /** `onLanded`: the master set the lease (before any wait for its replicas, see extendHold). */
+  extend(lock: HeldLock, leaseTime?: number, onLanded?: () => void): Promise<void>;
 }
 
 /** One grant as the kind that won it records it. */
@@ -234,15 +235,27 @@ export class HeldLock {
     if (left <= 0) return this.markLost('lease-expired');
     this.firstLeaseTimer = setTimeout(() => this.markLost('lease-expired'), left);
     this.firstLeaseTimer.unref();
-    void this.extend().then(
-      () => this.firstLeaseReplaced(),
-      () => undefined,
-    );
+    // The master's answer replaces the first lease: a wait for its replicas after it (replica sync)
+    // may outlast the first lease, and must not be told as a loss Redis never made. If the renewal
+    // still fails (its master went before a replica had it), extend reports the loss, or the first
+    // lease's end does.
+    const replaced = () => this.firstLeaseReplaced();
+    void this.ops.extend(this, undefined, replaced).then(replaced, () => this.firstLeaseFailed());
   }
 
   private firstLeaseReplaced(): void {
     this.onFirstLease = false;
     this.clearFirstLease();
+  }
+
+  /** The first lease's renewal failed: the hold is lost at that lease's end, if not told so already. */
+  private firstLeaseFailed(): void {
+    this.clearFirstLease();
+    if (this.lost) return;
+    const left = this.expiresAt - monotonicNow();
+    if (left <= 0) return this.markLost('lease-expired');
+    this.firstLeaseTimer = setTimeout(() => this.markLost('lease-expired'), left);
+    this.firstLeaseTimer.unref();
   }
 
   private clearFirstLease(): void {

@@ -388,7 +388,7 @@ export abstract class LockBase implements ReleaseReplayer {
       renewalKeys: this.renewalKeys,
       ops: (this.holdOps ??= {
         release: (lock, holdId) => this.releases.release(lock, holdId),
-        extend: (lock, leaseTime) => extendHold(this.side, lock, leaseTime),
+        extend: (lock, leaseTime, onLanded) => extendHold(this.side, lock, leaseTime, true, onLanded),
       }),
       sentAt: hold.sentAt,
       firstLease: hold.firstLease,

@@ -12,12 +12,14 @@ import type { LockSide } from './lock-side';
  * Replica sync applies as to a grant: an extension whose master stopped answering before a replica had
  * it is sent again to the master serving the lock now (a failover may have lost it), and believed only
  * once that one has it (not for a RedLock's vote, `synced` false: its grants are not synced either).
+ * `onLanded` is called once the master has set the lease, before any wait for its replicas.
  */
 export async function extendHold(
   side: Pick<LockSide, 'name' | 'engine' | 'bounded'>,
   held: HeldLock,
   leaseTime?: number,
   synced = true,
+  onLanded?: () => void,
 ): Promise<void> {
   leaseTime = checkDuration(side.name, 'leaseTime', leaseTime, LEASE_RULE);
   if (held.lost) throw new LockLostError(side.name, held.owner, 'lease-expired');
@@ -28,6 +30,7 @@ export async function extendHold(
   let sentAt = monotonicNow();
   const epoch = engine.replicaSync.epoch;
   let [renewed] = await side.bounded(renew(), 'extend');
+  if (renewed === 1) onLanded?.();
   if (renewed === 1 && synced) {
     const syncing = engine.replicaSync.afterGrant(side.name, held.key, epoch, () => Promise.resolve());
     if (syncing && (await syncing) === 'unverified') {
