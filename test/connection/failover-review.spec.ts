@@ -1,4 +1,3 @@
-import net from 'node:net';
 import Redis from 'ioredis';
 import { createLockClient, LockClient, type LockClientOptions, type LockHandle } from '../../lib';
 import { RedisPubSub } from '../../lib/internal';
@@ -13,61 +12,11 @@ import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
  * one more write, then the proxy drops every connection and sends new ones to the cut replica, as a
  * sentinel's switch to a replica that had not received that write.
  */
-class SwitchingProxy {
-  private readonly server: net.Server;
-  private readonly sockets = new Set<net.Socket>();
-
-  private constructor(private upstream: { host: string; port: number }) {
-    this.server = net.createServer((client) => this.pipe(client));
-  }
-
-  static async start(upstream: { host: string; port: number }): Promise<SwitchingProxy> {
-    const proxy = new SwitchingProxy(upstream);
-    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
-    return proxy;
-  }
-
-  get port(): number {
-    return (this.server.address() as net.AddressInfo).port;
-  }
-
-  /** Every open connection drops; new ones go to `upstream`. */
-  switchTo(upstream: { host: string; port: number }): void {
-    this.retarget(upstream);
-    for (const socket of this.sockets) socket.destroy();
-  }
-
-  /** New connections go to `upstream`; the open ones stay where they are (the old master, alive). */
-  retarget(upstream: { host: string; port: number }): void {
-    this.upstream = upstream;
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise((resolve) => this.server.close(resolve));
-  }
-
-  private pipe(client: net.Socket): void {
-    const server = net.connect(this.upstream.port, this.upstream.host);
-    for (const socket of [client, server]) {
-      this.sockets.add(socket);
-      socket.on('close', () => {
-        this.sockets.delete(socket);
-        client.destroy();
-        server.destroy();
-      });
-      socket.on('error', () => undefined);
-    }
-    client.pipe(server);
-    server.pipe(client);
-  }
-}
-
 const BASE_PORT = PRIVATE_PORTS.failoverReview.base;
 
 describe('failover review: writes the old master acknowledged but never passed on', () => {
   let topology: RunningTopology;
-  let proxy: SwitchingProxy | undefined;
+  let proxy: ReplyDroppingProxy | undefined;
   const open: LockClient[] = [];
   const admins: Redis[] = [];
 
@@ -95,7 +44,7 @@ describe('failover review: writes the old master acknowledged but never passed o
   const holderBehindProxyAndRival = async (options: Pick<LockClientOptions, 'replicaSync'> = {}) => {
     const [master] = topology.masters;
     const [promoted] = topology.replicas;
-    proxy = await SwitchingProxy.start(master);
+    proxy = await ReplyDroppingProxy.start(master);
     const keyPrefix = testPrefix();
     const locks = await createLockClient({
       connection: { type: 'single', host: '127.0.0.1', port: proxy.port },
@@ -303,8 +252,8 @@ describe('failover review: writes the old master acknowledged but never passed o
       const keyPrefix = testPrefix();
       // The waiter's commands and its subscriber reach the master on connections of their own, so that
       // a switch can move the commands while the subscriber stays on the old master.
-      const commands = await SwitchingProxy.start(master);
-      const subscriber = await SwitchingProxy.start(master);
+      const commands = await ReplyDroppingProxy.start(master);
+      const subscriber = await ReplyDroppingProxy.start(master);
       const waiterRedis = new Redis({ host: '127.0.0.1', port: commands.port, maxRetriesPerRequest: 1 });
       const subscriberRedis = new Redis({ host: '127.0.0.1', port: subscriber.port, maxRetriesPerRequest: null });
       try {

@@ -3,7 +3,8 @@ import net from 'node:net';
 /**
  * A TCP proxy in front of a Redis that can lose one reply: the next reply from Redis that matches a
  * pattern is swallowed and both sides of that connection are closed, as when a connection dies after
- * Redis ran a command but before its reply reached the client.
+ * Redis ran a command but before its reply reached the client. It can also cut connections off (a
+ * partition) and send new connections to another Redis (a failover behind one address).
  */
 export class ReplyDroppingProxy {
   private readonly server: net.Server;
@@ -16,7 +17,7 @@ export class ReplyDroppingProxy {
   /** While set, nothing passes either way (a partition: the connections stay open, the bytes wait). */
   private held?: (() => void)[];
 
-  private constructor(private readonly upstream: { host: string; port: number }) {
+  private constructor(private upstream: { host: string; port: number }) {
     this.server = net.createServer((client) => this.pipe(client));
   }
 
@@ -47,6 +48,17 @@ export class ReplyDroppingProxy {
     const held = this.held ?? [];
     this.held = undefined;
     for (const send of held) send();
+  }
+
+  /** Every open connection drops; new ones go to `upstream` (a failover behind one address). */
+  switchTo(upstream: { host: string; port: number }): void {
+    this.retarget(upstream);
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** New connections go to `upstream`; the open ones stay where they are (the old master, alive). */
+  retarget(upstream: { host: string; port: number }): void {
+    this.upstream = upstream;
   }
 
   /** Disarms a drop that found no matching reply; true when one was still armed. */
