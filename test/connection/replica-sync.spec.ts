@@ -124,12 +124,13 @@ describe("replica sync 'auto' (the default)", () => {
 
   it('a hold granted in a hand-over message is not reported lost while its first renewal waits for silent replicas', async () => {
     // The waiter believes a fair lock's hand-over message (its replicas last read as not answering: a
-    // grant it could not WAIT for), on the 1 s acceptance lease, and renews itself at half of it. By then
+    // grant it could not WAIT for), on its acceptance lease, and renews itself at half of it. By then
     // its count of replicas is read afresh (online), so that renewal WAITs for them, up to 1 s: the master
     // has the full lease all along, and the hold must not be told it lost the lock at the first lease's end.
     const keyPrefix = `rs-${randomUUID().slice(0, 8)}`;
     const [holder, waiter] = [await client(undefined, keyPrefix), await client(undefined, keyPrefix)];
-    const options = { acceptanceLease: 1_000 };
+    // 1.6 s: the renewal at its half has 0.8 s to land before Redis lets the hold go, less than a 1 s WAIT.
+    const options = { acceptanceLease: 1_600 };
     await waiter.getLock('warm-up').withLock(async () => undefined); // replicas read as online
     for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGSTOP');
     try {
