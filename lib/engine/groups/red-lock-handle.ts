@@ -68,6 +68,12 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    */
   private readonly heldUntil: number[];
   private readonly lease: number;
+  /**
+   * What `extend()` with no lease renews by: the grant's lease, or (not watched) the last extension's,
+   * as a simple lock's extend() does. Sent to every master explicitly: each master's hold would
+   * otherwise renew by its own lease, which the validity would not know (it took the watchdog timeout).
+   */
+  private renewalLease: number;
   private readonly watched: boolean;
   private readonly instanceTimeout: number;
   private readonly grantedAt = monotonicNow();
@@ -83,6 +89,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     this.unanswered = grant.unanswered;
     this.takenBack = grant.unanswered.map(() => null);
     this.lease = grant.lease;
+    this.renewalLease = grant.lease;
     this.watched = grant.watched;
     this.instanceTimeout = grant.instanceTimeout;
     this.owner = grant.owner;
@@ -148,11 +155,11 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     leaseTime = checkDuration(this.redLock.name, 'leaseTime', leaseTime, LEASE_RULE);
     this.redLock.checkLease(leaseTime);
     const started = monotonicNow();
-    const lease = leaseTime ?? this.redLock.leaseOf(undefined);
+    const lease = leaseTime ?? this.renewalLease;
     const results = await Promise.all(
       this.handles.map((h, i) =>
         h && this.redLock.usable(i)
-          ? this.redLock.boundedOn(i, h.extend(leaseTime), 'redlock extend', this.instanceTimeout).then(
+          ? this.redLock.boundedOn(i, h.extend(lease), 'redlock extend', this.instanceTimeout).then(
               () => true,
               () => false,
             )
@@ -163,6 +170,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
       this.lose('not-owner');
       throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
     }
+    if (!this.watched) this.renewalLease = lease;
     // Each master that confirmed holds it for `lease` from the send at least; the others as before.
     results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = this.until(started, lease)));
     this.armExpiry();
