@@ -1,5 +1,10 @@
+import Redis from 'ioredis';
 import { RedLock } from '../../lib';
-import { lockClient, testPrefix, type TestClient } from '../support/engine';
+import { loadedScript } from '../../lib/engine/scripts/loader';
+import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
+import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { sharedTopology } from '../support/topologies';
 
 /**
@@ -39,6 +44,57 @@ describe('RedLock review', () => {
       expect(await handle.release()).toBe('released');
     } finally {
       await closeAll(clients);
+    }
+  }, 30_000);
+});
+
+/** On five masters of its own: a test here flushes a master's scripts, which would slow the suites sharing it. */
+describe('RedLock review (private masters)', () => {
+  const prefix = testPrefix();
+  let topology: RunningTopology | undefined;
+  const proxies: ReplyDroppingProxy[] = [];
+  beforeAll(async () => {
+    topology = await startTopology('multi', { basePort: PRIVATE_PORTS.redLockReview.base });
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(proxies.splice(0).map((p) => p.close()));
+  });
+  afterAll(async () => {
+    if (topology) await stopTopology(topology);
+  }, 30_000);
+
+  it('a vote still unanswered at the release, whose grant runs after the take-back (NOSCRIPT, then EVAL), is taken back', async () => {
+    const masters = topology!.masters;
+    // Master 0 through a proxy that can hold its bytes: its vote is still unanswered when the round is decided.
+    const proxy = await ReplyDroppingProxy.start(masters[0]);
+    proxies.push(proxy);
+    const direct = new Redis({ host: '127.0.0.1', port: masters[0].port });
+    const clients = masters.map((m, i) =>
+      lockClient({ port: i === 0 ? proxy.port : m.port, keyPrefix: prefix, operationTimeout: 2_000 }),
+    );
+    try {
+      await Promise.all(clients.map((c) => c.redis.ping()));
+      // Master 0 knows the release script but not the grant script (a restart or SCRIPT FLUSH, then
+      // another process's release ran there first): the grant goes EVALSHA, NOSCRIPT, then EVAL.
+      await direct.script('FLUSH');
+      await direct.script('LOAD', loadedScript('redlock-release-2.lua').source);
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'takeback-order',
+        { instanceTimeout: 2_000 }, // master 0 is not counted as down while its bytes wait
+      );
+      proxy.cutOff(true);
+      const handle = await redLock.lock({ leaseTime: 60_000 });
+      expect(await handle.release()).toBe('released'); // by the four other masters
+      proxy.cutOff(false);
+      const key = clients[0].locks.getSimpleLock('takeback-order').keys.lock;
+      await sleep(1_000); // the EVAL of the grant, then its late reply, and whatever it leads to
+      // Nobody holds the RedLock: master 0 must not keep a vote for the 60 s lease.
+      await eventually(async () => (await direct.exists(key)) === 0, 3_000);
+    } finally {
+      proxy.cutOff(false);
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      direct.disconnect();
     }
   }, 30_000);
 });

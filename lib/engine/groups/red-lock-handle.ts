@@ -201,8 +201,10 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   }
 
   /**
-   * Whether the release already took back master `index`'s vote under `token` (sent after the grant
-   * on the same connection, so it ran after it): a late grant of it needs no other release.
+   * Whether the release took back master `index`'s vote under `token`, or may still (its answer has not
+   * come: sent after the grant on the same connection, it runs after it unless the grant had to go again
+   * after NOSCRIPT, and then it answers that it released nothing first): a late grant of it needs no
+   * other release.
    */
   tookBack(index: number, token: string): boolean {
     return this.takenBack[index] === token;
@@ -260,7 +262,12 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
           this.unanswered[i] = null;
           this.takenBack[i] = token;
           unanswered++;
-          const tookBack = this.redLock.takeBack(i, token, this.lease);
+          const tookBack = this.redLock.takeBack(i, token, this.lease).then((released) => {
+            // Nothing taken back: the grant has not run yet (a first EVALSHA refused NOSCRIPT goes again
+            // as EVAL, after this release), or was refused. A late grant is then undone on its own.
+            if (!released && this.takenBack[i] === token) this.takenBack[i] = null;
+            return released;
+          });
           void this.redLock.boundedOn(i, tookBack, 'redlock release', this.instanceTimeout).then(
             (released) => count(released ? 'released' : 'expired'),
             () => count('expired'),

@@ -92,8 +92,8 @@ export class RedLockMaster implements ReleaseReplayer {
 
   /**
    * Releases the vote under `token` whose answer has not come yet (sent after its grant on the same
-   * connection, it runs after it): true when it was held and is released now. When the master cannot
-   * be reached, it goes on as an undo.
+   * connection, it runs after it, except when the grant is refused NOSCRIPT and sent again as EVAL):
+   * true when it was held and is released now. When the master cannot be reached, it goes on as an undo.
    */
   takeBack(token: string, leaseMs: number): Promise<boolean> {
     return this.send(token, false).then(
