@@ -65,22 +65,32 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
     options = checkAcquireOptions(this.name, options); // before any member is tried
     const deadline = options.waitTime === undefined ? undefined : monotonicNow() + options.waitTime;
-    const held = new Map<LockBase, LockHandle>();
-    try {
-      for (const lock of this.ordered) {
-        const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
-        const handle = waitTime === undefined ? await lock.lock(options) : await lock.tryLock({ ...options, waitTime });
-        if (!handle) {
-          await releaseAll([...held.values()]);
-          return null;
+    for (;;) {
+      const held = new Map<LockBase, LockHandle>();
+      try {
+        for (const lock of this.ordered) {
+          const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
+          const handle =
+            waitTime === undefined ? await lock.lock(options) : await lock.tryLock({ ...options, waitTime });
+          if (!handle) {
+            await releaseAll([...held.values()]);
+            return null;
+          }
+          held.set(lock, handle);
         }
-        held.set(lock, handle);
+      } catch (error) {
+        await releaseAll([...held.values()]);
+        throw error;
       }
-    } catch (error) {
-      await releaseAll([...held.values()]);
-      throw error;
+      const handles = [...held.values()];
+      // A member taken with a leaseTime can run out (or be lost) while a later one is awaited: the group
+      // was then never held as a whole, and another process may hold that member now. Given back, and
+      // taken again while the wait lasts, never handed over as held.
+      if (!handles.some((h) => h.isLost)) return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
+      await releaseAll(handles);
+      if (deadline !== undefined && monotonicNow() >= deadline) return null;
+      options.signal?.throwIfAborted();
     }
-    return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
   }
 }
 
