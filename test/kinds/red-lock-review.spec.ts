@@ -27,6 +27,27 @@ describe('RedLock review', () => {
   const quorumPttl = async (clients: TestClient[], name: string) =>
     (await pttls(clients, name)).sort((a, b) => b - a)[2];
 
+  it('a watchdog-renewed RedLock over clients of different watchdog timeouts stays held while its holder runs', async () => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    // The first master's client renews every 500 ms, the others every 2 s.
+    const clients = ports.map((port, i) =>
+      lockClient({ port, keyPrefix: prefix, operationTimeout: 1_000, watchdogTimeout: i === 0 ? 1_500 : 6_000 }),
+    );
+    try {
+      await Promise.all(clients.map((c) => c.redis.ping()));
+      const handle = await new RedLock(
+        clients.map((c) => c.locks),
+        'mixed-watchdogs',
+      ).lock();
+      await sleep(4_000); // two renewals of the slower clients
+      expect(handle.signal.aborted).toBe(false);
+      expect((await pttls(clients, 'mixed-watchdogs')).filter((ttl) => ttl > 0).length).toBeGreaterThanOrEqual(3);
+      expect(await handle.release()).toBe('released');
+    } finally {
+      await closeAll(clients);
+    }
+  }, 30_000);
+
   it('extend() with no lease on a RedLock taken with a leaseTime renews by that lease, and says so', async () => {
     const clients = await clientsFor({ watchdogTimeout: 30_000 });
     try {

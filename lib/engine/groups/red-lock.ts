@@ -139,8 +139,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
 
   /** @internal */
   leaseOf(leaseTime: number | undefined): number {
-    // Whole ms, rounded up as every lock kind does: the masters' scripts take nothing else.
-    return leaseTime === undefined ? Math.min(...this.clients.map((c) => c.watchdogTimeout)) : Math.ceil(leaseTime);
+    // Whole ms, rounded up as every lock kind does: the masters' scripts take nothing else. Watched: the
+    // longest watchdog timeout, since each master's client renews every third of its own; with the
+    // shortest, a client of a longer one renewed too late and the lock was lost under a live holder.
+    return leaseTime === undefined ? Math.max(...this.clients.map((c) => c.watchdogTimeout)) : Math.ceil(leaseTime);
   }
 
   /** @internal */
