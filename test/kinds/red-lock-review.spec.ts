@@ -84,6 +84,79 @@ describe('RedLock review (private masters)', () => {
     if (topology) await stopTopology(topology);
   }, 30_000);
 
+  it.each([
+    ['at once', true],
+    ['after the reconnect', true],
+    ['at once', false],
+  ] as const)(
+    'a vote whose reply was lost with its connection is not left behind by a release (%s, re-sent: %s)',
+    async (when, resend) => {
+      const masters = topology!.masters;
+      const proxy = await ReplyDroppingProxy.start(masters[0]);
+      proxies.push(proxy);
+      const direct = new Redis({ host: '127.0.0.1', port: masters[0].port });
+      const clients = masters.map((m, i) => {
+        const client = lockClient({ port: i === 0 ? proxy.port : m.port, keyPrefix: prefix, operationTimeout: 2_000 });
+        client.redis.options.autoResendUnfulfilledCommands = resend;
+        return client;
+      });
+      const name = `lost-reply-${when === 'at once' ? 'now' : 'later'}-${String(resend)}`;
+      try {
+        await Promise.all(clients.map((c) => c.redis.ping()));
+        const redLock = new RedLock(
+          clients.map((c) => c.locks),
+          name,
+        );
+        proxy.dropNextReply(/granted/);
+        const handle = await redLock.lock({ leaseTime: 60_000 });
+        await eventually(() => proxy.dropped === 1, 5_000);
+        if (when === 'after the reconnect') await sleep(1_000);
+        expect(['released', 'pending']).toContain(await handle.release());
+        const key = clients[0].locks.getSimpleLock(name).keys.lock;
+        await sleep(1_000);
+        await eventually(async () => (await direct.exists(key)) === 0, 5_000);
+      } finally {
+        await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+        direct.disconnect();
+      }
+    },
+    30_000,
+  );
+
+  it('a lost round takes back a vote whose reply was lost with its connection (a client that does not re-send)', async () => {
+    const masters = topology!.masters;
+    const proxy = await ReplyDroppingProxy.start(masters[0]);
+    proxies.push(proxy);
+    const direct = new Redis({ host: '127.0.0.1', port: masters[0].port });
+    const clients = masters.map((m, i) => {
+      const client = lockClient({ port: i === 0 ? proxy.port : m.port, keyPrefix: prefix, operationTimeout: 2_000 });
+      client.redis.options.autoResendUnfulfilledCommands = false;
+      return client;
+    });
+    try {
+      await Promise.all(clients.map((c) => c.redis.ping()));
+      // Another holder has the four other masters: every round is lost there.
+      const holder = await new RedLock(
+        clients.slice(1).map((c) => c.locks),
+        'lost-round',
+      ).lock({ leaseTime: 60_000 });
+      proxy.dropNextReply(/granted/);
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'lost-round',
+      );
+      expect(await redLock.tryLock({ leaseTime: 60_000 })).toBeNull();
+      await eventually(() => proxy.dropped === 1, 5_000);
+      const key = clients[0].locks.getSimpleLock('lost-round').keys.lock;
+      // The vote landed on master 0 and nobody holds it: it must not stay there for the 60 s lease.
+      await eventually(async () => (await direct.exists(key)) === 0, 5_000);
+      await holder.release();
+    } finally {
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      direct.disconnect();
+    }
+  }, 30_000);
+
   it('a vote still unanswered at the release, whose grant runs after the take-back (NOSCRIPT, then EVAL), is taken back', async () => {
     const masters = topology!.masters;
     // Master 0 through a proxy that can hold its bytes: its vote is still unanswered when the round is decided.

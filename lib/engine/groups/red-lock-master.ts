@@ -5,6 +5,7 @@ import { isOutage } from '../redis/outage';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import type { EngineContext } from '../client/engine-context';
+import type { RedisClient } from '../redis/redis-client';
 import type { HeldLock, HoldOps } from '../holds/held-lock';
 import { LockHandle, type ReleaseOutcome } from '../holds/lock-handle';
 import type { ReleaseReplayer } from '../holds/recent-releases';
@@ -49,9 +50,20 @@ export class RedLockMaster implements ReleaseReplayer {
     };
   }
 
-  /** Asks for a vote under `token`: the raw reply, neither bounded nor recorded (see RedLock.vote). */
+  /**
+   * Asks for a vote under `token`: the raw reply, neither bounded nor recorded (see RedLock.vote). A
+   * vote whose connection closes before its reply came, on a client that does not send again what was
+   * in flight, never answers (ioredis drops it) and may have landed: it is taken back (see whenDropped).
+   */
   grant(token: string, leaseMs: number): Promise<AttemptReply> {
-    return REDLOCK_GRANT.run(this.engine.redis, this.keys, { token, leaseMs, idleKeyTtl: this.engine.idleKeyTtl });
+    const sent = REDLOCK_GRANT.run(this.engine.redis, this.keys, {
+      token,
+      leaseMs,
+      idleKeyTtl: this.engine.idleKeyTtl,
+    });
+    // Written now only when ready (else it waits in the offline queue, which a close keeps and sends later).
+    if (this.engine.redis.status === 'ready') whenDropped(this.engine.redis, sent, () => this.undo(token, leaseMs));
+    return sent;
   }
 
   /**
@@ -172,4 +184,34 @@ export class RedLockMaster implements ReleaseReplayer {
       logger.warn(`Gave up releasing RedLock "${this.name}" on a master: ${(error as Error).message}`);
     }
   }
+}
+
+/** Per connection, what to do for each command in flight that a close would leave unanswered for good. */
+const inFlight = new WeakMap<RedisClient, Set<() => void>>();
+
+/**
+ * Runs `onDropped` if `redis` closes before `sent` settles and ioredis will not send it again
+ * (`autoResendUnfulfilledCommands: false`: it replaces its command queue on reconnect, and the command's
+ * promise never settles). With the default, the command is sent again after the reconnect and answers.
+ * One 'close' listener per connection, however many commands are in flight.
+ */
+function whenDropped(redis: RedisClient, sent: Promise<unknown>, onDropped: () => void): void {
+  let pending = inFlight.get(redis);
+  if (!pending) {
+    const commands = (pending = new Set());
+    inFlight.set(redis, commands);
+    redis.on('close', () => {
+      // A Cluster's own options carry no such setting: it routes (and re-sends) by itself.
+      if ((redis.options as { autoResendUnfulfilledCommands?: boolean }).autoResendUnfulfilledCommands !== false)
+        return;
+      for (const dropped of [...commands]) {
+        commands.delete(dropped);
+        dropped();
+      }
+    });
+  }
+  const commands = pending;
+  commands.add(onDropped);
+  const settled = (): void => void commands.delete(onDropped);
+  sent.then(settled, settled);
 }
