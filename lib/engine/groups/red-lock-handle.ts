@@ -12,7 +12,6 @@ export interface RedLockQuorum {
   readonly quorum: number;
   readonly emit: EmitLockEvent;
   reportLoss(error: LockLostError): void;
-  leaseOf(leaseTime: number | undefined): number;
   /** LockOptionsError for a lease no round could grant with any validity (see RedLock.checkLease). */
   checkLease(leaseTime: number | undefined): void;
   drift(lease: number): number;
