@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { RedLock } from '../../lib';
 import { loadedScript } from '../../lib/engine/scripts/loader';
-import { startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { restartNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
@@ -156,6 +156,30 @@ describe('RedLock review (private masters)', () => {
       direct.disconnect();
     }
   }, 30_000);
+
+  it.each(['watchdog', 'explicit'] as const)(
+    'a RedLock (%s lease) whose masters restart empty, a majority of them, tells its holder at the reconnect',
+    async (lease) => {
+      const ports = topology!.masters.map((m) => m.port);
+      const clients = ports.map((port) => lockClient({ port, keyPrefix: prefix, operationTimeout: 1_000 }));
+      try {
+        await Promise.all(clients.map((c) => c.redis.ping()));
+        const handle = await new RedLock(
+          clients.map((c) => c.locks),
+          `restarted-${lease}`,
+        ).lock({ leaseTime: lease === 'explicit' ? 60_000 : undefined }); // watchdog: no renewal due for 10 s
+        for (const port of ports.slice(0, 3)) await restartNode(topology!, port);
+        const restartedAt = Date.now();
+        await eventually(() => handle.signal.aborted, 10_000);
+        expect(Date.now() - restartedAt).toBeLessThan(5_000); // at the reconnect, not at the next renewal
+        expect(handle.validity).toBe(0);
+        await handle.release();
+      } finally {
+        await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      }
+    },
+    60_000,
+  );
 
   it('a vote still unanswered at the release, whose grant runs after the take-back (NOSCRIPT, then EVAL), is taken back', async () => {
     const masters = topology!.masters;

@@ -10,7 +10,7 @@ import type { HeldLock, HoldOps } from '../holds/held-lock';
 import { LockHandle, type ReleaseOutcome } from '../holds/lock-handle';
 import type { ReleaseReplayer } from '../holds/recent-releases';
 import { extendHold } from '../lock/lock-renewal';
-import { REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
+import { HOLD_STATE, REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
 import type { AttemptReply } from '../scripts/replies';
 
 /** What a release of a vote answers (see redlock-release-2.lua). */
@@ -86,7 +86,24 @@ export class RedLockMaster implements ReleaseReplayer {
       label: undefined,
       reentered: false,
     });
+    // A watched vote is checked by the watchdog's renewal at every reconnect; one with a lease of its own
+    // is checked here, so that a master restarted empty is not counted as holding it until the lease ends.
+    if (!watched)
+      afterReconnect(this.engine.redis, { check: () => this.checkVote(held), ended: () => this.ended(held) });
     return new LockHandle(held, token);
+  }
+
+  /** Released, lost, or no longer recorded (a release given up): nothing to check any more. */
+  private ended(held: HeldLock): boolean {
+    return held.released || held.lost || !this.engine.registry.isCurrent(held);
+  }
+
+  /** After a reconnect: a vote the master no longer has (restarted empty, or lost in a failover) is lost. */
+  private async checkVote(held: HeldLock): Promise<void> {
+    const { redis, operationTimeout } = this.engine;
+    const state = HOLD_STATE.run(redis, this.keys, { holder: held.owner, kind: 'string' });
+    const [, hold] = await bounded(state, operationTimeout, { key: this.name, name: 'redlock check' });
+    if (hold !== held.owner && !this.ended(held)) held.markLost('not-owner');
   }
 
   /**
@@ -214,4 +231,37 @@ function whenDropped(redis: RedisClient, sent: Promise<unknown>, onDropped: () =
   commands.add(onDropped);
   const settled = (): void => void commands.delete(onDropped);
   sent.then(settled, settled);
+}
+
+/** A vote with a lease of its own: how to check it after a reconnect, and whether it ended. */
+interface VoteCheck {
+  check(): Promise<void>;
+  ended(): boolean;
+}
+
+/** Per connection, the votes with a lease of their own to check after each reconnect (see record). */
+const votesToCheck = new WeakMap<RedisClient, { checks: Set<VoteCheck>; sweepAt: number }>();
+
+/**
+ * Runs `vote.check` each time `redis` is ready again until the vote ended. One 'ready' listener per
+ * connection, however many votes it carries; the votes that ended are dropped at each reconnect, and
+ * whenever the record doubles (a connection that never drops keeps no ended vote for long).
+ */
+function afterReconnect(redis: RedisClient, vote: VoteCheck): void {
+  let votes = votesToCheck.get(redis);
+  if (!votes) {
+    const { checks } = (votes = { checks: new Set<VoteCheck>(), sweepAt: 64 });
+    votesToCheck.set(redis, votes);
+    redis.on('ready', () => {
+      for (const v of checks) {
+        if (v.ended()) checks.delete(v);
+        else void v.check().catch(() => undefined); // unanswered: its lease runs out as before
+      }
+    });
+  }
+  if (votes.checks.size >= votes.sweepAt) {
+    for (const v of votes.checks) if (v.ended()) votes.checks.delete(v);
+    votes.sweepAt = Math.max(64, votes.checks.size * 2);
+  }
+  votes.checks.add(vote);
 }
