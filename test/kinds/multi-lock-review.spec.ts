@@ -1,5 +1,5 @@
-import { MultiLock } from '../../lib';
-import { lockClient, testPrefix, type TestClient } from '../support/engine';
+import { LockLostError, MultiLock } from '../../lib';
+import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
 
 /** MultiLock on paths the happy tests do not take: what it hands over is checked against Redis. */
 describe('MultiLock review', () => {
@@ -29,6 +29,31 @@ describe('MultiLock review', () => {
       expect(await a.redis.exists(`${prefix}:{late-a}`, `${prefix}:{late-b}`)).toBe(2);
     } finally {
       await handle.release();
+    }
+  }, 30_000);
+
+  it('a member whose client closes while a later member is awaited ends the wait, holding nothing', async () => {
+    const closing = lockClient({ keyPrefix: prefix });
+    const blocker = await b.locks.getLock('closing-b').lock({ leaseTime: 30_000 });
+    const multi = new MultiLock([closing.locks.getLock('closing-a'), a.locks.getLock('closing-b')]);
+    const outcome = multi.lock({ waitTime: 20_000 }).then(
+      (handle) => handle,
+      (error: unknown) => error,
+    );
+    try {
+      await eventually(() => closing.locks.heldLockCount === 1, 5_000); // the first member is held
+      await closing.locks.close(); // its hold is given up (LockLostError, closed)
+      await blocker.release();
+      const result = await outcome;
+      // Not handed over (its first member is gone), nor taken again through the closed client.
+      expect(result).toBeInstanceOf(LockLostError);
+      expect((result as LockLostError).reason).toBe('closed');
+      expect(await a.redis.exists(`${prefix}:{closing-a}`, `${prefix}:{closing-b}`)).toBe(0);
+    } finally {
+      const result = await outcome;
+      if (result && typeof result === 'object' && 'release' in result)
+        await (result as { release(): Promise<unknown> }).release();
+      await closing.redis.quit();
     }
   }, 30_000);
 });

@@ -1,5 +1,5 @@
 import { monotonicNow } from '../util/clock';
-import { LockOptionsError } from '../errors';
+import { LockLostError, LockOptionsError } from '../errors';
 import { GroupLock, type GroupLockContext } from './group-lock';
 import { LockBase } from '../lock/lock-base';
 import type { LockHandle } from '../holds/lock-handle';
@@ -86,8 +86,12 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
       // A member taken with a leaseTime can run out (or be lost) while a later one is awaited: the group
       // was then never held as a whole, and another process may hold that member now. Given back, and
       // taken again while the wait lasts, never handed over as held.
-      if (!handles.some((h) => h.isLost)) return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
+      const lost = handles.find((h) => h.isLost);
+      if (!lost) return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
       await releaseAll(handles);
+      // Its client closed (shutdown): that is the answer, not a reason to take the member again through it.
+      const reason: unknown = lost.signal.reason;
+      if (reason instanceof LockLostError && reason.reason === 'closed') throw reason;
       if (deadline !== undefined && monotonicNow() >= deadline) return null;
       options.signal?.throwIfAborted();
     }
