@@ -48,6 +48,33 @@ describe('RedLock review', () => {
     }
   }, 30_000);
 
+  it('sibling RedLocks of one name in one process (Promise.all) exclude each other, with explicit owners shared', async () => {
+    const clients = await clientsFor();
+    try {
+      let inside = 0;
+      let maxInside = 0;
+      let sections = 0;
+      const branch = (i: number) =>
+        new RedLock(
+          clients.map((c) => c.locks),
+          'siblings',
+        ).withLock(
+          async () => {
+            maxInside = Math.max(maxInside, ++inside);
+            await sleep(2);
+            inside--;
+            sections++;
+          },
+          { leaseTime: 5_000, waitTime: 30_000, owner: i % 2 ? 'shared-owner' : undefined },
+        );
+      await Promise.all(Array.from({ length: 6 }, (_, i) => Promise.all([0, 1, 2].map(() => branch(i)))));
+      expect(sections).toBe(18);
+      expect(maxInside).toBe(1);
+    } finally {
+      await closeAll(clients);
+    }
+  }, 60_000);
+
   it('extend() with no lease on a RedLock taken with a leaseTime renews by that lease, and says so', async () => {
     const clients = await clientsFor({ watchdogTimeout: 30_000 });
     try {
