@@ -110,6 +110,8 @@ describe('RedLock review (private masters)', () => {
   afterAll(async () => {
     if (topology) await stopTopology(topology);
   }, 30_000);
+  const pttls = (clients: TestClient[], name: string) =>
+    Promise.all(clients.map((c) => c.redis.pttl(c.locks.getSimpleLock(name).keys.lock)));
 
   it.each([
     ['at once', true],
@@ -207,6 +209,45 @@ describe('RedLock review (private masters)', () => {
     },
     60_000,
   );
+
+  it('a caller that aborts while its round is undecided is refused with the reason, and nothing is left held', async () => {
+    const masters = topology!.masters;
+    // Three masters (a majority) answer only once let through: the round is undecided until then.
+    const slow = await Promise.all(masters.slice(0, 3).map((m) => ReplyDroppingProxy.start(m)));
+    proxies.push(...slow);
+    const clients = masters.map((m, i) =>
+      lockClient({ port: i < 3 ? slow[i].port : m.port, keyPrefix: prefix, operationTimeout: 2_000 }),
+    );
+    try {
+      await Promise.all(clients.map((c) => c.redis.ping()));
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'aborted-mid-round',
+        { instanceTimeout: 2_000 },
+      );
+      const controller = new AbortController();
+      const reason = new Error('caller gave up');
+      slow.forEach((p) => p.cutOff(true));
+      const outcome = redLock.lock({ leaseTime: 10_000, signal: controller.signal }).then(
+        (handle) => handle,
+        (error: unknown) => error,
+      );
+      await sleep(100);
+      controller.abort(reason);
+      await sleep(100);
+      slow.forEach((p) => p.cutOff(false));
+      const result = await outcome;
+      if (result instanceof Error) expect(result).toBe(reason);
+      else {
+        await (result as { release(): Promise<unknown> }).release();
+        throw new Error('lock() resolved with a hold for a caller that had aborted');
+      }
+      await eventually(async () => (await pttls(clients, 'aborted-mid-round')).every((ttl) => ttl === -2), 3_000);
+    } finally {
+      slow.forEach((p) => p.cutOff(false));
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    }
+  }, 30_000);
 
   it('a vote still unanswered at the release, whose grant runs after the take-back (NOSCRIPT, then EVAL), is taken back', async () => {
     const masters = topology!.masters;

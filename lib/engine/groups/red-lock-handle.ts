@@ -148,6 +148,15 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     return this.releasing;
   }
 
+  /**
+   * @internal Gives back a grant nobody will hold (its caller aborted while the round ran): released as
+   * by `release()`, with no event (it was never reported acquired).
+   */
+  giveBack(): Promise<ReleaseOutcome> {
+    this.releasing ??= this.releaseAll();
+    return this.releasing;
+  }
+
   /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
   async extend(leaseTime?: number): Promise<void> {
     // Checked here, before any master is asked: a value every master refused would read as a lost quorum.

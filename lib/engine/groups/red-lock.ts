@@ -229,6 +229,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         const seen = watch?.counts();
         const round = await this.round(owner, options, gated);
         if (round instanceof RedLockHandle) {
+          if (options.signal?.aborted) {
+            // The caller gave up while the round ran: it gets the reason, as from any other kind, and the
+            // votes are given back (a watched grant nobody holds would otherwise be renewed for ever).
+            await round.giveBack();
+            options.signal.throwIfAborted();
+          }
           this.emit('acquired', () => ({
             ...round.eventBase(),
             fencingTokens: round.fencingTokens,
