@@ -75,6 +75,8 @@ export const PRIVATE_PORTS = {
   redLockTruth: range(7182, 5),
   /** test/connection/failover-review.spec.ts: a master and its replicas, one promoted by hand. */
   failoverReview: range(7176, 4),
+  /** test/kinds/red-lock-review.spec.ts: five masters, whose scripts one test flushes. */
+  redLockReview: range(7165, 5),
   /** test/model/: the model test's topology. */
   model: range(7386, 1),
   /** bench/cpu-per-process.ts. */

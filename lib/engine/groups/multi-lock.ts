@@ -1,5 +1,5 @@
 import { monotonicNow } from '../util/clock';
-import { LockOptionsError } from '../errors';
+import { LockLostError, LockOptionsError } from '../errors';
 import { GroupLock, type GroupLockContext } from './group-lock';
 import { LockBase } from '../lock/lock-base';
 import type { LockHandle } from '../holds/lock-handle';
@@ -65,22 +65,36 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
     options = checkAcquireOptions(this.name, options); // before any member is tried
     const deadline = options.waitTime === undefined ? undefined : monotonicNow() + options.waitTime;
-    const held = new Map<LockBase, LockHandle>();
-    try {
-      for (const lock of this.ordered) {
-        const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
-        const handle = waitTime === undefined ? await lock.lock(options) : await lock.tryLock({ ...options, waitTime });
-        if (!handle) {
-          await releaseAll([...held.values()]);
-          return null;
+    for (;;) {
+      const held = new Map<LockBase, LockHandle>();
+      try {
+        for (const lock of this.ordered) {
+          const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
+          const handle =
+            waitTime === undefined ? await lock.lock(options) : await lock.tryLock({ ...options, waitTime });
+          if (!handle) {
+            await releaseAll([...held.values()]);
+            return null;
+          }
+          held.set(lock, handle);
         }
-        held.set(lock, handle);
+      } catch (error) {
+        await releaseAll([...held.values()]);
+        throw error;
       }
-    } catch (error) {
-      await releaseAll([...held.values()]);
-      throw error;
+      const handles = [...held.values()];
+      // A member taken with a leaseTime can run out (or be lost) while a later one is awaited: the group
+      // was then never held as a whole, and another process may hold that member now. Given back, and
+      // taken again while the wait lasts, never handed over as held.
+      const lost = handles.find((h) => h.isLost);
+      if (!lost) return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
+      await releaseAll(handles);
+      // Its client closed (shutdown): that is the answer, not a reason to take the member again through it.
+      const reason: unknown = lost.signal.reason;
+      if (reason instanceof LockLostError && reason.reason === 'closed') throw reason;
+      if (deadline !== undefined && monotonicNow() >= deadline) return null;
+      options.signal?.throwIfAborted();
     }
-    return new MultiLockHandle(this.memberFor.map((lock) => held.get(lock)!));
   }
 }
 

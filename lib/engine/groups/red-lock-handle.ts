@@ -12,7 +12,6 @@ export interface RedLockQuorum {
   readonly quorum: number;
   readonly emit: EmitLockEvent;
   reportLoss(error: LockLostError): void;
-  leaseOf(leaseTime: number | undefined): number;
   /** LockOptionsError for a lease no round could grant with any validity (see RedLock.checkLease). */
   checkLease(leaseTime: number | undefined): void;
   drift(lease: number): number;
@@ -68,6 +67,12 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    */
   private readonly heldUntil: number[];
   private readonly lease: number;
+  /**
+   * What `extend()` with no lease renews by: the grant's lease, or (not watched) the last extension's,
+   * as a simple lock's extend() does. Sent to every master explicitly: each master's hold would
+   * otherwise renew by its own lease, which the validity would not know (it took the watchdog timeout).
+   */
+  private renewalLease: number;
   private readonly watched: boolean;
   private readonly instanceTimeout: number;
   private readonly grantedAt = monotonicNow();
@@ -83,6 +88,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     this.unanswered = grant.unanswered;
     this.takenBack = grant.unanswered.map(() => null);
     this.lease = grant.lease;
+    this.renewalLease = grant.lease;
     this.watched = grant.watched;
     this.instanceTimeout = grant.instanceTimeout;
     this.owner = grant.owner;
@@ -142,17 +148,26 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     return this.releasing;
   }
 
+  /**
+   * @internal Gives back a grant nobody will hold (its caller aborted while the round ran): released as
+   * by `release()`, with no event (it was never reported acquired).
+   */
+  giveBack(): Promise<ReleaseOutcome> {
+    this.releasing ??= this.releaseAll();
+    return this.releasing;
+  }
+
   /** Extends on every master that still holds it; throws LockLostError unless a quorum confirms. */
   async extend(leaseTime?: number): Promise<void> {
     // Checked here, before any master is asked: a value every master refused would read as a lost quorum.
     leaseTime = checkDuration(this.redLock.name, 'leaseTime', leaseTime, LEASE_RULE);
     this.redLock.checkLease(leaseTime);
     const started = monotonicNow();
-    const lease = leaseTime ?? this.redLock.leaseOf(undefined);
+    const lease = leaseTime ?? this.renewalLease;
     const results = await Promise.all(
       this.handles.map((h, i) =>
         h && this.redLock.usable(i)
-          ? this.redLock.boundedOn(i, h.extend(leaseTime), 'redlock extend', this.instanceTimeout).then(
+          ? this.redLock.boundedOn(i, h.extend(lease), 'redlock extend', this.instanceTimeout).then(
               () => true,
               () => false,
             )
@@ -163,6 +178,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
       this.lose('not-owner');
       throw new LockLostError(this.redLock.name, this.owner, 'not-owner');
     }
+    if (!this.watched) this.renewalLease = lease;
     // Each master that confirmed holds it for `lease` from the send at least; the others as before.
     results.forEach((confirmed, i) => confirmed && (this.heldUntil[i] = this.until(started, lease)));
     this.armExpiry();
@@ -193,8 +209,10 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   }
 
   /**
-   * Whether the release already took back master `index`'s vote under `token` (sent after the grant
-   * on the same connection, so it ran after it): a late grant of it needs no other release.
+   * Whether the release took back master `index`'s vote under `token`, or may still (its answer has not
+   * come: sent after the grant on the same connection, it runs after it unless the grant had to go again
+   * after NOSCRIPT, and then it answers that it released nothing first): a late grant of it needs no
+   * other release.
    */
   tookBack(index: number, token: string): boolean {
     return this.takenBack[index] === token;
@@ -252,7 +270,12 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
           this.unanswered[i] = null;
           this.takenBack[i] = token;
           unanswered++;
-          const tookBack = this.redLock.takeBack(i, token, this.lease);
+          const tookBack = this.redLock.takeBack(i, token, this.lease).then((released) => {
+            // Nothing taken back: the grant has not run yet (a first EVALSHA refused NOSCRIPT goes again
+            // as EVAL, after this release), or was refused. A late grant is then undone on its own.
+            if (!released && this.takenBack[i] === token) this.takenBack[i] = null;
+            return released;
+          });
           void this.redLock.boundedOn(i, tookBack, 'redlock release', this.instanceTimeout).then(
             (released) => count(released ? 'released' : 'expired'),
             () => count('expired'),

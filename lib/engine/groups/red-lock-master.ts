@@ -5,11 +5,12 @@ import { isOutage } from '../redis/outage';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { lockKeys, type LockKeys } from '../redis/keys';
 import type { EngineContext } from '../client/engine-context';
+import type { RedisClient } from '../redis/redis-client';
 import type { HeldLock, HoldOps } from '../holds/held-lock';
 import { LockHandle, type ReleaseOutcome } from '../holds/lock-handle';
 import type { ReleaseReplayer } from '../holds/recent-releases';
 import { extendHold } from '../lock/lock-renewal';
-import { REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
+import { HOLD_STATE, REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
 import type { AttemptReply } from '../scripts/replies';
 
 /** What a release of a vote answers (see redlock-release-2.lua). */
@@ -49,9 +50,20 @@ export class RedLockMaster implements ReleaseReplayer {
     };
   }
 
-  /** Asks for a vote under `token`: the raw reply, neither bounded nor recorded (see RedLock.vote). */
+  /**
+   * Asks for a vote under `token`: the raw reply, neither bounded nor recorded (see RedLock.vote). A
+   * vote whose connection closes before its reply came, on a client that does not send again what was
+   * in flight, never answers (ioredis drops it) and may have landed: it is taken back (see whenDropped).
+   */
   grant(token: string, leaseMs: number): Promise<AttemptReply> {
-    return REDLOCK_GRANT.run(this.engine.redis, this.keys, { token, leaseMs, idleKeyTtl: this.engine.idleKeyTtl });
+    const sent = REDLOCK_GRANT.run(this.engine.redis, this.keys, {
+      token,
+      leaseMs,
+      idleKeyTtl: this.engine.idleKeyTtl,
+    });
+    // Written now only when ready (else it waits in the offline queue, which a close keeps and sends later).
+    if (this.engine.redis.status === 'ready') whenDropped(this.engine.redis, sent, () => this.undo(token, leaseMs));
+    return sent;
   }
 
   /**
@@ -74,7 +86,24 @@ export class RedLockMaster implements ReleaseReplayer {
       label: undefined,
       reentered: false,
     });
+    // A watched vote is checked by the watchdog's renewal at every reconnect; one with a lease of its own
+    // is checked here, so that a master restarted empty is not counted as holding it until the lease ends.
+    if (!watched)
+      afterReconnect(this.engine.redis, { check: () => this.checkVote(held), ended: () => this.ended(held) });
     return new LockHandle(held, token);
+  }
+
+  /** Released, lost, or no longer recorded (a release given up): nothing to check any more. */
+  private ended(held: HeldLock): boolean {
+    return held.released || held.lost || !this.engine.registry.isCurrent(held);
+  }
+
+  /** After a reconnect: a vote the master no longer has (restarted empty, or lost in a failover) is lost. */
+  private async checkVote(held: HeldLock): Promise<void> {
+    const { redis, operationTimeout } = this.engine;
+    const state = HOLD_STATE.run(redis, this.keys, { holder: held.owner, kind: 'string' });
+    const [, hold] = await bounded(state, operationTimeout, { key: this.name, name: 'redlock check' });
+    if (hold !== held.owner && !this.ended(held)) held.markLost('not-owner');
   }
 
   /**
@@ -92,8 +121,8 @@ export class RedLockMaster implements ReleaseReplayer {
 
   /**
    * Releases the vote under `token` whose answer has not come yet (sent after its grant on the same
-   * connection, it runs after it): true when it was held and is released now. When the master cannot
-   * be reached, it goes on as an undo.
+   * connection, it runs after it, except when the grant is refused NOSCRIPT and sent again as EVAL):
+   * true when it was held and is released now. When the master cannot be reached, it goes on as an undo.
    */
   takeBack(token: string, leaseMs: number): Promise<boolean> {
     return this.send(token, false).then(
@@ -172,4 +201,67 @@ export class RedLockMaster implements ReleaseReplayer {
       logger.warn(`Gave up releasing RedLock "${this.name}" on a master: ${(error as Error).message}`);
     }
   }
+}
+
+/** Per connection, what to do for each command in flight that a close would leave unanswered for good. */
+const inFlight = new WeakMap<RedisClient, Set<() => void>>();
+
+/**
+ * Runs `onDropped` if `redis` closes before `sent` settles and ioredis will not send it again
+ * (`autoResendUnfulfilledCommands: false`: it replaces its command queue on reconnect, and the command's
+ * promise never settles). With the default, the command is sent again after the reconnect and answers.
+ * One 'close' listener per connection, however many commands are in flight.
+ */
+function whenDropped(redis: RedisClient, sent: Promise<unknown>, onDropped: () => void): void {
+  let pending = inFlight.get(redis);
+  if (!pending) {
+    const commands = (pending = new Set());
+    inFlight.set(redis, commands);
+    redis.on('close', () => {
+      // A Cluster's own options carry no such setting: it routes (and re-sends) by itself.
+      if ((redis.options as { autoResendUnfulfilledCommands?: boolean }).autoResendUnfulfilledCommands !== false)
+        return;
+      for (const dropped of [...commands]) {
+        commands.delete(dropped);
+        dropped();
+      }
+    });
+  }
+  const commands = pending;
+  commands.add(onDropped);
+  const settled = (): void => void commands.delete(onDropped);
+  sent.then(settled, settled);
+}
+
+/** A vote with a lease of its own: how to check it after a reconnect, and whether it ended. */
+interface VoteCheck {
+  check(): Promise<void>;
+  ended(): boolean;
+}
+
+/** Per connection, the votes with a lease of their own to check after each reconnect (see record). */
+const votesToCheck = new WeakMap<RedisClient, { checks: Set<VoteCheck>; sweepAt: number }>();
+
+/**
+ * Runs `vote.check` each time `redis` is ready again until the vote ended. One 'ready' listener per
+ * connection, however many votes it carries; the votes that ended are dropped at each reconnect, and
+ * whenever the record doubles (a connection that never drops keeps no ended vote for long).
+ */
+function afterReconnect(redis: RedisClient, vote: VoteCheck): void {
+  let votes = votesToCheck.get(redis);
+  if (!votes) {
+    const { checks } = (votes = { checks: new Set<VoteCheck>(), sweepAt: 64 });
+    votesToCheck.set(redis, votes);
+    redis.on('ready', () => {
+      for (const v of checks) {
+        if (v.ended()) checks.delete(v);
+        else void v.check().catch(() => undefined); // unanswered: its lease runs out as before
+      }
+    });
+  }
+  if (votes.checks.size >= votes.sweepAt) {
+    for (const v of votes.checks) if (v.ended()) votes.checks.delete(v);
+    votes.sweepAt = Math.max(64, votes.checks.size * 2);
+  }
+  votes.checks.add(vote);
 }

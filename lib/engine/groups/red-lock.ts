@@ -139,8 +139,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
 
   /** @internal */
   leaseOf(leaseTime: number | undefined): number {
-    // Whole ms, rounded up as every lock kind does: the masters' scripts take nothing else.
-    return leaseTime === undefined ? Math.min(...this.clients.map((c) => c.watchdogTimeout)) : Math.ceil(leaseTime);
+    // Whole ms, rounded up as every lock kind does: the masters' scripts take nothing else. Watched: the
+    // longest watchdog timeout, since each master's client renews every third of its own; with the
+    // shortest, a client of a longer one renewed too late and the lock was lost under a live holder.
+    return leaseTime === undefined ? Math.max(...this.clients.map((c) => c.watchdogTimeout)) : Math.ceil(leaseTime);
   }
 
   /** @internal */
@@ -227,6 +229,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         const seen = watch?.counts();
         const round = await this.round(owner, options, gated);
         if (round instanceof RedLockHandle) {
+          if (options.signal?.aborted) {
+            // The caller gave up while the round ran: it gets the reason, as from any other kind, and the
+            // votes are given back (a watched grant nobody holds would otherwise be renewed for ever).
+            await round.giveBack();
+            options.signal.throwIfAborted();
+          }
           this.emit('acquired', () => ({
             ...round.eventBase(),
             fencingTokens: round.fencingTokens,
