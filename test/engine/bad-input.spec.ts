@@ -263,6 +263,9 @@ describe('bad input', () => {
       [() => new RedLock([a.locks, null as never], 'x'), 'clients', 'x'],
       [() => new RedLock([a.locks, {} as never], 'x'), 'clients', 'x'],
       [() => new RedLock([a.redis as never], 'x'), 'clients', 'x'],
+      // Not independent: one server would vote twice.
+      [() => new RedLock([a.locks, a.locks], 'x'), 'clients', 'x'],
+      [() => new RedLock([a.locks, new LockClient({ redis: a.redis, logger: quietLogger })], 'x'), 'clients', 'x'],
     ];
     for (const [make, option, key] of bad) {
       const error = thrownBy(make);

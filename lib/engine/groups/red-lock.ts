@@ -102,6 +102,14 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         value: clients,
       });
     }
+    // One server must not vote twice: the same LockClient, or two over one connection, is a mistake.
+    if (new Set(clients.map((client) => client.redis)).size !== clients.length) {
+      throw new LockOptionsError(
+        'RedLock needs independent masters: a LockClient (or the Redis connection under one) is given more than once.',
+        name,
+        { option: 'clients', value: clients },
+      );
+    }
     assertLockName(name);
     checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
     const { driftFactor } = options;
