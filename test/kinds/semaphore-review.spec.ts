@@ -1,3 +1,4 @@
+import type { LockHandle } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 /**
@@ -40,4 +41,44 @@ describe('Semaphore review', () => {
     expect(await semaphore.availablePermits()).toBe(1);
     expect(await other.redis.zcard(semaphore.keys.waiting)).toBe(0); // and it left the queue
   });
+});
+
+describe('Semaphore review: two clients that share a clientId (two processes configured alike)', () => {
+  const prefix = testPrefix();
+  const open: TestClient[] = [];
+  afterAll(() => Promise.all(open.map((c) => c.close())));
+
+  it("a hand-over to one client's wait is not given back by the other: one permit, one holder", async () => {
+    // A long operationTimeout: a release is remembered that long, and a wait whose permits were given
+    // back is refused until then (so a give-back shows as a wait far longer than the one asserted).
+    const [holder, first, second] = [{}, { clientId: 'shared' }, { clientId: 'shared' }].map((o) => {
+      const client = lockClient({ keyPrefix: prefix, operationTimeout: 20_000, ...o });
+      open.push(client);
+      return client;
+    });
+    const name = `shared-${Math.random().toString(36).slice(2)}`;
+    const options = { permits: 1, acceptanceLease: 3_000 };
+    const semaphore = holder.locks.getSemaphore(name, options);
+    const held = await semaphore.acquire();
+    // One wait in each client, queued one after the other: both listen on the clientId's channel.
+    const waits: Promise<LockHandle>[] = [];
+    for (const client of [first, second]) {
+      const waiting = client.locks.getSemaphore(name, options).acquire({ waitTime: 30_000 });
+      waiting.catch(() => undefined);
+      waits.push(waiting);
+      await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === waits.length);
+    }
+    await sleep(300); // both subscribed, and refused again since
+    await held.release();
+    const firstHandle = await Promise.race([waits[0], sleep(8_000).then(() => undefined)]);
+    expect(firstHandle).toBeDefined(); // the permit is the first wait's, at once
+    // ... and only its: the second one still waits.
+    const secondState = await Promise.race([waits[1].then(() => 'granted'), sleep(1_000).then(() => 'waiting')]);
+    expect(secondState).toBe('waiting');
+    expect(firstHandle!.signal.aborted).toBe(false);
+    expect(await holder.redis.zscore(semaphore.keys.holds, firstHandle!.owner)).not.toBeNull();
+    await firstHandle!.release();
+    await (await waits[1]).release();
+    expect(await semaphore.availablePermits()).toBe(1);
+  }, 60_000);
 });
