@@ -23,8 +23,9 @@
 -- ARGV[10] stale waiter ms    whole number in 1..2147483647: a queued waiter not refreshed for this long is dead
 -- Returns  {'granted', token, available}  token = new fencing token, available = permits still free;
 --                                         the member held already (a repeat of this attempt, or a
---                                         hand-over to it): its lease becomes ARGV[3] from now, token =
---                                         the counter as it is
+--                                         hand-over to it): its lease becomes ARGV[3] from now, and it
+--                                         gets a new token too (the counter as it is may be another
+--                                         hold's, granted since: two holds never share a token)
 --          {'refused', ms, available, now}  ms until the earliest lease ends (-1: no hold to wait for),
 --                                         available = permits free now, now = Redis server time (ms)
 --                                         of this refusal: a hand-over to this member comes no earlier
@@ -76,8 +77,10 @@ if redis.call('zscore', holdsKey, member) then
   redis.call('zadd', holdsKey, 'gt', now + lease, member)
   keepAtLeast(holdsKey, lease)
   if mayBeQueued then leaveQueue(q, entry) end
-  keepFence(fenceKey, lease + q.idle)
-  return {'granted', tonumber(redis.call('get', fenceKey) or '0'), math.max(available, 0)}
+  -- A new token, not the counter as it is: that is the last one handed out, maybe to another hold
+  -- since (the same release's next hand-over, a newcomer's grant). The token this hold got when it
+  -- was handed over went out in a message this caller did not believe, and is not stored.
+  return {'granted', nextToken(fenceKey, lease + q.idle), math.max(available, 0)}
 end
 -- Free permits go to the queue first, in its order (a crashed holder's whose lease ended, or ones the
 -- holds set's own expiry dropped unseen), up to this caller's own place.

@@ -1,5 +1,6 @@
-import type { LockHandle } from '../../lib';
-import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { createLockClient, type LockClient, type LockHandle } from '../../lib';
+import { eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 
 /**
  * Paths of the semaphore the happy tests do not take (a review): what a closed client, a wait cut short
@@ -81,4 +82,34 @@ describe('Semaphore review: two clients that share a clientId (two processes con
     await (await waits[1]).release();
     expect(await semaphore.availablePermits()).toBe(1);
   }, 60_000);
+});
+
+describe('Semaphore review: fencing tokens of permits handed over and taken by a call (Cluster: a message alone never vouches)', () => {
+  const prefix = testPrefix();
+  const open: LockClient[] = [];
+  afterAll(() => Promise.all(open.map((c) => c.close())));
+
+  it('two waits handed permits by one release each get a token of their own, above the releasing holder’s', async () => {
+    const connection = { type: 'cluster' as const, nodes: sharedTopology('cluster').masters };
+    const [holder, a, b] = await Promise.all(
+      [1, 2, 3].map(() => createLockClient({ connection, keyPrefix: prefix, logger: quietLogger })),
+    );
+    open.push(holder, a, b);
+    const name = `tokens-${Math.random().toString(36).slice(2)}`;
+    const options = { permits: 2, acceptanceLease: 5_000 };
+    const semaphore = holder.getSemaphore(name, options);
+    const held = await semaphore.acquire({ permits: 2 });
+    const waits: Promise<LockHandle>[] = [];
+    for (const client of [a, b]) {
+      waits.push(client.getSemaphore(name, options).acquire({ waitTime: 20_000 }));
+      await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === waits.length);
+    }
+    await sleep(300); // both subscribed, and refused again since
+    await held.release();
+    const handles = await Promise.all(waits);
+    const tokens = handles.map((h) => h.fencingToken);
+    expect(tokens[0]).not.toBe(tokens[1]);
+    for (const token of tokens) expect(token).toBeGreaterThan(held.fencingToken);
+    await Promise.all(handles.map((h) => h.release()));
+  });
 });
