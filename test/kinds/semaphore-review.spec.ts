@@ -1,6 +1,14 @@
 import { createLockClient, type LockClient, type LockHandle } from '../../lib';
 import { eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
+import { randomUUID } from 'node:crypto';
+import { engineOf } from '../../lib/internal';
+import { PermitLock } from '../../lib/engine/kinds/permit-lock';
+import { SEMAPHORE_ACQUIRE } from '../../lib/engine/scripts/catalog';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
+import type { Grant } from '../../lib/engine/lock/lock-base';
+
+type UnknownClaim = (holder: string, holdId: string, leaseMs: number) => Promise<Grant | undefined>;
 
 /**
  * Paths of the semaphore the happy tests do not take (a review): what a closed client, a wait cut short
@@ -111,5 +119,54 @@ describe('Semaphore review: fencing tokens of permits handed over and taken by a
     expect(tokens[0]).not.toBe(tokens[1]);
     for (const token of tokens) expect(token).toBeGreaterThan(held.fencingToken);
     await Promise.all(handles.map((h) => h.release()));
+  });
+});
+
+describe('Semaphore review: the token of an attempt whose reply never came', () => {
+  const prefix = testPrefix();
+  let client: TestClient;
+  beforeAll(() => (client = lockClient({ keyPrefix: prefix })));
+  afterAll(() => client.close());
+
+  it('a hold claimed after a lost reply gets a token of its own, not that of a hold granted since', async () => {
+    const name = `claim-${Math.random().toString(36).slice(2)}`;
+    const semaphore = client.locks.getSemaphore(name, { permits: 2 });
+    const { keys } = semaphore;
+    const engine = engineOf(client.locks);
+    const timings = { acceptanceLease: 5_000, staleWaiterTimeout: 5_000 };
+    const lock = new PermitLock(engine, name, keys, 1, 2, undefined, timings);
+    /** What LockAcquisition asks before its next attempt when the last one's reply never came. */
+    const claim = (member: string) =>
+      (lock as unknown as { grantOfUnknownAttempt: UnknownClaim }).grantOfUnknownAttempt(member, 'unused', 30_000);
+    const held = await semaphore.acquire({ permits: 2 });
+    // A wait's attempt queued the member; its next attempt's reply was lost; then the release handed it
+    // the permit (the message is the grant), and a newcomer took the other permit.
+    const member = `1:o:${randomUUID()}`;
+    const listener = client.redis.duplicate();
+    await listener.subscribe(`${keys.channel}:${engine.clientId}`); // someone listens: the hand-over is made
+    try {
+      const queued = await SEMAPHORE_ACQUIRE.run(client.redis, keys, {
+        member,
+        permits: 1,
+        leaseMs: 30_000,
+        configuredLimit: 2,
+        publish: 'publish',
+        clientId: engine.clientId,
+        mode: 'wait',
+        idleKeyTtl: IDLE_KEY_TTL,
+        acceptanceLease: 5_000,
+        staleWaiterTimeout: 5_000,
+      });
+      expect(queued[0]).toBe('refused');
+      await held.release();
+      const newcomer = await semaphore.acquire();
+      const grant = await claim(member);
+      expect(grant).toBeDefined();
+      expect(grant!.fencingToken).not.toBe(newcomer.fencingToken);
+      expect(grant!.fencingToken).toBeGreaterThan(held.fencingToken);
+      await newcomer.release();
+    } finally {
+      await listener.quit();
+    }
   });
 });

@@ -11,7 +11,7 @@ import type { RenewalKind } from '../holds/held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
 import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import { RENEW_MANY, SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
+import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
 
 /** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
@@ -274,16 +274,28 @@ export class PermitLock extends LockBase {
   }
 
   /**
-   * The unanswered attempt's member holds permits (its lease not over): claimed, its lease made
-   * `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The hold
-   * may be a hand-over's, recorded with the acceptance lease only, or one whose lease ended that no
-   * script reclaimed yet (its score is in the past): the renewal tells, and sets the lease, in one call.
+   * The unanswered attempt's member holds permits (its lease not over): claimed, its lease made at
+   * least `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The
+   * hold may be a hand-over's, recorded with the acceptance lease only, or one whose lease ended that
+   * no script reclaimed yet (its score is in the past, reclaimed first): the claim tells, and sets the
+   * lease, in one call.
    */
   protected async grantOfUnknownAttempt(holder: string, _holdId: string, leaseMs: number): Promise<Grant | undefined> {
-    const { redis, idleKeyTtl } = this.engine;
-    const [claimed] = await RENEW_MANY.run(redis, this.renewalKeys, [idleKeyTtl, 'permit', leaseMs, holder]);
-    if (claimed !== 1) return undefined;
-    const [, , fence] = await this.readHold(this.semaphore.holds, holder, 'zset');
-    return { fencingToken: Number(fence), reentered: false, holder };
+    const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
+    // A claim, with a token of its own: the counter as it is may be another hold's, granted since.
+    const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
+      member: holder,
+      permits: this.permits,
+      leaseMs,
+      configuredLimit: this.limit,
+      publish: publishCommand,
+      clientId,
+      mode: 'claim',
+      idleKeyTtl,
+      acceptanceLease: this.timings.acceptanceLease,
+      staleWaiterTimeout: this.timings.staleWaiterTimeout,
+    });
+    if (reply[0] !== 'granted') return undefined;
+    return { fencingToken: reply[1], reentered: false, holder };
   }
 }
