@@ -18,8 +18,9 @@
 --                             'queued' (refused before); with 'wait' or 'queued' the caller may be queued
 --                             already (an earlier attempt or copy whose reply was lost queued it): it is
 --                             never handed its own permits here, and leaves the queue if granted;
---                             'claim': only a member held already is taken (an attempt whose reply
---                             never came may have been granted, or handed permits), nothing else
+--                             'claim': only a member held already is taken, its lease set to ARGV[3]
+--                             exactly (an attempt whose reply never came may have been granted, or
+--                             permits handed to it), nothing else
 -- ARGV[8]  idle key TTL in ms how long the fencing counter and the limit outlive a lease (see fencing.lua)
 -- ARGV[9]  acceptance lease   ms, whole number in 1..2147483647: the lease of permits handed to a waiter
 -- ARGV[10] stale waiter ms    whole number in 1..2147483647: a queued waiter not refreshed for this long is dead
@@ -76,7 +77,10 @@ local entry = queueEntry(client, member)
 local mayBeQueued = mode ~= 'once'
 if redis.call('zscore', holdsKey, member) then
   -- Held already (this attempt sent again, or permits handed to it): the lease is this call's from now.
-  redis.call('zadd', holdsKey, 'gt', now + lease, member)
+  -- A claim sets it exactly, as a renewal does (a hand-over's acceptance lease may be longer than the
+  -- lease the caller asked for); an attempt never shortens it (a copy of it sent again must not cut
+  -- a lease its caller has extended since).
+  redis.call('zadd', holdsKey, mode == 'claim' and 'xx' or 'gt', now + lease, member)
   keepAtLeast(holdsKey, lease)
   if mayBeQueued then leaveQueue(q, entry) end
   -- A new token, not the counter as it is: that is the last one handed out, maybe to another hold

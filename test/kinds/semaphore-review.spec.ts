@@ -170,3 +170,32 @@ describe('Semaphore review: the token of an attempt whose reply never came', () 
     }
   });
 });
+
+describe('Semaphore review: a lease of its own shorter than the acceptance lease', () => {
+  const prefix = testPrefix();
+  const open: TestClient[] = [];
+  afterAll(() => Promise.all(open.map((c) => c.close())));
+
+  it('permits handed to a wait with a short lease are kept in Redis no longer than that lease', async () => {
+    const [holder, waiter] = [1, 2].map(() => {
+      const client = lockClient({ keyPrefix: prefix });
+      open.push(client);
+      return client;
+    });
+    const name = `short-${Math.random().toString(36).slice(2)}`;
+    const options = { permits: 1, acceptanceLease: 20_000 };
+    const semaphore = holder.locks.getSemaphore(name, options);
+    const held = await semaphore.acquire();
+    const waiting = waiter.locks.getSemaphore(name, options).acquire({ leaseTime: 2_000, waitTime: 20_000 });
+    await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === 1);
+    await sleep(300); // subscribed, and refused again since
+    await held.release();
+    const handle = await waiting;
+    const [seconds, micros] = await holder.redis.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const leaseLeft = Number(await holder.redis.zscore(semaphore.keys.holds, handle.owner)) - now;
+    // What the holder asked for, not the acceptance lease of the hand-over (20 s).
+    expect(leaseLeft).toBeLessThanOrEqual(2_000);
+    await handle.release();
+  });
+});

@@ -154,9 +154,12 @@ export class PermitLock extends LockBase {
 
   protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     if (payload !== undefined) {
-      const handed = this.handedOver(holder, payload, holdId);
+      const handed = this.handedOver(holder, payload, holdId, leaseMs);
       if (handed) return { acquired: true, value: handed };
-      // Not usable as it is: the attempt below finds the member held and takes it with its own lease.
+      // Not usable as it is: the member is claimed with this wait's own lease (set exactly: the
+      // hand-over's acceptance lease may be longer), or, no longer held, attempted anew below.
+      const claimed = await this.claim(holder, leaseMs);
+      if (claimed) return { acquired: true, value: claimed };
     }
     const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
     const sentAt = monotonicNow();
@@ -204,14 +207,17 @@ export class PermitLock extends LockBase {
    * The grant a hand-over message makes, believed for its acceptance lease as counted from this wait's
    * last refusal; undefined when the message cannot vouch for the hold: no refusal of this connection
    * to count from (it reconnected since: maybe to another server), replicas must acknowledge grants
-   * (which only a call of ours can wait for), or less than half of the acceptance lease would be left.
+   * (which only a call of ours can wait for), less than half of the acceptance lease would be left, or
+   * the hold's own lease `leaseMs` is shorter than the acceptance lease.
    */
-  private handedOver(holder: string, payload: HeardPayload, holdId: string): Grant | undefined {
+  private handedOver(holder: string, payload: HeardPayload, holdId: string, leaseMs: number): Grant | undefined {
     const message = parsePermitHandOver(payload.text);
     const { redis, replicaSync, registry } = this.engine;
     const key = this.semaphore.holds;
-    if (!message || replicaSync.waitsAfterGrant(key)) return undefined;
     const { acceptanceLease } = this.timings;
+    // A lease of its own shorter than the acceptance lease: Redis must not keep the permits longer
+    // than the holder asked for, which only a call of ours can set.
+    if (!message || leaseMs < acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
     const firstLease = handOverFirstLease(
       [this.anchor],
       message.grantedAtMs,
@@ -274,15 +280,23 @@ export class PermitLock extends LockBase {
   }
 
   /**
-   * The unanswered attempt's member holds permits (its lease not over): claimed, its lease made at
-   * least `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The
+   * The unanswered attempt's member holds permits (its lease not over): claimed, its lease made
+   * `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The
    * hold may be a hand-over's, recorded with the acceptance lease only, or one whose lease ended that
    * no script reclaimed yet (its score is in the past, reclaimed first): the claim tells, and sets the
    * lease, in one call.
    */
-  protected async grantOfUnknownAttempt(holder: string, _holdId: string, leaseMs: number): Promise<Grant | undefined> {
+  protected grantOfUnknownAttempt(holder: string, _holdId: string, leaseMs: number): Promise<Grant | undefined> {
+    return this.claim(holder, leaseMs);
+  }
+
+  /**
+   * `holder`'s member if it holds permits (its lease not over), its lease set to `leaseMs` from now,
+   * with a token of its own (the counter as it is may be another hold's, granted since); undefined
+   * when it holds none.
+   */
+  private async claim(holder: string, leaseMs: number): Promise<Grant | undefined> {
     const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
-    // A claim, with a token of its own: the counter as it is may be another hold's, granted since.
     const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
       member: holder,
       permits: this.permits,
