@@ -199,3 +199,31 @@ describe('Semaphore review: a lease of its own shorter than the acceptance lease
     await handle.release();
   });
 });
+
+describe('Semaphore review: extend() and release() at once, on a master with a replica (extend waits for it)', () => {
+  const prefix = testPrefix();
+  const open: LockClient[] = [];
+  afterAll(() => Promise.all(open.map((c) => c.close())));
+
+  it('a hold released while its extension waited for the replica is not reported lost afterwards', async () => {
+    const [master] = sharedTopology('replica').masters;
+    const locks = await createLockClient({
+      connection: { type: 'single', host: master.host, port: master.port },
+      keyPrefix: prefix,
+      logger: quietLogger,
+    });
+    open.push(locks);
+    const lost: unknown[] = [];
+    locks.on('lockLost', (error) => lost.push(error));
+    const semaphore = locks.getSemaphore(`extend-${Math.random().toString(36).slice(2)}`, { permits: 1 });
+    const handle = await semaphore.acquire({ leaseTime: 5_000 });
+    const extended = handle.extend(1_000).then(
+      () => 'extended',
+      (error: Error) => error.name,
+    );
+    expect(await handle.release()).toBe('released');
+    await extended;
+    await sleep(1_500); // past the extended lease
+    expect({ lost: lost.length, aborted: handle.signal.aborted }).toEqual({ lost: 0, aborted: false });
+  });
+});
