@@ -1,18 +1,19 @@
-import { createLockClient, type LockClient, type LockHandle } from '../../lib';
-import { eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
-import { sharedTopology } from '../support/topologies';
 import { randomUUID } from 'node:crypto';
+import { createLockClient, type LockClient, type LockHandle } from '../../lib';
 import { engineOf } from '../../lib/internal';
 import { PermitLock } from '../../lib/engine/kinds/permit-lock';
 import { SEMAPHORE_ACQUIRE } from '../../lib/engine/scripts/catalog';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import type { Grant } from '../../lib/engine/lock/lock-base';
+import { eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 
 type UnknownClaim = (holder: string, holdId: string, leaseMs: number) => Promise<Grant | undefined>;
 
 /**
- * Paths of the semaphore the happy tests do not take (a review): what a closed client, a wait cut short
- * or a hand-over can leave behind.
+ * Paths of the semaphore the happy tests do not take (a review): a client closed while it waits, two
+ * clients with one client id, the fencing tokens of hand-overs and lost replies, a lease shorter than
+ * the acceptance lease, an extension racing its own release.
  */
 describe('Semaphore review', () => {
   const prefix = testPrefix();
