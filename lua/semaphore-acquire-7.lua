@@ -68,7 +68,8 @@ end
 
 local now = nowMs()
 local q = {
-  holds = holdsKey, fence = fenceKey, channel = KEYS[4], waiting = KEYS[5], deadlines = KEYS[6],
+  holds = holdsKey, limit = limitKey, fence = fenceKey, channel = KEYS[4], waiting = KEYS[5],
+  deadlines = KEYS[6],
   publish = publish, acceptance = tonumber(ARGV[9]), idle = tonumber(ARGV[8]), now = now,
 }
 local limit = currentLimit(limitKey, configured)
@@ -80,8 +81,13 @@ if redis.call('zscore', holdsKey, member) then
   -- A claim sets it exactly, as a renewal does (a hand-over's acceptance lease may be longer than the
   -- lease the caller asked for); an attempt never shortens it (a copy of it sent again must not cut
   -- a lease its caller has extended since).
-  redis.call('zadd', holdsKey, mode == 'claim' and 'xx' or 'gt', now + lease, member)
+  if mode == 'claim' then
+    redis.call('zadd', holdsKey, 'xx', now + lease, member)
+  else
+    redis.call('zadd', holdsKey, 'gt', now + lease, member)
+  end
   keepAtLeast(holdsKey, lease)
+  keepFence(limitKey, lease + q.idle) -- the stored limit outlives the hold, as at a first grant
   if mayBeQueued then leaveQueue(q, entry) end
   -- A new token, not the counter as it is: that is the last one handed out, maybe to another hold
   -- since (the same release's next hand-over, a newcomer's grant). The token this hold got when it

@@ -228,3 +228,38 @@ describe('Semaphore review: extend() and release() at once, on a master with a r
     expect({ lost: lost.length, aborted: handle.signal.aborted }).toEqual({ lost: 0, aborted: false });
   });
 });
+
+describe('Semaphore review: the limit setPermits stored outlives every hold (a short idleKeyTtl)', () => {
+  const prefix = testPrefix();
+  const open: TestClient[] = [];
+  afterAll(() => Promise.all(open.map((c) => c.close())));
+
+  it.each([
+    ['a wait whose lease is shorter than the acceptance lease (its hold claimed by a call)', 5_000],
+    ['a watched wait (the message believed, renewed at half of the acceptance lease)', undefined],
+  ])(
+    '%s: permits handed over are counted against the stored limit, not the configured one',
+    async (_what, leaseTime) => {
+      const [holder, waiter, newcomer] = [1, 2, 3].map(() => {
+        const client = lockClient({ keyPrefix: prefix, idleKeyTtl: 100 });
+        open.push(client);
+        return client;
+      });
+      const name = `limit-${Math.random().toString(36).slice(2)}`;
+      const options = { permits: 2, acceptanceLease: 10_000 };
+      const semaphore = holder.locks.getSemaphore(name, options);
+      const held = await semaphore.acquire({ leaseTime: 300 });
+      await semaphore.setPermits(1); // stored for the 300 ms lease and the 100 ms idleKeyTtl
+      const waiting = waiter.locks.getSemaphore(name, options).acquire({ leaseTime, waitTime: 20_000 });
+      await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === 1);
+      await held.release();
+      const handle = await waiting;
+      await sleep(800); // past what the limit was first stored for
+      const other = await newcomer.locks.getSemaphore(name, options).tryAcquire();
+      const believes = !handle.signal.aborted;
+      await other?.release();
+      expect({ believes, newcomerGranted: other !== null }).toEqual({ believes: true, newcomerGranted: false });
+      await handle.release();
+    },
+  );
+});
