@@ -47,7 +47,8 @@ if leaving == nil then return redis.error_reply('BADARG leaving client id is mis
 
 local now = nowMs()
 local q = {
-  holds = holdsKey, fence = KEYS[3], channel = KEYS[4], waiting = KEYS[5], deadlines = KEYS[6],
+  holds = holdsKey, limit = limitKey, fence = KEYS[3], channel = KEYS[4], waiting = KEYS[5],
+  deadlines = KEYS[6],
   publish = publish, acceptance = tonumber(ARGV[5]), idle = tonumber(ARGV[6]), now = now,
 }
 local wasQueued = leaving ~= '' and leaveQueue(q, queueEntry(leaving, member))

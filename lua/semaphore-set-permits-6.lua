@@ -27,7 +27,8 @@ if badAcceptance then return badAcceptance end
 redis.call('set', limitKey, limit, 'px', math.max(0, redis.call('pttl', holdsKey)) + tonumber(ARGV[3]))
 local now = nowMs()
 local q = {
-  holds = holdsKey, fence = KEYS[3], channel = KEYS[4], waiting = KEYS[5], deadlines = KEYS[6],
+  holds = holdsKey, limit = limitKey, fence = KEYS[3], channel = KEYS[4], waiting = KEYS[5],
+  deadlines = KEYS[6],
   publish = publish, acceptance = tonumber(ARGV[4]), idle = tonumber(ARGV[3]), now = now,
 }
 return handOverFree(q, freePermits(holdsKey, limit, now))

@@ -11,7 +11,7 @@
 -- its client's channel '<channel prefix>:<client id>' with '<hold member>|<server ms>:<fencing token>'.
 -- The waiter holds from that message on; its own renewal replaces the acceptance lease, and a waiter
 -- that cannot (frozen, cut off) costs the others only that lease.
--- `q` holds the keys and settings of one call: holds, fence, channel (prefix), waiting, deadlines,
+-- `q` holds the keys and settings of one call: holds, limit, fence, channel (prefix), waiting, deadlines,
 -- publish, acceptance (ms), idle (how long the fencing counter outlives a lease), now (server ms), and
 -- self: the entry of the calling acquisition, if it may be queued (it takes its permits itself).
 
@@ -52,6 +52,9 @@ local function handTo(q, client, member)
   if told == 0 then return false end
   redis.call('zadd', q.holds, q.now + q.acceptance, member)
   keepAtLeast(q.holds, q.acceptance)
+  -- The limit setPermits stored outlives this hold as it does every other: expired under it, the
+  -- configured one would count its permits against a larger limit.
+  keepFence(q.limit, q.acceptance + q.idle)
   return true
 end
 

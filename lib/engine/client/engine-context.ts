@@ -37,4 +37,9 @@ export interface EngineContext {
   readonly replicaSync: ReplicaSync;
   /** See LockClientEvents. */
   readonly lockEvent: EmitLockEvent;
+  /**
+   * Set by the client's close(): no acquisition is tried or kept after it (an ioredis client passed in
+   * stays open, and a grant would be renewed by a closed client for good).
+   */
+  closed: boolean;
 }

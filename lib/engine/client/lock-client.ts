@@ -200,6 +200,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       quietRecheckMs: QUIET_RECHECK_MS,
       replicaSync: new ReplicaSync(replicaSync, redis, operationTimeout, logger),
       lockEvent: this.lockEvent,
+      closed: false,
     };
     engines.set(this, this.engine);
     // Locks vanish from a Redis that evicts keys: say so (once per master), on every (re)connect.
@@ -331,6 +332,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Waits still running end now (woken below, each attempt refuses): a grant after close() would be
+    // renewed by this client's watchdog for good, through an ioredis client that stays open.
+    this.engine.closed = true;
     this.redis.off('ready', this.onReady);
     this.stopFollowingMasters?.();
     this.stopTelemetry?.();

@@ -11,7 +11,7 @@ import type { RenewalKind } from '../holds/held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
 import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import { RENEW_MANY, SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
+import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
 
 /** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
@@ -39,6 +39,26 @@ export function permitKeys(prefix: string, name: string): PermitKeys {
 
 const RECENT_KEYS = 1_000;
 const recentKeys = new Map<string, PermitKeys>();
+
+/**
+ * The members of each client's waits that may have queued (see PermitLock.modeOf), the newest last.
+ * A hand-over on the client's channel for a wait no longer waiting is given back only when the wait
+ * was this client's: another client may have the same client id (processes configured alike) and so
+ * hear the hand-overs to its waits, whose permits it must not take from their holder.
+ */
+const queuedWaits = new WeakMap<EngineContext, Set<string>>();
+
+/** Members kept per client: far more waits than end within a stale-waiter timeout. Beyond, a hand-over to an
+ * ended wait is left to its acceptance lease. */
+const QUEUED_WAITS_KEPT = 10_000;
+
+function rememberQueued(engine: EngineContext, member: string): void {
+  let members = queuedWaits.get(engine);
+  if (!members) queuedWaits.set(engine, (members = new Set()));
+  if (members.has(member)) return;
+  members.add(member);
+  if (members.size > QUEUED_WAITS_KEPT) members.delete(members.values().next().value!);
+}
 
 /** How the semaphore's queue and hand-overs are timed (see SemaphoreOptions). */
 export interface PermitTimings {
@@ -134,9 +154,12 @@ export class PermitLock extends LockBase {
 
   protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     if (payload !== undefined) {
-      const handed = this.handedOver(holder, payload, holdId);
+      const handed = this.handedOver(holder, payload, holdId, leaseMs);
       if (handed) return { acquired: true, value: handed };
-      // Not usable as it is: the attempt below finds the member held and takes it with its own lease.
+      // Not usable as it is: the member is claimed with this wait's own lease (set exactly: the
+      // hand-over's acceptance lease may be longer), or, no longer held, attempted anew below.
+      const claimed = await this.claim(holder, leaseMs);
+      if (claimed) return { acquired: true, value: claimed };
     }
     const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
     const sentAt = monotonicNow();
@@ -175,22 +198,26 @@ export class PermitLock extends LockBase {
    */
   private modeOf(waiting: AttemptRequest['waiting']): PermitAttemptMode {
     if (!waiting) return 'once';
-    if (waiting.refusedBefore) return 'queued';
-    return this.engine.waiters.isLive(this.clientChannel) ? 'wait' : 'once';
+    const mode = waiting.refusedBefore ? 'queued' : this.engine.waiters.isLive(this.clientChannel) ? 'wait' : 'once';
+    if (mode !== 'once' && this.member !== undefined) rememberQueued(this.engine, this.member);
+    return mode;
   }
 
   /**
    * The grant a hand-over message makes, believed for its acceptance lease as counted from this wait's
    * last refusal; undefined when the message cannot vouch for the hold: no refusal of this connection
    * to count from (it reconnected since: maybe to another server), replicas must acknowledge grants
-   * (which only a call of ours can wait for), or less than half of the acceptance lease would be left.
+   * (which only a call of ours can wait for), less than half of the acceptance lease would be left, or
+   * the hold's own lease `leaseMs` is shorter than the acceptance lease.
    */
-  private handedOver(holder: string, payload: HeardPayload, holdId: string): Grant | undefined {
+  private handedOver(holder: string, payload: HeardPayload, holdId: string, leaseMs: number): Grant | undefined {
     const message = parsePermitHandOver(payload.text);
     const { redis, replicaSync, registry } = this.engine;
     const key = this.semaphore.holds;
-    if (!message || replicaSync.waitsAfterGrant(key)) return undefined;
     const { acceptanceLease } = this.timings;
+    // A lease of its own shorter than the acceptance lease: Redis must not keep the permits longer
+    // than the holder asked for, which only a call of ours can set.
+    if (!message || leaseMs < acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
     const firstLease = handOverFirstLease(
       [this.anchor],
       message.grantedAtMs,
@@ -205,11 +232,13 @@ export class PermitLock extends LockBase {
   }
 
   /**
-   * A hand-over message for a wait of this client that is no longer waiting. If its acquisition holds
-   * (its own attempt took the member first), nothing; else its permits go back and on at once.
+   * A hand-over message for a wait no longer waiting here. If its acquisition holds (its own attempt
+   * took the member first), or the wait was not this client's (a client sharing its client id waits
+   * for it: see queuedWaits), nothing; else its permits go back and on at once.
    */
   private giveBackUnclaimed(member: string): void {
     if (this.engine.registry.get(this.semaphore.holds, member)) return;
+    if (!queuedWaits.get(this.engine)?.has(member)) return;
     void this.leave(member);
   }
 
@@ -252,15 +281,35 @@ export class PermitLock extends LockBase {
 
   /**
    * The unanswered attempt's member holds permits (its lease not over): claimed, its lease made
-   * `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The hold
-   * may be a hand-over's, recorded with the acceptance lease only, or one whose lease ended that no
-   * script reclaimed yet (its score is in the past): the renewal tells, and sets the lease, in one call.
+   * `leaseMs` from now, since the caller believes that lease from when the attempt was sent. The
+   * hold may be a hand-over's, recorded with the acceptance lease only, or one whose lease ended that
+   * no script reclaimed yet (its score is in the past, reclaimed first): the claim tells, and sets the
+   * lease, in one call.
    */
-  protected async grantOfUnknownAttempt(holder: string, _holdId: string, leaseMs: number): Promise<Grant | undefined> {
-    const { redis, idleKeyTtl } = this.engine;
-    const [claimed] = await RENEW_MANY.run(redis, this.renewalKeys, [idleKeyTtl, 'permit', leaseMs, holder]);
-    if (claimed !== 1) return undefined;
-    const [, , fence] = await this.readHold(this.semaphore.holds, holder, 'zset');
-    return { fencingToken: Number(fence), reentered: false, holder };
+  protected grantOfUnknownAttempt(holder: string, _holdId: string, leaseMs: number): Promise<Grant | undefined> {
+    return this.claim(holder, leaseMs);
+  }
+
+  /**
+   * `holder`'s member if it holds permits (its lease not over), its lease set to `leaseMs` from now,
+   * with a token of its own (the counter as it is may be another hold's, granted since); undefined
+   * when it holds none.
+   */
+  private async claim(holder: string, leaseMs: number): Promise<Grant | undefined> {
+    const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
+    const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
+      member: holder,
+      permits: this.permits,
+      leaseMs,
+      configuredLimit: this.limit,
+      publish: publishCommand,
+      clientId,
+      mode: 'claim',
+      idleKeyTtl,
+      acceptanceLease: this.timings.acceptanceLease,
+      staleWaiterTimeout: this.timings.staleWaiterTimeout,
+    });
+    if (reply[0] !== 'granted') return undefined;
+    return { fencingToken: reply[1], reentered: false, holder };
   }
 }

@@ -133,8 +133,9 @@ export class Semaphore {
   }
 
   /**
-   * Changes the limit for every process: it is stored in Redis (without expiry) and wins over the
-   * `permits` each client was configured with. Growing it wakes the waiters; shrinking it takes no
+   * Changes the limit for every process: it is stored in Redis and wins over the `permits` each client
+   * was configured with while the semaphore is in use (it expires `idleKeyTtl` after the last
+   * acquisition or renewal, past that lease; then the configured `permits` apply again). Growing it wakes the waiters; shrinking it takes no
    * permit from its holder, new acquisitions wait until fewer than the new limit are held.
    * Acquisitions still cannot ask for more permits than this client's configured `permits`.
    */

@@ -2,7 +2,7 @@ import { monotonicNow } from '../util/clock';
 import { acquireLoop, type Attempt } from '../waiting/acquire-loop';
 import type { HeardPayload } from '../waiting/wait-ticket';
 import { closedForGood } from '../redis/connection-end';
-import { RedisUnavailableError } from '../errors';
+import { LockError, RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { settledWithin } from '../util/sleep';
 import { onAbort } from '../waiting/abort-fan-out';
@@ -94,6 +94,11 @@ export async function acquireLock(
   }
 }
 
+/** Why an acquisition of lock `name` ends when its client is closed. */
+function closedError(name: string): LockError {
+  return new LockError(`The lock client is closed: lock "${name}" is not acquired.`, name);
+}
+
 /** Whether `settling` settles within `ms`; rejects with the signal's reason if it aborts first. */
 async function landsWithin(settling: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<boolean> {
   signal?.throwIfAborted();
@@ -171,6 +176,11 @@ export class LockAcquisition {
     if (!outcome.acquired) return { ttl: outcome.ttl };
     const { held, holdId } = outcome.value;
     const handle = new LockHandle(held, holdId);
+    if (engine.closed) {
+      // Granted while the client closed (the attempt was on its way): not kept, nobody would renew it.
+      await handle.release().catch(() => undefined);
+      throw closedError(side.name);
+    }
     // A re-entry is waited for only when it lengthened the lease this client believes.
     const before = this.lengthenedFrom;
     const syncing =
@@ -190,6 +200,8 @@ export class LockAcquisition {
 
   private async attempt(payload: HeardPayload | undefined, othersWaiting: boolean): Promise<Attempt<Taken>> {
     const { side } = this;
+    // No attempt once the client is closed: a wait still running ends (close() wakes it).
+    if (side.engine.closed) throw closedError(side.name);
     const { owner, options, leaseMs, watched } = this.request;
     const { label } = options;
     this.grantedIn = side.engine.replicaSync.epoch;

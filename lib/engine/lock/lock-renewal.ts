@@ -47,6 +47,12 @@ export async function extendHold(
       });
     }
   }
+  if (held.holdCount === 0 && !held.lost) {
+    // Its last release was sent while this extension was on its way (or has landed): the hold was given
+    // back, not lost. Neither reported lost nor re-armed (its expiry timer would report it lost later).
+    if (renewed !== 1) throw new LockLostError(side.name, held.owner, 'not-owner');
+    return;
+  }
   if (renewed !== 1 || held.lost) {
     held.markLost('not-owner');
     throw new LockLostError(side.name, held.owner, 'not-owner');

@@ -8,8 +8,11 @@ export type PermitAttemptReply =
   | [status: 'granted', token: number, available: number]
   | [status: 'refused', ms: number, available: number, serverMs?: number];
 
-/** How an attempt queues when refused (see semaphore-acquire-7.lua ARGV[7]). */
-export type PermitAttemptMode = 'once' | 'wait' | 'queued';
+/**
+ * How an attempt queues when refused, or 'claim': only a member held already is taken (see
+ * semaphore-acquire-7.lua ARGV[7]).
+ */
+export type PermitAttemptMode = 'once' | 'wait' | 'queued' | 'claim';
 
 /** Takes `permits` permits for one hold, or queues the acquisition (see semaphore-queue.lua). */
 export const SEMAPHORE_ACQUIRE = defineScript({
