@@ -53,11 +53,13 @@ local function liveReaders(readers, now)
 end
 
 -- Moves `owner`'s expiry to `expiry` and keeps its records alive as long (`lease` ms from now), unless
--- its hold is gone or has already run out. Returns true if renewed.
+-- its hold is gone or has already run out. Returns true if renewed. Never shortens the expiry: an
+-- explicit owner shared by two processes has one expiry for both, and the other's hold may have a
+-- longer lease it counts on (the renewing holder believes only its own, shorter or not).
 local function renewReader(readers, counts, grants, owner, expiry, lease, now)
   local score = redis.pcall('zscore', readers, owner)
   if type(score) ~= 'string' or tonumber(score) <= now then return false end
-  redis.call('zadd', readers, expiry, owner)
+  redis.call('zadd', readers, math.max(tonumber(score), expiry), owner)
   keepGrants(grants, lease)
   touchReaders(readers, counts, grants, now)
   return true

@@ -62,4 +62,25 @@ describe('ReadWriteLock under review', () => {
       await short.close();
     }
   }, 30_000);
+
+  it("another process's watched read hold of the same explicit owner never shortens its longer explicit lease", async () => {
+    // (The write side, a 'held' renewal shared with the reentrant and fair locks, still does: its
+    // extend(leaseTime) is documented to set the lease, shorter or not. See the review report.)
+    const watcher = lockClient({ keyPrefix: prefix, watchdogTimeout: 900 });
+    const rival = lockClient({ keyPrefix: prefix });
+    try {
+      const long = await rwOf().readLock().lock({ owner: 'job', leaseTime: 60_000 });
+      const watched = await rwOf(watcher).readLock().lock({ owner: 'job' }); // renewed with 900 ms every 300 ms
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      expect(await watched.release()).toBe('decremented');
+      await new Promise((resolve) => setTimeout(resolve, 2_000)); // past the watched hold's lease
+      expect(long.signal.aborted).toBe(false); // the holder believes it reads for a minute…
+      // …so Redis must too: no other owner may write.
+      expect(await rwOf(rival).writeLock().tryLock({ owner: 'rival' })).toBeNull();
+      expect(await long.release()).toBe('released');
+    } finally {
+      await watcher.close();
+      await rival.close();
+    }
+  }, 30_000);
 });
