@@ -1,5 +1,5 @@
-import { LockUpgradeError, runInLockScope } from '../../lib/internal';
-import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
+import { createLockClient, LockUpgradeError, runInLockScope } from '../../lib/internal';
+import { eventually, lockClient, quietLogger, singlePort, testPrefix, type TestClient } from '../support/engine';
 
 /** Runs `fn` as another owner (a fresh lock scope), like a concurrent request would. */
 const asOther = <T>(fn: () => Promise<T>): Promise<T> => runInLockScope(fn, { newScope: true });
@@ -81,6 +81,50 @@ describe('ReadWriteLock under review', () => {
     } finally {
       await watcher.close();
       await rival.close();
+    }
+  }, 30_000);
+
+  it("close() while a writer waits withdraws the wait's intent: readers are not held back by a writer that is gone", async () => {
+    const { host, port } = { host: '127.0.0.1', port: singlePort() };
+    const closing = await createLockClient({
+      connection: { type: 'single', host, port },
+      keyPrefix: prefix,
+      logger: quietLogger,
+    });
+    const rw = rwOf();
+    const read = await asOther(() => rw.readLock().lock());
+    const waiting = closing
+      .getReadWriteLock(name, { writerIntentTimeout: 60_000 })
+      .writeLock()
+      .lock({ waitTime: 30_000 })
+      .catch((error: unknown) => error);
+    await eventually(async () => (await client.redis.zcard(rw.keys.writers)) === 1);
+    await closing.close();
+    expect(await waiting).toBeInstanceOf(Error);
+    await eventually(async () => (await client.redis.exists(rw.keys.writers)) === 0, 5_000);
+    const next = await asOther(() => rw.readLock().tryLock());
+    expect(next).not.toBeNull();
+    await next!.release();
+    await read.release();
+  }, 30_000);
+
+  it('close() ends a wait on a connection the application keeps open: the closed client is granted nothing after', async () => {
+    const passed = lockClient({ keyPrefix: prefix });
+    try {
+      const rw = rwOf();
+      const read = await asOther(() => rw.readLock().lock());
+      const waiting = rwOf(passed)
+        .writeLock()
+        .lock({ waitTime: 20_000 })
+        .catch((error: unknown) => error);
+      await eventually(async () => (await client.redis.zcard(rw.keys.writers)) === 1);
+      await passed.locks.close(); // its connection stays open
+      await read.release();
+      expect(await waiting).toBeInstanceOf(Error);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(await client.redis.exists(rw.keys.write, rw.keys.writers)).toBe(0);
+    } finally {
+      await passed.close();
     }
   }, 30_000);
 });

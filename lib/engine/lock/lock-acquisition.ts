@@ -32,13 +32,37 @@ export const LOST_IN_FAILOVER = Symbol('lost in failover');
  * handle, or the refusing holder's TTL when the wait ran out. Reports `acquired` / `timedOut`, and
  * waits again on the new master when a grant was lost in a failover.
  */
-export async function acquireLock(
+export function acquireLock(
   side: LockSide,
   given: AcquireOptions,
   defaultWaitTime?: number,
 ): Promise<LockHandle | { ttl: number }> {
+  return side.engine.waits.track(acquireUntilClosed(side, given, defaultWaitTime));
+}
+
+/** acquireLock, ended by the client's close() as by the caller's own signal. */
+async function acquireUntilClosed(
+  side: LockSide,
+  given: AcquireOptions,
+  defaultWaitTime?: number,
+): Promise<LockHandle | { ttl: number }> {
+  const options = checkAcquireOptions(side.name, given, defaultWaitTime);
+  const { signal, done } = side.engine.waits.signalFor(options.signal);
+  options.signal = signal; // a copy of the caller's options, made by the check
+  try {
+    return await acquireOnce(side, options, defaultWaitTime);
+  } finally {
+    done();
+  }
+}
+
+/** One acquisition with checked options; again from the start after a failover lost its grant. */
+async function acquireOnce(
+  side: LockSide,
+  options: AcquireOptions,
+  defaultWaitTime?: number,
+): Promise<LockHandle | { ttl: number }> {
   const { engine, name, kind } = side;
-  const options = checkAcquireOptions(name, given, defaultWaitTime);
   const owner = side.ownerFor(options.owner);
   const leaseTime = options.leaseTime ?? side.defaultLeaseTime();
   const behaviour = side.waitBehaviour(owner);
@@ -57,7 +81,11 @@ export async function acquireLock(
     const { waitTime } = options;
     if (waitTime !== undefined) {
       const left = Math.max(0, waitTime - (monotonicNow() - waitedFrom));
-      return acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+      return acquireOnce(
+        side,
+        checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
+        defaultWaitTime,
+      );
     }
   }
   const startedAt = monotonicNow();
@@ -70,7 +98,11 @@ export async function acquireLock(
       // left of waitTime, on the master that serves it now.
       const { waitTime } = options;
       const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
-      return await acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+      return await acquireOnce(
+        side,
+        checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
+        defaultWaitTime,
+      );
     }
     if (outcome instanceof LockHandle) {
       engine.lockEvent('acquired', () => ({
