@@ -29,7 +29,11 @@ local function releaseHold(lockKey, grants, holdId, lease, epoch, how)
   end
   if count > 1 then
     redis.call('hincrby', lockKey, owner, -1)
-    if lease then keepAtLeast(lockKey, lease) end
+    if lease then
+      keepAtLeast(lockKey, lease)
+      -- The holds left are recorded there: their records must last as long as the lease just made.
+      keepGrants(grants, lease)
+    end
     endHold(grants, holdId, 'd')
     return HOLD_DECREMENTED
   end

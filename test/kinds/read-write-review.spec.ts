@@ -1,4 +1,6 @@
-import { createLockClient, LockUpgradeError, runInLockScope } from '../../lib/internal';
+import { createLockClient, LockUpgradeError, readWriteKeys, runInLockScope } from '../../lib/internal';
+import { READ_LOCK, READ_UNLOCK, WRITE_LOCK, WRITE_UNLOCK } from '../../lib/engine/scripts/catalog';
+import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { eventually, lockClient, quietLogger, singlePort, testPrefix, type TestClient } from '../support/engine';
 
 /** Runs `fn` as another owner (a fresh lock scope), like a concurrent request would. */
@@ -127,4 +129,42 @@ describe('ReadWriteLock under review', () => {
       await passed.close();
     }
   }, 30_000);
+
+  it.each(['read', 'write'] as const)(
+    'the %s side: the hold ids outlive the holds an inner release leaves (a lease made longer by it)',
+    async (side) => {
+      const k = readWriteKeys(prefix, name);
+      const redis = client.redis;
+      const lease = 61_000; // past the minute ended records are kept, so the ids' TTL follows the lease
+      const attempt = (holdId: string) =>
+        side === 'read'
+          ? READ_LOCK.run(redis, k, { idleKeyTtl: IDLE_KEY_TTL, leaseMs: lease, owner: 'job', holdId })
+          : WRITE_LOCK.run(redis, k, {
+              idleKeyTtl: IDLE_KEY_TTL,
+              leaseMs: lease,
+              owner: 'job',
+              intentMs: 0,
+              holdId,
+              waitId: 'w',
+            });
+      const release = side === 'read' ? READ_UNLOCK : WRITE_UNLOCK;
+      await attempt('outer');
+      await attempt('inner');
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      // The inner hold's release makes the lease `lease` again from now…
+      const args = { owner: 'job', holdId: 'inner', leaseMs: lease, publish: 'publish', which: 'one' } as const;
+      expect(await release.run(redis, k, args)).toBe('decremented');
+      const [seconds, micros] = await redis.time();
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      const holdLeft = side === 'read' ? Number(await redis.zscore(k.readers, 'job')) - now : await redis.pttl(k.write);
+      expect(holdLeft).toBeGreaterThan(lease - 1_000);
+      // …and the outer hold's record must last as long: without it, its release finds no hold ('not-owner')
+      // and leaves it in Redis, with no holder, for the rest of that lease.
+      const grants = side === 'read' ? k.readGrants : k.writeGrants;
+      expect(await redis.pttl(grants)).toBeGreaterThanOrEqual(holdLeft - 50);
+      const last = { ...args, holdId: 'outer' };
+      expect(await release.run(redis, k, last)).toBe('released');
+    },
+    30_000,
+  );
 });
