@@ -65,26 +65,47 @@ describe('ReadWriteLock under review', () => {
     }
   }, 30_000);
 
-  it("another process's watched read hold of the same explicit owner never shortens its longer explicit lease", async () => {
-    // (The write side, a 'held' renewal shared with the reentrant and fair locks, still does: its
-    // extend(leaseTime) is documented to set the lease, shorter or not. See the review report.)
-    const watcher = lockClient({ keyPrefix: prefix, watchdogTimeout: 900 });
-    const rival = lockClient({ keyPrefix: prefix });
-    try {
-      const long = await rwOf().readLock().lock({ owner: 'job', leaseTime: 60_000 });
-      const watched = await rwOf(watcher).readLock().lock({ owner: 'job' }); // renewed with 900 ms every 300 ms
-      await new Promise((resolve) => setTimeout(resolve, 1_200));
-      expect(await watched.release()).toBe('decremented');
-      await new Promise((resolve) => setTimeout(resolve, 2_000)); // past the watched hold's lease
-      expect(long.signal.aborted).toBe(false); // the holder believes it reads for a minute…
-      // …so Redis must too: no other owner may write.
-      expect(await rwOf(rival).writeLock().tryLock({ owner: 'rival' })).toBeNull();
-      expect(await long.release()).toBe('released');
-    } finally {
-      await watcher.close();
-      await rival.close();
-    }
-  }, 30_000);
+  it.each(['read', 'write'] as const)(
+    "the %s side: another process's watched hold of the same explicit owner never shortens its longer explicit lease",
+    async (side) => {
+      const watcher = lockClient({ keyPrefix: prefix, watchdogTimeout: 900 });
+      const rival = lockClient({ keyPrefix: prefix });
+      try {
+        const sideOf = (c: TestClient) => (side === 'read' ? rwOf(c).readLock() : rwOf(c).writeLock());
+        const long = await sideOf(client).lock({ owner: 'job', leaseTime: 60_000 });
+        const watched = await sideOf(watcher).lock({ owner: 'job' }); // renewed with 900 ms every 300 ms
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        expect(await watched.release()).toBe('decremented');
+        await new Promise((resolve) => setTimeout(resolve, 2_000)); // past the watched hold's lease
+        expect(long.signal.aborted).toBe(false); // the holder believes it holds for a minute…
+        // …so Redis must too: no other owner may write.
+        expect(await rwOf(rival).writeLock().tryLock({ owner: 'rival' })).toBeNull();
+        expect(await long.release()).toBe('released');
+      } finally {
+        await watcher.close();
+        await rival.close();
+      }
+    },
+    30_000,
+  );
+
+  it.each(['read', 'write'] as const)(
+    'the %s side: extend(leaseTime) still sets the lease, shorter or not',
+    async (side) => {
+      const handle = await (side === 'read' ? rwOf().readLock() : rwOf().writeLock()).lock({ leaseTime: 60_000 });
+      await handle.extend(2_000);
+      const k = rwOf().keys;
+      const [seconds, micros] = await client.redis.time();
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      const left =
+        side === 'read'
+          ? Number(await client.redis.zscore(k.readers, handle.owner)) - now
+          : await client.redis.pttl(k.write);
+      expect(left).toBeGreaterThan(0);
+      expect(left).toBeLessThanOrEqual(2_000);
+      expect(await handle.release()).toBe('released');
+    },
+  );
 
   it("close() while a writer waits withdraws the wait's intent: readers are not held back by a writer that is gone", async () => {
     const { host, port } = { host: '127.0.0.1', port: singlePort() };
