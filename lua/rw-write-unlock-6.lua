@@ -51,10 +51,7 @@ local did, outcome = releaseHold(writeKey, grants, target, lease, epoch)
 local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
 if did == HOLD_DECREMENTED then
-  -- The lease was made ARGV[3] long from now: the fencing counter (the holds' epoch) must live as long,
-  -- or the holds left would read as ran out while Redis keeps them, and their release leave them behind.
-  local left = redis.call('pttl', writeKey)
-  if left > 0 then keepAtLeast(fence, left) end
+  keepEpochWithLease(writeKey, fence)
   return 'decremented'
 end
 return 'released'

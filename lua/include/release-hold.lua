@@ -41,3 +41,11 @@ local function releaseHold(lockKey, grants, holdId, lease, epoch, how)
   if how then endLastHold(grants, holdId) else endHold(grants, holdId, 'r') end
   return HOLD_RELEASED
 end
+
+-- After releaseHold decremented a hold of `lockKey` (its lease made `lease` ms from now): the fencing
+-- counter `fence`, the epoch of the holds left (see hold-ids.lua), must live as long, or they would read
+-- as ran out while Redis keeps them, and their release would leave them behind.
+local function keepEpochWithLease(lockKey, fence)
+  local left = redis.call('pttl', lockKey)
+  if left > 0 then keepAtLeast(fence, left) end
+end

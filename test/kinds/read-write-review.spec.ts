@@ -37,33 +37,43 @@ describe('ReadWriteLock under review', () => {
     expect(await rw.readLock().isLocked()).toBe(false);
   });
 
-  it('a write hold whose inner release lengthened its lease past its fencing counter is still released by its holder', async () => {
-    // A short idle TTL stands for a lease longer than the default 10 minutes.
-    const short = lockClient({ keyPrefix: prefix, idleKeyTtl: 100 });
-    try {
-      const rw = short.locks.getReadWriteLock(name);
-      await runInLockScope(async () => {
-        const grantedBy = Date.now();
-        const outer = await rw.writeLock().lock({ leaseTime: 3_000 });
-        const inner = await rw.writeLock().lock({ leaseTime: 3_000 });
-        await new Promise((resolve) => setTimeout(resolve, 2_000));
-        // The release of the inner hold makes the lease 3 s again from now: longer than the outer hold
-        // believes, and longer than the fencing counter (kept the lease + 100 ms from the grant) lives.
-        expect(await inner.release()).toBe('decremented');
-        await eventually(() => outer.signal.aborted, 10_000); // the holder takes its lease for over
-        // Past the counter's first expiry (3.1 s after the grant), well before the lease's new end (5 s).
-        await new Promise((resolve) => setTimeout(resolve, Math.max(0, grantedBy + 3_400 - Date.now())));
-        expect(await short.redis.exists(rw.keys.write)).toBe(1); // Redis still has the hold…
-        await outer.release(); // …which the holder's release of its lost hold must not leave behind
-        expect(await short.redis.exists(rw.keys.write)).toBe(0);
-      });
-      const next = await asOther(() => rwOf().writeLock().tryLock());
-      expect(next).not.toBeNull();
-      await next!.release();
-    } finally {
-      await short.close();
-    }
-  }, 30_000);
+  it.each(['write', 'reentrant', 'fair'] as const)(
+    'a %s hold whose inner release lengthened its lease past its fencing counter is still released by its holder',
+    async (kind) => {
+      // A short idle TTL stands for a lease longer than the default 10 minutes.
+      const short = lockClient({ keyPrefix: prefix, idleKeyTtl: 100 });
+      const lockOf = (c: TestClient) =>
+        kind === 'write'
+          ? c.locks.getReadWriteLock(name).writeLock()
+          : kind === 'fair'
+            ? c.locks.getFairLock(name)
+            : c.locks.getLock(name);
+      try {
+        const lock = lockOf(short);
+        await runInLockScope(async () => {
+          const grantedBy = Date.now();
+          const outer = await lock.lock({ leaseTime: 3_000 });
+          const inner = await lock.lock({ leaseTime: 3_000 });
+          await new Promise((resolve) => setTimeout(resolve, 2_000));
+          // The release of the inner hold makes the lease 3 s again from now: longer than the outer hold
+          // believes, and longer than the fencing counter (kept the lease + 100 ms from the grant) lives.
+          expect(await inner.release()).toBe('decremented');
+          await eventually(() => outer.signal.aborted, 10_000); // the holder takes its lease for over
+          // Past the counter's first expiry (3.1 s after the grant), well before the lease's new end (5 s).
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, grantedBy + 3_400 - Date.now())));
+          expect(await short.redis.exists(lock.keys.lock)).toBe(1); // Redis still has the hold…
+          await outer.release(); // …which the holder's release of its lost hold must not leave behind
+          expect(await short.redis.exists(lock.keys.lock)).toBe(0);
+        });
+        const next = await asOther(() => lockOf(client).tryLock());
+        expect(next).not.toBeNull();
+        await next!.release();
+      } finally {
+        await short.close();
+      }
+    },
+    30_000,
+  );
 
   it.each(['read', 'write'] as const)(
     "the %s side: another process's watched hold of the same explicit owner never shortens its longer explicit lease",
