@@ -52,15 +52,15 @@ describe('ReadWriteLock under review', () => {
         const lock = lockOf(short);
         await runInLockScope(async () => {
           const grantedBy = Date.now();
-          const outer = await lock.lock({ leaseTime: 3_000 });
-          const inner = await lock.lock({ leaseTime: 3_000 });
-          await new Promise((resolve) => setTimeout(resolve, 2_000));
-          // The release of the inner hold makes the lease 3 s again from now: longer than the outer hold
+          const outer = await lock.lock({ leaseTime: 5_000 });
+          const inner = await lock.lock({ leaseTime: 5_000 });
+          await new Promise((resolve) => setTimeout(resolve, 4_000));
+          // The release of the inner hold makes the lease 5 s again from now: longer than the outer hold
           // believes, and longer than the fencing counter (kept the lease + 100 ms from the grant) lives.
           expect(await inner.release()).toBe('decremented');
           await eventually(() => outer.signal.aborted, 10_000); // the holder takes its lease for over
-          // Past the counter's first expiry (3.1 s after the grant), well before the lease's new end (5 s).
-          await new Promise((resolve) => setTimeout(resolve, Math.max(0, grantedBy + 3_400 - Date.now())));
+          // Past the counter's first expiry (5.1 s after the grant), well before the lease's new end (9 s).
+          await new Promise((resolve) => setTimeout(resolve, Math.max(0, grantedBy + 5_400 - Date.now())));
           expect(await short.redis.exists(lock.keys.lock)).toBe(1); // Redis still has the hold…
           await outer.release(); // …which the holder's release of its lost hold must not leave behind
           expect(await short.redis.exists(lock.keys.lock)).toBe(0);
