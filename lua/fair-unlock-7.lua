@@ -5,7 +5,8 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  waiter queue
 -- KEYS[3]  waiter deadlines
--- KEYS[4]  fencing counter      also the epoch of the holds that count (see hold-ids.lua)
+-- KEYS[4]  fencing counter      also the epoch of the holds that count (see hold-ids.lua); kept as
+--                               long as the hold a decrement leaves
 -- KEYS[5]  channel prefix       the wait it is handed to is told on <KEYS[5]>:<its client id> (see
 --                               fair-queue.lua: a grant in the message, or an offer)
 -- KEYS[6]  hold ids             (see fair-lock-7.lua)
@@ -57,6 +58,9 @@ if not target then return handOnIfFree(early) end
 local did, outcome = releaseHold(fair.lock, grants, target, lease, epoch, 'whole')
 local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, holds, locked)
 if settled then return handOnIfFree(settled) end
-if did == HOLD_DECREMENTED then return 'decremented' end
+if did == HOLD_DECREMENTED then
+  keepEpochWithLease(fair.lock, fair.fence)
+  return 'decremented'
+end
 handToNextWaiter(fair)
 return 'released'

@@ -56,6 +56,8 @@ local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, o
 if settled then return replied(settled) end
 if did == HOLD_DECREMENTED then
   redis.call('zadd', readers, math.max(tonumber(redis.call('zscore', readers, owner)), now + lease), owner)
+  -- The owner's holds left are recorded in `grants`: it must last as long as the expiry just made.
+  keepGrants(grants, lease)
   return replied('decremented')
 end
 redis.call('zrem', readers, owner)

@@ -8,7 +8,8 @@
 -- KEYS[3]  read wake channel    every waiting reader's process listens here
 -- KEYS[4]  write wake channel   every waiting writer's process listens here
 -- KEYS[5]  write hold ids       hold id -> its record (see rw-write-lock-7.lua)
--- KEYS[6]  fencing counter      the epoch of the write hold held now (see hold-ids.lua)
+-- KEYS[6]  fencing counter      the epoch of the write hold held now (see hold-ids.lua); kept as long as the
+--                               hold a decrement leaves
 -- ARGV[1]  owner id             the hold's owner (checked against the hold's record)
 -- ARGV[2]  hold id              the hold to release; with ARGV[5] 'any', this call's own id instead
 -- ARGV[3]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
@@ -49,5 +50,8 @@ end
 local did, outcome = releaseHold(writeKey, grants, target, lease, epoch)
 local settled = settleReleaseCall(grants, holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
-if did == HOLD_DECREMENTED then return 'decremented' end
+if did == HOLD_DECREMENTED then
+  keepEpochWithLease(writeKey, fence)
+  return 'decremented'
+end
 return 'released'

@@ -8,7 +8,8 @@
 -- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting (see lock-5.lua)
 -- KEYS[4]  hand-over            <prefix>:{<name>}:next (see hand-over.lua)
 -- KEYS[5]  hold ids             <prefix>:{<name>}:grants (see hold-ids.lua)
--- KEYS[6]  fencing counter      <prefix>:{<name>}:fence: the epoch of the holds that count (see hold-ids.lua)
+-- KEYS[6]  fencing counter      <prefix>:{<name>}:fence: the epoch of the holds that count (see hold-ids.lua); kept
+--                               as long as the hold a decrement leaves
 -- ARGV[1]  owner id             the hold's owner (checked against the hold's record)
 -- ARGV[2]  hold id              the hold to release; with ARGV[8] 'any', this call's own id instead
 -- ARGV[3]  lease in ms, re-applied while holds remain (whole number in 1..31536000000)
@@ -49,7 +50,10 @@ if not target then return early end
 local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch, 'exclusive')
 local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
 if settled then return settled end
-if did == HOLD_DECREMENTED then return 'decremented' end
+if did == HOLD_DECREMENTED then
+  keepEpochWithLease(KEYS[1], KEYS[6])
+  return 'decremented'
+end
 -- One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it is
 -- named, so the count is odd exactly when the lock exists (and 0 when none does).
 local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])

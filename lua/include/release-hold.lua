@@ -29,11 +29,23 @@ local function releaseHold(lockKey, grants, holdId, lease, epoch, how)
   end
   if count > 1 then
     redis.call('hincrby', lockKey, owner, -1)
-    if lease then keepAtLeast(lockKey, lease) end
+    if lease then
+      keepAtLeast(lockKey, lease)
+      -- The holds left are recorded there: their records must last as long as the lease just made.
+      keepGrants(grants, lease)
+    end
     endHold(grants, holdId, 'd')
     return HOLD_DECREMENTED
   end
   if how == 'whole' then redis.call('del', lockKey) else redis.call('hdel', lockKey, owner) end
   if how then endLastHold(grants, holdId) else endHold(grants, holdId, 'r') end
   return HOLD_RELEASED
+end
+
+-- After releaseHold decremented a hold of `lockKey` (its lease made `lease` ms from now): the fencing
+-- counter `fence`, the epoch of the holds left (see hold-ids.lua), must live as long, or they would read
+-- as ran out while Redis keeps them, and their release would leave them behind.
+local function keepEpochWithLease(lockKey, fence)
+  local left = redis.call('pttl', lockKey)
+  if left > 0 then keepAtLeast(fence, left) end
 end

@@ -53,11 +53,14 @@ local function liveReaders(readers, now)
 end
 
 -- Moves `owner`'s expiry to `expiry` and keeps its records alive as long (`lease` ms from now), unless
--- its hold is gone or has already run out. Returns true if renewed.
-local function renewReader(readers, counts, grants, owner, expiry, lease, now)
+-- its hold is gone or has already run out. Returns true if renewed. Never shortens the expiry unless
+-- `exact` (extend(leaseTime) sets it): an explicit owner shared by two processes has one expiry for
+-- both, and the other's hold may have a longer lease it counts on (the renewing holder believes only
+-- its own, shorter or not).
+local function renewReader(readers, counts, grants, owner, expiry, lease, now, exact)
   local score = redis.pcall('zscore', readers, owner)
   if type(score) ~= 'string' or tonumber(score) <= now then return false end
-  redis.call('zadd', readers, expiry, owner)
+  redis.call('zadd', readers, exact and expiry or math.max(tonumber(score), expiry), owner)
   keepGrants(grants, lease)
   touchReaders(readers, counts, grants, now)
   return true

@@ -7,6 +7,7 @@ import type { ReplicaSync } from '../redis/replica-sync';
 import type { EmitLockEvent } from './lock-events';
 import type { ProcessTurns } from '../turns/process-turns';
 import type { Watchdog } from '../holds/watchdog';
+import type { ClosingWaits } from '../waiting/closing-waits';
 
 /**
  * What every lock kind shares from its client: one copy of identity, waiting, watchdog, held locks and
@@ -37,9 +38,6 @@ export interface EngineContext {
   readonly replicaSync: ReplicaSync;
   /** See LockClientEvents. */
   readonly lockEvent: EmitLockEvent;
-  /**
-   * Set by the client's close(): no acquisition is tried or kept after it (an ioredis client passed in
-   * stays open, and a grant would be renewed by a closed client for good).
-   */
-  closed: boolean;
+  /** The acquisitions still running, which close() ends first (see ClosingWaits). */
+  readonly waits: ClosingWaits;
 }

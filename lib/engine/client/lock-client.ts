@@ -29,6 +29,7 @@ import { FairLock, type FairLockOptions } from '../kinds/fair-lock';
 import { Semaphore, type SemaphoreOptions } from '../kinds/semaphore';
 import { QUIET_RECHECK_MS } from '../lock/lock-base';
 import { ReadWriteLock } from '../kinds/read-write-lock';
+import { ClosingWaits } from '../waiting/closing-waits';
 import type { ReadWriteLockOptions } from '../kinds/write-lock';
 import { LockWaiters } from '../waiting/waiters';
 import { checkReplicaSync, ReplicaSync, type ReplicaSyncSetting } from '../redis/replica-sync';
@@ -200,7 +201,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       quietRecheckMs: QUIET_RECHECK_MS,
       replicaSync: new ReplicaSync(replicaSync, redis, operationTimeout, logger),
       lockEvent: this.lockEvent,
-      closed: false,
+      waits: new ClosingWaits(),
     };
     engines.set(this, this.engine);
     // Locks vanish from a Redis that evicts keys: say so (once per master), on every (re)connect.
@@ -332,13 +333,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // Waits still running end now (woken below, each attempt refuses): a grant after close() would be
-    // renewed by this client's watchdog for good, through an ioredis client that stays open.
-    this.engine.closed = true;
     this.redis.off('ready', this.onReady);
     this.stopFollowingMasters?.();
     this.stopTelemetry?.();
-    const { recentReleases, watchdog, waiters, registry, logger, turns } = this.engine;
+    const { recentReleases, watchdog, waiters, registry, logger, turns, waits } = this.engine;
+    // Waits end first, while Redis can still be reached: a write wait withdraws its intent, and a hold
+    // granted meanwhile is among those released below.
+    await waits.close(2 * this.operationTimeout);
     recentReleases.close();
     watchdog.close();
     waiters.close();

@@ -12,6 +12,7 @@ import { checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { CLAIM_ATTEMPT, WRITE_ABANDON, WRITE_LOCK } from '../scripts/catalog';
 import type { LockHandle } from '../holds/lock-handle';
 import type { AcquireOptions } from '../lock/acquire-options';
+import { currentScope, type OwnerScope } from '../holds/owner-scope';
 
 export interface ReadWriteLockOptions {
   /**
@@ -54,11 +55,37 @@ export class WriteLock extends ReadWriteSide {
   private writeKeys?: readonly string[];
 
   override lock(options?: AcquireOptions): Promise<LockHandle> {
+    const upgrade = this.upgradeInSection(options);
+    if (upgrade) return Promise.reject(upgrade);
     return currentWait.run({}, () => super.lock(options));
   }
 
   override tryLock(options?: AcquireOptions): Promise<LockHandle | null> {
+    const upgrade = this.upgradeInSection(options);
+    if (upgrade) return Promise.reject(upgrade);
     return currentWait.run({}, () => super.tryLock(options));
+  }
+
+  /**
+   * A write section opened inside a read section of this lock runs under an owner of its own (nested in
+   * the reader's scope), which the script cannot tell from a stranger: it would wait, and hold other
+   * readers back, for a read hold its own caller keeps until it returns. That is an upgrade, refused at
+   * once as the script refuses the reader's own owner. Unless the section re-enters a write hold.
+   */
+  private upgradeInSection(options?: AcquireOptions): LockUpgradeError | undefined {
+    // `?.`: options that are not an object reach lock(), which refuses them with a LockOptionsError.
+    if ((options as AcquireOptions | null | undefined)?.owner !== undefined) return undefined;
+    const scope = currentScope();
+    if (!scope?.parent) return undefined; // the scope's own owner: the script answers 'holds-read'
+    const owner = this.scopeOwner();
+    const writer = owner === undefined ? undefined : this.findHeld(owner);
+    if (owner === undefined || (writer !== undefined && !writer.lost)) return undefined;
+    const { registry, clientId } = this.engine;
+    for (let s: OwnerScope | undefined = scope; s; s = s.parent) {
+      const reader = registry.get(this.rw.readers, `${clientId}:${s.id}`);
+      if (reader !== undefined && !reader.lost) return new LockUpgradeError(this.name, reader.owner);
+    }
+    return undefined;
   }
 
   protected async attempt({ owner, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {

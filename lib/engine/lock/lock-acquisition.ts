@@ -32,13 +32,37 @@ export const LOST_IN_FAILOVER = Symbol('lost in failover');
  * handle, or the refusing holder's TTL when the wait ran out. Reports `acquired` / `timedOut`, and
  * waits again on the new master when a grant was lost in a failover.
  */
-export async function acquireLock(
+export function acquireLock(
   side: LockSide,
   given: AcquireOptions,
   defaultWaitTime?: number,
 ): Promise<LockHandle | { ttl: number }> {
+  return side.engine.waits.track(acquireUntilClosed(side, given, defaultWaitTime));
+}
+
+/** acquireLock, ended by the client's close() as by the caller's own signal. */
+async function acquireUntilClosed(
+  side: LockSide,
+  given: AcquireOptions,
+  defaultWaitTime?: number,
+): Promise<LockHandle | { ttl: number }> {
+  const options = checkAcquireOptions(side.name, given, defaultWaitTime);
+  const { signal, done } = side.engine.waits.signalFor(options.signal);
+  options.signal = signal; // a copy of the caller's options, made by the check
+  try {
+    return await acquireOnce(side, options, defaultWaitTime);
+  } finally {
+    done();
+  }
+}
+
+/** One acquisition with checked options; again from the start after a failover lost its grant. */
+async function acquireOnce(
+  side: LockSide,
+  options: AcquireOptions,
+  defaultWaitTime?: number,
+): Promise<LockHandle | { ttl: number }> {
   const { engine, name, kind } = side;
-  const options = checkAcquireOptions(name, given, defaultWaitTime);
   const owner = side.ownerFor(options.owner);
   const leaseTime = options.leaseTime ?? side.defaultLeaseTime();
   const behaviour = side.waitBehaviour(owner);
@@ -57,7 +81,11 @@ export async function acquireLock(
     const { waitTime } = options;
     if (waitTime !== undefined) {
       const left = Math.max(0, waitTime - (monotonicNow() - waitedFrom));
-      return acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+      return acquireOnce(
+        side,
+        checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
+        defaultWaitTime,
+      );
     }
   }
   const startedAt = monotonicNow();
@@ -70,7 +98,11 @@ export async function acquireLock(
       // left of waitTime, on the master that serves it now.
       const { waitTime } = options;
       const left = waitTime === undefined ? undefined : Math.max(0, waitTime - (monotonicNow() - startedAt));
-      return await acquireLock(side, { ...options, waitTime: left }, defaultWaitTime);
+      return await acquireOnce(
+        side,
+        checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
+        defaultWaitTime,
+      );
     }
     if (outcome instanceof LockHandle) {
       engine.lockEvent('acquired', () => ({
@@ -176,7 +208,7 @@ export class LockAcquisition {
     if (!outcome.acquired) return { ttl: outcome.ttl };
     const { held, holdId } = outcome.value;
     const handle = new LockHandle(held, holdId);
-    if (engine.closed) {
+    if (engine.waits.signal.aborted) {
       // Granted while the client closed (the attempt was on its way): not kept, nobody would renew it.
       await handle.release().catch(() => undefined);
       throw closedError(side.name);
@@ -200,8 +232,8 @@ export class LockAcquisition {
 
   private async attempt(payload: HeardPayload | undefined, othersWaiting: boolean): Promise<Attempt<Taken>> {
     const { side } = this;
-    // No attempt once the client is closed: a wait still running ends (close() wakes it).
-    if (side.engine.closed) throw closedError(side.name);
+    // No attempt once the client is closed: a wait still running ends (close() aborts its signal).
+    if (side.engine.waits.signal.aborted) throw closedError(side.name);
     const { owner, options, leaseMs, watched } = this.request;
     const { label } = options;
     this.grantedIn = side.engine.replicaSync.epoch;

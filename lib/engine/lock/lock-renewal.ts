@@ -1,6 +1,6 @@
 import { monotonicNow } from '../util/clock';
 import { LockLostError } from '../errors';
-import type { HeldLock } from '../holds/held-lock';
+import type { HeldLock, RenewalKind } from '../holds/held-lock';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { RENEW_MANY } from '../scripts/catalog';
 import { checkDuration, LEASE_RULE } from '../util/validation';
@@ -25,8 +25,10 @@ export async function extendHold(
   if (held.lost) throw new LockLostError(side.name, held.owner, 'lease-expired');
   const leaseMs = leaseTime ?? held.leaseMs;
   const { engine } = side;
-  const renew = () =>
-    RENEW_MANY.run(engine.redis, held.renewalKeys, [engine.idleKeyTtl, held.renewal, leaseMs, held.owner]);
+  // A lease given sets it, shorter or not; a renewal never shortens it (another process of a shared
+  // owner may count on a longer one, see renew-many-n.lua).
+  const kind = leaseTime === undefined ? held.renewal : settingKind(held.renewal);
+  const renew = () => RENEW_MANY.run(engine.redis, held.renewalKeys, [engine.idleKeyTtl, kind, leaseMs, held.owner]);
   let sentAt = monotonicNow();
   const epoch = engine.replicaSync.epoch;
   let [renewed] = await side.bounded(renew(), 'extend');
@@ -62,4 +64,9 @@ export async function extendHold(
     held.leaseMs = leaseMs;
     held.armExpiry();
   }
+}
+
+/** The renew-many-n.lua kind that sets a hold's lease to the one given, shorter or not. */
+function settingKind(kind: RenewalKind): string {
+  return kind === 'held' ? 'held-set' : kind === 'read' ? 'read-set' : kind;
 }

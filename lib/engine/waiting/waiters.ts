@@ -108,15 +108,11 @@ export class LockWaiters {
     return this.channels.get(channel)?.live === true;
   }
 
-  /**
-   * Drops pending unsubscribes (the connection is about to close anyway), and wakes every waiter: its
-   * next attempt finds the client closed and ends the wait.
-   */
+  /** Drops pending unsubscribes (the connection is about to close anyway). */
   close(): void {
     for (const waiters of this.channels.values()) {
       clearTimeout(waiters.lingerTimer);
       waiters.stopRechecks();
-      waiters.wakeAll();
     }
   }
 
