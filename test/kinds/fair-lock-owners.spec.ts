@@ -167,6 +167,36 @@ describe('FairLock: owner ids are opaque', () => {
     expect(failed).toEqual([]);
   }, 120_000);
 
+  it("two clients with the same clientId hear each other's hand-offs: one passed to the other is not given away by it, one holder at a time", async () => {
+    // Processes configured alike (the same clientId) listen on the same channel. A hand-off to one
+    // client's wait reached the other too, which took it for a wait of its own that had ended and passed
+    // it on: the next wait then held the lock while the first believed the message (a double grant).
+    const [first, second] = [0, 1].map(() => {
+      const c = lockClient({ keyPrefix: prefix, clientId: 'shared-client-id' });
+      extraClients.push(c);
+      return c;
+    });
+    const lock = client.locks.getFairLock(name, fairOptions);
+    const held = await lock.lock();
+    const waits: Promise<LockHandle>[] = [];
+    for (const c of [first, second]) {
+      const wait = c.locks.getFairLock(name, fairOptions).lock({ waitTime: 30_000 });
+      wait.catch(() => undefined);
+      waits.push(wait);
+      await eventually(async () => (await client.redis.llen(lock.keys.queue)) === waits.length);
+    }
+    await sleep(300); // both clients' subscriptions are live: each hears the hand-off
+    await held.release();
+    const firstHandle = await waits[0];
+    // The second wait stays queued behind the first holder, which keeps the lock.
+    const secondWait = await Promise.race([waits[1].then(() => 'granted'), sleep(1_500).then(() => 'waiting')]);
+    expect(secondWait).toBe('waiting');
+    expect(firstHandle.signal.aborted).toBe(false);
+    expect((await client.locks.inspect(name)).holders.map((h) => h.owner)).toEqual([firstHandle.owner]);
+    await firstHandle.release();
+    await (await waits[1]).release();
+  });
+
   it('two waits of one owner in one process each keep their own place: one giving up leaves the other queued', async () => {
     const lock = client.locks.getFairLock(name, fairOptions);
     const holder = await lock.lock();

@@ -22,6 +22,7 @@ import { connectionMark } from '../redis/connection-mark';
 import type { LeaseFrom } from '../util/server-clock';
 import { handOverFirstLease } from '../holds/hand-over-lease';
 import { FairWait, parseHandOver, type HandOverMessage } from './fair-hand-over';
+import { isQueuedWaitOf, rememberQueuedWait } from '../waiting/queued-waits';
 import {
   CLAIM_ATTEMPT,
   FAIR_ABANDON,
@@ -145,7 +146,10 @@ export class FairLock extends HashLock {
     const { redis, publishCommand: publish } = this.engine;
     // A single attempt (no `waiting`) never queues. A queued one registers its id, and its reply's
     // server time is an anchor for a grant in the message.
-    if (waiting) wait.registering(holdId);
+    if (waiting) {
+      wait.registering(holdId);
+      rememberQueuedWait(this.engine, wait.waiterId);
+    }
     const sentAt = monotonicNow();
     const [status, value, more] = await FAIR_LOCK.run(redis, this.keys, {
       idleKeyTtl: this.engine.idleKeyTtl,
@@ -277,11 +281,13 @@ export class FairLock extends HashLock {
   }
 
   /**
-   * A hand-off message for a wait of ours that has ended: what was handed to it is passed on, unless the
-   * wait took it (an attempt found the hold handed over, or claimed it): a hold this client has is
-   * released by its holder, never here.
+   * A hand-off message for a wait no longer waiting here: what was handed to it is passed on, unless the
+   * wait took it (an attempt found the hold handed over, or claimed it: a hold this client has is
+   * released by its holder, never here), or the wait was not this client's (a client sharing its
+   * client id waits for it, and its holder believes the message: see queued-waits.ts).
    */
   private unclaimed(waiterId: string, payload: string): void {
+    if (!isQueuedWaitOf(this.engine, waiterId)) return;
     const told = parseHandOver(payload);
     if (told?.kind === 'grant' && this.engine.registry.hasHold(this.keys.lock, told.holdId)) return;
     void this.leave(waiterId, '', told?.kind === 'grant' ? told.holdId : '').catch(() => undefined);

@@ -13,6 +13,7 @@ import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBe
 import type { LockKindName } from '../client/lock-events';
 import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
+import { isQueuedWaitOf, rememberQueuedWait } from '../waiting/queued-waits';
 
 /** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
 const NEVER_GRANTABLE = -2;
@@ -39,26 +40,6 @@ export function permitKeys(prefix: string, name: string): PermitKeys {
 
 const RECENT_KEYS = 1_000;
 const recentKeys = new Map<string, PermitKeys>();
-
-/**
- * The members of each client's waits that may have queued (see PermitLock.modeOf), the newest last.
- * A hand-over on the client's channel for a wait no longer waiting is given back only when the wait
- * was this client's: another client may have the same client id (processes configured alike) and so
- * hear the hand-overs to its waits, whose permits it must not take from their holder.
- */
-const queuedWaits = new WeakMap<EngineContext, Set<string>>();
-
-/** Members kept per client: far more waits than end within a stale-waiter timeout. Beyond, a hand-over to an
- * ended wait is left to its acceptance lease. */
-const QUEUED_WAITS_KEPT = 10_000;
-
-function rememberQueued(engine: EngineContext, member: string): void {
-  let members = queuedWaits.get(engine);
-  if (!members) queuedWaits.set(engine, (members = new Set()));
-  if (members.has(member)) return;
-  members.add(member);
-  if (members.size > QUEUED_WAITS_KEPT) members.delete(members.values().next().value!);
-}
 
 /** How the semaphore's queue and hand-overs are timed (see SemaphoreOptions). */
 export interface PermitTimings {
@@ -199,7 +180,7 @@ export class PermitLock extends LockBase {
   private modeOf(waiting: AttemptRequest['waiting']): PermitAttemptMode {
     if (!waiting) return 'once';
     const mode = waiting.refusedBefore ? 'queued' : this.engine.waiters.isLive(this.clientChannel) ? 'wait' : 'once';
-    if (mode !== 'once' && this.member !== undefined) rememberQueued(this.engine, this.member);
+    if (mode !== 'once' && this.member !== undefined) rememberQueuedWait(this.engine, this.member);
     return mode;
   }
 
@@ -234,11 +215,11 @@ export class PermitLock extends LockBase {
   /**
    * A hand-over message for a wait no longer waiting here. If its acquisition holds (its own attempt
    * took the member first), or the wait was not this client's (a client sharing its client id waits
-   * for it: see queuedWaits), nothing; else its permits go back and on at once.
+   * for it: see queued-waits.ts), nothing; else its permits go back and on at once.
    */
   private giveBackUnclaimed(member: string): void {
     if (this.engine.registry.get(this.semaphore.holds, member)) return;
-    if (!queuedWaits.get(this.engine)?.has(member)) return;
+    if (!isQueuedWaitOf(this.engine, member)) return;
     void this.leave(member);
   }
 
