@@ -112,6 +112,26 @@ describe('RedLock review (private masters)', () => {
   }, 30_000);
   const pttls = (clients: TestClient[], name: string) =>
     Promise.all(clients.map((c) => c.redis.pttl(c.locks.getSimpleLock(name).keys.lock)));
+  /**
+   * A client per master, the first behind a reply-dropping proxy, each re-sending what was in flight
+   * after a reconnect or not (`resend`), and a connection straight to the first master.
+   */
+  const proxiedClients = async (resend: boolean) => {
+    const masters = topology!.masters;
+    const proxy = await ReplyDroppingProxy.start(masters[0]);
+    proxies.push(proxy);
+    const direct = new Redis({ host: '127.0.0.1', port: masters[0].port });
+    const clients = masters.map((m, i) => {
+      const client = lockClient({ port: i === 0 ? proxy.port : m.port, keyPrefix: prefix, operationTimeout: 2_000 });
+      client.redis.options.autoResendUnfulfilledCommands = resend;
+      return client;
+    });
+    const close = async () => {
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      direct.disconnect();
+    };
+    return { proxy, direct, clients, close };
+  };
 
   it.each([
     ['at once', true],
@@ -120,15 +140,7 @@ describe('RedLock review (private masters)', () => {
   ] as const)(
     'a vote whose reply was lost with its connection is not left behind by a release (%s, re-sent: %s)',
     async (when, resend) => {
-      const masters = topology!.masters;
-      const proxy = await ReplyDroppingProxy.start(masters[0]);
-      proxies.push(proxy);
-      const direct = new Redis({ host: '127.0.0.1', port: masters[0].port });
-      const clients = masters.map((m, i) => {
-        const client = lockClient({ port: i === 0 ? proxy.port : m.port, keyPrefix: prefix, operationTimeout: 2_000 });
-        client.redis.options.autoResendUnfulfilledCommands = resend;
-        return client;
-      });
+      const { proxy, direct, clients, close } = await proxiedClients(resend);
       const name = `lost-reply-${when === 'at once' ? 'now' : 'later'}-${String(resend)}`;
       try {
         await Promise.all(clients.map((c) => c.redis.ping()));
@@ -145,23 +157,14 @@ describe('RedLock review (private masters)', () => {
         await sleep(1_000);
         await eventually(async () => (await direct.exists(key)) === 0, 5_000);
       } finally {
-        await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-        direct.disconnect();
+        await close();
       }
     },
     30_000,
   );
 
   it('a lost round takes back a vote whose reply was lost with its connection (a client that does not re-send)', async () => {
-    const masters = topology!.masters;
-    const proxy = await ReplyDroppingProxy.start(masters[0]);
-    proxies.push(proxy);
-    const direct = new Redis({ host: '127.0.0.1', port: masters[0].port });
-    const clients = masters.map((m, i) => {
-      const client = lockClient({ port: i === 0 ? proxy.port : m.port, keyPrefix: prefix, operationTimeout: 2_000 });
-      client.redis.options.autoResendUnfulfilledCommands = false;
-      return client;
-    });
+    const { proxy, direct, clients, close } = await proxiedClients(false);
     try {
       await Promise.all(clients.map((c) => c.redis.ping()));
       // Another holder has the four other masters: every round is lost there.
@@ -181,8 +184,7 @@ describe('RedLock review (private masters)', () => {
       await eventually(async () => (await direct.exists(key)) === 0, 5_000);
       await holder.release();
     } finally {
-      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-      direct.disconnect();
+      await close();
     }
   }, 30_000);
 

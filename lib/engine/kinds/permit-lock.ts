@@ -142,20 +142,8 @@ export class PermitLock extends LockBase {
       const claimed = await this.claim(holder, leaseMs);
       if (claimed) return { acquired: true, value: claimed };
     }
-    const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
     const sentAt = monotonicNow();
-    const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
-      member: holder,
-      permits: this.permits,
-      leaseMs,
-      configuredLimit: this.limit,
-      publish: publishCommand,
-      clientId,
-      mode: this.modeOf(waiting),
-      idleKeyTtl,
-      acceptanceLease: this.timings.acceptanceLease,
-      staleWaiterTimeout: this.timings.staleWaiterTimeout,
-    });
+    const reply = await this.acquireScript(holder, leaseMs, this.modeOf(waiting));
     if (reply[0] === 'granted') return { acquired: true, value: { fencingToken: reply[1], reentered: false, holder } };
     const [, ms, available, serverMs] = reply;
     if (ms === NEVER_GRANTABLE) {
@@ -167,7 +155,7 @@ export class PermitLock extends LockBase {
       );
     }
     // A hand-over to this member comes after this refusal, on the same server unless the connection changed.
-    const connection = serverMs === undefined ? undefined : connectionMark(redis, this.semaphore.holds);
+    const connection = serverMs === undefined ? undefined : connectionMark(this.engine.redis, this.semaphore.holds);
     if (connection) this.anchor = { sentAt, serverMs: serverMs!, connection };
     return { acquired: false, ttl: ms };
   }
@@ -277,20 +265,25 @@ export class PermitLock extends LockBase {
    * when it holds none.
    */
   private async claim(holder: string, leaseMs: number): Promise<Grant | undefined> {
+    const reply = await this.acquireScript(holder, leaseMs, 'claim');
+    if (reply[0] !== 'granted') return undefined;
+    return { fencingToken: reply[1], reentered: false, holder };
+  }
+
+  /** semaphore-acquire-7.lua for `holder`'s member in `mode` (an attempt, or a claim). */
+  private acquireScript(holder: string, leaseMs: number, mode: PermitAttemptMode) {
     const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
-    const reply = await SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
+    return SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {
       member: holder,
       permits: this.permits,
       leaseMs,
       configuredLimit: this.limit,
       publish: publishCommand,
       clientId,
-      mode: 'claim',
+      mode,
       idleKeyTtl,
       acceptanceLease: this.timings.acceptanceLease,
       staleWaiterTimeout: this.timings.staleWaiterTimeout,
     });
-    if (reply[0] !== 'granted') return undefined;
-    return { fencingToken: reply[1], reentered: false, holder };
   }
 }
