@@ -22,7 +22,7 @@ import { connectionMark } from '../redis/connection-mark';
 import type { LeaseFrom } from '../util/server-clock';
 import { handOverFirstLease } from '../holds/hand-over-lease';
 import { FairWait, parseHandOver, type HandOverMessage } from './fair-hand-over';
-import { isQueuedWaitOf, rememberQueuedWait } from '../waiting/queued-waits';
+import { isGivenUpWaitOf, rememberGivenUpWait } from '../waiting/given-up-waits';
 import {
   CLAIM_ATTEMPT,
   FAIR_ABANDON,
@@ -146,10 +146,7 @@ export class FairLock extends HashLock {
     const { redis, publishCommand: publish } = this.engine;
     // A single attempt (no `waiting`) never queues. A queued one registers its id, and its reply's
     // server time is an anchor for a grant in the message.
-    if (waiting) {
-      wait.registering(holdId);
-      rememberQueuedWait(this.engine, wait.waiterId);
-    }
+    if (waiting) wait.registering(holdId);
     const sentAt = monotonicNow();
     const [status, value, more] = await FAIR_LOCK.run(redis, this.keys, {
       idleKeyTtl: this.engine.idleKeyTtl,
@@ -276,6 +273,7 @@ export class FairLock extends HashLock {
    */
   protected override async abandonWait(owner: string, waiterId: string | undefined, waited: boolean): Promise<void> {
     if (!waited || waiterId === undefined) return;
+    rememberGivenUpWait(this.engine, waiterId); // a hand-off to it from now on is passed on (see unclaimed)
     // The wait took no hold: one a hand-over recorded for it, whatever its id, is released.
     await this.bounded(this.leave(waiterId, owner, ANY_HANDED_HOLD), 'abandon wait');
   }
@@ -284,10 +282,10 @@ export class FairLock extends HashLock {
    * A hand-off message for a wait no longer waiting here: what was handed to it is passed on, unless the
    * wait took it (an attempt found the hold handed over, or claimed it: a hold this client has is
    * released by its holder, never here), or the wait was not this client's (a client sharing its
-   * client id waits for it, and its holder believes the message: see queued-waits.ts).
+   * client id waits for it, and its holder believes the message: see given-up-waits.ts).
    */
   private unclaimed(waiterId: string, payload: string): void {
-    if (!isQueuedWaitOf(this.engine, waiterId)) return;
+    if (!isGivenUpWaitOf(this.engine, waiterId)) return;
     const told = parseHandOver(payload);
     if (told?.kind === 'grant' && this.engine.registry.hasHold(this.keys.lock, told.holdId)) return;
     void this.leave(waiterId, '', told?.kind === 'grant' ? told.holdId : '').catch(() => undefined);

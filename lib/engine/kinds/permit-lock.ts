@@ -13,7 +13,7 @@ import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBe
 import type { LockKindName } from '../client/lock-events';
 import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
-import { isQueuedWaitOf, rememberQueuedWait } from '../waiting/queued-waits';
+import { isGivenUpWaitOf, rememberGivenUpWait } from '../waiting/given-up-waits';
 
 /** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
 const NEVER_GRANTABLE = -2;
@@ -167,9 +167,7 @@ export class PermitLock extends LockBase {
    */
   private modeOf(waiting: AttemptRequest['waiting']): PermitAttemptMode {
     if (!waiting) return 'once';
-    const mode = waiting.refusedBefore ? 'queued' : this.engine.waiters.isLive(this.clientChannel) ? 'wait' : 'once';
-    if (mode !== 'once' && this.member !== undefined) rememberQueuedWait(this.engine, this.member);
-    return mode;
+    return waiting.refusedBefore ? 'queued' : this.engine.waiters.isLive(this.clientChannel) ? 'wait' : 'once';
   }
 
   /**
@@ -203,11 +201,11 @@ export class PermitLock extends LockBase {
   /**
    * A hand-over message for a wait no longer waiting here. If its acquisition holds (its own attempt
    * took the member first), or the wait was not this client's (a client sharing its client id waits
-   * for it: see queued-waits.ts), nothing; else its permits go back and on at once.
+   * for it: see given-up-waits.ts), nothing; else its permits go back and on at once.
    */
   private giveBackUnclaimed(member: string): void {
     if (this.engine.registry.get(this.semaphore.holds, member)) return;
-    if (!isQueuedWaitOf(this.engine, member)) return;
+    if (!isGivenUpWaitOf(this.engine, member)) return;
     void this.leave(member);
   }
 
@@ -215,6 +213,7 @@ export class PermitLock extends LockBase {
   protected override async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
     const member = this.member;
     if (waited && member !== undefined && !this.engine.registry.get(this.semaphore.holds, member)) {
+      rememberGivenUpWait(this.engine, member); // a hand-over to it from now on is given back (see giveBackUnclaimed)
       await this.leave(member);
     }
   }
