@@ -89,6 +89,8 @@ if (!found) {
     // Search by the template label (this process took the lock with it), then by name.
     await page.fill('#search', 'orders:{id}');
     await row('payment-provider').waitFor({ state: 'detached' });
+    // The table is drawn again at each refresh: counted once the matching row is there.
+    await row('orders:42').waitFor();
     await expect(page.locator('#locks tr.lock').count()).resolves.toBe(1);
     await page.fill('#search', 'payment');
     await row('orders:42').waitFor({ state: 'detached' });
