@@ -51,6 +51,10 @@ async function acquireUntilClosed(
   options.signal = signal; // a copy of the caller's options, made by the check
   try {
     return await acquireOnce(side, options, defaultWaitTime);
+  } catch (error) {
+    // Ended by close(): told with this lock's name, as an attempt begun after close() is.
+    if (error === side.engine.waits.signal.reason) throw closedError(side.name);
+    throw error;
   } finally {
     done();
   }
