@@ -57,6 +57,7 @@ export function reconnectDelay(attempt: number): number {
  * connection's maxRetriesPerRequest 0), a connection that drops again at that moment (a flapping
  * network, a failover) rejects it: the channels stay unsubscribed, and the unhandled rejection ends
  * the process. A subscriber only ever sends (S)SUBSCRIBE and (S)UNSUBSCRIBE, which are safe to queue
- * and to send again; the library bounds its own calls in time (see bounded.ts).
+ * and to send again; the library bounds its own calls in time (see bounded.ts). What still rejects
+ * (a close mid-reconnect, a commandTimeout) is handled by handleResubscribeRejections.
  */
 export const SUBSCRIBER_OVERRIDES = { enableOfflineQueue: true, maxRetriesPerRequest: null } as const;

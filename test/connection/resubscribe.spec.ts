@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { createLockClient, runInLockScope, type LockClient } from '../../lib';
-import { eventually, quietLogger, sleep } from '../support/engine';
+import { createLockClient, LockClient, runInLockScope } from '../../lib';
+import { eventually, quietLogger, sleep, testPrefix } from '../support/engine';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { sharedTopology } from '../support/topologies';
 
@@ -73,4 +73,79 @@ describe('a subscriber connection that drops again while ioredis re-subscribes',
     await next.release();
     expect(unhandled.map(String)).toEqual([]);
   }, 60_000);
+});
+
+/**
+ * The other way ioredis's own re-subscription goes unhandled: the client is closed while its
+ * subscriber reconnects, between the ready check (INFO) going out and its answer. The answer makes
+ * the connection ready, ioredis re-subscribes at once on a socket that is closing, and the close
+ * rejects that call. Seen as a fault-suite racer that ended with "Connection is closed." at its close.
+ */
+describe('a client closed while its subscriber connection is being made ready again', () => {
+  const upstream = sharedTopology('single').masters[0];
+  let admin: Redis;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+
+  beforeAll(() => {
+    process.on('unhandledRejection', onUnhandled);
+    admin = new Redis(upstream);
+  });
+  afterAll(async () => {
+    process.off('unhandledRejection', onUnhandled);
+    await admin.quit();
+  });
+
+  /** The library's subscriber connection of `locks` (not reachable through the public API). */
+  const subscriberOf = (locks: LockClient): Redis =>
+    (locks as unknown as { pubsub: { connection: Redis } }).pubsub.connection;
+
+  const cases: [string, () => Promise<LockClient>][] = [
+    [
+      'a LockClient given a connection',
+      async () => {
+        const redis = new Redis({ ...upstream, maxRetriesPerRequest: 0 });
+        return new LockClient({ redis, keyPrefix: testPrefix(), onClose: async () => void (await redis.quit()) });
+      },
+    ],
+    [
+      'a client of createLockClient (a deployment)',
+      () =>
+        createLockClient({ connection: { type: 'single', ...upstream }, keyPrefix: testPrefix(), logger: quietLogger }),
+    ],
+  ];
+
+  it.each(cases)(
+    '%s: no unhandled rejection',
+    async (_, make) => {
+      const locks = await make();
+      // A lock waited for leaves its channel subscribed for a while after.
+      const held = await locks.getLock('close-mid-ready').lock();
+      const waiting = runInLockScope(() => locks.getLock('close-mid-ready').lock({ waitTime: 10_000 }), {
+        newScope: true,
+      });
+      await sleep(100);
+      await held.release();
+      await (await waiting).release();
+
+      const subscriber = subscriberOf(locks);
+      const list = (await admin.call('CLIENT', 'LIST')) as string;
+      const line = list.split('\n').find((l) => l.includes(` addr=127.0.0.1:${subscriber.stream.localPort} `));
+      expect(line).toMatch(/ sub=[1-9]/);
+      // Closed right after the reconnected subscriber sent its ready check, before the answer comes.
+      let closing: Promise<void> | undefined;
+      const send = subscriber.sendCommand;
+      subscriber.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+        const sent = send.apply(this, args);
+        if (!closing && args[0].name === 'info' && subscriber.status === 'connect') closing = locks.close();
+        return sent;
+      } as Redis['sendCommand'];
+      await admin.call('CLIENT', 'KILL', 'ID', line!.match(/^id=(\d+)/)![1]);
+      await eventually(() => closing !== undefined, 10_000);
+      await closing;
+      await sleep(300); // a rejection of the re-subscription would be reported by now
+      expect(unhandled.map(String)).toEqual([]);
+    },
+    30_000,
+  );
 });

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { RedisPubSub } from '../../engine/waiting/pubsub';
+import { handleResubscribeRejections } from '../../engine/waiting/resubscribe-rejections';
 import type { HostPort } from '../connection-options';
 import { DEFAULT_REDIS_PORT } from '../addresses';
 import { connectAll, lastConnectionError, quitAll } from '../connection-revival';
@@ -49,6 +50,8 @@ export abstract class BaseDeployment<C extends Connection = Connection> implemen
     this.tlsTargets = tlsTargets ?? (client.isCluster ? [] : tlsTargetsOf(client as Redis));
     this.replicas = replicas;
     this.publishCommand = client.isCluster ? 'spublish' : 'publish';
+    // Closed by us, possibly mid-reconnect: ioredis's own re-subscription must not reject unhandled.
+    if (owned.includes(subscriber)) handleResubscribeRejections(subscriber);
     this.pubsub = new RedisPubSub(subscriber, client.isCluster, false);
   }
 

@@ -18,6 +18,7 @@ import {
 } from '../util/validation';
 import { DEFAULT_DRIFT_FACTOR } from '../util/clock';
 import { RedisPubSub, type PubSub } from '../waiting/pubsub';
+import { handleResubscribeRejections } from '../waiting/resubscribe-rejections';
 import { RecentReleases } from '../holds/recent-releases';
 import { LockObjects } from './lock-objects';
 import { ioredisKeyPrefix, type PublishCommand, type RedisClient } from '../redis/redis-client';
@@ -164,7 +165,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.connectionProblem = options.connectionProblem ?? (() => undefined);
     const sharded = options.publishCommand ? options.publishCommand === 'spublish' : redis.isCluster;
     this.publishCommand = sharded ? 'spublish' : 'publish';
-    this.pubsub = options.pubsub ?? new RedisPubSub(subscriberFor(redis), sharded, true);
+    this.pubsub = options.pubsub ?? new RedisPubSub(ownSubscriber(redis), sharded, true);
     if (this.pubsub instanceof RedisPubSub) this.pubsub.checkChannelPrefix(ioredisKeyPrefix(redis));
     const watchdog = new Watchdog(
       redis,
@@ -392,6 +393,13 @@ export function subscriberFor(client: RedisClient): RedisClient {
         redisOptions: { ...(client as Cluster).options.redisOptions, maxRetriesPerRequest: null },
       })
     : (client as Redis).duplicate(overrides);
+}
+
+/** A subscriber this client makes and closes itself (see handleResubscribeRejections). */
+function ownSubscriber(client: RedisClient): RedisClient {
+  const subscriber = subscriberFor(client);
+  handleResubscribeRejections(subscriber);
+  return subscriber;
 }
 
 /**
