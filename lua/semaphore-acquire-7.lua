@@ -17,10 +17,9 @@
 -- ARGV[7]  mode               'once' (a single attempt: never queues), 'wait' (a refused caller queues),
 --                             'queued' (refused before); with 'wait' or 'queued' the caller may be queued
 --                             already (an earlier attempt or copy whose reply was lost queued it): it is
---                             never handed its own permits here, and leaves the queue if granted;
---                             'claim': only a member held already is taken, its lease set to ARGV[3]
---                             exactly (an attempt whose reply never came may have been granted, or
---                             permits handed to it), nothing else
+--                             never handed its own permits here, and leaves the queue if granted
+--                             (a claim of a member held already, with nothing else taken, is
+--                             semaphore-claim-5.lua's: it runs on a full Redis)
 -- ARGV[8]  idle key TTL in ms how long the fencing counter and the limit outlive a lease (see fencing.lua)
 -- ARGV[9]  acceptance lease   ms, whole number in 1..2147483647: the lease of permits handed to a waiter
 -- ARGV[10] stale waiter ms    whole number in 1..2147483647: a queued waiter not refreshed for this long is dead
@@ -55,8 +54,8 @@ end
 local badLimit = limitAndPublishProblem(ARGV[4], publish)
 if badLimit then return badLimit end
 if client == nil or client == '' then return redis.error_reply('BADARG client id is empty') end
-if mode ~= 'once' and mode ~= 'wait' and mode ~= 'queued' and mode ~= 'claim' then
-  return redis.error_reply('BADARG mode must be once, wait, queued or claim, got ' .. tostring(mode))
+if mode ~= 'once' and mode ~= 'wait' and mode ~= 'queued' then
+  return redis.error_reply('BADARG mode must be once, wait or queued, got ' .. tostring(mode))
 end
 local badIdle = idleTtlProblem(ARGV[8])
 if badIdle then return badIdle end
@@ -78,14 +77,9 @@ local entry = queueEntry(client, member)
 local mayBeQueued = mode ~= 'once'
 if redis.call('zscore', holdsKey, member) then
   -- Held already (this attempt sent again, or permits handed to it): the lease is this call's from now.
-  -- A claim sets it exactly, as a renewal does (a hand-over's acceptance lease may be longer than the
-  -- lease the caller asked for); an attempt never shortens it (a copy of it sent again must not cut
-  -- a lease its caller has extended since).
-  if mode == 'claim' then
-    redis.call('zadd', holdsKey, 'xx', now + lease, member)
-  else
-    redis.call('zadd', holdsKey, 'gt', now + lease, member)
-  end
+  -- An attempt never shortens it (a copy of it sent again must not cut a lease its caller has extended
+  -- since).
+  redis.call('zadd', holdsKey, 'gt', now + lease, member)
   keepAtLeast(holdsKey, lease)
   keepFence(limitKey, lease + q.idle) -- the stored limit outlives the hold, as at a first grant
   if mayBeQueued then leaveQueue(q, entry) end
@@ -94,8 +88,6 @@ if redis.call('zscore', holdsKey, member) then
   -- was handed over went out in a message this caller did not believe, and is not stored.
   return {'granted', nextToken(fenceKey, lease + q.idle), math.max(available, 0)}
 end
--- A claim of a member not held takes nothing, and queues nothing.
-if mode == 'claim' then return {'refused', -1, math.max(available, 0), now} end
 -- Free permits go to the queue first, in its order (a crashed holder's whose lease ended, or ones the
 -- holds set's own expiry dropped unseen), up to this caller's own place.
 -- Not past the caller's own entry, if it is queued: a hand-over to it here would be recorded and then

@@ -6,8 +6,8 @@
 -- that landed replies 'released' and touches nothing. A release of a token the lock does not hold
 -- cancels that token: no copy of its attempt may take the lock after it.
 -- KEYS[1]  lock string
--- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id>; a RedLock
---                               round waits on KEYS[2] itself (see redlock-release-2.lua)
+-- KEYS[2]  unlock channel       a waiting process listens on <KEYS[2]>:<its client id> (a RedLock
+--                               round's too, see redlock-release-3.lua)
 -- KEYS[3]  waiting processes    (see lock-5.lua)
 -- KEYS[4]  hand-over            (see hand-over.lua)
 -- KEYS[5]  recent releases      <prefix>:{<name>}:releases (see release-once.lua)

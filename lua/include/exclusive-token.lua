@@ -1,5 +1,5 @@
 -- An exclusive lock's next fencing token (see fencing.lua for why a token is never below the clock),
--- apart so that a script that grants nothing else (redlock-grant-2.lua) defines no more than it uses.
+-- apart so that a script that grants nothing else (redlock-grant-3.lua) defines no more than it uses.
 --!include token-text.lua
 
 -- The next token of `fence` for an exclusive lock (reentrant, fair, simple: they share one counter per

@@ -151,6 +151,44 @@ describe('Redis refusals', () => {
     ).toBe(0);
   }, 30_000);
 
+  it('a full Redis: permits handed to a waiter are claimed by its call (its own lease is shorter than the acceptance lease); a new grant is refused', async () => {
+    const keyPrefix = `rf-${randomUUID().slice(0, 8)}`;
+    const locks = await client({ keyPrefix });
+    const other = await client({ keyPrefix });
+    // The hand-over's message cannot vouch for a lease shorter than the acceptance lease: the waiter
+    // claims its hold with a call of its own, which writes nothing new (a renewal of a granted hold).
+    const options = { permits: 1, acceptanceLease: 6_000 };
+    const semaphore = locks.getSemaphore('claimed', options);
+    const held = await semaphore.acquire();
+    const waiting = other.getSemaphore('claimed', options).acquire({ leaseTime: 3_000, waitTime: 4_000 });
+    waiting.catch(() => undefined);
+    await eventually(async () => (await admin.zcard(semaphore.keys.waiting)) === 1, 5_000);
+    await sleep(300); // subscribed, and refused again since
+    await fillMemory();
+    expect(await held.release()).toBe('released'); // hands the permit over, memory full or not
+    const outcome = await waiting.then(
+      (handle) => handle,
+      (error: unknown) => error,
+    );
+    expect(outcome).not.toBeInstanceOf(Error);
+    const handle = outcome as LockHandle;
+    expect(handle.signal.aborted).toBe(false);
+    // Claimed: Redis keeps it for the waiter's own lease, not the acceptance lease.
+    const [seconds, micros] = await admin.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const leaseLeft = Number(await admin.zscore(semaphore.keys.holds, handle.owner)) - now;
+    expect(leaseLeft).toBeGreaterThan(1_000);
+    expect(leaseLeft).toBeLessThanOrEqual(3_000);
+    // A grant of permits not held yet needs memory: refused.
+    const refused = await locks
+      .getSemaphore('claimed-new', { permits: 1 })
+      .tryAcquire()
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(RedisRefusedError);
+    expect((refused as RedisRefusedError).code).toBe('OOM');
+    expect(await handle.release()).toBe('released');
+  }, 30_000);
+
   it('a Redis that cannot save to disk (MISCONF): acquisitions refused; a release is sent again until it can write', async () => {
     const locks = await client();
     const held = await locks.getLock('kept').lock({ leaseTime: 20_000 });

@@ -73,7 +73,7 @@ describe('script contracts', () => {
       'semaphore-acquire-7.lua',
       'semaphore-set-permits-6.lua',
       'simple-lock-5.lua',
-      'redlock-grant-2.lua',
+      'redlock-grant-3.lua',
     ]);
     const readsOnly = new Set([
       'hold-state-2.lua',
@@ -170,8 +170,12 @@ describe('script contracts', () => {
         'not-locked',
       ),
       call(catalog.SIMPLE_CLAIM, { token: 't' }, ['cancelled']),
-      call(catalog.REDLOCK_GRANT, { idleKeyTtl: IDLE_KEY_TTL, token: 't', leaseMs: 5000 }, grant),
-      call(catalog.REDLOCK_RELEASE, { token: 't', publish, message: 'm' }, 'not-locked'),
+      call(
+        catalog.REDLOCK_GRANT,
+        { idleKeyTtl: IDLE_KEY_TTL, token: 't', leaseMs: 5000, clientId: 'c', waiting: 'once' },
+        grant,
+      ),
+      call(catalog.REDLOCK_RELEASE, { token: 't', publish, message: 'm', clientId: 'c' }, 'not-locked'),
       call(
         catalog.FAIR_LOCK,
         {
@@ -245,6 +249,10 @@ describe('script contracts', () => {
         },
         ['granted', clockToken(), 1],
       ),
+      call(catalog.SEMAPHORE_CLAIM, { member: '1:c:1', leaseMs: 5000, clientId: 'c', idleKeyTtl: IDLE_KEY_TTL }, [
+        'refused',
+        -1,
+      ]),
       call(
         catalog.SEMAPHORE_RELEASE,
         {

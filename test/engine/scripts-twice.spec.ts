@@ -219,6 +219,8 @@ describe('lua scripts run twice with the same arguments', () => {
         const pass = () => PASS_WAKE.run(redis, k, { clientId: 'p1', publish: 'publish', message: 'm' });
         expect(await pass()).toBe(true); // p1 passes: p2 is woken and the lock reserved for it
         expect(await redis.get(k.next)).toBe('pass:p2');
+        // A reservation lasts HAND_OVER_MS (50 ms): a slow machine's round trips must not outlast it.
+        await redis.pexpire(k.next, 10_000);
         expect(await pass()).toBe(false); // the copy: reserved for p2, nothing else changes
         expect(await redis.get(k.next)).toBe('pass:p2');
         expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['p2']);

@@ -100,12 +100,13 @@ describe('lua scripts', () => {
     expect(await lock(k, 'b')).toEqual(['granted', FENCE_SEED + 2, 0]);
   });
 
-  it('redlock-grant-2 / redlock-release-2: a repeat of a grant or a release changes nothing, and a late release never ends a newer grant', async () => {
+  it('redlock-grant-3 / redlock-release-3: a repeat of a grant or a release changes nothing, and a late release never ends a newer grant', async () => {
     const k = keys();
     await seedFence(redis, k.fence);
     const grant = (token: string, lease = 5000) =>
-      REDLOCK_GRANT.run(redis, k, { token, leaseMs: lease, idleKeyTtl: IDLE_KEY_TTL });
-    const release = (token: string) => REDLOCK_RELEASE.run(redis, k, { token, publish: 'publish', message: 'm' });
+      REDLOCK_GRANT.run(redis, k, { token, leaseMs: lease, idleKeyTtl: IDLE_KEY_TTL, clientId: 'c', waiting: 'once' });
+    const release = (token: string) =>
+      REDLOCK_RELEASE.run(redis, k, { token, publish: 'publish', message: 'm', clientId: 'c' });
     const heard: string[] = [];
     const sub = redis.duplicate();
     sub.on('message', (_channel, message: string) => heard.push(message));
@@ -127,10 +128,9 @@ describe('lua scripts', () => {
       expect(await release('t2')).toBe('not-locked');
       // Not announced (message ''): released, heard by nobody.
       expect(await grant('t4')).toEqual(['granted', FENCE_SEED + 3]);
-      expect(await REDLOCK_RELEASE.run(redis, k, { token: 't4', publish: 'publish', message: '' })).toEqual([
-        'released',
-        0,
-      ]);
+      expect(
+        await REDLOCK_RELEASE.run(redis, k, { token: 't4', publish: 'publish', message: '', clientId: 'c' }),
+      ).toEqual(['released', 0]);
       // Another kind holding the name: refused, and never released by a vote.
       await redis.hset(k.lock, 'owner', '1');
       expect((await grant('t3'))[0]).toBe('refused');
@@ -141,6 +141,57 @@ describe('lua scripts', () => {
       expect(await redis.pttl(k.fence)).toBeGreaterThan(IDLE_KEY_TTL);
     } finally {
       await sub.quit();
+    }
+  });
+
+  it('redlock-grant-3 / redlock-release-3: a refused waiting vote registers its process, and a release wakes the longest-waiting one alone', async () => {
+    const k = keys();
+    await seedFence(redis, k.fence);
+    const grant = (token: string, clientId: string, waiting: '0' | '1' | 'once') =>
+      REDLOCK_GRANT.run(redis, k, { token, leaseMs: 5000, idleKeyTtl: IDLE_KEY_TTL, clientId, waiting });
+    const release = (token: string, clientId: string) =>
+      REDLOCK_RELEASE.run(redis, k, { token, publish: 'publish', message: 'm', clientId });
+    const heard: string[] = [];
+    const sub = redis.duplicate();
+    sub.on('message', (channel: string) => heard.push(channel.slice(k.channel.length)));
+    await sub.subscribe(k.channel, `${k.channel}:b`, `${k.channel}:c`);
+    try {
+      expect((await grant('a1', 'a', '0'))[0]).toBe('granted');
+      expect((await grant('b1', 'b', '0'))[0]).toBe('refused');
+      expect((await grant('b1', 'b', '0'))[0]).toBe('refused'); // a repeat keeps b's place
+      expect((await grant('c1', 'c', '0'))[0]).toBe('refused');
+      expect((await grant('d1', 'd', 'once'))[0]).toBe('refused'); // a single attempt never registers
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['b', 'c']);
+      // b waited longest: it alone is told, on its own channel; another process heard it.
+      expect(await release('a1', 'a')).toEqual(['released', 1]);
+      // b is granted and leaves the registry; c is next.
+      expect((await grant('b2', 'b', '0'))[0]).toBe('granted');
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c']);
+      expect(await release('b2', 'b')).toEqual(['released', 1]); // c is told
+      // c's process is granted while another of its waiters waits ('1'): it goes to the back.
+      expect((await grant('c2', 'c', '1'))[0]).toBe('granted');
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c']);
+      // Its own release wakes its own process: nobody else heard it.
+      expect(await release('c2', 'c')).toEqual(['released', 0]);
+      // A registered process nobody listens for any more is dropped; with nobody left, the unlock channel is told.
+      await redis.zadd(k.waiting, 1, 'gone');
+      await redis.zrem(k.waiting, 'c');
+      expect((await grant('e1', 'e', 'once'))[0]).toBe('granted');
+      expect(await release('e1', 'e')).toEqual(['released', 1]); // the plain channel's subscriber
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual([]);
+      expect(
+        await REDLOCK_GRANT.run(redis, k, {
+          token: 'x',
+          leaseMs: 5000,
+          idleKeyTtl: IDLE_KEY_TTL,
+          clientId: '',
+          waiting: '0',
+        }).catch((e: Error) => e.message),
+      ).toMatch(/^BADARG client id is empty/);
+      for (let i = 0; i < 50 && heard.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(heard).toEqual([':b', ':c', ':c', '']);
+    } finally {
+      sub.disconnect();
     }
   });
 

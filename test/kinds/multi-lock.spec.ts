@@ -2,7 +2,17 @@ import Redis, { type RedisOptions } from 'ioredis';
 import { LockLostError, LockOptionsError, MultiLock, runInLockScope, type LockLogger } from '../../lib';
 import { deploymentIdentity } from '../../lib/engine/redis/deployment-identity';
 import { keysWithoutTtl } from '../support/bad-input';
-import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import {
+  eventually,
+  isAttemptOn,
+  lockClient,
+  singlePort,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { sharedTopology } from '../support/topologies';
 
 describe('MultiLock', () => {
@@ -168,6 +178,70 @@ describe('MultiLock', () => {
         await (result as { release(): Promise<unknown> }).release();
       await closing.redis.quit();
     }
+  }, 30_000);
+});
+
+describe('MultiLock: a lease shorter than it takes to take its members', () => {
+  const prefix = testPrefix();
+  let fast: TestClient;
+  let slow: TestClient;
+  let proxy: ReplyDroppingProxy;
+
+  beforeAll(async () => {
+    fast = lockClient({ keyPrefix: prefix });
+    // Every reply of the second client's Redis comes 7 ms late: its two members take 14 ms, longer
+    // than the 10 ms lease of the first member (which each of them alone outlasts).
+    proxy = await ReplyDroppingProxy.start({ host: '127.0.0.1', port: singlePort() });
+    slow = lockClient({ keyPrefix: prefix, port: proxy.port });
+    await slow.redis.ping();
+    await (await slow.locks.getLock('warm-up').tryLock())?.release(); // connected and scripts loaded before the delay
+    proxy.delayReplies(7);
+  });
+  afterAll(async () => {
+    await fast.close();
+    await slow.close();
+    await proxy.close();
+  });
+
+  const group = (name: string) =>
+    new MultiLock([fast.locks.getLock(`${name}-1`), slow.locks.getLock(`${name}-2`), slow.locks.getLock(`${name}-3`)]);
+
+  it('rounds that lose a member follow one another after a growing pause, not at once: few attempts while the wait lasts', async () => {
+    const attempts: number[] = [];
+    const stop = watchCommands(fast, (command) => {
+      if (isAttemptOn(command, `${prefix}:{bounded-1}`)) attempts.push(Date.now());
+    });
+    const startedAt = Date.now();
+    try {
+      expect(await group('bounded').tryLock({ leaseTime: 10, waitTime: 1_500 })).toBeNull();
+    } finally {
+      stop();
+    }
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_400);
+    // About 20 ms a round with no pause: some 75 rounds. Paused, doubling from 10 ms: about 10.
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(attempts.length).toBeLessThanOrEqual(20);
+    expect(await fast.redis.exists(`${prefix}:{bounded-1}`, `${prefix}:{bounded-2}`, `${prefix}:{bounded-3}`)).toBe(0);
+  }, 30_000);
+
+  it('lock() with no waitTime, whose lease can never suffice, fails with LockOptionsError (leaseTime) instead of trying forever', async () => {
+    const outcome = group('never')
+      .lock({ leaseTime: 10 })
+      .then(
+        (handle) => handle,
+        (error: unknown) => error,
+      );
+    const result = await Promise.race([outcome, sleep(10_000).then(() => 'still trying')]);
+    expect(result).toBeInstanceOf(LockOptionsError);
+    expect((result as LockOptionsError).option).toBe('leaseTime');
+    expect((result as LockOptionsError).key).toBe('never-1+never-2+never-3');
+    expect(await fast.redis.exists(`${prefix}:{never-1}`, `${prefix}:{never-2}`, `${prefix}:{never-3}`)).toBe(0);
+  }, 30_000);
+
+  it('a long enough lease is taken at once through the same slow client', async () => {
+    const handle = await group('enough').lock({ leaseTime: 5_000, waitTime: 5_000 });
+    expect(handle.signal.aborted).toBe(false);
+    expect(await handle.release()).toBe('released');
   }, 30_000);
 });
 

@@ -265,7 +265,7 @@ describe('RedLock review (private masters)', () => {
       // Master 0 knows the release script but not the grant script (a restart or SCRIPT FLUSH, then
       // another process's release ran there first): the grant goes EVALSHA, NOSCRIPT, then EVAL.
       await direct.script('FLUSH');
-      await direct.script('LOAD', loadedScript('redlock-release-2.lua').source);
+      await direct.script('LOAD', loadedScript('redlock-release-3.lua').source);
       const redLock = new RedLock(
         clients.map((c) => c.locks),
         'takeback-order',

@@ -118,6 +118,118 @@ describe('RedLock', () => {
     }
   }, 60_000);
 
+  it('a release wakes the process that waited longest, not every waiting process: one gate vote per hand-off', async () => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    // Each set of clients stands for a process (its own client ids and connections).
+    const processes = Array.from({ length: 5 }, () => clientsFor(ports));
+    const name = 'wake-one';
+    try {
+      await Promise.all(processes.flat().map((c) => c.redis.ping()));
+      const gateKey = processes[0][0].getLock(name).keys.lock;
+      // Votes each process asks of the gate (the first master) for this name.
+      const gateVotes = processes.map(() => 0);
+      processes.forEach((clients, p) => {
+        const send = clients[0].redis.sendCommand.bind(clients[0].redis);
+        jest.spyOn(clients[0].redis, 'sendCommand').mockImplementation((command, ...rest) => {
+          const c = command as unknown as { name: string; args: unknown[] };
+          const vote = String(c.args[3]).endsWith(':fence'); // a vote's second key; a release's is the channel
+          if ((c.name === 'evalsha' || c.name === 'eval') && c.args[2] === gateKey && vote) gateVotes[p]++;
+          return send(command, ...rest);
+        });
+      });
+      const holder = await new RedLock(processes[0], name).lock({ leaseTime: 30_000 });
+      const order: number[] = [];
+      const waits = processes.slice(1).map(async (clients, i) => {
+        await sleep(150 * i); // they queue in this order
+        // A long instance timeout: no waiter re-checks the gate on its own (see the stale-gate case) meanwhile.
+        const redLock = new RedLock(clients, name, { instanceTimeout: 5_000 });
+        const handle = await redLock.lock({ leaseTime: 30_000, waitTime: 20_000 });
+        order.push(i + 1);
+        await sleep(20);
+        expect(await handle.release()).toBe('released');
+      });
+      await sleep(900); // every waiter was refused and waits for a release
+      const before = [...gateVotes];
+      expect(await holder.release()).toBe('released');
+      await Promise.all(waits);
+      const after = gateVotes.map((v, p) => v - before[p]);
+      expect(order).toEqual([1, 2, 3, 4]); // in the order they waited
+      // Woken one at a time: each takes the gate at its first vote (4). With every waiter woken by every
+      // release, those still waiting would each ask the gate again at each release (4 + 3 + 2 + 1).
+      expect(after.slice(1).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(5);
+    } finally {
+      await closeAll(processes.flat());
+    }
+  }, 60_000);
+
+  /**
+   * Three processes on RedLock `name` over the multi topology's masters (a set of clients each): a holder
+   * that holds it, one whose wait `gone` runs and ends without it (then `between` runs), and a waiter with
+   * a 5 s instance timeout (so no re-check of its own meanwhile). Resolves with how long after the holder's
+   * release the waiter had the lock.
+   */
+  async function waiterAfterGoneWait(
+    name: string,
+    between: (c: { holderClients: LockClient[]; goneClients: LockClient[]; waiting: string }) => Promise<void>,
+    waiterQueued: (waiterClients: LockClient[]) => Promise<unknown>,
+  ): Promise<number> {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    const [holderClients, goneClients, waiterClients] = [clientsFor(ports), clientsFor(ports), clientsFor(ports)];
+    const all = [...holderClients, ...goneClients, ...waiterClients];
+    try {
+      await Promise.all(all.map((c) => c.redis.ping()));
+      const { waiting } = holderClients[0].getLock(name).keys;
+      const holder = await new RedLock(holderClients, name).lock({ leaseTime: 30_000 });
+      expect(await new RedLock(goneClients, name).tryLock({ leaseTime: 30_000, waitTime: 300 })).toBeNull();
+      await between({ holderClients, goneClients, waiting });
+      const long = new RedLock(waiterClients, name, { instanceTimeout: 5_000 });
+      const waitingLong = long.lock({ leaseTime: 30_000, waitTime: 20_000 });
+      await waiterQueued(waiterClients);
+      const releasedAt = Date.now();
+      expect(await holder.release()).toBe('released');
+      const handle = await waitingLong;
+      const tookMs = Date.now() - releasedAt;
+      expect(await handle.release()).toBe('released');
+      return tookMs;
+    } finally {
+      await closeAll(all);
+    }
+  }
+
+  /** Whether each master's registry of `waiting` holds (`wanted`) the client id `clients` have there. */
+  const registeredEverywhere = async (masters: LockClient[], waiting: string, clients: LockClient[], wanted: boolean) =>
+    (await Promise.all(masters.map((c) => c.redis.zrange(waiting, 0, -1)))).every(
+      (registry, i) => registry.includes(clients[i].clientId) === wanted,
+    );
+
+  it('a process whose wait ended leaves the waiting registry: the next release wakes a process that waits', async () => {
+    let masters: LockClient[] = [];
+    let key = '';
+    const tookMs = await waiterAfterGoneWait(
+      'leave-registry',
+      async ({ holderClients, goneClients, waiting }) => {
+        [masters, key] = [holderClients, waiting];
+        // Each master's client has a client id of its own: the id its process registers under there.
+        await eventually(() => registeredEverywhere(holderClients, waiting, goneClients, false), 2_000);
+      },
+      (waiterClients) => eventually(() => registeredEverywhere(masters, key, waiterClients, true), 2_000),
+    );
+    expect(tookMs).toBeLessThan(2_000); // woken by the release, not by its own re-check (none for 5 s)
+  }, 60_000);
+
+  it('a wake-up that reaches a process with no waiter left is passed on to the next waiting process', async () => {
+    const tookMs = await waiterAfterGoneWait(
+      'pass-on',
+      async ({ holderClients, goneClients, waiting }) => {
+        await sleep(200); // its leaving the registries is done
+        // Back first in line on every master (as if its leaving were lost), while its channels still linger.
+        await Promise.all(holderClients.map((c, i) => c.redis.zadd(waiting, 0, goneClients[i].clientId)));
+      },
+      () => sleep(500), // refused, and registered behind the process that no longer waits
+    );
+    expect(tookMs).toBeLessThan(2_000); // the release woke the process that no longer waits: passed on at once
+  }, 60_000);
+
   it('8 processes incrementing a racy counter lose no update', async () => {
     const ports = sharedTopology('multi').masters.map((m) => m.port);
     const { procs, counterKey } = await racers(ports, 'race', 3_000);

@@ -1,6 +1,7 @@
 import { monotonicNow } from '../util/clock';
 import { LockLostError, LockOptionsError } from '../errors';
 import { GroupLock, type GroupLockContext } from './group-lock';
+import { delay } from './release-watch';
 import { LockBase } from '../lock/lock-base';
 import type { LockHandle } from '../holds/lock-handle';
 import type { LockLogger } from '../util/logger';
@@ -65,16 +66,21 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
     options = checkAcquireOptions(this.name, options); // before any member is tried
     const deadline = options.waitTime === undefined ? undefined : monotonicNow() + options.waitTime;
-    for (;;) {
+    for (let lostRounds = 0; ; lostRounds++) {
+      // An unbounded wait that keeps losing a member: this round waits for none (see LEASE_CHECK_EVERY).
+      const leaseCheck = deadline === undefined && lostRounds > 0 && lostRounds % LEASE_CHECK_EVERY === 0;
       const held = new Map<LockBase, LockHandle>();
+      let busy = false;
       try {
         for (const lock of this.ordered) {
-          const waitTime = deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
+          const waitTime = leaseCheck ? 0 : deadline === undefined ? undefined : Math.max(0, deadline - monotonicNow());
           const handle =
             waitTime === undefined ? await lock.lock(options) : await lock.tryLock({ ...options, waitTime });
           if (!handle) {
             await releaseAll([...held.values()]);
-            return null;
+            if (!leaseCheck) return null;
+            busy = true;
+            break;
           }
           held.set(lock, handle);
         }
@@ -82,6 +88,7 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
         await releaseAll([...held.values()]);
         throw error;
       }
+      if (busy) continue; // a member is held elsewhere: the check tells nothing, and the next round waits for it
       const handles = [...held.values()];
       // A member taken with a leaseTime can run out (or be lost) while a later one is awaited: the group
       // was then never held as a whole, and another process may hold that member now. Given back, and
@@ -92,11 +99,47 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
       // Its client closed (shutdown): that is the answer, not a reason to take the member again through it.
       const reason: unknown = lost.signal.reason;
       if (reason instanceof LockLostError && reason.reason === 'closed') throw reason;
+      if (leaseCheck && reason instanceof LockLostError && reason.reason === 'lease-expired') {
+        throw new LockOptionsError(
+          `MultiLock "${this.name}": a leaseTime of ${String(options.leaseTime)} ms runs out before its ` +
+            `${this.ordered.length} locks can be taken, even with none held elsewhere: no attempt can ever hold ` +
+            'them all. Give a longer leaseTime, or none (the watchdog renews the locks while held).',
+          this.name,
+          { option: 'leaseTime', value: options.leaseTime },
+        );
+      }
       if (deadline !== undefined && monotonicNow() >= deadline) return null;
+      options.signal?.throwIfAborted();
+      // Not at once: the lease may be shorter than it takes to gather the members, every time.
+      const pause = lostRoundPause(lostRounds);
+      await delay(
+        deadline === undefined ? pause : Math.min(pause, Math.max(0, deadline - monotonicNow())),
+        options.signal,
+      );
       options.signal?.throwIfAborted();
     }
   }
 }
+
+/**
+ * The pause after the `lostRounds`+1-th round in a row in which a member ran out before the last was
+ * taken: doubled each time from LOST_ROUND_PAUSE_MS up to MAX_LOST_ROUND_PAUSE_MS, half of it random
+ * (two MultiLocks pausing alike do not meet again).
+ */
+function lostRoundPause(lostRounds: number): number {
+  const pause = Math.min(MAX_LOST_ROUND_PAUSE_MS, LOST_ROUND_PAUSE_MS * 2 ** Math.min(lostRounds, 10));
+  return pause / 2 + (Math.random() * pause) / 2;
+}
+
+const LOST_ROUND_PAUSE_MS = 10;
+const MAX_LOST_ROUND_PAUSE_MS = 1_000;
+/**
+ * Every this many rounds in a row that lost a member, an unbounded wait (no waitTime) takes the members
+ * once with single attempts, waiting for none: if one still runs out before the last is taken, the
+ * lease is shorter than gathering them takes, so no round ever can, and LockOptionsError says so
+ * instead of a wait that never ends.
+ */
+const LEASE_CHECK_EVERY = 4;
 
 async function releaseAll(handles: LockHandle[]): Promise<void> {
   await Promise.all(handles.map((h) => h.release().catch(() => undefined)));

@@ -10,23 +10,27 @@ import type { HeldLock, HoldOps } from '../holds/held-lock';
 import { LockHandle, type ReleaseOutcome } from '../holds/lock-handle';
 import type { ReleaseReplayer } from '../holds/recent-releases';
 import { extendHold } from '../lock/lock-renewal';
-import { HOLD_STATE, REDLOCK_GRANT, REDLOCK_RELEASE } from '../scripts/catalog';
+import { HOLD_STATE, REDLOCK_GRANT, REDLOCK_RELEASE, type VoteWaiting } from '../scripts/catalog';
+import { passWakeUp } from '../waiting/pass-wake-up';
 import type { AttemptReply } from '../scripts/replies';
 
-/** What a release of a vote answers (see redlock-release-2.lua). */
+/** What a release of a vote answers (see redlock-release-3.lua). */
 type VoteRelease = [status: 'released', listeners: number] | 'not-owner' | 'not-locked';
 
 /**
  * One master's part in a RedLock of one name: its votes, each `SET NX PX` under a token unique to the
- * attempt (lua/redlock-grant-2.lua), released by compare-and-delete of that token
- * (lua/redlock-release-2.lua). Nothing of the simple lock's waiting registry or hand-over: a RedLock's
- * waiters listen on the unlock channel. A vote the round keeps is recorded in the master's client like
+ * attempt (lua/redlock-grant-3.lua), released by compare-and-delete of that token
+ * (lua/redlock-release-3.lua). A refused waiting vote registers its process in the simple lock's
+ * waiting registry of the name, and a release wakes the longest-waiting process on its own channel
+ * (processChannel), not every process that waits. A vote the round keeps is recorded in the master's client like
  * any hold (LockHandle, HeldLock): the client's watchdog renews it, `close()` reports it and releases it,
  * a release Redis cannot take is sent again, and a failover replays it (RecentReleases). The keys are a
  * simple lock's of the name, so a RedLock and a simple lock of one name on one master exclude each other.
  */
 export class RedLockMaster implements ReleaseReplayer {
   readonly keys: LockKeys;
+  /** Where a release on this master wakes this process's waiters (see wake-one-process.lua). */
+  readonly processChannel: string;
   /** When a release announced here was last heard by another process (monotonicNow; -Infinity: never). */
   othersHeardAt = -Infinity;
   private readonly renewalKeys: readonly string[];
@@ -42,6 +46,7 @@ export class RedLockMaster implements ReleaseReplayer {
     readonly name: string,
   ) {
     this.keys = lockKeys(engine.keyPrefix, name);
+    this.processChannel = `${this.keys.channel}:${engine.clientId}`;
     this.renewalKeys = [this.keys.lock, this.keys.fence];
     this.side = {
       name,
@@ -51,16 +56,14 @@ export class RedLockMaster implements ReleaseReplayer {
   }
 
   /**
-   * Asks for a vote under `token`: the raw reply, neither bounded nor recorded (see RedLock.vote). A
+   * Asks for a vote under `token` (`waiting`: whether a refusal registers this process as waiting, see
+   * VoteWaiting): the raw reply, neither bounded nor recorded (see RedLock.vote). A
    * vote whose connection closes before its reply came, on a client that does not send again what was
    * in flight, never answers (ioredis drops it) and may have landed: it is taken back (see whenDropped).
    */
-  grant(token: string, leaseMs: number): Promise<AttemptReply> {
-    const sent = REDLOCK_GRANT.run(this.engine.redis, this.keys, {
-      token,
-      leaseMs,
-      idleKeyTtl: this.engine.idleKeyTtl,
-    });
+  grant(token: string, leaseMs: number, waiting: VoteWaiting): Promise<AttemptReply> {
+    const { redis, idleKeyTtl, clientId } = this.engine;
+    const sent = REDLOCK_GRANT.run(redis, this.keys, { token, leaseMs, idleKeyTtl, clientId, waiting });
     // Written now only when ready (else it waits in the offline queue, which a close keeps and sends later).
     if (this.engine.redis.status === 'ready') whenDropped(this.engine.redis, sent, () => this.undo(token, leaseMs));
     return sent;
@@ -139,11 +142,19 @@ export class RedLockMaster implements ReleaseReplayer {
     await this.send(holder);
   }
 
-  /** `announce`: the release is published on the unlock channel (not for a vote taken back unanswered). */
+  /**
+   * Leaves the waiting registry (this process's waiters of the name gave up) and, the lock being free,
+   * wakes the next waiting process: a release's wake-up is never spent on a process that no longer waits.
+   */
+  passWakeUp(): Promise<unknown> {
+    return passWakeUp(this.engine, this.keys);
+  }
+
+  /** `announce`: a waiting process is woken (not for a vote taken back unanswered). */
   private send(token: string, announce = true): Promise<VoteRelease> {
-    const { redis, publishCommand } = this.engine;
+    const { redis, publishCommand, clientId } = this.engine;
     const message = announce ? 'released' : '';
-    return REDLOCK_RELEASE.run(redis, this.keys, { token, publish: publishCommand, message });
+    return REDLOCK_RELEASE.run(redis, this.keys, { token, publish: publishCommand, message, clientId });
   }
 
   /**
@@ -171,9 +182,8 @@ export class RedLockMaster implements ReleaseReplayer {
 
   private settle(held: HeldLock, holdId: string, raw: VoteRelease, repeated: boolean): ReleaseOutcome {
     if (typeof raw !== 'string') {
-      // Other processes than this one heard the announcement: they wait for the lock.
-      const own = this.engine.waiters.isLive(this.keys.channel) ? 1 : 0;
-      if (raw[1] > own) this.othersHeardAt = monotonicNow();
+      // Another process than this one heard the announcement: it waits for the lock.
+      if (raw[1] > 0) this.othersHeardAt = monotonicNow();
       held.markReleased();
       // Kept for a few seconds, to be sent again if a failover may have lost it (see RecentReleases).
       this.engine.recentReleases.note(this, held.key, held.owner, holdId, held.leaseMs);

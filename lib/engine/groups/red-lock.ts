@@ -88,6 +88,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   private readonly driftFactor: number;
   /** Each master's part in this lock (its votes), in the order of `clients`. */
   private readonly masters: RedLockMaster[];
+  /** Votes sent by waiting acquisitions whose answer has not come (see leaveWaiting). */
+  private readonly waitingVotes = new Set<Promise<unknown>>();
 
   constructor(
     readonly clients: LockClient[],
@@ -221,6 +223,9 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     let watch: ReleaseWatch | undefined;
     // Whether the next round asks the gate first (see round).
     let gated = false;
+    // A refused vote registers this process as waiting, unless the caller makes a single attempt.
+    const waits = deadline > calledAt;
+    let acquired = false;
     try {
       if (this.othersWaiting() && deadline - calledAt > 0) {
         // Other processes heard this process's last release of the lock: they wait for it, and that
@@ -235,7 +240,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         // Before every round, the first too: an aborted wait asks no master (see acquireLoop).
         options.signal?.throwIfAborted();
         const seen = watch?.counts();
-        const round = await this.round(owner, options, gated);
+        const round = await this.round(owner, options, gated, waits);
         if (round instanceof RedLockHandle) {
           if (options.signal?.aborted) {
             // The caller gave up while the round ran: it gets the reason, as from any other kind, and the
@@ -243,6 +248,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
             await round.giveBack();
             options.signal.throwIfAborted();
           }
+          acquired = true;
           this.emit('acquired', () => ({
             ...round.eventBase(),
             fencingTokens: round.fencingTokens,
@@ -302,14 +308,38 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       }
     } finally {
       watch?.close();
+      if (!acquired && watch) this.leaveWaiting();
     }
+  }
+
+  /**
+   * A wait that ended without the lock: on each master where no other waiter of this process is left,
+   * the process leaves the waiting registry, and a wake-up meant for it goes to the next process (in the
+   * background: the caller is not kept waiting for it).
+   */
+  private leaveWaiting(): void {
+    // After the votes still on their way: a refusal that lands later registers the process again.
+    void Promise.allSettled([...this.waitingVotes]).then(() => this.leaveRegistries());
+  }
+
+  private leaveRegistries(): void {
+    this.masters.forEach((master, index) => {
+      if (!this.usable(index) || engineOf(this.clients[index]).waiters.memberCount(master.processChannel) > 0) return;
+      const passed = master.passWakeUp();
+      void this.boundedOn(index, passed, 'redlock leave', this.timeoutFor(undefined)).catch(() => undefined);
+    });
   }
 
   /**
    * One round over the masters that are up, decided as early as possible: all at once, or `gated`:
    * the first one, then (if it did not refuse) the others at once.
    */
-  private async round(owner: string, options: AcquireOptions, gated: boolean): Promise<RedLockHandle | LostRound> {
+  private async round(
+    owner: string,
+    options: AcquireOptions,
+    gated: boolean,
+    waits: boolean,
+  ): Promise<RedLockHandle | LostRound> {
     const lease = this.leaseOf(options.leaseTime);
     const started = monotonicNow();
     const votes: Vote[] = [];
@@ -333,16 +363,16 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       lateVotes.splice(0).forEach(handler);
     };
     if (asked.length >= this.quorum && !gated) {
-      votes.push(...(await this.decide(asked, this.quorum, tokens, lease, onLate)));
+      votes.push(...(await this.decide(asked, this.quorum, tokens, lease, waits, onLate)));
     } else if (asked.length >= this.quorum) {
-      const gate = await this.vote(asked[0], tokens[asked[0]], lease, onLate);
+      const gate = await this.vote(asked[0], tokens[asked[0]], lease, waits, onLate);
       votes.push(gate);
       if ('refusedFor' in gate) {
         settle(undo);
         return this.lost(votes, lease, asked[0]);
       }
       const need = this.quorum - ('granted' in gate ? 1 : 0);
-      votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, onLate)));
+      votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, waits, onLate)));
     }
     const granted = votes.filter((v) => 'granted' in v);
     const validity = lease - (monotonicNow() - started) - this.drift(lease);
@@ -390,6 +420,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     need: number,
     tokens: string[],
     lease: number,
+    waits: boolean,
     late: (vote: Vote) => void,
   ): Promise<Vote[]> {
     return new Promise((resolve) => {
@@ -403,7 +434,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         }
       };
       for (const index of indices) {
-        void this.vote(index, tokens[index], lease, late).then((vote) => {
+        void this.vote(index, tokens[index], lease, waits, late).then((vote) => {
           if (decided) return late(vote);
           known.push(vote);
           if ('granted' in vote) granted++;
@@ -416,13 +447,21 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
 
   /**
    * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt on
-   * each master (lua/redlock-grant-2.lua), so an attempt that answers after its round gave up can never
+   * each master (lua/redlock-grant-3.lua), so an attempt that answers after its round gave up can never
    * stack onto a later round's hold, and is taken back on its own (`late`). RedLock is therefore not
-   * re-entrant. A reply that never comes may hide a grant that landed: it is taken back too.
+   * re-entrant. A reply that never comes may hide a grant that landed: it is taken back too. Refused
+   * while the caller `waits`, the vote registers this process as waiting there, so that the master's
+   * next release wakes it (or the process that has waited longer).
    */
-  private vote(index: number, token: string, lease: number, late: (vote: Vote) => void): Promise<Vote> {
+  private vote(index: number, token: string, lease: number, waits: boolean, late: (vote: Vote) => void): Promise<Vote> {
     const master = this.masters[index];
-    const sent = master.grant(token, lease);
+    const others = engineOf(this.clients[index]).waiters.memberCount(master.processChannel) > 1;
+    const sent = master.grant(token, lease, waits ? (others ? '1' : '0') : 'once');
+    if (waits) {
+      this.waitingVotes.add(sent);
+      const settled = (): void => void this.waitingVotes.delete(sent);
+      sent.then(settled, settled);
+    }
     sent.catch(() => master.undo(token, lease));
     const describe = { key: this.name, name: 'redlock acquire' };
     return bounded(sent, this.timeoutFor(lease), describe, (reply) => {
@@ -461,9 +500,17 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     return this.instanceTimeout ?? Math.max(50, Math.min(250, Math.floor(this.leaseOf(lease) / 20)));
   }
 
-  /** Joins every master's unlock channel; waits (bounded) for the subscriptions of the masters that are up. */
+  /**
+   * Joins this process's channel on every master (where a release wakes one waiting process, see
+   * redlock-release-3.lua); waits (bounded) for the subscriptions of the masters that are up. A wake-up
+   * that comes when no waiter of this process is left is passed on to the next process.
+   */
   private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
-    const seats = this.clients.map((client, i) => engineOf(client).waiters.join(this.masters[i].keys.channel));
+    const seats = this.clients.map((client, i) => {
+      const master = this.masters[i];
+      const onUnheard = () => void master.passWakeUp().catch(() => undefined);
+      return engineOf(client).waiters.join(master.processChannel, { onUnheard });
+    });
     const watch = new ReleaseWatch(seats.map((s) => s.ticket));
     // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
     await Promise.allSettled(

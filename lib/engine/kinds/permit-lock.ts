@@ -11,7 +11,7 @@ import type { RenewalKind } from '../holds/held-lock';
 import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
 import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import { SEMAPHORE_ACQUIRE, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
+import { SEMAPHORE_ACQUIRE, SEMAPHORE_CLAIM, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
 import { isGivenUpWaitOf, rememberGivenUpWait } from '../waiting/given-up-waits';
 
@@ -261,15 +261,16 @@ export class PermitLock extends LockBase {
   /**
    * `holder`'s member if it holds permits (its lease not over), its lease set to `leaseMs` from now,
    * with a token of its own (the counter as it is may be another hold's, granted since); undefined
-   * when it holds none.
+   * when it holds none. Runs on a full Redis, as a renewal does (see semaphore-claim-5.lua).
    */
   private async claim(holder: string, leaseMs: number): Promise<Grant | undefined> {
-    const reply = await this.acquireScript(holder, leaseMs, 'claim');
+    const { redis, clientId, idleKeyTtl } = this.engine;
+    const reply = await SEMAPHORE_CLAIM.run(redis, this.semaphore, { member: holder, leaseMs, clientId, idleKeyTtl });
     if (reply[0] !== 'granted') return undefined;
     return { fencingToken: reply[1], reentered: false, holder };
   }
 
-  /** semaphore-acquire-7.lua for `holder`'s member in `mode` (an attempt, or a claim). */
+  /** semaphore-acquire-7.lua for `holder`'s member: an attempt, queued as `mode` says if refused. */
   private acquireScript(holder: string, leaseMs: number, mode: PermitAttemptMode) {
     const { redis, clientId, publishCommand, idleKeyTtl } = this.engine;
     return SEMAPHORE_ACQUIRE.run(redis, this.semaphore, {

@@ -4,6 +4,7 @@ import { VariableKeysScript } from './variable-keys-script';
 import { publish, waiting } from './shared-args';
 import {
   SEMAPHORE_ACQUIRE,
+  SEMAPHORE_CLAIM,
   SEMAPHORE_INSPECT,
   SEMAPHORE_RELEASE,
   SEMAPHORE_SET_PERMITS,
@@ -100,24 +101,31 @@ export const SIMPLE_CLAIM = defineScript({
   reply: asIs<ClaimReply>,
 });
 
-// RedLock: each master's vote, apart from the simple lock's waiting registry and hand-over.
+// RedLock: each master's vote, with the simple lock's waiting registry (not its hand-over).
 
-/** `SET NX PX` under the attempt's `token` and the next fencing token; a repeat of a grant that landed changes nothing. */
+/** How a RedLock vote may register its process as waiting: as waiting, with other waiters ('1') or not ('0'), or never ('once'). */
+export type VoteWaiting = '0' | '1' | 'once';
+
+/**
+ * `SET NX PX` under the attempt's `token` and the next fencing token; refused, a waiting caller's
+ * process joins the waiting registry. A repeat of a grant that landed changes nothing.
+ */
 export const REDLOCK_GRANT = defineScript({
-  file: 'redlock-grant-2.lua',
-  keys: ['lock', 'fence'],
-  args: { token: str, leaseMs: num, idleKeyTtl: num },
+  file: 'redlock-grant-3.lua',
+  keys: ['lock', 'fence', 'waiting'],
+  args: { token: str, leaseMs: num, idleKeyTtl: num, clientId: str, waiting: arg<VoteWaiting>() },
   reply: asIs<AttemptReply>,
 });
 
 /**
- * Compare-and-delete of the hold `token` names, announced on the unlock channel unless `message` is ''
- * (with how many processes heard it); a repeat changes nothing.
+ * Compare-and-delete of the hold `token` names, announced to the longest-waiting process (or on the
+ * unlock channel when none listens) unless `message` is '', with how many processes other than
+ * `clientId`'s heard it; a repeat changes nothing.
  */
 export const REDLOCK_RELEASE = defineScript({
-  file: 'redlock-release-2.lua',
-  keys: ['lock', 'channel'],
-  args: { token: str, publish, message: str },
+  file: 'redlock-release-3.lua',
+  keys: ['lock', 'channel', 'waiting'],
+  args: { token: str, publish, message: str, clientId: str },
   reply: asIs<[status: 'released', listeners: number] | 'not-owner' | 'not-locked'>,
 });
 
@@ -381,6 +389,7 @@ export const ALL_SCRIPTS = [
   READ_WRITE_FORCE_UNLOCK,
   READ_WRITE_INSPECT,
   SEMAPHORE_ACQUIRE,
+  SEMAPHORE_CLAIM,
   SEMAPHORE_RELEASE,
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,

@@ -8,11 +8,8 @@ export type PermitAttemptReply =
   | [status: 'granted', token: number, available: number]
   | [status: 'refused', ms: number, available: number, serverMs?: number];
 
-/**
- * How an attempt queues when refused, or 'claim': only a member held already is taken (see
- * semaphore-acquire-7.lua ARGV[7]).
- */
-export type PermitAttemptMode = 'once' | 'wait' | 'queued' | 'claim';
+/** How an attempt queues when refused (see semaphore-acquire-7.lua ARGV[7]). */
+export type PermitAttemptMode = 'once' | 'wait' | 'queued';
 
 /** Takes `permits` permits for one hold, or queues the acquisition (see semaphore-queue.lua). */
 export const SEMAPHORE_ACQUIRE = defineScript({
@@ -31,6 +28,18 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     staleWaiterTimeout: num,
   },
   reply: asIs<PermitAttemptReply>,
+});
+
+/**
+ * Claims a member held already (an attempt whose reply never came, a hand-over its message cannot
+ * vouch for), its lease set to `leaseMs` from now, with a token of its own; takes nothing else, so it
+ * runs on a full Redis as a renewal does (see semaphore-claim-5.lua).
+ */
+export const SEMAPHORE_CLAIM = defineScript({
+  file: 'semaphore-claim-5.lua',
+  keys: ['holds', 'limit', 'fence', 'waiting', 'deadlines'],
+  args: { member: str, leaseMs: num, clientId: str, idleKeyTtl: num },
+  reply: asIs<[status: 'granted', token: number] | [status: 'refused', ms: -1]>,
 });
 
 /**

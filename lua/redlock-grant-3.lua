@@ -1,13 +1,19 @@
 #!lua
--- RedLock vote on one master: SET NX PX under the round's token, and the name's next fencing token.
--- Nothing else: no waiting registry, no hand-over (a RedLock's waiters listen on the unlock channel,
--- see redlock-release-2.lua). Safe to run twice: a repeat of a grant that landed (a client that sent
--- it again after a reconnect) finds its own token and changes nothing.
+-- RedLock vote on one master: SET NX PX under the round's token, and the name's next fencing token. A
+-- refused vote of a waiting acquisition registers its process in the name's waiting registry (the
+-- simple lock's, see waiting-registration.lua), so that a release wakes one waiting process instead of
+-- all of them (see redlock-release-3.lua). Safe to run twice: a repeat of a grant that landed (a client
+-- that sent it again after a reconnect) finds its own token and changes nothing; a repeated refusal
+-- keeps the place the first one took.
 -- KEYS[1]  lock string          <prefix>:{<name>}          value = the token (a simple lock's format)
 -- KEYS[2]  fencing counter      <prefix>:{<name>}:fence    kept a lease + ARGV[3] (see fencing.lua)
+-- KEYS[3]  waiting processes    <prefix>:{<name>}:waiting  client id -> time it registered (µs)
 -- ARGV[1]  token                unique to this attempt on this master: '<36-character id>:<owner id>'
 -- ARGV[2]  lease in ms          whole number in 1..31536000000
 -- ARGV[3]  idle key TTL in ms   how long the fencing counter outlives the lease (see fencing.lua)
+-- ARGV[4]  client id of the caller's process
+-- ARGV[5]  waiting flag         '1' the caller waits if refused and its process has other waiters for
+--                               this lock; '0' it waits, no other; 'once' a single attempt (never registered)
 -- Returns  {'granted', fencingToken}  acquired (a new token); a repeat of this grant: the counter as it
 --                                     is, nothing changed
 --          {'refused', pttl}          held under another token (or by another lock kind); pttl = what
@@ -15,16 +21,23 @@
 --          error BADARG before any write when an argument is unusable
 --!include idle-ttl.lua
 --!include exclusive-token.lua
-local token, lease = ARGV[1], tonumber(ARGV[2])
+--!include waiting-registration.lua
+local token, lease, client, flag = ARGV[1], tonumber(ARGV[2]), ARGV[4], ARGV[5]
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
 end
 local badIdle = idleTtlProblem(ARGV[3])
 if badIdle then return badIdle end
+if not client or client == '' then return redis.error_reply('BADARG client id is empty') end
+if flag ~= '0' and flag ~= '1' and flag ~= 'once' then
+  return redis.error_reply('BADARG waiting flag must be 0, 1 or once, got ' .. tostring(flag))
+end
 if redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+  grantedWaiting(KEYS[3], client, flag)
   return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[3]))}
 end
 -- pcall: a hash here is another lock kind's hold, never this token
 if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0')} end
+registerWaiting(KEYS[3], client, flag)
 return {'refused', redis.call('pttl', KEYS[1])}
