@@ -241,6 +241,45 @@ describe('failover review: writes the old master acknowledged but never passed o
     expect({ taken: taken !== null, holderBelieves }).not.toEqual({ taken: true, holderBelieves: true });
   }, 30_000);
 
+  it("write lock: a grant lost in a failover is waited for again as the same wait, so that wait's intent goes with the new grant", async () => {
+    const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
+    const onMaster = admin(master);
+    const onPromoted = admin(promoted);
+    const reader = await createLockClient({
+      connection: { type: 'single', host: master.host, port: master.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(reader);
+    const rw = locks.getReadWriteLock('intent', { writerIntentTimeout: 30_000 });
+    const { writers, write } = rw.keys;
+    // A grant of the writer's client reads the master's replicas: its next grant waits for one.
+    await (await locks.getReadWriteLock('warm-up').writeLock().lock()).release();
+    const read = await reader.getReadWriteLock('intent').readLock().lock({ owner: 'reader', leaseTime: 3_000 });
+    const writing = rw.writeLock().lock({ waitTime: 20_000 });
+    writing.catch(() => undefined);
+    for (let i = 0; i < 100 && (await onMaster.zcard(writers)) === 0; i++) await sleep(20);
+    // The replicas have the read hold and the writer's intent, then take no more of the master's writes.
+    await onMaster.call('WAIT', 3, 1_000);
+    expect(await onPromoted.zcard(writers)).toBe(1);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    // The reader leaves on the old master only: the writer is granted there, and waits for a replica.
+    expect(await read.release()).toBe('released');
+    for (let i = 0; i < 100 && (await onMaster.exists(write)) === 0; i++) await sleep(10);
+    expect(await onMaster.exists(write)).toBe(1);
+    // The old master dies before a replica has the grant.
+    switching.switchTo(promoted);
+    // Granted again on the promoted master, once the read hold it still has ran out.
+    const handle = await writing;
+    expect(await onPromoted.hexists(write, handle.owner)).toBe(1);
+    // The wait is over: it leaves no intent behind to hold readers back once the writer is gone.
+    expect(await onPromoted.zrange(writers, 0, -1)).toEqual([]);
+    expect(await handle.release()).toBe('released');
+    const next = await other.getReadWriteLock('intent').readLock().tryLock();
+    expect(next).not.toBeNull();
+    await next?.release();
+  }, 30_000);
+
   it.each([
     ['its own subscriber, moved along with the commands', true],
     ['a subscriber lent to it, left where it is', false],

@@ -100,13 +100,16 @@ describe.each([
     // Passing the key on wakes the other client and reserves the key for it for 50 ms. Should it not
     // hear the message, it takes the key once the reservation lapses: an upper quartile of 25-40 ms
     // (measured so), against a few ms when it hears. A machine slowed by the specs beside this one
-    // stretches hand-overs too, so a round that misses is measured again (at most three).
+    // stretches hand-overs too, so a round that misses is measured again (at most five), a second
+    // later: CI once saw three rounds in a row at 19 ms, all within one busy neighbour's few seconds.
     const rounds: { count: number; upperQuartile: number }[] = [];
-    while (rounds.length < 3 && (rounds.length === 0 || rounds.at(-1)!.upperQuartile >= 15)) {
+    while (rounds.length < 5 && (rounds.length === 0 || rounds.at(-1)!.upperQuartile >= 15)) {
+      if (rounds.length > 0) await sleep(1_000);
       rounds.push(await measureHandOvers());
     }
-    expect(rounds.at(-1)!.count).toBeGreaterThanOrEqual(HAND_OVERS);
-    expect(rounds.at(-1)!.upperQuartile).toBeLessThan(15);
+    // Every round in the message: one slow round among fast ones is load, all slow is a fault.
+    const last = rounds.at(-1)!;
+    if (last.count < HAND_OVERS || last.upperQuartile >= 15) throw new Error(`rounds: ${JSON.stringify(rounds)}`);
   });
 
   const HAND_OVERS = 40;

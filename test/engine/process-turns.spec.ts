@@ -271,6 +271,47 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind)
     await (await bWaiting).release();
   });
 
+  /** Loops of A, each acquiring and releasing in A's contended turn while B waits (see inTimeForRecheck). */
+  async function loopsInTurn(round: number) {
+    const [a, b] = [client(60_000), client(60_000)];
+    const name = `loops-${round}`;
+    const held = await lockOf(a.locks, name).lock({ leaseTime: 60_000 });
+    const waitStartedAt = Date.now();
+    const { acquired: bWaiting } = await waitingOn(b, name);
+    const loops = 4;
+    const perLoop = 15;
+    let inside = 0;
+    let overlaps = 0;
+    const started = Promise.all(
+      Array.from({ length: loops }, async () => {
+        for (let i = 0; i < perLoop; i++) {
+          const handle = await lockOf(a.locks, name).lock({ leaseTime: 60_000, waitTime: 5_000 });
+          if (++inside > 1) overlaps++;
+          await new Promise((resolve) => setImmediate(resolve));
+          inside--;
+          await handle.release(); // kept, waking a parked loop; this loop asks again at once
+        }
+      }),
+    );
+    await sleep(100); // three loops are parked behind the first, which waits for A's hold
+    const aScripts = countScripts(a, lockOf(a.locks, name).keys.lock);
+    await held.release();
+    const done = await Promise.race([started.then(() => true), sleep(10_000).then(() => false)]);
+    if (pastRecheck(waitStartedAt)) return undefined;
+    if (!done) throw new Error('the loops did not finish within 10 s');
+    return { aScripts, acquisitions: loops * perLoop, overlaps, bWaiting };
+  }
+
+  it('loops of one process in its contended turn send one attempt per acquisition: a loop asking again right after its release queues behind the waiter that release woke', async () => {
+    const { aScripts, acquisitions, overlaps, bWaiting } = await inTimeForRecheck(loopsInTurn);
+    expect(overlaps).toBe(0);
+    // Racing the woken waiter instead, the asking loop was refused, took a seat and was refused again:
+    // about three attempts per acquisition.
+    expect(aScripts.attempts).toBeGreaterThanOrEqual(acquisitions);
+    expect(aScripts.attempts).toBeLessThanOrEqual(acquisitions + 8);
+    await (await bWaiting).release();
+  });
+
   it("a release kept in the turn is passed on when the process's client closes, and the waiter gets the lock", async () => {
     const { a, b, second, bWaiting } = await contendedTurn('close');
     const key = lockOf(a.locks, 'close').keys.lock;

@@ -1,6 +1,7 @@
 import { engineOf, RedisPubSub, runInLockScope } from '../../lib/internal';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { SUBSCRIPTION_LINGER_MS } from '../../lib/engine/waiting/waiters';
+import type { WaitTicket } from '../../lib/engine/waiting/wait-ticket';
 
 describe('waiting on pub/sub', () => {
   let holder: TestClient;
@@ -62,6 +63,39 @@ describe('waiting on pub/sub', () => {
     await eventually(async () => (await numsub(waiter, processChannel(waiter, lock))) === 0, 5_000);
   });
 
+  it.each(['reentrant', 'simple'] as const)(
+    '%s lock: waiters of one process whose lock runs out unreleased retry one at a time, not each at its own TTL',
+    async (kind) => {
+      const name = `expiry-${kind}`;
+      const lockOn = (client: TestClient) =>
+        kind === 'simple' ? client.locks.getSimpleLock(name, { leaseTime: 'watchdog' }) : client.locks.getLock(name);
+      const lock = lockOn(waiter);
+      await lockOn(holder).lock({ leaseTime: 1_500 }); // never released: its holder "crashed"
+      const attempts = countScriptCalls(waiter, lock.keys.lock);
+      const order: number[] = [];
+      const waiters = Array.from({ length: 10 }, (_, i) =>
+        runInLockScope(() =>
+          lock.withLock(
+            async () => {
+              order.push(i);
+              await sleep(5);
+            },
+            { leaseTime: 10_000 },
+          ),
+        ),
+      );
+      await eventually(() => attempts.count() >= 20, 5_000); // two attempts each: before and after subscribing
+      const parkedAttempts = attempts.count();
+      await Promise.all(waiters);
+      const afterExpiry = attempts.count() - parkedAttempts;
+      attempts.stop();
+      expect(order).toHaveLength(10);
+      // One retry when the lease runs out, then one attempt per hand-off (nine); each waiter retrying
+      // at its own TTL would add nine refused attempts to that.
+      expect(afterExpiry).toBeLessThanOrEqual(12);
+    },
+  );
+
   it('after the subscriber reconnects every waiter retries (a release during the outage is not lost)', async () => {
     const lock = waiter.locks.getLock('reconnect');
     await holder.locks.getLock('reconnect').lock({ leaseTime: 60_000 });
@@ -77,6 +111,39 @@ describe('waiting on pub/sub', () => {
     const handle = await waiting;
     expect(Date.now() - started).toBeLessThan(10_000); // not the 60 s TTL
     await handle.release();
+  });
+
+  /**
+   * Two waiters parked on `channel` of the waiter client, the first of them woken; then `leave` runs for the
+   * first: whether the second is woken within `withinMs`.
+   */
+  async function secondWokenAfter(channel: string, leave: (first: WaitTicket) => void, withinMs: number) {
+    const { waiters } = engineOf(waiter.locks);
+    const first = waiters.join(channel);
+    const second = waiters.join(channel);
+    await Promise.all([first.subscribed, second.subscribed]);
+    const firstWoken = first.ticket.wait(60_000);
+    const secondWoken = second.ticket.wait(60_000);
+    expect(waiters.wakeParked(channel)).toBe(true); // the longest parked: the first
+    expect(await firstWoken).toBe('notified');
+    leave(first.ticket);
+    const outcome = await Promise.race([secondWoken, sleep(withinMs).then(() => 'still parked')]);
+    second.ticket.leave();
+    return outcome;
+  }
+
+  it('a waiter woken and gone before it tried hands its wake-up to the next parked waiter', async () => {
+    // Aborted, say, before its attempt: the wake-up was never acted on.
+    const outcome = await secondWokenAfter(`${prefix}:unused-wake`, (first) => first.leave(), 2_000);
+    expect(outcome).toBe('notified');
+  });
+
+  it('a waiter woken that tried before it left keeps its wake-up to itself', async () => {
+    const tried = (first: WaitTicket) => {
+      first.takePayload(); // its attempt was made (and granted, say)
+      first.leave();
+    };
+    expect(await secondWokenAfter(`${prefix}:used-wake`, tried, 300)).toBe('still parked');
   });
 });
 

@@ -459,7 +459,9 @@ describe('FairLock: owner ids are opaque', () => {
     } finally {
       stop();
     }
-    expect(sent).toEqual(['evalsha']);
+    // One script call: EVALSHA, sent again as EVAL only when another spec flushed the shared server's
+    // script cache meanwhile (NOSCRIPT; CI saw it once).
+    expect(sent.join(',')).toMatch(/^evalsha(,eval)?$/);
     expect(await client.redis.exists(lock.keys.queue, lock.keys.deadlines)).toBe(0);
     await holder.release();
     expect(await lockKeysLeft()).toBe(0);

@@ -1,7 +1,25 @@
-import { createLockClient, LockUpgradeError, readWriteKeys, runInLockScope } from '../../lib/internal';
-import { READ_LOCK, READ_UNLOCK, WRITE_LOCK, WRITE_UNLOCK } from '../../lib/engine/scripts/catalog';
+import Redis from 'ioredis';
+import {
+  createLockClient,
+  LockClient,
+  LockUpgradeError,
+  readWriteKeys,
+  RedisPubSub,
+  runInLockScope,
+  type LockLostError,
+} from '../../lib/internal';
+import {
+  CLAIM_ATTEMPT,
+  READ_LOCK,
+  READ_UNLOCK,
+  WRITE_ABANDON,
+  WRITE_LOCK,
+  WRITE_UNLOCK,
+} from '../../lib/engine/scripts/catalog';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
-import { eventually, lockClient, quietLogger, singlePort, testPrefix, type TestClient } from '../support/engine';
+import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+import { sharedTopology } from '../support/topologies';
 
 /** Runs `fn` as another owner (a fresh lock scope), like a concurrent request would. */
 const asOther = <T>(fn: () => Promise<T>): Promise<T> => runInLockScope(fn, { newScope: true });
@@ -198,4 +216,133 @@ describe('ReadWriteLock under review', () => {
     },
     30_000,
   );
+  it.each(['claimed', 'taken back'] as const)(
+    'a copy of a refused write attempt whose reply was lost, %s before its wait was abandoned, comes late and registers no intent',
+    async (settled) => {
+      const k = readWriteKeys(prefix, name);
+      const redis = client.redis;
+      const [leaseMs, idleKeyTtl, publish] = [30_000, IDLE_KEY_TTL, 'publish'] as const;
+      await READ_LOCK.run(redis, k, { idleKeyTtl, leaseMs, owner: 'reader', holdId: 'r1' });
+      const attempt = () =>
+        WRITE_LOCK.run(redis, k, { idleKeyTtl, leaseMs, owner: 'writer', intentMs: 30_000, holdId: 'h1', waitId: 'w' });
+      expect((await attempt())[0]).toBe('refused'); // its reply is lost
+      // The engine settles an attempt whose reply never came by its id before the wait's abandon is sent:
+      // asked about before the next attempt, or taken back when the caller gives up (see LockAcquisition).
+      if (settled === 'claimed') {
+        const keys = { lock: k.write, grants: k.writeGrants, fence: k.fence };
+        expect(await CLAIM_ATTEMPT.run(redis, keys, { holdId: 'h1', owner: 'writer', leaseMs })).toEqual(['cancelled']);
+      } else {
+        const undo = { owner: 'writer', holdId: 'h1', leaseMs, publish, which: 'one' } as const;
+        expect(await WRITE_UNLOCK.run(redis, k, undo)).toBe('not-locked');
+      }
+      expect(await WRITE_ABANDON.run(redis, k, { owner: 'writer', publish, waitId: 'w' })).toBe(true);
+      // The copy (sent again by ioredis after a reconnect) comes after all that: it takes and registers nothing.
+      expect((await attempt())[0]).toBe('refused');
+      expect(await redis.exists(k.writers)).toBe(0);
+      const release = { owner: 'reader', holdId: 'r1', leaseMs, publish, which: 'one' } as const;
+      expect(await READ_UNLOCK.run(redis, k, release)).toBe('released');
+    },
+  );
+});
+
+/**
+ * The read side, with a reply lost: the client reaches Redis through a proxy that can lose a reply, and
+ * hears its messages through another, which the test can hold back.
+ */
+describe('ReadWriteLock under review: read attempts whose reply was lost', () => {
+  let commands: ReplyDroppingProxy;
+  let messages: ReplyDroppingProxy;
+  let locks: LockClient;
+  let plain: Redis;
+  const keyPrefix = testPrefix();
+  const lost: LockLostError[] = [];
+
+  beforeAll(async () => {
+    const upstream = sharedTopology('single').masters[0];
+    commands = await ReplyDroppingProxy.start(upstream);
+    messages = await ReplyDroppingProxy.start(upstream);
+    // As the library's own connections are made: nothing is sent again behind the engine's back.
+    const redis = new Redis({
+      host: '127.0.0.1',
+      port: commands.port,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+    });
+    const subscriber = new Redis({ host: '127.0.0.1', port: messages.port, maxRetriesPerRequest: null });
+    const pubsub = new RedisPubSub(subscriber, false, true);
+    locks = new LockClient({
+      redis,
+      pubsub,
+      keyPrefix,
+      logger: quietLogger,
+      replicaSync: false,
+      operationTimeout: 1_500,
+    });
+    locks.on('lockLost', (error: LockLostError) => lost.push(error));
+    plain = new Redis(upstream);
+    await redis.connect();
+  });
+  afterAll(async () => {
+    messages.cutOff(false);
+    await locks.close();
+    locks.redis.disconnect();
+    plain.disconnect();
+    await Promise.all([commands.close(), messages.close()]);
+  });
+
+  it('an attempt claimed after a re-entry of its owner in the same process is a hold of the same read lock, not a loss', async () => {
+    const rw = locks.getReadWriteLock('claimed-late');
+    const k = rw.keys;
+    // Waits on the read channel are not confirmed while the messages are held: the first call, its reply
+    // lost, asks about its attempt only once that wait for the subscription gives up (operationTimeout).
+    messages.cutOff(true);
+    commands.dropNextReply(/granted/);
+    const first = rw.readLock().lock({ owner: 'job', waitTime: 10_000 });
+    first.catch(() => undefined);
+    await eventually(() => commands.dropped === 1);
+    expect(await plain.hget(k.readCounts, 'job')).toBe('1'); // the attempt landed
+    await eventually(() => locks.redis.status === 'ready');
+    // The second call of the owner re-enters the hold the first one took, before the first claims it.
+    const second = await rw.readLock().lock({ owner: 'job', waitTime: 10_000 });
+    expect(await plain.hget(k.readCounts, 'job')).toBe('2');
+    messages.cutOff(false);
+    const claimed = await first;
+    await sleep(100);
+    // Both holds are Redis's: neither holder may be told it lost the lock.
+    expect({ first: claimed.signal.aborted, second: second.signal.aborted, lost: lost.length }).toEqual({
+      first: false,
+      second: false,
+      lost: 0,
+    });
+    expect(await claimed.release()).toBe('decremented');
+    expect(await second.release()).toBe('released');
+    expect(await plain.exists(k.readers, k.readCounts)).toBe(0);
+  }, 30_000);
+
+  it('an attempt claimed after the hold of an earlier re-entry was forced away is a new hold: the earlier one is lost', async () => {
+    const rw = locks.getReadWriteLock('forced-before');
+    const k = rw.keys;
+    const elsewhere = new LockClient({ redis: plain, keyPrefix, logger: quietLogger });
+    try {
+      // Another process's hold of the owner: this client's first hold of it is a re-entry.
+      await elsewhere.getReadWriteLock('forced-before').readLock().lock({ owner: 'job' });
+      const earlier = await rw.readLock().lock({ owner: 'job' });
+      expect(await plain.hget(k.readCounts, 'job')).toBe('2');
+      expect(await elsewhere.getReadWriteLock('forced-before').readLock().forceUnlock()).toBe(true);
+      commands.dropNextReply(/granted/);
+      const before = lost.length;
+      const later = await rw.readLock().lock({ owner: 'job', waitTime: 10_000 });
+      expect(commands.dropped).toBe(2);
+      // The attempt landed on nothing of the owner's: the earlier hold was gone, and its holder is told.
+      expect(await plain.hget(k.readCounts, 'job')).toBe('1');
+      expect(earlier.signal.aborted).toBe(true);
+      expect(lost.length).toBe(before + 1);
+      expect(later.signal.aborted).toBe(false);
+      expect(await later.release()).toBe('released');
+      expect(await plain.exists(k.readers, k.readCounts)).toBe(0);
+    } finally {
+      await elsewhere.close();
+    }
+  }, 30_000);
 });

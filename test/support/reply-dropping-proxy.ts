@@ -4,7 +4,8 @@ import net from 'node:net';
  * A TCP proxy in front of a Redis that can lose one reply: the next reply from Redis that matches a
  * pattern is swallowed and both sides of that connection are closed, as when a connection dies after
  * Redis ran a command but before its reply reached the client. It can also cut connections off (a
- * partition) and send new connections to another Redis (a failover behind one address).
+ * partition), delay every reply (a slow network) and send new connections to another Redis (a failover
+ * behind one address).
  */
 export class ReplyDroppingProxy {
   private readonly server: net.Server;
@@ -16,6 +17,7 @@ export class ReplyDroppingProxy {
   dropped = 0;
   /** While set, nothing passes either way (a partition: the connections stay open, the bytes wait). */
   private held?: (() => void)[];
+  private replyDelayMs = 0;
 
   private constructor(private upstream: { host: string; port: number }) {
     this.server = net.createServer((client) => this.pipe(client));
@@ -48,6 +50,11 @@ export class ReplyDroppingProxy {
     const held = this.held ?? [];
     this.held = undefined;
     for (const send of held) send();
+  }
+
+  /** Replies reach the clients `ms` later from now on, in order (a slow network); 0: at once again. */
+  delayReplies(ms: number): void {
+    this.replyDelayMs = ms;
   }
 
   /** Every open connection drops; new ones go to `upstream` (a failover behind one address). */
@@ -112,7 +119,8 @@ export class ReplyDroppingProxy {
         server.destroy();
         return;
       }
-      client.write(data);
+      if (this.replyDelayMs > 0) setTimeout(() => client.write(data), this.replyDelayMs);
+      else client.write(data);
     });
   }
 }

@@ -103,6 +103,12 @@ export class HeldLock {
   /** When this client learnt of the grant (monotonicNow ms). */
   readonly grantedAt = monotonicNow();
   /**
+   * The record's first hold: when its command was sent (monotonicNow ms), and whether Redis reported it a
+   * re-entry of a hold this client had no record of (see LockRegistry.record).
+   */
+  readonly firstSentAt: number;
+  readonly firstReentered: boolean;
+  /**
    * Told of each watchdog renewal Redis confirmed: when it was sent (performance.now()) and the lease
    * it set. A RedLock's vote uses it to follow its master's lease on a clock no NTP step moves.
    */
@@ -126,6 +132,8 @@ export class HeldLock {
     this.ops = a.ops;
     this.label = a.label;
     this.holdIds = [a.holdId];
+    this.firstSentAt = a.sentAt;
+    this.firstReentered = a.reentered;
     this.id = heldLockId(a.key, a.owner);
     // When the acquiring command was sent: the lease cannot have started earlier.
     const first = a.firstLease;

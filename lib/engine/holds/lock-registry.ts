@@ -67,7 +67,7 @@ export class LockRegistry {
   /** A grant: one more hold of the owner's record, or a new record. */
   record(a: Acquisition): HeldLock {
     const existing = this.get(a.key, a.owner);
-    if (existing && (a.reentered || sameEpoch(existing, a))) {
+    if (existing && (a.reentered || sameEpoch(existing, a) || sameReadHold(existing, a))) {
       existing.reenter(a);
       return existing;
     }
@@ -98,4 +98,16 @@ export class LockRegistry {
  */
 function sameEpoch(existing: HeldLock, a: Acquisition): boolean {
   return a.renewal === 'held' && !existing.lost && existing.fencingToken === a.fencingToken;
+}
+
+/**
+ * Whether first read grant `a` is the hold the owner's live record `existing` re-entered: a read hold's
+ * token is the last write's, the same for every read hold between two writes, so it cannot tell. An
+ * attempt whose reply was lost is claimed later (its sentAt is the attempt's); a record this client
+ * began meanwhile with a re-entry sent after that attempt re-entered a hold that landed before it, on the
+ * same connection: the attempt's own, when the claim finds it live (the owner has held since it landed).
+ * A record begun before the attempt was sent held nothing when it landed (a first grant): that is lost.
+ */
+function sameReadHold(existing: HeldLock, a: Acquisition): boolean {
+  return a.renewal === 'read' && !existing.lost && existing.firstReentered && existing.firstSentAt > a.sentAt;
 }

@@ -109,12 +109,15 @@ export class WriteLock extends ReadWriteSide {
   }
 
   /**
-   * Asked at the start of each lock() or tryLock() call, which gets its wait id here. One waiter per process
-   * retries on a release; every waiter retries every third of the intent timeout, refreshing its intent.
+   * Asked at the start of each lock() or tryLock() call, which gets its wait id here, and again when the
+   * call waits anew (its grant lost in a failover): the same wait, under the same id, so that its intent
+   * already on the master serving the lock now goes with its grant or its abandon, not up to
+   * writerIntentTimeout later. One waiter per process retries on a release; every waiter retries every
+   * third of the intent timeout, refreshing its intent.
    */
   protected override waitBehaviour(): WaitBehaviour {
     const store = currentWait.getStore();
-    if (store) store.waitId = randomUUID();
+    if (store) store.waitId ??= randomUUID();
     return { channel: this.rw.writeChannel, maxSleep: Math.max(1, Math.floor(this.writerIntentTimeout / 3)) };
   }
 

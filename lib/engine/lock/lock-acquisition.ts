@@ -5,7 +5,7 @@ import { closedForGood } from '../redis/connection-end';
 import { LockError, RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { settledWithin } from '../util/sleep';
-import { onAbort } from '../waiting/abort-fan-out';
+import { onAbort, type WaitSignal } from '../waiting/abort-fan-out';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
@@ -47,27 +47,31 @@ async function acquireUntilClosed(
   defaultWaitTime?: number,
 ): Promise<LockHandle | { ttl: number }> {
   const options = checkAcquireOptions(side.name, given, defaultWaitTime);
-  const { signal, done } = side.engine.waits.signalFor(options.signal);
-  options.signal = signal; // a copy of the caller's options, made by the check
+  const signal = side.engine.waits.signalFor(options.signal);
+  // One owner for the whole call, also when it waits anew (see acquireOnce): outside any scope it is the
+  // call's own, and a wait's traces in Redis (a writer's intent) are named by it.
+  const owner = side.ownerFor(options.owner);
   try {
-    return await acquireOnce(side, options, defaultWaitTime);
+    return await acquireOnce(side, options, owner, signal, defaultWaitTime);
   } catch (error) {
     // Ended by close(): told with this lock's name, as an attempt begun after close() is.
     if (error === side.engine.waits.signal.reason) throw closedError(side.name);
     throw error;
-  } finally {
-    done();
   }
 }
 
-/** One acquisition with checked options; again from the start after a failover lost its grant. */
+/**
+ * One acquisition with checked options by `owner`, ended when `signal` aborts (the caller's or the
+ * client's closing); again from the start after a failover lost its grant.
+ */
 async function acquireOnce(
   side: LockSide,
   options: AcquireOptions,
+  owner: string,
+  signal: WaitSignal,
   defaultWaitTime?: number,
 ): Promise<LockHandle | { ttl: number }> {
   const { engine, name, kind } = side;
-  const owner = side.ownerFor(options.owner);
   const leaseTime = options.leaseTime ?? side.defaultLeaseTime();
   const behaviour = side.waitBehaviour(owner);
   const { label } = options;
@@ -79,7 +83,7 @@ async function acquireOnce(
     // (waitTime, at least one operationTimeout), never for the rest of the released hold's lease.
     const bound = Math.max(options.waitTime ?? 0, engine.operationTimeout);
     const waitedFrom = monotonicNow();
-    if (!(await landsWithin(settling, bound, options.signal))) {
+    if (!(await landsWithin(settling, bound, signal))) {
       throw new RedisUnavailableError(name, 'lock', bound);
     }
     const { waitTime } = options;
@@ -88,13 +92,22 @@ async function acquireOnce(
       return acquireOnce(
         side,
         checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
+        owner,
+        signal,
         defaultWaitTime,
       );
     }
   }
   const startedAt = monotonicNow();
   const leaseMs = leaseTime ?? engine.watchdogTimeout;
-  const call = new LockAcquisition(side, { owner, options, leaseMs, watched: leaseTime === undefined, behaviour });
+  const call = new LockAcquisition(side, {
+    owner,
+    options,
+    signal,
+    leaseMs,
+    watched: leaseTime === undefined,
+    behaviour,
+  });
   try {
     const outcome = await call.run();
     if (outcome === LOST_IN_FAILOVER) {
@@ -105,6 +118,8 @@ async function acquireOnce(
       return await acquireOnce(
         side,
         checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
+        owner,
+        signal,
         defaultWaitTime,
       );
     }
@@ -136,11 +151,11 @@ function closedError(name: string): LockError {
 }
 
 /** Whether `settling` settles within `ms`; rejects with the signal's reason if it aborts first. */
-async function landsWithin(settling: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<boolean> {
-  signal?.throwIfAborted();
+async function landsWithin(settling: Promise<unknown>, ms: number, signal: WaitSignal): Promise<boolean> {
+  signal.throwIfAborted();
   let stopListening: (() => void) | undefined;
   const aborted = new Promise<never>((_, reject) => {
-    if (signal) stopListening = onAbort(signal, () => reject(signal.reason));
+    stopListening = onAbort(signal, () => reject(signal.reason));
   });
   try {
     return (
@@ -161,6 +176,8 @@ async function landsWithin(settling: Promise<unknown>, ms: number, signal?: Abor
 export interface AcquireRequest {
   owner: string;
   options: AcquireOptions;
+  /** What ends the wait: the caller's signal, the client's closing (see ClosingWaits.signalFor). */
+  signal: WaitSignal;
   leaseMs: number;
   /** No explicit lease: the watchdog renews it. */
   watched: boolean;
@@ -201,10 +218,11 @@ export class LockAcquisition {
       key: side.name,
       waiters: engine.waiters,
       waitTime: options.waitTime,
-      signal: options.signal,
+      signal: request.signal,
       operationTimeout: engine.operationTimeout,
       connectionGone: () => closedForGood(engine.redis),
       expectGrant: side.turns()?.expectsGrant(),
+      queueBehindWokenMs: options.waitTime === 0 ? undefined : side.turns()?.queueBehindWoken(),
       ...behaviour,
       channel: behaviour.channel ?? side.keys.channel,
       attempt: this.attemptOnce,

@@ -10,7 +10,8 @@ import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock
 import { assertAcquireOptions, type AcquireOptions } from './acquire-options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
 import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
-import { FORCE_UNLOCK, HOLD_STATE, PASS_WAKE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
+import { FORCE_UNLOCK, HOLD_STATE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
+import { passWakeUp } from '../waiting/pass-wake-up';
 import { refreshSlotsSoon } from '../redis/slot-refresh';
 import type { LockKindName } from '../client/lock-events';
 import type { LockLogger } from '../util/logger';
@@ -199,6 +200,7 @@ export abstract class LockBase implements ReleaseReplayer {
       channel: this.processChannel,
       onUnheard: () => void this.passWakeUp(),
       quietRecheckMs: this.engine.quietRecheckMs,
+      shareRetries: true,
     });
   }
 
@@ -206,8 +208,7 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** The script that takes this process out of the waiting registry and wakes the next one if it can. */
   protected passScript(): Promise<unknown> {
-    const { redis, clientId, publishCommand } = this.engine;
-    return PASS_WAKE.run(redis, this.keys, { clientId, publish: publishCommand, message: 'released' });
+    return passWakeUp(this.engine, this.keys);
   }
 
   /** Made once: every kept release of a hot key asks for it. */

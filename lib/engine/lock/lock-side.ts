@@ -64,7 +64,7 @@ export interface WaitingAttempt {
 export type WaitBehaviour = Partial<
   Pick<
     AcquireLoopOptions<unknown>,
-    'channel' | 'waiterId' | 'maxSleep' | 'onUnclaimed' | 'onUnheard' | 'quietRecheckMs' | 'broadcast'
+    'channel' | 'waiterId' | 'maxSleep' | 'onUnclaimed' | 'onUnheard' | 'quietRecheckMs' | 'broadcast' | 'shareRetries'
   >
 >;
 

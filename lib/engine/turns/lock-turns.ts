@@ -33,6 +33,11 @@ export class LockTurns {
     return this.engine.turns.expectsGrant(this.lock.key);
   }
 
+  /** How long a new acquisition waits behind the parked waiter a kept release woke (see ProcessTurns.queueBehindWoken). */
+  queueBehindWoken(): number | undefined {
+    return this.engine.turns.queueBehindWoken(this.lock.key);
+  }
+
   /** A first hold (not a re-entry) was granted: a turn begins, if none runs. */
   granted(): void {
     this.engine.turns.granted(this.lock.key);
@@ -66,7 +71,12 @@ export class LockTurns {
     const { waiters, turns } = this.engine;
     const { key, processChannel } = this.lock;
     turns.kept(key);
-    if (waiters.wakeParked(processChannel)) return;
+    if (waiters.wakeParked(processChannel)) {
+      // That waiter takes it: an acquisition of this process made meanwhile queues behind it, not
+      // racing it to Redis (one of the two would be refused, and sent again once seated).
+      turns.wokeParked(key);
+      return;
+    }
     turns.passIfIdle(
       key,
       () => waiters.memberCount(processChannel) > 0,

@@ -35,6 +35,8 @@ interface Turn {
   lastGrantAt: number;
   /** The last release was kept, and no grant came since: the free lock is reserved for this process. */
   reserved: boolean;
+  /** That release woke one of this process's parked waiters to take it (see wokeParked). */
+  wokeParked: boolean;
 }
 
 /** Past this many entries, turns that are over anyway are swept (a lock whose hold was lost never ends its turn). */
@@ -86,10 +88,18 @@ export class ProcessTurns {
       turn.holds++;
       turn.lastGrantAt = now;
       turn.reserved = false;
+      turn.wokeParked = false;
       return;
     }
     if (this.turns.size >= SWEEP_AT) this.sweep();
-    this.turns.set(key, { startedAt: now, attempts: 0, holds: 1, lastGrantAt: now, reserved: false });
+    this.turns.set(key, {
+      startedAt: now,
+      attempts: 0,
+      holds: 1,
+      lastGrantAt: now,
+      reserved: false,
+      wokeParked: false,
+    });
   }
 
   /** How the last release of a hold on `key` should leave the lock. */
@@ -115,6 +125,24 @@ export class ProcessTurns {
     if (turn) turn.reserved = true;
   }
 
+  /** The release just kept woke a parked waiter of this process, which takes the lock next. */
+  wokeParked(key: string): void {
+    const turn = this.turns.get(key);
+    if (turn) turn.wokeParked = true;
+  }
+
+  /**
+   * How long a new acquisition of `key` in this process should wait behind the parked waiter its last
+   * release woke (the free lock is reserved for this process, and that waiter is on its way to take
+   * it): until the reservation ends at most, since that waiter's release wakes the next parked one.
+   * Undefined when no such waiter is on its way: the acquisition tries at once.
+   */
+  queueBehindWoken(key: string): number | undefined {
+    const turn = this.turns.get(key);
+    if (turn === undefined || !turn.wokeParked || !turn.reserved || !this.goesOn(turn)) return undefined;
+    return this.reservationMs(key);
+  }
+
   /**
    * How long a release kept now reserves the free lock for this process: until the latest its turn on
    * `key` can end (TURN_STRETCH times turnTime from its start). A turn that ends sooner passes the lock
@@ -133,7 +161,7 @@ export class ProcessTurns {
    */
   expectsGrant(key: string): boolean {
     const turn = this.turns.get(key);
-    return turn !== undefined && turn.reserved && this.goesOn(turn);
+    return turn !== undefined && turn.reserved && !turn.wokeParked && this.goesOn(turn);
   }
 
   /** The lock was passed on, or nobody else waited for it: the turn is over. */

@@ -5,8 +5,23 @@
  */
 const callbacks = new WeakMap<AbortSignal, Set<() => void>>();
 
-/** Calls `callback` when `signal` aborts; the returned function stops that (call it when done waiting). */
-export function onAbort(signal: AbortSignal, callback: () => void): () => void {
+/**
+ * Several signals a wait stops for, seen as one without an AbortController of its own (see
+ * ClosingWaits.signalFor): `reason` is the aborted one's, and `onAbort` listens through each part.
+ */
+export interface CombinedSignal {
+  readonly parts: readonly AbortSignal[];
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  throwIfAborted(): void;
+}
+
+/** What a wait stops for: one signal, or a combination of several. */
+export type WaitSignal = AbortSignal | CombinedSignal;
+
+/** Calls `callback` (once) when `signal` aborts; the returned function stops that (call it when done waiting). */
+export function onAbort(signal: WaitSignal, callback: () => void): () => void {
+  if (!(signal instanceof AbortSignal)) return onAnyAbort(signal.parts, callback);
   let waiting = callbacks.get(signal);
   if (!waiting) {
     const created = new Set<() => void>();
@@ -24,4 +39,18 @@ export function onAbort(signal: AbortSignal, callback: () => void): () => void {
   const set = waiting;
   set.add(callback);
   return () => void set.delete(callback);
+}
+
+/** `callback` at the first of `signals` to abort, once. */
+function onAnyAbort(signals: readonly AbortSignal[], callback: () => void): () => void {
+  let called = false;
+  const once = (): void => {
+    if (called) return;
+    called = true;
+    stop();
+    callback();
+  };
+  const stops = signals.map((signal) => onAbort(signal, once));
+  const stop = (): void => stops.forEach((s) => s());
+  return stop;
 }

@@ -4,6 +4,7 @@ import { isOutage } from '../redis/outage';
 import { MAX_TIMER_MS } from '../util/long-timer';
 import type { JoinOptions, LockWaiters } from './waiters';
 import type { HeardPayload } from './wait-ticket';
+import type { WaitSignal } from './abort-fan-out';
 
 /** One acquisition attempt: acquired with a value, or refused with the holder's remaining lease. */
 export type Attempt<T> = { acquired: true; value: T } | Refusal;
@@ -21,7 +22,7 @@ export interface AcquireLoopOptions<T> extends JoinOptions {
   attempt: (payload: HeardPayload | undefined, othersWaiting: boolean) => Promise<Attempt<T>>;
   /** undefined = wait until acquired; 0 = one attempt. */
   waitTime: number | undefined;
-  signal?: AbortSignal;
+  signal?: WaitSignal;
   /** Bound on SUBSCRIBE, like every Redis operation. */
   operationTimeout: number;
   /** Upper bound on one sleep, so a lost message costs at most this much (fair lock's re-check). */
@@ -37,6 +38,13 @@ export interface AcquireLoopOptions<T> extends JoinOptions {
    * at once.
    */
   expectGrant?: boolean;
+  /**
+   * A parked waiter of this process was just woken to take the lock, which is reserved for this
+   * process for this many ms more: the first attempt waits behind it, seated, for at most that long
+   * (its release wakes the next parked waiter), instead of racing it to Redis. See
+   * ProcessTurns.queueBehindWoken.
+   */
+  queueBehindWokenMs?: number;
 }
 
 /** Pause between attempts while Redis cannot be reached during a wait (a message ends it early). */
@@ -103,12 +111,19 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
   try {
     /** The last refusal; undefined while the last attempt could not reach Redis. */
     let refused: Refusal | undefined;
-    try {
-      const firstResult = await options.attempt(undefined, othersWaiting());
-      if (firstResult.acquired || waitTime === 0) return firstResult;
-      refused = firstResult;
-    } catch (error) {
-      if (!outage.tolerates(error)) throw error;
+    const behindWoken = seatedFirst ? options.queueBehindWokenMs : undefined;
+    if (behindWoken !== undefined) {
+      // Taken by the waiter ahead (as good as a refusal): sleep until its release wakes us, at most
+      // until the reservation ends; every later pass of the loop tries Redis.
+      refused = { acquired: false, ttl: behindWoken };
+    } else {
+      try {
+        const firstResult = await options.attempt(undefined, othersWaiting());
+        if (firstResult.acquired || waitTime === 0) return firstResult;
+        refused = firstResult;
+      } catch (error) {
+        if (!outage.tolerates(error)) throw error;
+      }
     }
     seat ??= join();
     const { ticket } = seat;
@@ -138,12 +153,14 @@ export async function acquireLoop<T>(options: AcquireLoopOptions<T>): Promise<Ac
       }
       if (!refused) continue; // unreachable: retried above
       const remaining = deadline - monotonicNow();
-      if (remaining <= 0) return refused;
+      // (Queued behind a woken waiter, nothing was asked yet: the next pass asks once, at once.)
+      if (remaining <= 0 && !(first && behindWoken !== undefined)) return refused;
       // PTTL -2: released in between, retry at once; -1 (no expiry): rely on the message.
       const ttl = refused.ttl === -2 ? 0 : refused.ttl === -1 ? remaining : refused.ttl;
       // Until the subscription is confirmed a release could go unheard: re-check briefly.
       const unheard = waiters.isLive(channel) ? MAX_TIMER_MS : (waiters.resubscribe(channel), OUTAGE_RETRY_MS);
-      await ticket.wait(Math.min(ttl, remaining, unheard, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS), signal);
+      const bound = Math.min(remaining, unheard, options.maxSleep ?? MAX_TIMER_MS, MAX_TIMER_MS);
+      await ticket.wait(bound, signal, ttl);
     }
   } finally {
     seat?.ticket.leave();

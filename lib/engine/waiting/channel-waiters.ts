@@ -31,6 +31,11 @@ export class ChannelWaiters implements TicketSeat {
   quietRecheckMs?: number;
   /** Every message wakes every local waiter (see JoinOptions.broadcast). */
   broadcast = false;
+  /** See JoinOptions.shareRetries. */
+  sharesRetries = false;
+  /** The shared retry (see retryIn), and when it is due (monotonicNow ms). */
+  private retryTimer?: NodeJS.Timeout;
+  private retryDue = 0;
   private lastHeard = monotonicNow();
   private recheckTimer?: NodeJS.Timeout;
   /** Wakes a waiter when the turn another process reserved the lock for ends (see TRY_AFTER). */
@@ -81,7 +86,27 @@ export class ChannelWaiters implements TicketSeat {
     this.recheckTimer.unref();
   }
 
+  /** The longest-parked waiter tries in `ms`, unless a retry is due sooner (see JoinOptions.shareRetries). */
+  retryIn(ms: number): void {
+    const due = monotonicNow() + ms;
+    if (this.retryTimer && this.retryDue <= due) return;
+    clearTimeout(this.retryTimer);
+    this.retryDue = due;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.wakeOne();
+    }, ms);
+    this.retryTimer.unref();
+  }
+
+  /** A message or a local wake-up came: whoever it wakes tries, and sets the next retry if refused. */
+  private dropRetry(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
   stopRechecks(): void {
+    this.dropRetry();
     clearTimeout(this.recheckTimer);
     this.recheckTimer = undefined;
     clearTimeout(this.tryTimer);
@@ -120,6 +145,7 @@ export class ChannelWaiters implements TicketSeat {
    */
   deliver(message: string, socketSince?: number): void {
     this.lastHeard = monotonicNow();
+    this.dropRetry();
     // A wake-up replaces a pending try: the lock was passed on, or this is that try.
     clearTimeout(this.tryTimer);
     this.tryTimer = undefined;
@@ -142,19 +168,25 @@ export class ChannelWaiters implements TicketSeat {
     }
     // A plain wake-up (reentrant and simple locks) for a process with no waiter left: pass it on.
     if (this.members.size === 0 && this.onUnheard) return this.onUnheard();
+    this.wakeOne();
+  }
+
+  /** Wakes the longest-parked waiter; when everyone is busy retrying, keeps the wake-up for the next one to wait. */
+  private wakeOne(): void {
     const first = this.parkedQueue[0];
     if (first) first.notify();
-    // Everyone is busy retrying: keep the wake-up for the next one to wait (bounded by the waiters).
-    else this.permits = Math.min(this.permits + 1, this.members.size);
+    else this.permits = Math.min(this.permits + 1, this.members.size); // bounded by the waiters
   }
 
   wakeFirstParked(): boolean {
     const first = this.parkedQueue[0];
+    if (first) this.dropRetry();
     first?.notify();
     return first !== undefined;
   }
 
   wakeAll(): void {
+    this.dropRetry();
     for (const ticket of this.members) ticket.notify();
   }
 }

@@ -1,4 +1,4 @@
-import { onAbort } from './abort-fan-out';
+import { onAbort, type WaitSignal } from './abort-fan-out';
 
 export type WakeReason = 'notified' | 'timeout';
 
@@ -16,6 +16,10 @@ export interface HeardPayload {
 export interface TicketSeat {
   /** Takes a wake-up that came while no waiter was parked, if there is one. */
   takePermit(): boolean;
+  /** Whether the channel's waiters share their retries (see JoinOptions.shareRetries). */
+  readonly sharesRetries: boolean;
+  /** A shared retry: the longest-parked waiter tries in `ms`, unless one is due sooner. */
+  retryIn(ms: number): void;
   park(ticket: WaitTicket): void;
   unpark(ticket: WaitTicket): void;
 }
@@ -28,6 +32,8 @@ export interface TicketSeat {
 export class WaitTicket {
   /** A wake-up received while not parked. */
   pending = false;
+  /** Woken while parked, and no attempt made since (see takePayload): the wake-up is not used yet. */
+  private wokenUnused = false;
   /** What a message addressed to this waiter carried after its id (the fair lock's hand-off). */
   private payload?: HeardPayload;
   private wake?: (reason: WakeReason) => void;
@@ -43,10 +49,19 @@ export class WaitTicket {
     return this.wake !== undefined;
   }
 
-  wait(timeoutMs: number, signal?: AbortSignal): Promise<WakeReason> {
+  /**
+   * Sleeps until woken, or for `timeoutMs`; `retryMs`: when the lock may be free again by itself (a
+   * refusal's TTL), a retry due then, which a channel that shares retries makes for one waiter only.
+   */
+  wait(timeoutMs: number, signal?: WaitSignal, retryMs?: number): Promise<WakeReason> {
     signal?.throwIfAborted();
+    if (retryMs !== undefined && retryMs < timeoutMs) {
+      if (this.channel.sharesRetries) this.channel.retryIn(retryMs);
+      else timeoutMs = retryMs;
+    }
     if (this.pending || this.channel.takePermit()) {
       this.pending = false;
+      this.wokenUnused = true;
       return Promise.resolve('notified');
     }
     return new Promise<WakeReason>((resolve, reject) => {
@@ -54,6 +69,7 @@ export class WaitTicket {
         clearTimeout(timer);
         stopListening?.();
         this.wake = undefined;
+        this.wokenUnused = reason === 'notified';
         this.channel.unpark(this);
         resolve(reason);
       };
@@ -76,8 +92,17 @@ export class WaitTicket {
     else this.pending = true;
   }
 
-  /** The payload of the last message addressed to this waiter, once. */
+  /**
+   * A wake-up this waiter got and has not acted on: on leaving, it is handed to the next waiter (one
+   * woken to take a lock, then aborted before its attempt, would otherwise leave the lock to timers).
+   */
+  get holdsUnusedWake(): boolean {
+    return this.pending || this.wokenUnused;
+  }
+
+  /** The payload of the last message addressed to this waiter, once; called as each attempt is made. */
   takePayload(): HeardPayload | undefined {
+    this.wokenUnused = false;
     const payload = this.payload;
     this.payload = undefined;
     return payload;

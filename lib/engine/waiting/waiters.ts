@@ -17,6 +17,13 @@ export interface JoinOptions {
    * lets one of them in lets them all in (a read-write lock's readers).
    */
   broadcast?: boolean;
+  /**
+   * Waiters refused until a TTL runs out (a lease, another process's turn) retry one at a time: the
+   * earliest retry due wakes the longest-parked waiter, the others sleep until a message. For locks
+   * whose releases wake the waiting processes one waiter at a time (reentrant and simple): each waiter
+   * retrying at its own TTL would send a burst of attempts from one process, all but one refused.
+   */
+  shareRetries?: boolean;
 }
 
 /**
@@ -66,6 +73,7 @@ export class LockWaiters {
     if (options.onUnheard) waiters.onUnheard = options.onUnheard;
     if (options.quietRecheckMs !== undefined) waiters.quietRecheckMs = options.quietRecheckMs;
     if (options.broadcast) waiters.broadcast = true;
+    if (options.shareRetries) waiters.sharesRetries = true;
     const ticket = new WaitTicket(waiters, options.waiterId, (t) => this.leave(channel, t));
     waiters.add(ticket);
     // A pending linger check stays: it finds the channel in use and does nothing.
@@ -132,7 +140,7 @@ export class LockWaiters {
     const waiters = this.channels.get(channel);
     if (!waiters || !waiters.remove(ticket)) return;
     // A wake-up this waiter received but did not use belongs to the next one (a broadcast reached them all).
-    if (ticket.pending && !waiters.broadcast) waiters.deliver('');
+    if (ticket.holdsUnusedWake && !waiters.broadcast) waiters.deliver('');
     if (waiters.members.size > 0) return;
     waiters.stopRechecks();
     waiters.idleSince = monotonicNow();
