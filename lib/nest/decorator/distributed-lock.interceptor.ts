@@ -17,7 +17,7 @@ import {
   RedisUnavailableError,
   ReplicaSyncError,
 } from '../../engine/errors';
-import { onAbort } from '../../engine/waiting/abort-fan-out';
+import { abortAtShutdown } from '../service/until-shutdown';
 import { RedisLockRuntime } from '../module/redis-lock.runtime';
 import type { HandlerInvocation } from './handler-invocation';
 import { keyFunctionNames, keyFunctionResult, renderKeyTemplate, type KeySources } from './key-template';
@@ -224,12 +224,7 @@ export class DistributedLockInterceptor implements NestInterceptor {
 
   /** Ends the wait once the application starts closing (see LockLifecycle.handlerWaits). */
   private watchClosing(abort: (reason: unknown) => void): () => void {
-    const closing = this.runtime.lifecycle.handlerWaits;
-    if (closing.aborted) {
-      abort(closing.reason);
-      return () => undefined;
-    }
-    return onAbort(closing, () => abort(closing.reason));
+    return abortAtShutdown(this.runtime.lifecycle.handlerWaits, abort);
   }
 
   /** While the request waits for its lock: abort the wait if the client disconnects. */

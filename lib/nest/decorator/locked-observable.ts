@@ -5,6 +5,7 @@ import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { warnReleaseFailed } from '../../engine/lock/with-lock';
 import { runWithActiveLock } from '../service/active-lock.store';
 import { cancellableLock, type ServiceHold } from '../service/service-hold';
+import { abortAtShutdown } from '../service/until-shutdown';
 import { LockCallCancelledError } from '../errors/lock-call-cancelled-error';
 import { messages } from '../redis-lock.messages';
 import { outsideWork, PendingWork } from './pending-work';
@@ -101,12 +102,16 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         names,
         lockOptions,
         async () => {
-          const stopWatching = options.watchWait?.((reason) => waiting.abort(reason));
+          const abortWait = (reason: unknown) => waiting.abort(reason);
+          const stopWatching = options.watchWait?.(abortWait);
+          // The module's shutdown ends the wait too, told here so that LockService combines no signals.
+          const stopAtShutdown = abortAtShutdown(lifecycle.signal, abortWait);
           try {
-            handle = await locks.hold(names, lockOptions);
+            handle = await locks.hold(names, lockOptions, true);
             acquiredAt = monotonicNow();
           } finally {
             stopWatching?.();
+            stopAtShutdown();
           }
           if (subscriber.closed) return release();
           const lock = cancellableLock(handle.lock, cancel.signal);
