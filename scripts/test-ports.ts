@@ -29,7 +29,7 @@ export const PRIVATE_PORTS = {
   startUp: range(7225, 1),
   /** test/nest/health.spec.ts. */
   nestHealth: range(7226, 1),
-  /** test/connection/reconnect.spec.ts. */
+  /** test/faults/reconnect-backoff.spec.ts. */
   reconnect: range(7227, 1),
   /** test/engine/redis-refusals.spec.ts. */
   redisRefusals: range(7228, 1),

@@ -55,7 +55,13 @@ describe('process turns: a process killed during its turn', () => {
       } finally {
         clearInterval(poll);
       }
-      const tokens = (await client.redis.lrange(env.TOKENS_KEY, 0, -1)).map(Number);
+      // A survivor stalled past its 600 ms lease (a loaded machine) pushes its token after the next
+      // holder's: such pushes are named by the worker (see racy-counter.ts) and left out; every other
+      // push ran inside its hold's lease, so they are in grant order.
+      const late = new Set(await client.redis.lrange(`${env.TOKENS_KEY}:late`, 0, -1));
+      const all = await client.redis.lrange(env.TOKENS_KEY, 0, -1);
+      const tokens = all.filter((token) => !late.has(token)).map(Number);
+      expect(tokens.length).toBeGreaterThan(all.length / 2);
       for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1]);
       // Progress never stopped for longer than a dead holder's lease plus a re-check and some slack.
       let longest = 0;

@@ -40,7 +40,8 @@ export function startWorker(file: string, env: Record<string, string | number>):
   if (STDERR_DIR)
     child.stderr!.pipe(createWriteStream(join(STDERR_DIR, `${basename(script, '.ts')}-${child.pid}.log`)));
   const result = new Promise<unknown>((resolve, reject) => {
-    child.on('exit', (code, signal) => {
+    // 'close', not 'exit': at 'exit' the last of the worker's stdout may not have been read yet.
+    child.on('close', (code, signal) => {
       if (code !== 0) return reject(new Error(`worker ${file} exited with ${code ?? signal}: ${stderr.slice(-2000)}`));
       const lines = stdout.trim().split('\n');
       try {
