@@ -280,6 +280,102 @@ describe('failover review: writes the old master acknowledged but never passed o
     await next?.release();
   }, 30_000);
 
+  it("fair lock: a grant lost in a failover is waited for again as the same wait, keeping that wait's place at the head of the queue", async () => {
+    const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
+    const onMaster = admin(master);
+    const onPromoted = admin(promoted);
+    const holder = await createLockClient({
+      connection: { type: 'single', host: master.host, port: master.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(holder);
+    // A wait that came back under a new id would queue behind its own old place on the promoted master,
+    // which is kept for 30 s, or handed the lock for an acceptance lease of 10 s (nobody takes it) first.
+    const fair = locks.getFairLock('queued', { staleWaiterTimeout: 30_000, acceptanceLease: 10_000 });
+    const { lock: lockKey, queue, deadlines } = fair.keys;
+    // A grant of the waiter's client reads the master's replicas: its next grant waits for one.
+    await (await locks.getFairLock('warm-up').lock()).release();
+    const held = await holder.getFairLock('queued').lock({ owner: 'holder', leaseTime: 3_000 });
+    const waiting = fair.lock({ waitTime: 20_000 });
+    waiting.catch(() => undefined);
+    for (let i = 0; i < 100 && (await onMaster.llen(queue)) === 0; i++) await sleep(20);
+    // The replicas have the hold and the waiter's place, then take no more of the master's writes.
+    await onMaster.call('WAIT', 3, 1_000);
+    expect(await onPromoted.lrange(queue, 0, -1)).toHaveLength(1);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    // The holder leaves on the old master only: the lock is handed to the waiter there, which accepts it
+    // (its lease past the hand-over's acceptance lease) and waits for a replica.
+    expect(await held.release()).toBe('released');
+    for (let i = 0; i < 200 && (await onMaster.pttl(lockKey)) < 2_000; i++) await sleep(10);
+    expect(await onMaster.pttl(lockKey)).toBeGreaterThan(2_000);
+    // The old master dies before a replica has the hand-over.
+    switching.switchTo(promoted);
+    const switchedAt = Date.now();
+    // Granted again on the promoted master once the holder's lease (3 s at most) ran out there, from the
+    // head of the queue: not 10 s later.
+    const handle = await waiting;
+    expect(Date.now() - switchedAt).toBeLessThan(9_000);
+    expect(await onPromoted.hexists(lockKey, handle.owner)).toBe(1);
+    expect(await onPromoted.hexists(lockKey, 'holder')).toBe(0);
+    // The wait is over: no place of it is left to hold the next waiters back.
+    expect(await onPromoted.lrange(queue, 0, -1)).toEqual([]);
+    expect(await onPromoted.zcard(deadlines)).toBe(0);
+    expect(await handle.release()).toBe('released');
+    const next = await other.getFairLock('queued').tryLock();
+    expect(next).not.toBeNull();
+    await next?.release();
+  }, 40_000);
+
+  it('semaphore: permits lost in a failover are waited for again by the same acquisition, keeping its place in the queue', async () => {
+    const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
+    const onMaster = admin(master);
+    const onPromoted = admin(promoted);
+    const holder = await createLockClient({
+      connection: { type: 'single', host: master.host, port: master.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(holder);
+    const pool = locks.getSemaphore('pool', { permits: 1, staleWaiterTimeout: 30_000 });
+    const { holds, waiting: queue } = pool.keys;
+    // A grant of the waiter's client reads the master's replicas: its next grant waits for one.
+    await (await locks.getSemaphore('warm-up', { permits: 1 }).acquire()).release();
+    const held = await holder.getSemaphore('pool', { permits: 1 }).acquire({ leaseTime: 3_000 });
+    const waiting = pool.acquire({ waitTime: 20_000 });
+    waiting.catch(() => undefined);
+    for (let i = 0; i < 100 && (await onMaster.zcard(queue)) === 0; i++) await sleep(20);
+    const [entry] = await onMaster.zrange(queue, 0, -1);
+    // '<length of client id>:<client id><hold member>' (lua/include/semaphore-queue.lua)
+    const cut = entry.indexOf(':');
+    const member = entry.slice(cut + 1 + Number(entry.slice(0, cut)));
+    // The replicas have the hold and the waiter's place, then take no more of the master's writes.
+    await onMaster.call('WAIT', 3, 1_000);
+    expect(await onPromoted.zrange(queue, 0, -1)).toEqual([entry]);
+    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    // The holder leaves on the old master only: its permit is handed to the waiter there, which claims it
+    // (its lease past the hand-over's acceptance lease) and waits for a replica.
+    expect(await held.release()).toBe('released');
+    const leaseLeft = async () => {
+      const [expiry, [seconds, micros]] = await Promise.all([onMaster.zscore(holds, member), onMaster.time()]);
+      return expiry === null ? 0 : Number(expiry) - (Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000));
+    };
+    for (let i = 0; i < 200 && (await leaseLeft()) < 2_000; i++) await sleep(10);
+    expect(await leaseLeft()).toBeGreaterThan(2_000);
+    // The old master dies before a replica has the claim.
+    switching.switchTo(promoted);
+    // Granted on the promoted master once the holder's lease ran out there: to the acquisition's first
+    // member, from its place at the head of the queue (under a new member the old place came first).
+    const handle = await waiting;
+    expect(await onPromoted.zscore(holds, member)).not.toBeNull();
+    expect(await onPromoted.zcard(holds)).toBe(1);
+    expect(await onPromoted.zrange(queue, 0, -1)).toEqual([]);
+    expect(await handle.release()).toBe('released');
+    const next = await other.getSemaphore('pool', { permits: 1 }).tryAcquire();
+    expect(next).not.toBeNull();
+    await next?.release();
+  }, 40_000);
+
   it.each([
     ['its own subscriber, moved along with the commands', true],
     ['a subscriber lent to it, left where it is', false],

@@ -110,10 +110,18 @@ export class FairLock extends HashLock {
     return `${this.engine.clientId}:${randomUUID()}`;
   }
 
-  /** Made at the start of each lock() or tryLock() call: its waiter id, which its attempts queue under. */
+  /**
+   * Made at the start of each lock() or tryLock() call: its waiter id, which its attempts queue under.
+   * Asked again when the call waits anew (its grant lost in a failover), it keeps that id, and so the
+   * wait's place in the queue of the master serving the lock now (under a new id the wait would queue
+   * behind its own old place until that went stale). What the wait knew besides (the hold ids its
+   * attempts registered, its clock anchors) was the old master's, and is not kept: a hand-over only
+   * the old master made names none of the hold ids registered from now on, so its message is never
+   * believed (see attempt).
+   */
   protected override waitBehaviour(): WaitBehaviour {
-    const waiterId = this.newWaiterId();
     const store = currentWait.getStore();
+    const waiterId = store?.wait?.waiterId ?? this.newWaiterId();
     if (store) store.wait = new FairWait(waiterId);
     return {
       channel: this.clientChannel,

@@ -68,6 +68,8 @@ export class PermitLock extends LockBase {
   private member?: string;
   /** The latest refusal of this wait that read Redis's clock (see handOverFirstLease). */
   private anchor?: WaitAnchor;
+  /** The acquisition waits anew after a failover, under its first member (see waitBehaviour). */
+  private waitedAnew = false;
 
   constructor(
     engine: EngineContext,
@@ -119,9 +121,18 @@ export class PermitLock extends LockBase {
 
   private ownClientChannel?: string;
 
-  /** Made at the start of each wait (one lock() / tryLock()): its member, which hand-overs address. */
+  /**
+   * Made at the start of each wait (one lock() / tryLock(): a PermitLock is made per acquisition, see
+   * Semaphore.prepare): its member, which hand-overs address. Asked again when the acquisition waits
+   * anew (its grant lost in a failover), it keeps that member, and so the wait's place in the queue of
+   * the master serving the semaphore now (a new member would queue behind the old place, which would
+   * be handed the permits first). A hand-over message names only the member, so from then on one the
+   * old master alone made cannot be told from the new master's: the wait claims every hand-over on the
+   * master instead of believing its message (see handedOver).
+   */
   protected override waitBehaviour(owner: string): WaitBehaviour {
-    this.member = this.newMember(owner);
+    if (this.member === undefined) this.member = this.newMember(owner);
+    else this.waitedAnew = true;
     this.anchor = undefined;
     return {
       channel: this.clientChannel,
@@ -175,7 +186,8 @@ export class PermitLock extends LockBase {
    * last refusal; undefined when the message cannot vouch for the hold: no refusal of this connection
    * to count from (it reconnected since: maybe to another server), replicas must acknowledge grants
    * (which only a call of ours can wait for), less than half of the acceptance lease would be left, or
-   * the hold's own lease `leaseMs` is shorter than the acceptance lease.
+   * the hold's own lease `leaseMs` is shorter than the acceptance lease, or the acquisition waits anew
+   * after a failover (see waitBehaviour).
    */
   private handedOver(holder: string, payload: HeardPayload, holdId: string, leaseMs: number): Grant | undefined {
     const message = parsePermitHandOver(payload.text);
@@ -184,7 +196,7 @@ export class PermitLock extends LockBase {
     const { acceptanceLease } = this.timings;
     // A lease of its own shorter than the acceptance lease: Redis must not keep the permits longer
     // than the holder asked for, which only a call of ours can set.
-    if (!message || leaseMs < acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
+    if (!message || this.waitedAnew || leaseMs < acceptanceLease || replicaSync.waitsAfterGrant(key)) return undefined;
     const firstLease = handOverFirstLease(
       [this.anchor],
       message.grantedAtMs,
