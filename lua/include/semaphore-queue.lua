@@ -45,7 +45,8 @@ local function joinQueue(q, entry, staleMs)
 end
 
 -- Records `member`'s hold with the acceptance lease and tells its client; false (nothing recorded)
--- when nobody listens on that client's channel (its process died, or unsubscribed): it could never use it.
+-- when nobody listens on that client's channel (its process died, or its subscriber is reconnecting):
+-- it could not use it now.
 local function handTo(q, client, member)
   local token = nextToken(q.fence, q.acceptance + q.idle)
   local told = redis.call(q.publish, q.channel .. ':' .. client, member .. '|' .. q.now .. ':' .. tokenText(token))
@@ -58,10 +59,12 @@ local function handTo(q, client, member)
   return true
 end
 
--- Hands `available` free permits to the longest-waiting live acquisitions that fit, dropping the dead,
--- the malformed and any already holding (its own attempt was granted). One that wants more than is
--- free keeps its place and lets smaller ones behind it in. Stops at the caller's own entry (q.self):
--- the caller is the next in line. Returns the permits still free.
+-- Hands `available` free permits to the longest-waiting live acquisitions that fit, dropping the dead
+-- (past their deadline), the malformed and any already holding (its own attempt was granted). One that
+-- wants more than is free keeps its place and lets smaller ones behind it in; so does one nobody listens
+-- for now (its subscriber is reconnecting, or its process died and its deadline will drop it): it is
+-- next once it hears again. Stops at the caller's own entry (q.self): the caller is the next in line.
+-- Returns the permits still free.
 local function handOverFree(q, available)
   if available <= 0 then return available end
   -- Read a few at a time: a hand-over most often goes to the first entries. `kept` entries stay ahead.
@@ -75,12 +78,14 @@ local function handOverFree(q, available)
       local deadline = tonumber(redis.call('zscore', q.deadlines, entry))
       if permits < 1 or not deadline or deadline <= q.now then
         leaveQueue(q, entry)
-      elseif permits <= available then
+      elseif permits > available then
+        kept = kept + 1
+      elseif redis.call('zscore', q.holds, member) then
         leaveQueue(q, entry)
-        if not redis.call('zscore', q.holds, member) and handTo(q, client, member) then
-          available = available - permits
-          if available <= 0 then return available end
-        end
+      elseif handTo(q, client, member) then
+        leaveQueue(q, entry)
+        available = available - permits
+        if available <= 0 then return available end
       else
         kept = kept + 1
       end

@@ -143,21 +143,45 @@ describe('semaphore lua scripts', () => {
     }
   });
 
-  it('semaphore-release-7: drops a waiter nobody listens for, and one whose deadline passed, handing to the next', async () => {
+  it('semaphore-release-7: passes by a waiter nobody listens for, keeping its place, and drops one whose deadline passed, handing to the next', async () => {
     const k = keys();
     await acquire(k, '1:a', 1, 60_000, 1);
     const live = await listen(k, 'live');
     try {
-      await acquire(k, '1:gone', 1, 60_000, 1, 'gone'); // its client never subscribed: a dead process
+      await acquire(k, '1:unheard', 1, 60_000, 1, 'away'); // its client does not listen now
       await acquire(k, '1:stale', 1, 60_000, 1, 'live', 'wait', 50); // stops refreshing
       await acquire(k, '1:next', 1, 60_000, 1, 'live');
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(await release(k, '1:a', 1)).toBe('released');
       expect(await live.heard()).toEqual([expect.stringMatching(/^1:next\|/)]);
       expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:next']);
-      expect(await redis.zcard(k.waiting)).toBe(0);
+      expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['4:away1:unheard']);
     } finally {
       await live.close();
+    }
+  });
+
+  it('semaphore-release-7: a waiter that was passed by while nobody listened is next once its client listens again', async () => {
+    const k = keys();
+    await acquire(k, '1:a', 1, 60_000, 1);
+    const other = await listen(k, 'other');
+    try {
+      await acquire(k, '1:first', 1, 60_000, 1, 'back'); // queued first; its subscriber is away
+      await acquire(k, '1:second', 1, 60_000, 1, 'other');
+      await acquire(k, '1:third', 1, 60_000, 1, 'other');
+      expect(await release(k, '1:a', 1)).toBe('released'); // to the second: nobody hears the first
+      expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:second']);
+      const back = await listen(k, 'back'); // its subscriber is back
+      try {
+        expect(await release(k, '1:second', 1)).toBe('released');
+        expect(await back.heard()).toEqual([expect.stringMatching(/^1:first\|/)]);
+        expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:first']);
+        expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['5:other1:third']);
+      } finally {
+        await back.close();
+      }
+    } finally {
+      await other.close();
     }
   });
 

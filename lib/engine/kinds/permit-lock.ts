@@ -173,7 +173,7 @@ export class PermitLock extends LockBase {
 
   /**
    * How a refused attempt queues. Not before this client listens on its channel: a hand-over to it
-   * would find nobody listening and drop its place. (Not subscribed yet, the acquire loop subscribes and
+   * would find nobody listening and pass it by. (Not subscribed yet, the acquire loop subscribes and
    * tries again; subscribed already, a hot semaphore's, the first attempt queues.)
    */
   private modeOf(waiting: AttemptRequest['waiting']): PermitAttemptMode {
