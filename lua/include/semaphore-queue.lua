@@ -62,9 +62,9 @@ end
 -- Hands `available` free permits to the longest-waiting live acquisitions that fit, dropping the dead
 -- (past their deadline), the malformed and any already holding (its own attempt was granted). One that
 -- wants more than is free keeps its place and lets smaller ones behind it in; so does one nobody listens
--- for now (its subscriber is reconnecting, or its process died and its deadline will drop it): it is
--- next once it hears again. Stops at the caller's own entry (q.self): the caller is the next in line.
--- Returns the permits still free.
+-- for now (its subscriber is reconnecting, or its process died), for an acceptance lease: it is next if
+-- it hears again and refreshes its place by then. Stops at the caller's own entry (q.self): the caller
+-- is the next in line. Returns the permits still free.
 local function handOverFree(q, available)
   if available <= 0 then return available end
   -- Read a few at a time: a hand-over most often goes to the first entries. `kept` entries stay ahead.
@@ -87,6 +87,10 @@ local function handOverFree(q, available)
         available = available - permits
         if available <= 0 then return available end
       else
+        -- Nobody hears it: it keeps its place for one acceptance lease at most (a reconnecting
+        -- subscriber's waiter refreshes it when it tries again), so that a dead process's waiters are
+        -- not told at every hand-over until their deadlines.
+        redis.call('zadd', q.deadlines, 'lt', q.now + q.acceptance, entry)
         kept = kept + 1
       end
     end

@@ -155,7 +155,15 @@ describe('semaphore lua scripts', () => {
       expect(await release(k, '1:a', 1)).toBe('released');
       expect(await live.heard()).toEqual([expect.stringMatching(/^1:next\|/)]);
       expect(await redis.zrange(k.holds, 0, -1)).toEqual(['1:next']);
+      // Kept, for one acceptance lease (its 60 s deadline cut short): a reconnecting subscriber's waiter
+      // refreshes it by then; a dead process's is not told at every hand-over until its deadline.
       expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['4:away1:unheard']);
+      const deadline = Number(await redis.zscore(k.deadlines, '4:away1:unheard'));
+      expect(deadline - (await serverMs())).toBeLessThanOrEqual(ACCEPTANCE);
+      // Then gone: the hand-over to the next ran out too, and an attempt takes the permit itself.
+      await new Promise((resolve) => setTimeout(resolve, ACCEPTANCE + 100));
+      expect((await acquire(k, '1:later', 1, 60_000, 1, 'live'))[0]).toBe('granted');
+      expect(await redis.zcard(k.waiting)).toBe(0);
     } finally {
       await live.close();
     }
