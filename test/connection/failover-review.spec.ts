@@ -61,6 +61,20 @@ describe('failover review: writes the old master acknowledged but never passed o
     return { master, promoted, locks, other, keyPrefix, switching: proxy };
   };
 
+  /** A client on `keyPrefix` connected straight to `node` (a holder that stays with the old master). */
+  const directClient = async (node: { host: string; port: number }, keyPrefix: string) => {
+    const client = await createLockClient({
+      connection: { type: 'single', host: node.host, port: node.port },
+      keyPrefix,
+      logger: quietLogger,
+    });
+    open.push(client);
+    return client;
+  };
+
+  /** Every replica stops taking the master's writes and keeps what it had (a failover will promote one). */
+  const cutReplicas = () => Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+
   /** The reentrant lock, the fair lock or a read-write lock's read side named `name`. */
   const lockOfKind = (locks: LockClient, kind: 'reentrant' | 'fair' | 'read', name: string) =>
     kind === 'fair'
@@ -105,7 +119,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     const handle = await locks.getLock('extended').lock({ leaseTime: 1_500 });
     // Every replica has the grant, then none takes the master's writes any more.
     await onMaster.call('WAIT', 3, 1_000);
-    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    await cutReplicas();
     const extended = handle.extend(20_000).then(
       () => 'extended',
       (error: Error) => error.name,
@@ -198,7 +212,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     const lock = locks.getLock('longer');
     const outer = await lock.lock({ owner: 'job', leaseTime: 1_500 });
     await onMaster.call('WAIT', 3, 1_000);
-    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    await cutReplicas();
     const inner = lock.lock({ owner: 'job', leaseTime: 20_000, waitTime: 5_000 }).then(
       (h) => h,
       () => undefined,
@@ -222,7 +236,7 @@ describe('failover review: writes the old master acknowledged but never passed o
       replicaSync: { replicas: 1, timeout: 2_000, onFailure: 'warn' },
     });
     // No replica takes the master's writes any more: the grant below stays on the old master.
-    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    await cutReplicas();
     const granted = locks
       .getLock('warned')
       .lock({ leaseTime: 20_000, waitTime: 5_000 })
@@ -245,12 +259,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
     const onMaster = admin(master);
     const onPromoted = admin(promoted);
-    const reader = await createLockClient({
-      connection: { type: 'single', host: master.host, port: master.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    open.push(reader);
+    const reader = await directClient(master, keyPrefix);
     const rw = locks.getReadWriteLock('intent', { writerIntentTimeout: 30_000 });
     const { writers, write } = rw.keys;
     // A grant of the writer's client reads the master's replicas: its next grant waits for one.
@@ -262,7 +271,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     // The replicas have the read hold and the writer's intent, then take no more of the master's writes.
     await onMaster.call('WAIT', 3, 1_000);
     expect(await onPromoted.zcard(writers)).toBe(1);
-    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    await cutReplicas();
     // The reader leaves on the old master only: the writer is granted there, and waits for a replica.
     expect(await read.release()).toBe('released');
     for (let i = 0; i < 100 && (await onMaster.exists(write)) === 0; i++) await sleep(10);
@@ -284,12 +293,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
     const onMaster = admin(master);
     const onPromoted = admin(promoted);
-    const holder = await createLockClient({
-      connection: { type: 'single', host: master.host, port: master.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    open.push(holder);
+    const holder = await directClient(master, keyPrefix);
     // A wait that came back under a new id would queue behind its own old place on the promoted master,
     // which is kept for 30 s, or handed the lock for an acceptance lease of 10 s (nobody takes it) first.
     const fair = locks.getFairLock('queued', { staleWaiterTimeout: 30_000, acceptanceLease: 10_000 });
@@ -303,7 +307,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     // The replicas have the hold and the waiter's place, then take no more of the master's writes.
     await onMaster.call('WAIT', 3, 1_000);
     expect(await onPromoted.lrange(queue, 0, -1)).toHaveLength(1);
-    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    await cutReplicas();
     // The holder leaves on the old master only: the lock is handed to the waiter there, which accepts it
     // (its lease past the hand-over's acceptance lease) and waits for a replica.
     expect(await held.release()).toBe('released');
@@ -331,12 +335,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     const { master, promoted, locks, other, keyPrefix, switching } = await holderBehindProxyAndRival();
     const onMaster = admin(master);
     const onPromoted = admin(promoted);
-    const holder = await createLockClient({
-      connection: { type: 'single', host: master.host, port: master.port },
-      keyPrefix,
-      logger: quietLogger,
-    });
-    open.push(holder);
+    const holder = await directClient(master, keyPrefix);
     const pool = locks.getSemaphore('pool', { permits: 1, staleWaiterTimeout: 30_000 });
     const { holds, waiting: queue } = pool.keys;
     // A grant of the waiter's client reads the master's replicas: its next grant waits for one.
@@ -352,7 +351,7 @@ describe('failover review: writes the old master acknowledged but never passed o
     // The replicas have the hold and the waiter's place, then take no more of the master's writes.
     await onMaster.call('WAIT', 3, 1_000);
     expect(await onPromoted.zrange(queue, 0, -1)).toEqual([entry]);
-    await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+    await cutReplicas();
     // The holder leaves on the old master only: its permit is handed to the waiter there, which claims it
     // (its lease past the hand-over's acceptance lease) and waits for a replica.
     expect(await held.release()).toBe('released');
@@ -417,7 +416,7 @@ describe('failover review: writes the old master acknowledged but never passed o
         for (let i = 0; i < 100 && (await onMaster.llen(keys.queue)) === 0; i++) await sleep(20);
         // The replicas have the hold and the queue, then take no more of the master's writes.
         await onMaster.call('WAIT', 3, 1_000);
-        await Promise.all(topology.replicas.map((r) => admin(r).call('REPLICAOF', 'NO', 'ONE')));
+        await cutReplicas();
         const [, before] = await onPromoted.zrange(keys.deadlines, 0, 0, 'WITHSCORES');
 
         // The waiter's commands move to the promoted replica; its subscriber stays on the old master
