@@ -109,6 +109,28 @@ describe("the holder's belief follows Redis", () => {
       expect(await other.isLocked()).toBe(false);
     });
 
+    it('a MultiLock taken inside a holder of A is nested in its section: A asked for again inside it re-enters', async () => {
+      // The MultiLock holds neither of A's locks: its section used to get a scope with no tie to A's, and
+      // the inner A waited for its own holder.
+      const outer = locks.getLock('nest-multi-a');
+      const group = new MultiLock([locks.getLock('nest-multi-b'), locks.getLock('nest-multi-c')]);
+      const result = await outer.withLock(() =>
+        group.withLock(() => outer.withLock(() => 'inner A re-entered', { waitTime: 0 }), { waitTime: 1_000 }),
+      );
+      expect(result).toBe('inner A re-entered');
+      expect(await outer.isLocked()).toBe(false);
+      expect(await locks.getLock('nest-multi-b').isLocked()).toBe(false);
+    });
+
+    it('inside a holder of A, sibling MultiLock sections still exclude each other on their own locks', async () => {
+      const outer = locks.getLock('nest-multi-sib-a');
+      const group = () => new MultiLock([locks.getLock('nest-multi-sib-b'), locks.getLock('nest-multi-sib-c')]);
+      const most = await outer.withLock(() =>
+        overlapOf((body) => [group().withLock(() => body()), group().withLock(() => body())]),
+      );
+      expect(most).toBe(1);
+    });
+
     it('inside a holder of A, sibling branches still exclude each other on B', async () => {
       const [outer, other] = [locks.getLock('nest-sib-a'), locks.getLock('nest-sib-b')];
       const most = await outer.withLock(() =>

@@ -2,7 +2,7 @@ import { LockAcquireTimeoutError } from '../errors';
 import type { ReleaseOutcome } from '../holds/lock-handle';
 import type { LockLogger } from '../util/logger';
 import type { AcquireOptions } from '../lock/acquire-options';
-import { runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
+import { nestedSection, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { withLock } from '../lock/with-lock';
 
 /** What a lock spanning several locks (MultiLock) or masters (RedLock) hands to its holder. */
@@ -31,14 +31,6 @@ export abstract class GroupLock<H extends GroupLockHandle> {
    */
   abstract heldInScope(scope: OwnerScope): boolean;
 
-  /**
-   * @internal Whether `scope` holds part of the group: a `withLock` inside it runs in a scope of its own
-   * that re-enters that part (see runAsCriticalSection's `inherit`).
-   */
-  protected inheritsFrom(_scope: OwnerScope): boolean {
-    return false;
-  }
-
   /** Acquires within `options.waitTime` (undefined: as long as it takes) or resolves null. */
   protected abstract acquire(options: AcquireOptions): Promise<H | null>;
 
@@ -56,12 +48,17 @@ export abstract class GroupLock<H extends GroupLockHandle> {
     return handle;
   }
 
-  /** Runs `fn` holding the group and releases it however `fn` ends (a failed release is logged). */
+  /**
+   * Runs `fn` holding the group and releases it however `fn` ends (a failed release is logged). Opened
+   * inside another section, it is nested in it, as a single lock's is: a lock that section holds is
+   * re-entered from inside this one (and a MultiLock member it holds, under its owner), and the rest is
+   * taken under a scope of its own, so sibling sections still exclude each other on it.
+   */
   withLock<T>(fn: (context: GroupLockContext) => Promise<T> | T, options: AcquireOptions = {}): Promise<T> {
     return runAsCriticalSection(
       (scope) => this.heldInScope(scope),
       () => withLock(() => this.lock(options), fn, { logger: this.logger, nameOf: () => this.name }),
-      { inherit: (scope) => this.inheritsFrom(scope) },
+      { inherit: nestedSection },
     );
   }
 }

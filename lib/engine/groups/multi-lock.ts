@@ -53,11 +53,6 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
     return this.ordered.every((lock) => lock.heldInScope(scope));
   }
 
-  /** Some of its locks held in `scope`: a section of its own re-enters those and takes the others under its own owner. */
-  protected override inheritsFrom(scope: OwnerScope): boolean {
-    return this.ordered.some((lock) => lock.heldInScope(scope));
-  }
-
   /** The first lock's client's. */
   protected get logger(): LockLogger {
     return this.locks[0].logger;

@@ -35,6 +35,9 @@ export function runInLockScope<T>(fn: () => T, options: { newScope?: boolean } =
   return storage.run({ id: randomUUID() }, fn);
 }
 
+/** For runAsCriticalSection's `inherit`: any section opened inside another is nested in it. */
+export const nestedSection = (): boolean => true;
+
 /**
  * Runs `fn` (an acquisition and the work it guards: a `withLock`, a decorated method) as a critical
  * section. It re-enters only from inside: when the current scope already holds the lock (`holds`),

@@ -9,7 +9,7 @@ import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
 import { assertAcquireOptions, type AcquireOptions } from './acquire-options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
-import { currentScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
+import { currentScope, nestedSection, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { FORCE_UNLOCK, HOLD_STATE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
 import { passWakeUp } from '../waiting/pass-wake-up';
 import { refreshSlotsSoon } from '../redis/slot-refresh';
@@ -33,9 +33,6 @@ export { attemptOutcome, waitingFlag } from './attempt-replies';
  * which may be frozen (or the message lost), and the lock must not sit free while the others sleep.
  */
 export const QUIET_RECHECK_MS = 1_000;
-
-/** Any section opened inside another is nested in it (see runAsCriticalSection's `inherit`). */
-const nestedSection = (): boolean => true;
 
 export interface WithLockOptions extends AcquireOptions {
   /** Run in a fresh owner scope even inside another one (no re-entry with the caller's locks). */
