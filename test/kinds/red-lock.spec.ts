@@ -50,6 +50,22 @@ describe('RedLock', () => {
   afterEach(() => killAll(workers.splice(0)));
   afterAll(() => counterClient.close());
 
+  it('a RedLock taken inside a holder of a lock A is nested in its section: A asked for again inside it re-enters', async () => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    const clients = clientsFor(ports);
+    try {
+      const outer = counterClient.locks.getLock('nested-in-redlock');
+      const redLock = new RedLock(clients, 'nested');
+      const result = await outer.withLock(() =>
+        redLock.withLock(() => outer.withLock(() => 'inner A re-entered', { waitTime: 0 }), { waitTime: 2_000 }),
+      );
+      expect(result).toBe('inner A re-entered');
+      expect(await outer.isLocked()).toBe(false);
+    } finally {
+      await closeAll(clients);
+    }
+  });
+
   it('holds on a majority with a validity below the lease, and releases everywhere', async () => {
     const ports = sharedTopology('multi').masters.map((m) => m.port);
     const clients = clientsFor(ports);
