@@ -1,5 +1,6 @@
-import { RedLock } from '../../lib';
-import { isAttemptOn, lockClient, testPrefix, watchCommands, type TestClient } from '../support/engine';
+import { LockError, RedLock } from '../../lib';
+import { RedLockHandle } from '../../lib/engine/groups/red-lock-handle';
+import { isAttemptOn, lockClient, sleep, testPrefix, watchCommands, type TestClient } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
 /** RedLock's waiting, attacked: aborts and give-ups at the moments between its rounds. */
@@ -53,6 +54,45 @@ describe('RedLock waiting review', () => {
       // Without the fix it slept until the holder's lease (20 s) before it saw the abort.
       expect(Date.now() - abortedAt).toBeLessThan(3_000);
       await held.release();
+    } finally {
+      await closeAll(waiters);
+      await closeAll(holders);
+    }
+  }, 60_000);
+
+  it('a wait whose clients are closed ends with a LockError, and takes nothing through them once the lock is free', async () => {
+    const holders = await clientsFor();
+    const waiters = await clientsFor();
+    try {
+      const name = 'closed-while-waiting';
+      const held = await new RedLock(
+        holders.map((c) => c.locks),
+        name,
+      ).lock({ leaseTime: 20_000 });
+      const outcome = new RedLock(
+        waiters.map((c) => c.locks),
+        name,
+      )
+        .lock()
+        .then(
+          (handle) => handle,
+          (error: unknown) => error,
+        );
+      await sleep(500); // waiting, refused by every master
+      // The application shuts down: its lock clients close (the ioredis connections are its own and stay open).
+      await Promise.all(waiters.map((c) => c.locks.close()));
+      const closedAt = Date.now();
+      await held.release(); // the lock is free on every master now
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still waiting'), 5_000)));
+      const result = await Promise.race([outcome, late]);
+      clearTimeout(timer);
+      if (result instanceof RedLockHandle) await result.release().catch(() => undefined);
+      expect(result).toBeInstanceOf(LockError);
+      expect(Date.now() - closedAt).toBeLessThan(5_000);
+      // Nothing held through the closed clients.
+      const ttls = await Promise.all(waiters.map((c) => c.redis.pttl(c.locks.getSimpleLock(name).keys.lock)));
+      expect(ttls.filter((ttl) => ttl !== -2)).toEqual([]);
     } finally {
       await closeAll(waiters);
       await closeAll(holders);
