@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { bounded } from '../redis/bounded';
-import { LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
+import { LockError, LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
 import { engineOf, isLockClient, type LockClient } from '../client/lock-client';
 import type { LockHandle } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
@@ -13,6 +13,7 @@ import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
 import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
 import { delay, ReleaseWatch } from './release-watch';
+import { onAbort } from '../waiting/abort-fan-out';
 
 export interface RedLockOptions {
   /**
@@ -226,27 +227,32 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     // A refused vote registers this process as waiting, unless the caller makes a single attempt.
     const waits = deadline > calledAt;
     let acquired = false;
+    // The caller's signal, aborted also when a client of this lock closes: the wait ends with a LockError
+    // then, as any other kind's does (and takes nothing through a closed client).
+    const waitEnd = this.waitEnd(options.signal);
+    const { signal } = waitEnd;
     try {
+      signal.throwIfAborted();
       if (this.othersWaiting() && deadline - calledAt > 0) {
         // Other processes heard this process's last release of the lock: they wait for it, and that
         // release (most likely this caller's own) just woke them. This newcomer lets them go first: it
         // pauses POLITE_WAIT_MS, then asks the gate like a woken waiter (refused there, it waits like one).
         this.emit('waiting', () => ({ name: this.name, kind: 'redlock', owner, label }));
         watch = await this.watchReleases(patience);
-        await delay(Math.min(POLITE_WAIT_MS, Math.max(0, deadline - monotonicNow())), options.signal);
+        await delay(Math.min(POLITE_WAIT_MS, Math.max(0, deadline - monotonicNow())), signal);
         gated = true;
       }
       for (let splits = 0; ;) {
         // Before every round, the first too: an aborted wait asks no master (see acquireLoop).
-        options.signal?.throwIfAborted();
+        signal.throwIfAborted();
         const seen = watch?.counts();
         const round = await this.round(owner, options, gated, waits);
         if (round instanceof RedLockHandle) {
-          if (options.signal?.aborted) {
+          if (signal.aborted) {
             // The caller gave up while the round ran: it gets the reason, as from any other kind, and the
             // votes are given back (a watched grant nobody holds would otherwise be renewed for ever).
             await round.giveBack();
-            options.signal.throwIfAborted();
+            signal.throwIfAborted();
           }
           acquired = true;
           this.emit('acquired', () => ({
@@ -287,7 +293,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         if (splits > 0) {
           // Contenders divided the masters (a master coming back, a newcomer beside a woken waiter):
           // a random pause, growing with repeated splits, so that they do not meet again.
-          await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), options.signal);
+          await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), signal);
           gated = true;
         } else {
           // Until a master announces a release (or did during the round), or the holder's lease ends;
@@ -301,15 +307,33 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           const since = round.gate === undefined ? seen! : watch.counts();
           const from = round.gate === undefined ? undefined : [round.gate];
           const timeout = Math.min(remaining, Math.max(1, wait));
-          const announced = await watch.next(since, from, timeout, options.signal);
+          const announced = await watch.next(since, from, timeout, signal);
           gated = announced || round.gate === undefined;
         }
-        options.signal?.throwIfAborted();
+        signal.throwIfAborted();
       }
     } finally {
+      waitEnd.stop();
       watch?.close();
       if (!acquired && watch) this.leaveWaiting();
     }
+  }
+
+  /**
+   * What ends a wait: the caller's `own` signal (its reason), or the closing of any client of this lock
+   * (a LockError). Listened to through the fan-out (see onAbort); `stop()` once the wait is over.
+   */
+  private waitEnd(own: AbortSignal | undefined): { signal: AbortSignal; stop: () => void } {
+    const either = new AbortController();
+    const closed = (): LockError =>
+      new LockError(`A lock client of RedLock "${this.name}" is closed: the lock is not acquired.`, this.name);
+    const closings = this.clients.map((client) => engineOf(client).waits.signal);
+    if (own?.aborted) either.abort(own.reason);
+    else if (closings.some((closing) => closing.aborted)) either.abort(closed());
+    if (either.signal.aborted) return { signal: either.signal, stop: () => undefined };
+    const stops = closings.map((closing) => onAbort(closing, () => either.abort(closed())));
+    if (own) stops.push(onAbort(own, () => either.abort(own.reason)));
+    return { signal: either.signal, stop: () => stops.forEach((stop) => stop()) };
   }
 
   /**

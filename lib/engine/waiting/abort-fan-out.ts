@@ -22,6 +22,9 @@ export type WaitSignal = AbortSignal | CombinedSignal;
 /** Calls `callback` (once) when `signal` aborts; the returned function stops that (call it when done waiting). */
 export function onAbort(signal: WaitSignal, callback: () => void): () => void {
   if (!(signal instanceof AbortSignal)) return onAnyAbort(signal.parts, callback);
+  // Aborted already: its 'abort' event is over and will not come again. Called next (a caller that
+  // checked the signal before a round trip, then listens, would otherwise wait out its whole timer).
+  if (signal.aborted) return soonUnlessStopped(callback);
   let waiting = callbacks.get(signal);
   if (!waiting) {
     const created = new Set<() => void>();
@@ -53,4 +56,11 @@ function onAnyAbort(signals: readonly AbortSignal[], callback: () => void): () =
   const stops = signals.map((signal) => onAbort(signal, once));
   const stop = (): void => stops.forEach((s) => s());
   return stop;
+}
+
+/** `callback` in a microtask, unless the returned function is called first. */
+function soonUnlessStopped(callback: () => void): () => void {
+  let stopped = false;
+  queueMicrotask(() => stopped || callback());
+  return () => void (stopped = true);
 }

@@ -1,0 +1,101 @@
+import { LockError, RedLock } from '../../lib';
+import { RedLockHandle } from '../../lib/engine/groups/red-lock-handle';
+import { isAttemptOn, lockClient, sleep, testPrefix, watchCommands, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
+
+/** RedLock's waiting, attacked: aborts and give-ups at the moments between its rounds. */
+describe('RedLock waiting review', () => {
+  const prefix = testPrefix();
+  const clientsFor = async (): Promise<TestClient[]> => {
+    const ports = sharedTopology('multi').masters.map((m) => m.port);
+    const clients = ports.map((port) => lockClient({ port, keyPrefix: prefix, operationTimeout: 1_000 }));
+    await Promise.all(clients.map((c) => c.redis.ping()));
+    return clients;
+  };
+  const closeAll = (clients: TestClient[]) => Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+
+  it('a caller that aborts while a round of its wait runs (after its first) ends at once, not at the holder lease', async () => {
+    const holders = await clientsFor();
+    const waiters = await clientsFor();
+    try {
+      const name = 'aborted-in-later-round';
+      const held = await new RedLock(
+        holders.map((c) => c.locks),
+        name,
+      ).lock({ leaseTime: 20_000 });
+      const controller = new AbortController();
+      const reason = new Error('caller gave up');
+      // The last master is asked only by rounds that ask every master: the first round, and the one after
+      // the gate refused with no release announced. The caller gives up as the second of them is sent.
+      const lockKey = waiters[4].locks.getSimpleLock(name).keys.lock;
+      // Counted by token: a script the server did not have yet is sent twice (EVALSHA, then EVAL).
+      const tokens = new Set<unknown>();
+      let abortedAt = 0;
+      watchCommands(waiters[4], (command) => {
+        if (!isAttemptOn(command, lockKey) || tokens.has(command.args[5])) return;
+        tokens.add(command.args[5]);
+        if (tokens.size === 2) {
+          abortedAt = Date.now();
+          controller.abort(reason);
+        }
+      });
+      const outcome = new RedLock(
+        waiters.map((c) => c.locks),
+        name,
+      )
+        .lock({ signal: controller.signal })
+        .then(
+          () => new Error('granted while held'),
+          (error: unknown) => error,
+        );
+      const result = await outcome;
+      expect(abortedAt).toBeGreaterThan(0);
+      expect(result).toBe(reason);
+      // Without the fix it slept until the holder's lease (20 s) before it saw the abort.
+      expect(Date.now() - abortedAt).toBeLessThan(3_000);
+      await held.release();
+    } finally {
+      await closeAll(waiters);
+      await closeAll(holders);
+    }
+  }, 60_000);
+
+  it('a wait whose clients are closed ends with a LockError, and takes nothing through them once the lock is free', async () => {
+    const holders = await clientsFor();
+    const waiters = await clientsFor();
+    try {
+      const name = 'closed-while-waiting';
+      const held = await new RedLock(
+        holders.map((c) => c.locks),
+        name,
+      ).lock({ leaseTime: 20_000 });
+      const outcome = new RedLock(
+        waiters.map((c) => c.locks),
+        name,
+      )
+        .lock()
+        .then(
+          (handle) => handle,
+          (error: unknown) => error,
+        );
+      await sleep(500); // waiting, refused by every master
+      // The application shuts down: its lock clients close (the ioredis connections are its own and stay open).
+      await Promise.all(waiters.map((c) => c.locks.close()));
+      const closedAt = Date.now();
+      await held.release(); // the lock is free on every master now
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still waiting'), 5_000)));
+      const result = await Promise.race([outcome, late]);
+      clearTimeout(timer);
+      if (result instanceof RedLockHandle) await result.release().catch(() => undefined);
+      expect(result).toBeInstanceOf(LockError);
+      expect(Date.now() - closedAt).toBeLessThan(5_000);
+      // Nothing held through the closed clients.
+      const ttls = await Promise.all(waiters.map((c) => c.redis.pttl(c.locks.getSimpleLock(name).keys.lock)));
+      expect(ttls.filter((ttl) => ttl !== -2)).toEqual([]);
+    } finally {
+      await closeAll(waiters);
+      await closeAll(holders);
+    }
+  }, 60_000);
+});
