@@ -13,7 +13,7 @@ import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
 import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
 import { delay, ReleaseWatch } from './release-watch';
-import { onAbort } from '../waiting/abort-fan-out';
+import type { CombinedSignal } from '../waiting/abort-fan-out';
 
 export interface RedLockOptions {
   /**
@@ -89,6 +89,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   private readonly driftFactor: number;
   /** Each master's part in this lock (its votes), in the order of `clients`. */
   private readonly masters: RedLockMaster[];
+  /** Each client's closing signal (see ClosingWaits): a wait ends when any of them aborts. */
+  private readonly closings: readonly AbortSignal[];
   /** Votes sent by waiting acquisitions whose answer has not come (see leaveWaiting). */
   private readonly waitingVotes = new Set<Promise<unknown>>();
 
@@ -125,6 +127,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     }
     this.quorum = Math.floor(clients.length / 2) + 1;
     this.masters = clients.map((client) => new RedLockMaster(engineOf(client), name));
+    this.closings = clients.map((client) => engineOf(client).waits.signal);
     this.instanceTimeout = options.instanceTimeout;
     this.driftFactor = options.driftFactor ?? 0.01;
   }
@@ -227,10 +230,9 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     // A refused vote registers this process as waiting, unless the caller makes a single attempt.
     const waits = deadline > calledAt;
     let acquired = false;
-    // The caller's signal, aborted also when a client of this lock closes: the wait ends with a LockError
-    // then, as any other kind's does (and takes nothing through a closed client).
-    const waitEnd = this.waitEnd(options.signal);
-    const { signal } = waitEnd;
+    // The caller's signal, or a client of this lock closing: the wait then ends with a LockError, as any
+    // other kind's does (and takes nothing through a closed client).
+    const signal = new RedLockWaitEnd(this.name, options.signal, this.closings);
     try {
       signal.throwIfAborted();
       if (this.othersWaiting() && deadline - calledAt > 0) {
@@ -313,27 +315,9 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         signal.throwIfAborted();
       }
     } finally {
-      waitEnd.stop();
       watch?.close();
       if (!acquired && watch) this.leaveWaiting();
     }
-  }
-
-  /**
-   * What ends a wait: the caller's `own` signal (its reason), or the closing of any client of this lock
-   * (a LockError). Listened to through the fan-out (see onAbort); `stop()` once the wait is over.
-   */
-  private waitEnd(own: AbortSignal | undefined): { signal: AbortSignal; stop: () => void } {
-    const either = new AbortController();
-    const closed = (): LockError =>
-      new LockError(`A lock client of RedLock "${this.name}" is closed: the lock is not acquired.`, this.name);
-    const closings = this.clients.map((client) => engineOf(client).waits.signal);
-    if (own?.aborted) either.abort(own.reason);
-    else if (closings.some((closing) => closing.aborted)) either.abort(closed());
-    if (either.signal.aborted) return { signal: either.signal, stop: () => undefined };
-    const stops = closings.map((closing) => onAbort(closing, () => either.abort(closed())));
-    if (own) stops.push(onAbort(own, () => either.abort(own.reason)));
-    return { signal: either.signal, stop: () => stops.forEach((stop) => stop()) };
   }
 
   /**
@@ -541,5 +525,37 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       seats.flatMap((s, i) => (this.usable(i) ? [this.boundedOn(i, s.subscribed, 'subscribe', timeoutMs)] : [])),
     );
     return watch;
+  }
+}
+
+/**
+ * What ends a RedLock wait: the caller's `own` signal (with its reason), or the closing of any client of
+ * the lock (a LockError: the lock is not acquired, and nothing is taken through a closed client), as for
+ * every other kind. Read at each check, listened to only while the wait sleeps (see onAbort): no
+ * AbortController or listener per acquisition.
+ */
+class RedLockWaitEnd implements CombinedSignal {
+  readonly parts: readonly AbortSignal[];
+
+  constructor(
+    private readonly name: string,
+    private readonly own: AbortSignal | undefined,
+    private readonly closings: readonly AbortSignal[],
+  ) {
+    this.parts = own ? [own, ...closings] : closings;
+  }
+
+  get aborted(): boolean {
+    return this.own?.aborted === true || this.closings.some((closing) => closing.aborted);
+  }
+
+  get reason(): unknown {
+    if (this.own?.aborted) return this.own.reason;
+    if (!this.closings.some((closing) => closing.aborted)) return undefined;
+    return new LockError(`A lock client of RedLock "${this.name}" is closed: the lock is not acquired.`, this.name);
+  }
+
+  throwIfAborted(): void {
+    if (this.aborted) throw this.reason;
   }
 }

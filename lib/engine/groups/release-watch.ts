@@ -1,4 +1,4 @@
-import { onAbort } from '../waiting/abort-fan-out';
+import { onAbort, type WaitSignal } from '../waiting/abort-fan-out';
 import type { WaitTicket } from '../waiting/wait-ticket';
 import { MAX_TIMER_MS } from '../util/long-timer';
 
@@ -26,7 +26,7 @@ export class ReleaseWatch {
    * Resolves once one of `masters` (undefined: any) announced a release since `seen` (from counts()):
    * true; or, false, after `timeoutMs` or when `signal` aborts.
    */
-  next(seen: number[], masters: number[] | undefined, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  next(seen: number[], masters: number[] | undefined, timeoutMs: number, signal?: WaitSignal): Promise<boolean> {
     const heard = (i: number): boolean => masters === undefined || masters.includes(i);
     if (this.received.some((count, i) => count > seen[i] && heard(i))) return Promise.resolve(true);
     return new Promise((resolve) => {
@@ -62,7 +62,7 @@ export class ReleaseWatch {
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+export function delay(ms: number, signal?: WaitSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     const stopListening = signal ? onAbort(signal, done) : undefined;
