@@ -141,8 +141,10 @@ export class LockService {
   ): T {
     const names = lockNames(name);
     const target = options.permits !== undefined ? undefined : this.targetOf(names, this.kindOf(options), options);
-    // A permit is never re-entered: each acquisition takes one of its own.
-    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, { newScope });
+    // A permit is never re-entered: each acquisition takes one of its own. Opened inside another
+    // section, this one is nested in it (as the engine's withLock): a lock held around it re-enters from
+    // inside it (A, then B, then A again), under that section's owner; the rest is taken under its own.
+    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, { newScope, inherit: nested });
   }
 
   /**
@@ -411,6 +413,9 @@ export class LockService {
     return { acquire, stop: bound.stop };
   }
 }
+
+/** A section opened inside another is nested in it (see runAsCriticalSection's `inherit`). */
+const nested = (): boolean => true;
 
 /** The names to lock: one, or several without repeats (a name given twice is locked once). */
 function lockNames(name: string | readonly string[]): readonly string[] {
