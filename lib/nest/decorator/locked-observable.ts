@@ -102,16 +102,18 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         names,
         lockOptions,
         async () => {
+          // A re-entry from inside running work, which shutdown waits for, goes on after shutdown started.
+          const reentry = locks.reentersHere(names, lockOptions);
           const abortWait = (reason: unknown) => waiting.abort(reason);
           const stopWatching = options.watchWait?.(abortWait);
           // The module's shutdown ends the wait too, told here so that LockService combines no signals.
-          const stopAtShutdown = abortAtShutdown(lifecycle.signal, abortWait);
+          const stopAtShutdown = reentry ? undefined : abortAtShutdown(lifecycle.signal, abortWait);
           try {
             handle = await locks.hold(names, lockOptions, true);
             acquiredAt = monotonicNow();
           } finally {
             stopWatching?.();
-            stopAtShutdown();
+            stopAtShutdown?.();
           }
           if (subscriber.closed) return release();
           const lock = cancellableLock(handle.lock, cancel.signal);

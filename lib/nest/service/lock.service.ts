@@ -25,7 +25,7 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-service.options';
-import { runAsCriticalSection } from '../../engine/holds/owner-scope';
+import { currentScope, runAsCriticalSection } from '../../engine/holds/owner-scope';
 import { assertOptionsObject } from '../../engine/util/validation';
 import { withLock } from '../../engine/lock/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
@@ -77,7 +77,8 @@ export class LockService {
    */
   async lock(name: string, options: LockCallOptions = {}): Promise<LockHandle> {
     assertOptionsObject(name, options);
-    return this.acquiring(name, options, false, (acquire) => this.lockOf(name, options).lock(acquire));
+    const target = this.lockOf(name, options);
+    return this.acquiring(name, options, false, (acquire) => target.lock(acquire), reenters(target, options));
   }
 
   /**
@@ -90,7 +91,8 @@ export class LockService {
   async tryLock(name: string, options: LockCallOptions = {}): Promise<LockHandle | null> {
     assertOptionsObject(name, options);
     const single = { ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime };
-    return this.acquiring(name, single, false, (acquire) => this.lockOf(name, options).tryLock(acquire));
+    const target = this.lockOf(name, options);
+    return this.acquiring(name, single, false, (acquire) => target.tryLock(acquire), reenters(target, options));
   }
 
   /**
@@ -162,8 +164,12 @@ export class LockService {
     const kind = this.kindOf(options);
     if (options.permits !== undefined) return this.holdPermit(names, options, signalEndsAtShutdown);
     const target = this.targetOf(names, kind, options);
-    const handle = await this.acquiring(target.name, options, signalEndsAtShutdown, async (acquire) =>
-      target.lock(acquire),
+    const handle = await this.acquiring(
+      target.name,
+      options,
+      signalEndsAtShutdown,
+      async (acquire) => target.lock(acquire),
+      reenters(target, options),
     );
     return { lock: activeLockOf(names, options.mode ?? kind, handle), release: () => handle.release() };
   }
@@ -363,16 +369,28 @@ export class LockService {
   }
 
   /**
+   * Whether acquiring `names` as `options` says, here, would re-enter a hold of the current call chain
+   * (see reenters): what locked work still running at shutdown may still do. Call it inside the section
+   * (asCriticalSection).
+   * @internal
+   */
+  reentersHere(names: string | readonly string[], options: WithLockCallOptions): boolean {
+    if (options.permits !== undefined) return false;
+    return reenters(this.targetOf(lockNames(names), this.kindOf(options), options), options);
+  }
+
+  /**
    * `take` with the engine's options for this call (see acquireOptions), its listening on the shutdown
-   * signal stopped once `take` settled.
+   * signal stopped once `take` settled. `reentry`: the call re-enters a hold of its own call chain.
    */
   private async acquiring<T>(
     name: string,
     options: LockCallOptions | WithLockCallOptions,
     signalEndsAtShutdown: boolean,
     take: (acquire: AcquireOptions) => Promise<T>,
+    reentry = false,
   ): Promise<T> {
-    const { acquire, stop } = this.acquireOptions(name, options, signalEndsAtShutdown);
+    const { acquire, stop } = this.acquireOptions(name, options, signalEndsAtShutdown, reentry);
     try {
       return await take(acquire);
     } finally {
@@ -383,14 +401,16 @@ export class LockService {
   /**
    * Call options over module defaults; `Infinity` / 'watchdog' become the engine's "omitted". Once
    * shutdown has started, refuses (and its signal cuts a wait short: `stop()` once the acquisition
-   * settled, see untilShutdown).
+   * settled, see untilShutdown); but not a re-entry (`reentry`): shutdown waits for the locked work
+   * still running, which must keep re-entering what it holds until it ends.
    */
   private acquireOptions(
     name: string,
     options: LockCallOptions | WithLockCallOptions,
     signalEndsAtShutdown = false,
+    reentry = false,
   ): { acquire: AcquireOptions; stop: () => void } {
-    this.lifecycle.assertOpen(name);
+    if (!reentry) this.lifecycle.assertOpen(name);
     const { waitTime, leaseTime, signal, owner, label } = options;
     const kindWait = this.kindOf(options) === 'simple' ? SIMPLE_LOCK_DEFAULTS.waitTime : undefined;
     // Only undefined means "not given": null or any other value is the caller's, checked by the engine.
@@ -398,8 +418,8 @@ export class LockService {
     const lease = leaseTime !== undefined ? leaseTime : this.options.leaseTime;
     // Only an AbortSignal is combined; anything else given as `signal` reaches the engine, which refuses it.
     const bound =
-      signalEndsAtShutdown || (signal !== undefined && !(signal instanceof AbortSignal))
-        ? { signal: signal ?? this.lifecycle.signal, stop: () => undefined }
+      reentry || signalEndsAtShutdown || (signal !== undefined && !(signal instanceof AbortSignal))
+        ? { signal: signal ?? (reentry ? undefined : this.lifecycle.signal), stop: () => undefined }
         : untilShutdown(signal, this.lifecycle.signal);
     // Written out, not a rest copy of the call's options: the engine reads no other field, and the copy
     // was a few µs of every decorated call in a profile.
@@ -412,6 +432,16 @@ export class LockService {
     };
     return { acquire, stop: bound.stop };
   }
+}
+
+/**
+ * Whether acquiring `target` now re-enters a hold of the current call chain (its scope, or a section
+ * around it): no explicit owner (whose holds this process cannot vouch for), and this client's record
+ * says the chain holds it. Such a call waits for nobody.
+ */
+function reenters(target: LockBase | MultiLock | RedLock, options: { owner?: string }): boolean {
+  const scope = currentScope();
+  return options.owner === undefined && scope !== undefined && target.heldInScope(scope);
 }
 
 /** A section opened inside another is nested in it (see runAsCriticalSection's `inherit`). */
