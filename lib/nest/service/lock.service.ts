@@ -180,7 +180,7 @@ export class LockService {
     options: WithLockCallOptions,
     signalEndsAtShutdown: boolean,
   ): Promise<ServiceHold> {
-    if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant') {
+    if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant' || options.mode !== undefined) {
       throw new LockOptionsError(messages.permitsOnePlainName(), names.join('+'));
     }
     const handle = await this.acquiring(names[0], options, signalEndsAtShutdown, ({ waitTime, leaseTime, signal }) =>
