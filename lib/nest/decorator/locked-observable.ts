@@ -71,7 +71,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
       // Outside the work's chain: the release's own promises are not the work's.
       return (released ??= outsideWork(async () => {
         await invocation?.settled;
-        if (cancelled && pending) await settledOrWarn(pending, held.lock.name, logger);
+        if (cancelled && pending) await settledOrWarn(pending, held.lock, logger);
         await Promise.all(streams);
         pending?.stop();
         holdTimes.record(spec, monotonicNow() - acquiredAt);
@@ -158,16 +158,30 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
   });
 }
 
-/** Waits for the work's promises, saying so in the log every PENDING_WORK_WARN_MS they keep the lock. */
-async function settledOrWarn(pending: PendingWork, name: string, logger: RedisLockRuntime['logger']): Promise<void> {
+/**
+ * Waits for the work's promises, saying so in the log every PENDING_WORK_WARN_MS they keep the lock;
+ * or until the lock is gone anyway (its signal aborted: lost, or given up as the module closed), when
+ * waiting guards nothing any more and must leave no timer behind.
+ */
+async function settledOrWarn(
+  pending: PendingWork,
+  lock: ServiceHold['lock'],
+  logger: RedisLockRuntime['logger'],
+): Promise<void> {
+  const { name, signal } = lock;
+  if (signal.aborted) return;
   const since = monotonicNow();
   const timer = setInterval(() => {
     logger.warn(messages.workStillPending(name, pending.size, Math.round((monotonicNow() - since) / 1_000)));
   }, PENDING_WORK_WARN_MS);
+  let gone!: () => void;
+  const lockGone = new Promise<void>((resolve) => (gone = resolve));
+  signal.addEventListener('abort', gone, { once: true });
   try {
-    await pending.settled();
+    await Promise.race([pending.settled(), lockGone]);
   } finally {
     clearInterval(timer);
+    signal.removeEventListener('abort', gone);
   }
 }
 
