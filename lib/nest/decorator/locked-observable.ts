@@ -103,7 +103,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         lockOptions,
         async () => {
           // A re-entry from inside running work, which shutdown waits for, goes on after shutdown started.
-          const reentry = locks.reentersHere(names, lockOptions);
+          const reentry = locks.reentersAfterShutdown(names, lockOptions);
           const abortWait = (reason: unknown) => waiting.abort(reason);
           const stopWatching = options.watchWait?.(abortWait);
           // The module's shutdown ends the wait too, told here so that LockService combines no signals.

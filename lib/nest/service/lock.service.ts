@@ -78,7 +78,13 @@ export class LockService {
   async lock(name: string, options: LockCallOptions = {}): Promise<LockHandle> {
     assertOptionsObject(name, options);
     const target = this.lockOf(name, options);
-    return this.acquiring(name, options, false, (acquire) => target.lock(acquire), reenters(target, options));
+    return this.acquiring(
+      name,
+      options,
+      false,
+      (acquire) => target.lock(acquire),
+      () => reenters(target, options),
+    );
   }
 
   /**
@@ -92,7 +98,13 @@ export class LockService {
     assertOptionsObject(name, options);
     const single = { ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime };
     const target = this.lockOf(name, options);
-    return this.acquiring(name, single, false, (acquire) => target.tryLock(acquire), reenters(target, options));
+    return this.acquiring(
+      name,
+      single,
+      false,
+      (acquire) => target.tryLock(acquire),
+      () => reenters(target, options),
+    );
   }
 
   /**
@@ -169,7 +181,7 @@ export class LockService {
       options,
       signalEndsAtShutdown,
       async (acquire) => target.lock(acquire),
-      reenters(target, options),
+      () => reenters(target, options),
     );
     return { lock: activeLockOf(names, options.mode ?? kind, handle), release: () => handle.release() };
   }
@@ -369,28 +381,34 @@ export class LockService {
   }
 
   /**
-   * Whether acquiring `names` as `options` says, here, would re-enter a hold of the current call chain
-   * (see reenters): what locked work still running at shutdown may still do. Call it inside the section
-   * (asCriticalSection).
+   * Once shutdown has started, whether acquiring `names` as `options` says, here, re-enters a hold of
+   * the current call chain (see reenters): what locked work still running then may still do. False
+   * before shutdown (nothing to tell apart then). Call it inside the section (asCriticalSection).
    * @internal
    */
-  reentersHere(names: string | readonly string[], options: WithLockCallOptions): boolean {
-    if (options.permits !== undefined) return false;
+  reentersAfterShutdown(names: string | readonly string[], options: WithLockCallOptions): boolean {
+    if (!this.lifecycle.signal.aborted || options.permits !== undefined) return false;
     return reenters(this.targetOf(lockNames(names), this.kindOf(options), options), options);
   }
 
   /**
    * `take` with the engine's options for this call (see acquireOptions), its listening on the shutdown
-   * signal stopped once `take` settled. `reentry`: the call re-enters a hold of its own call chain.
+   * signal stopped once `take` settled. `reentry`: whether the call re-enters a hold of its own call
+   * chain, asked only once shutdown has started.
    */
   private async acquiring<T>(
     name: string,
     options: LockCallOptions | WithLockCallOptions,
     signalEndsAtShutdown: boolean,
     take: (acquire: AcquireOptions) => Promise<T>,
-    reentry = false,
+    reentry: () => boolean = () => false,
   ): Promise<T> {
-    const { acquire, stop } = this.acquireOptions(name, options, signalEndsAtShutdown, reentry);
+    const { acquire, stop } = this.acquireOptions(
+      name,
+      options,
+      signalEndsAtShutdown,
+      this.lifecycle.signal.aborted && reentry(),
+    );
     try {
       return await take(acquire);
     } finally {
