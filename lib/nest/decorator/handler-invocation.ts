@@ -19,6 +19,14 @@ export interface HandlerInvocation {
 // async call chain (the wrapper lives on the class, shared by every application).
 const invocations = new AsyncLocalStorage<HandlerInvocation>();
 
+/**
+ * Whether the current call chain is a handler's call by Nest (a request or message in flight), or runs
+ * inside one: closing the server waits for it, so its waits for locks end as closing starts.
+ */
+export function inHandlerCall(): boolean {
+  return invocations.getStore() !== undefined;
+}
+
 export function runInvocation<T>(invocation: HandlerInvocation, fn: () => T): T {
   return invocations.run(invocation, fn);
 }

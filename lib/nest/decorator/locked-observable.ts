@@ -107,7 +107,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
           const abortWait = (reason: unknown) => waiting.abort(reason);
           const stopWatching = options.watchWait?.(abortWait);
           // The module's shutdown ends the wait too, told here so that LockService combines no signals.
-          const stopAtShutdown = reentry ? undefined : abortAtShutdown(lifecycle.signal, abortWait);
+          const stopAtShutdown = reentry ? undefined : abortAtShutdown(locks.shutdownSignal(), abortWait);
           try {
             handle = await locks.hold(names, lockOptions, true);
             acquiredAt = monotonicNow();

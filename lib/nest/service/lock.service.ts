@@ -15,6 +15,7 @@ import type { ActiveLock } from './active-lock';
 import { currentLock, runWithActiveLock } from './active-lock.store';
 import { activeLockOf, type ServiceHold } from './service-hold';
 import { untilShutdown } from './until-shutdown';
+import { inHandlerCall } from '../decorator/handler-invocation';
 import { LockLifecycle } from '../module/redis-lock.lifecycle';
 import { RedLockMasters } from '../module/lock-client.provider';
 import {
@@ -381,13 +382,23 @@ export class LockService {
   }
 
   /**
+   * What ends a wait of this call at shutdown: the module's shutdown; inside a handler's call (a request
+   * in flight, which closing the server waits for) the start of closing already, as for the handler's
+   * own lock (see LockLifecycle.handlerWaits), or app.close() would wait for a lock held elsewhere.
+   * @internal
+   */
+  shutdownSignal(): AbortSignal {
+    return inHandlerCall() ? this.lifecycle.handlerWaits : this.lifecycle.signal;
+  }
+
+  /**
    * Once shutdown has started, whether acquiring `names` as `options` says, here, re-enters a hold of
    * the current call chain (see reenters): what locked work still running then may still do. False
    * before shutdown (nothing to tell apart then). Call it inside the section (asCriticalSection).
    * @internal
    */
   reentersAfterShutdown(names: string | readonly string[], options: WithLockCallOptions): boolean {
-    if (!this.lifecycle.signal.aborted || options.permits !== undefined) return false;
+    if (!this.shutdownSignal().aborted || options.permits !== undefined) return false;
     return reenters(this.targetOf(lockNames(names), this.kindOf(options), options), options);
   }
 
@@ -407,7 +418,7 @@ export class LockService {
       name,
       options,
       signalEndsAtShutdown,
-      this.lifecycle.signal.aborted && reentry(),
+      this.shutdownSignal().aborted && reentry(),
     );
     try {
       return await take(acquire);
@@ -435,10 +446,11 @@ export class LockService {
     const wait = waitTime !== undefined ? waitTime : (this.options.waitTime ?? kindWait);
     const lease = leaseTime !== undefined ? leaseTime : this.options.leaseTime;
     // Only an AbortSignal is combined; anything else given as `signal` reaches the engine, which refuses it.
+    const shutdown = this.shutdownSignal();
     const bound =
       reentry || signalEndsAtShutdown || (signal !== undefined && !(signal instanceof AbortSignal))
-        ? { signal: signal ?? (reentry ? undefined : this.lifecycle.signal), stop: () => undefined }
-        : untilShutdown(signal, this.lifecycle.signal);
+        ? { signal: signal ?? (reentry ? undefined : shutdown), stop: () => undefined }
+        : untilShutdown(signal, shutdown);
     // Written out, not a rest copy of the call's options: the engine reads no other field, and the copy
     // was a few µs of every decorated call in a profile.
     const acquire: AcquireOptions = {
