@@ -132,6 +132,9 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
           work = pending.run(() =>
             runWithActiveLock(lock, () => (invocation ? runInvocation(invocation, subscribe) : subscribe())),
           );
+          // The caller left while the work was being subscribed (take(1) of a value emitted at once): the
+          // teardown found no subscription to end, so end it now, or the work runs on after the release.
+          if (subscriber.closed) work.unsubscribe();
         },
         options.newScope,
       );
