@@ -27,6 +27,16 @@ export function inHandlerCall(): boolean {
   return invocations.getStore() !== undefined;
 }
 
+/**
+ * Runs `fn` as a handler's call (see inHandlerCall), for a handler Nest calls without the interceptor:
+ * a GraphQL field resolver without fieldResolverEnhancers, which locks itself.
+ */
+export function runAsHandlerCall<T>(handler: object, fn: () => T): T {
+  if (inHandlerCall()) return fn();
+  // Claimed already: nothing inside takes it for its own call.
+  return invocations.run({ handler, claimed: true }, fn);
+}
+
 export function runInvocation<T>(invocation: HandlerInvocation, fn: () => T): T {
   return invocations.run(invocation, fn);
 }
