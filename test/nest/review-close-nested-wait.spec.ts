@@ -48,6 +48,14 @@ class OrderController {
     return this.stock.recheck(id);
   }
 
+  @Get('slow-free/:id')
+  @DistributedLock({ key: 'order:{params.id}' })
+  async slowFree(@Param('id') id: string): Promise<string> {
+    state.waiting++;
+    await state.proceed.promise;
+    return this.stock.reserve(id); // free: nobody else holds it
+  }
+
   @Get('order-svc/:id')
   @DistributedLock({ key: 'order-svc:{params.id}' })
   async orderViaService(@Param('id') id: string): Promise<string> {
@@ -140,6 +148,28 @@ describe('review: app.close() while a locked handler waits for a nested lock hel
       await new Promise((resolve) => setTimeout(resolve, 200)); // closing has started: handler waits end
       state.proceed.open();
       expect(await within(response, 5_000)).toEqual([200, 'rechecked']);
+      expect(await within(closing, 15_000)).toBe('closed');
+    } finally {
+      state.proceed.open();
+      await app.close();
+    }
+  }, 40_000);
+
+  it('a locked handler still takes a free second lock after closing started (no wait needed)', async () => {
+    state.waiting = 0;
+    state.proceed = gate();
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+    const url = await listen(app);
+    try {
+      const response = request(url)
+        .get('/slow-free/3')
+        .then((res) => [res.status, res.text]);
+      await eventually(() => state.waiting === 1);
+      const closing = app.close().then(() => 'closed');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      state.proceed.open();
+      expect(await within(response, 5_000)).toEqual([200, 'reserved']);
       expect(await within(closing, 15_000)).toBe('closed');
     } finally {
       state.proceed.open();

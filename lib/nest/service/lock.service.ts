@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockOptionsError } from '../../engine/errors';
+import { LockAcquireTimeoutError, LockOptionsError } from '../../engine/errors';
+import { LockModuleClosedError } from '../errors/lock-module-closed-error';
 import type { FairLock, FairLockOptions } from '../../engine/kinds/fair-lock';
 import type { LockInspection } from '../../engine/client/inspection';
 import type { LockBase } from '../../engine/lock/lock-base';
@@ -385,10 +386,20 @@ export class LockService {
    * What ends a wait of this call at shutdown: the module's shutdown; inside a handler's call (a request
    * in flight, which closing the server waits for) the start of closing already, as for the handler's
    * own lock (see LockLifecycle.handlerWaits), or app.close() would wait for a lock held elsewhere.
+   * Once closing has started, such a call waits no more (see closingInHandler).
    * @internal
    */
   shutdownSignal(): AbortSignal {
-    return inHandlerCall() ? this.lifecycle.handlerWaits : this.lifecycle.signal;
+    const { handlerWaits, signal } = this.lifecycle;
+    return !handlerWaits.aborted && inHandlerCall() ? handlerWaits : signal;
+  }
+
+  /**
+   * Closing has started and this call runs inside a handler's (a request in flight, which closing the
+   * server waits for): it makes a single attempt, and a lock held elsewhere is LockModuleClosedError.
+   */
+  private closingInHandler(): boolean {
+    return this.lifecycle.handlerWaits.aborted && !this.lifecycle.signal.aborted && inHandlerCall();
   }
 
   /**
@@ -414,14 +425,22 @@ export class LockService {
     take: (acquire: AcquireOptions) => Promise<T>,
     reentry: () => boolean = () => false,
   ): Promise<T> {
+    const once = this.closingInHandler();
     const { acquire, stop } = this.acquireOptions(
       name,
       options,
       signalEndsAtShutdown,
       this.shutdownSignal().aborted && reentry(),
     );
+    if (once) acquire.waitTime = 0;
     try {
       return await take(acquire);
+    } catch (error) {
+      // Busy, and closing does not let it wait: cut short, as a wait in progress then is.
+      if (once && error instanceof LockAcquireTimeoutError && options.waitTime !== 0) {
+        throw new LockModuleClosedError(messages.closing(name), name, { cause: error });
+      }
+      throw error;
     } finally {
       stop();
     }
