@@ -1,4 +1,4 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { LockOptionsError } from '../../engine/errors';
@@ -13,10 +13,12 @@ import { messages } from '../redis-lock.messages';
  * At bootstrap, finds every `@DistributedLock()` on the application's controllers and providers
  * (as @nestjs/schedule finds its jobs), validates it (a bad key template or time fails `app.init()`
  * naming the class and method) and binds the instances of providers with decorated methods to this
- * application's runtime. Unbinds them on shutdown.
+ * application's runtime. Unbinds them once the module has shut down (RedisLockModule calls `unbind`):
+ * not in a shutdown hook of its own, which Nest runs before the module's, while the module still waits
+ * for locked work that calls decorated methods.
  */
 @Injectable()
-export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutdown {
+export class DistributedLockExplorer implements OnModuleInit {
   private explored = false;
   private failure?: unknown;
   private readonly boundInstances: object[] = [];
@@ -41,7 +43,8 @@ export class DistributedLockExplorer implements OnModuleInit, OnApplicationShutd
     }
   }
 
-  onApplicationShutdown(): void {
+  /** Forgets this application's instances: after its locked work has ended and its locks are released. */
+  unbind(): void {
     methodBindings.removePending(this);
     for (const instance of this.boundInstances.splice(0)) methodBindings.unbindInstance(instance, this.runtime);
     for (const classRef of this.boundClasses.splice(0)) methodBindings.unbindClass(classRef, this.runtime);

@@ -19,6 +19,24 @@ export interface HandlerInvocation {
 // async call chain (the wrapper lives on the class, shared by every application).
 const invocations = new AsyncLocalStorage<HandlerInvocation>();
 
+/**
+ * Whether the current call chain is a handler's call by Nest (a request or message in flight), or runs
+ * inside one: closing the server waits for it, so its waits for locks end as closing starts.
+ */
+export function inHandlerCall(): boolean {
+  return invocations.getStore() !== undefined;
+}
+
+/**
+ * Runs `fn` as a handler's call (see inHandlerCall), for a handler Nest calls without the interceptor:
+ * a GraphQL field resolver without fieldResolverEnhancers, which locks itself.
+ */
+export function runAsHandlerCall<T>(handler: object, fn: () => T): T {
+  if (inHandlerCall()) return fn();
+  // Claimed already: nothing inside takes it for its own call.
+  return invocations.run({ handler, claimed: true }, fn);
+}
+
 export function runInvocation<T>(invocation: HandlerInvocation, fn: () => T): T {
   return invocations.run(invocation, fn);
 }

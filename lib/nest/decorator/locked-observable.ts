@@ -71,7 +71,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
       // Outside the work's chain: the release's own promises are not the work's.
       return (released ??= outsideWork(async () => {
         await invocation?.settled;
-        if (cancelled && pending) await settledOrWarn(pending, held.lock.name, logger);
+        if (cancelled && pending) await settledOrWarn(pending, held.lock, logger);
         await Promise.all(streams);
         pending?.stop();
         holdTimes.record(spec, monotonicNow() - acquiredAt);
@@ -102,16 +102,18 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         names,
         lockOptions,
         async () => {
+          // A re-entry from inside running work, which shutdown waits for, goes on after shutdown started.
+          const reentry = locks.reentersAfterShutdown(names, lockOptions);
           const abortWait = (reason: unknown) => waiting.abort(reason);
           const stopWatching = options.watchWait?.(abortWait);
           // The module's shutdown ends the wait too, told here so that LockService combines no signals.
-          const stopAtShutdown = abortAtShutdown(lifecycle.signal, abortWait);
+          const stopAtShutdown = reentry ? undefined : abortAtShutdown(locks.shutdownSignal(), abortWait);
           try {
             handle = await locks.hold(names, lockOptions, true);
             acquiredAt = monotonicNow();
           } finally {
             stopWatching?.();
-            stopAtShutdown();
+            stopAtShutdown?.();
           }
           if (subscriber.closed) return release();
           const lock = cancellableLock(handle.lock, cancel.signal);
@@ -130,6 +132,9 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
           work = pending.run(() =>
             runWithActiveLock(lock, () => (invocation ? runInvocation(invocation, subscribe) : subscribe())),
           );
+          // The caller left while the work was being subscribed (take(1) of a value emitted at once): the
+          // teardown found no subscription to end, so end it now, or the work runs on after the release.
+          if (subscriber.closed) work.unsubscribe();
         },
         options.newScope,
       );
@@ -156,16 +161,30 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
   });
 }
 
-/** Waits for the work's promises, saying so in the log every PENDING_WORK_WARN_MS they keep the lock. */
-async function settledOrWarn(pending: PendingWork, name: string, logger: RedisLockRuntime['logger']): Promise<void> {
+/**
+ * Waits for the work's promises, saying so in the log every PENDING_WORK_WARN_MS they keep the lock;
+ * or until the lock is gone anyway (its signal aborted: lost, or given up as the module closed), when
+ * waiting guards nothing any more and must leave no timer behind.
+ */
+async function settledOrWarn(
+  pending: PendingWork,
+  lock: ServiceHold['lock'],
+  logger: RedisLockRuntime['logger'],
+): Promise<void> {
+  const { name, signal } = lock;
+  if (signal.aborted) return;
   const since = monotonicNow();
   const timer = setInterval(() => {
     logger.warn(messages.workStillPending(name, pending.size, Math.round((monotonicNow() - since) / 1_000)));
   }, PENDING_WORK_WARN_MS);
+  let gone!: () => void;
+  const lockGone = new Promise<void>((resolve) => (gone = resolve));
+  signal.addEventListener('abort', gone, { once: true });
   try {
-    await pending.settled();
+    await Promise.race([pending.settled(), lockGone]);
   } finally {
     clearInterval(timer);
+    signal.removeEventListener('abort', gone);
   }
 }
 

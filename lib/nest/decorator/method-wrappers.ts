@@ -2,7 +2,7 @@ import { isObservable, from, throwError } from 'rxjs';
 import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
 import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { messages } from '../redis-lock.messages';
-import { claimInvocation, recordResult } from './handler-invocation';
+import { claimInvocation, recordResult, runAsHandlerCall } from './handler-invocation';
 import { keyFunctionNames, renderKeyTemplate } from './key-template';
 import { lockedObservable } from './locked-observable';
 import { handlerTypeOf, lockSpecOf, type LockSpec } from './lock-spec';
@@ -70,15 +70,19 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
   let names: string[] = [];
   try {
     names = await methodLockName(spec, args);
-    return await locks.withLock(names, () => ((ran = true), call()), {
-      kind: spec.kind,
-      waitTime: spec.waitTime,
-      leaseTime: spec.leaseTime,
-      newScope: spec.newScope,
-      label: spec.label,
-      permits: spec.permits,
-      mode: spec.mode,
-    });
+    const locked = () =>
+      locks.withLock(names, () => ((ran = true), call()), {
+        kind: spec.kind,
+        waitTime: spec.waitTime,
+        leaseTime: spec.leaseTime,
+        newScope: spec.newScope,
+        label: spec.label,
+        permits: spec.permits,
+        mode: spec.mode,
+      });
+    // A resolver Nest calls without the interceptor is a request in flight all the same: its wait ends
+    // as closing starts (see LockService.shutdownSignal), or closing the server would wait for it.
+    return await (spec.handlerType === 'graphql' ? runAsHandlerCall(spec, locked) : locked());
   } catch (error) {
     if (spec.handlerType === 'graphql' && !ran) throw graphqlFailure(runtime, spec, error);
     // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.

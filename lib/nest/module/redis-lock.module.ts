@@ -47,6 +47,7 @@ export class RedisLockModule
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
     @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
+    @Inject(DistributedLockExplorer) private readonly explorer: DistributedLockExplorer,
   ) {
     super();
   }
@@ -67,8 +68,13 @@ export class RedisLockModule
    */
   async onApplicationShutdown(): Promise<void> {
     const timeout = this.options.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT;
-    const stillRunning = await this.lifecycle.drain(timeout);
-    if (stillRunning > 0) engineOf(this.client).logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
-    await Promise.all([this.client, ...this.redLockMasters.clients].map((client) => client.close()));
+    try {
+      // Decorated methods keep working meanwhile: the work being waited for calls them.
+      const stillRunning = await this.lifecycle.drain(timeout);
+      if (stillRunning > 0) engineOf(this.client).logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
+      await Promise.all([this.client, ...this.redLockMasters.clients].map((client) => client.close()));
+    } finally {
+      this.explorer.unbind();
+    }
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { LockOptionsError } from '../../engine/errors';
+import { LockAcquireTimeoutError, LockOptionsError } from '../../engine/errors';
+import { LockModuleClosedError } from '../errors/lock-module-closed-error';
 import type { FairLock, FairLockOptions } from '../../engine/kinds/fair-lock';
 import type { LockInspection } from '../../engine/client/inspection';
 import type { LockBase } from '../../engine/lock/lock-base';
@@ -15,6 +16,7 @@ import type { ActiveLock } from './active-lock';
 import { currentLock, runWithActiveLock } from './active-lock.store';
 import { activeLockOf, type ServiceHold } from './service-hold';
 import { untilShutdown } from './until-shutdown';
+import { inHandlerCall } from '../decorator/handler-invocation';
 import { LockLifecycle } from '../module/redis-lock.lifecycle';
 import { RedLockMasters } from '../module/lock-client.provider';
 import {
@@ -25,7 +27,7 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-service.options';
-import { runAsCriticalSection } from '../../engine/holds/owner-scope';
+import { currentScope, runAsCriticalSection } from '../../engine/holds/owner-scope';
 import { assertOptionsObject } from '../../engine/util/validation';
 import { withLock } from '../../engine/lock/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
@@ -77,7 +79,14 @@ export class LockService {
    */
   async lock(name: string, options: LockCallOptions = {}): Promise<LockHandle> {
     assertOptionsObject(name, options);
-    return this.acquiring(name, options, false, (acquire) => this.lockOf(name, options).lock(acquire));
+    const target = this.lockOf(name, options);
+    return this.acquiring(
+      name,
+      options,
+      false,
+      (acquire) => target.lock(acquire),
+      () => reenters(target, options),
+    );
   }
 
   /**
@@ -90,7 +99,14 @@ export class LockService {
   async tryLock(name: string, options: LockCallOptions = {}): Promise<LockHandle | null> {
     assertOptionsObject(name, options);
     const single = { ...options, waitTime: options.waitTime === undefined ? 0 : options.waitTime };
-    return this.acquiring(name, single, false, (acquire) => this.lockOf(name, options).tryLock(acquire));
+    const target = this.lockOf(name, options);
+    return this.acquiring(
+      name,
+      single,
+      false,
+      (acquire) => target.tryLock(acquire),
+      () => reenters(target, options),
+    );
   }
 
   /**
@@ -141,8 +157,10 @@ export class LockService {
   ): T {
     const names = lockNames(name);
     const target = options.permits !== undefined ? undefined : this.targetOf(names, this.kindOf(options), options);
-    // A permit is never re-entered: each acquisition takes one of its own.
-    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, { newScope });
+    // A permit is never re-entered: each acquisition takes one of its own. Opened inside another
+    // section, this one is nested in it (as the engine's withLock): a lock held around it re-enters from
+    // inside it (A, then B, then A again), under that section's owner; the rest is taken under its own.
+    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, { newScope, inherit: nested });
   }
 
   /**
@@ -160,8 +178,12 @@ export class LockService {
     const kind = this.kindOf(options);
     if (options.permits !== undefined) return this.holdPermit(names, options, signalEndsAtShutdown);
     const target = this.targetOf(names, kind, options);
-    const handle = await this.acquiring(target.name, options, signalEndsAtShutdown, async (acquire) =>
-      target.lock(acquire),
+    const handle = await this.acquiring(
+      target.name,
+      options,
+      signalEndsAtShutdown,
+      async (acquire) => target.lock(acquire),
+      () => reenters(target, options),
     );
     return { lock: activeLockOf(names, options.mode ?? kind, handle), release: () => handle.release() };
   }
@@ -172,7 +194,7 @@ export class LockService {
     options: WithLockCallOptions,
     signalEndsAtShutdown: boolean,
   ): Promise<ServiceHold> {
-    if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant') {
+    if (names.length > 1 || (options.kind ?? 'reentrant') !== 'reentrant' || options.mode !== undefined) {
       throw new LockOptionsError(messages.permitsOnePlainName(), names.join('+'));
     }
     const handle = await this.acquiring(names[0], options, signalEndsAtShutdown, ({ waitTime, leaseTime, signal }) =>
@@ -361,18 +383,64 @@ export class LockService {
   }
 
   /**
+   * What ends a wait of this call at shutdown: the module's shutdown; inside a handler's call (a request
+   * in flight, which closing the server waits for) the start of closing already, as for the handler's
+   * own lock (see LockLifecycle.handlerWaits), or app.close() would wait for a lock held elsewhere.
+   * Once closing has started, such a call waits no more (see closingInHandler).
+   * @internal
+   */
+  shutdownSignal(): AbortSignal {
+    const { handlerWaits, signal } = this.lifecycle;
+    return !handlerWaits.aborted && inHandlerCall() ? handlerWaits : signal;
+  }
+
+  /**
+   * Closing has started and this call runs inside a handler's (a request in flight, which closing the
+   * server waits for): it makes a single attempt, and a lock held elsewhere is LockModuleClosedError.
+   */
+  private closingInHandler(): boolean {
+    return this.lifecycle.handlerWaits.aborted && !this.lifecycle.signal.aborted && inHandlerCall();
+  }
+
+  /**
+   * Once shutdown has started, whether acquiring `names` as `options` says, here, re-enters a hold of
+   * the current call chain (see reenters): what locked work still running then may still do. False
+   * before shutdown (nothing to tell apart then). Call it inside the section (asCriticalSection).
+   * @internal
+   */
+  reentersAfterShutdown(names: string | readonly string[], options: WithLockCallOptions): boolean {
+    if (!this.shutdownSignal().aborted || options.permits !== undefined) return false;
+    return reenters(this.targetOf(lockNames(names), this.kindOf(options), options), options);
+  }
+
+  /**
    * `take` with the engine's options for this call (see acquireOptions), its listening on the shutdown
-   * signal stopped once `take` settled.
+   * signal stopped once `take` settled. `reentry`: whether the call re-enters a hold of its own call
+   * chain, asked only once shutdown has started.
    */
   private async acquiring<T>(
     name: string,
     options: LockCallOptions | WithLockCallOptions,
     signalEndsAtShutdown: boolean,
     take: (acquire: AcquireOptions) => Promise<T>,
+    reentry: () => boolean = () => false,
   ): Promise<T> {
-    const { acquire, stop } = this.acquireOptions(name, options, signalEndsAtShutdown);
+    const once = this.closingInHandler();
+    const { acquire, stop } = this.acquireOptions(
+      name,
+      options,
+      signalEndsAtShutdown,
+      this.shutdownSignal().aborted && reentry(),
+    );
+    if (once) acquire.waitTime = 0;
     try {
       return await take(acquire);
+    } catch (error) {
+      // Busy, and closing does not let it wait: cut short, as a wait in progress then is.
+      if (once && error instanceof LockAcquireTimeoutError && options.waitTime !== 0) {
+        throw new LockModuleClosedError(messages.closing(name), name, { cause: error });
+      }
+      throw error;
     } finally {
       stop();
     }
@@ -381,24 +449,27 @@ export class LockService {
   /**
    * Call options over module defaults; `Infinity` / 'watchdog' become the engine's "omitted". Once
    * shutdown has started, refuses (and its signal cuts a wait short: `stop()` once the acquisition
-   * settled, see untilShutdown).
+   * settled, see untilShutdown); but not a re-entry (`reentry`): shutdown waits for the locked work
+   * still running, which must keep re-entering what it holds until it ends.
    */
   private acquireOptions(
     name: string,
     options: LockCallOptions | WithLockCallOptions,
     signalEndsAtShutdown = false,
+    reentry = false,
   ): { acquire: AcquireOptions; stop: () => void } {
-    this.lifecycle.assertOpen(name);
+    if (!reentry) this.lifecycle.assertOpen(name);
     const { waitTime, leaseTime, signal, owner, label } = options;
     const kindWait = this.kindOf(options) === 'simple' ? SIMPLE_LOCK_DEFAULTS.waitTime : undefined;
     // Only undefined means "not given": null or any other value is the caller's, checked by the engine.
     const wait = waitTime !== undefined ? waitTime : (this.options.waitTime ?? kindWait);
     const lease = leaseTime !== undefined ? leaseTime : this.options.leaseTime;
     // Only an AbortSignal is combined; anything else given as `signal` reaches the engine, which refuses it.
+    const shutdown = this.shutdownSignal();
     const bound =
-      signalEndsAtShutdown || (signal !== undefined && !(signal instanceof AbortSignal))
-        ? { signal: signal ?? this.lifecycle.signal, stop: () => undefined }
-        : untilShutdown(signal, this.lifecycle.signal);
+      reentry || signalEndsAtShutdown || (signal !== undefined && !(signal instanceof AbortSignal))
+        ? { signal: signal ?? (reentry ? undefined : shutdown), stop: () => undefined }
+        : untilShutdown(signal, shutdown);
     // Written out, not a rest copy of the call's options: the engine reads no other field, and the copy
     // was a few µs of every decorated call in a profile.
     const acquire: AcquireOptions = {
@@ -411,6 +482,19 @@ export class LockService {
     return { acquire, stop: bound.stop };
   }
 }
+
+/**
+ * Whether acquiring `target` now re-enters a hold of the current call chain (its scope, or a section
+ * around it): no explicit owner (whose holds this process cannot vouch for), and this client's record
+ * says the chain holds it. Such a call waits for nobody.
+ */
+function reenters(target: LockBase | MultiLock | RedLock, options: { owner?: string }): boolean {
+  const scope = currentScope();
+  return options.owner === undefined && scope !== undefined && target.heldInScope(scope);
+}
+
+/** A section opened inside another is nested in it (see runAsCriticalSection's `inherit`). */
+const nested = (): boolean => true;
 
 /** The names to lock: one, or several without repeats (a name given twice is locked once). */
 function lockNames(name: string | readonly string[]): readonly string[] {
