@@ -7,10 +7,10 @@ import { lockOptions } from './nest-support';
 const prefix = testPrefix();
 
 /**
- * Found from the Nest layer, in the engine (lib/engine, not this reviewer's to fix): a MultiLock's
- * section opened inside a holder of A, whose locks the holder does not hold, gets a scope with no tie
- * to A's (GroupLock.inheritsFrom is false then), so A asked for again inside it waits for its own
- * holder. The engine's single locks nest (test/engine/belief.spec.ts, "A, then B, then A again").
+ * Found from the Nest layer, fixed in the engine (GroupLock.withLock): a MultiLock's section opened
+ * inside a holder of A, whose locks the holder does not hold, got a scope with no tie to A's, so A asked
+ * for again inside it waited for its own holder. It is nested in A's section now, as a single lock's
+ * is (test/engine/belief.spec.ts, "A, then B, then A again").
  */
 describe('review (engine): A, then a MultiLock of B and C, then A again', () => {
   let app: INestApplication;

@@ -27,7 +27,7 @@ import {
   type SingleLockKind,
   type WithLockCallOptions,
 } from './lock-service.options';
-import { currentScope, runAsCriticalSection } from '../../engine/holds/owner-scope';
+import { currentScope, nestedSection, runAsCriticalSection } from '../../engine/holds/owner-scope';
 import { assertOptionsObject } from '../../engine/util/validation';
 import { withLock } from '../../engine/lock/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
@@ -160,7 +160,10 @@ export class LockService {
     // A permit is never re-entered: each acquisition takes one of its own. Opened inside another
     // section, this one is nested in it (as the engine's withLock): a lock held around it re-enters from
     // inside it (A, then B, then A again), under that section's owner; the rest is taken under its own.
-    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, { newScope, inherit: nested });
+    return runAsCriticalSection((scope) => target?.heldInScope(scope) ?? false, fn, {
+      newScope,
+      inherit: nestedSection,
+    });
   }
 
   /**
@@ -492,9 +495,6 @@ function reenters(target: LockBase | MultiLock | RedLock, options: { owner?: str
   const scope = currentScope();
   return options.owner === undefined && scope !== undefined && target.heldInScope(scope);
 }
-
-/** A section opened inside another is nested in it (see runAsCriticalSection's `inherit`). */
-const nested = (): boolean => true;
 
 /** The names to lock: one, or several without repeats (a name given twice is locked once). */
 function lockNames(name: string | readonly string[]): readonly string[] {
