@@ -68,11 +68,18 @@ describe('watchdog', () => {
     await batch.redis.del(stolen.keys.lock);
     await batch.redis.hset(stolen.keys.lock, 'someone-else', 1); // now a hash: the string renewal must not fail the others
     const pipelines = jest.spyOn(batch.redis, 'pipeline');
-    await engineOf(batch.locks).watchdog.tick();
+    const watchdog = engineOf(batch.locks).watchdog;
+    // A tick of the watchdog's own timer may be running (1200 renewals on a loaded machine: CI saw it),
+    // and tick() then returns at once: called until a tick sends a pipeline.
+    for (let i = 0; i < 100 && pipelines.mock.results.length === 0; i++) {
+      await watchdog.tick();
+      if (pipelines.mock.results.length === 0) await sleep(50);
+    }
     const queued = pipelines.mock.results.map((result) => (result.value as { length: number }).length);
     pipelines.mockRestore();
-    expect(queued).toEqual([3]); // one pipeline: 500 + 500 + 200 locks
-    expect(handles[1].signal.aborted).toBe(true);
+    expect(queued.length).toBeGreaterThan(0);
+    expect(queued.every((calls) => calls === 3)).toBe(true); // one pipeline a tick: 500 + 500 + 200 locks
+    await eventually(() => handles[1].signal.aborted, 5_000);
     expect((handles[1].signal.reason as LockLostError).reason).toBe('not-owner');
     expect(handles.filter((h) => h.signal.aborted)).toHaveLength(1);
     await sleep(batchWatchdog); // past the first lease: only renewals kept them
