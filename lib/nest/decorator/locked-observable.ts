@@ -3,6 +3,7 @@ import { finished } from 'node:stream';
 import { Observable, type Subscription } from 'rxjs';
 import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { warnReleaseFailed } from '../../engine/lock/with-lock';
+import { onAbort } from '../../engine/waiting/abort-fan-out';
 import { runWithActiveLock } from '../service/active-lock.store';
 import { cancellableLock, type ServiceHold } from '../service/service-hold';
 import { abortAtShutdown } from '../service/until-shutdown';
@@ -177,14 +178,14 @@ async function settledOrWarn(
   const timer = setInterval(() => {
     logger.warn(messages.workStillPending(name, pending.size, Math.round((monotonicNow() - since) / 1_000)));
   }, PENDING_WORK_WARN_MS);
-  let gone!: () => void;
-  const lockGone = new Promise<void>((resolve) => (gone = resolve));
-  signal.addEventListener('abort', gone, { once: true });
+  let stopListening!: () => void;
+  // Through the fan-out: one listener on the hold's signal however many re-entries of it wait here.
+  const lockGone = new Promise<void>((resolve) => (stopListening = onAbort(signal, resolve)));
   try {
     await Promise.race([pending.settled(), lockGone]);
   } finally {
     clearInterval(timer);
-    signal.removeEventListener('abort', gone);
+    stopListening();
   }
 }
 
