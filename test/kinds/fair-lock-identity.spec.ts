@@ -18,7 +18,22 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
    * A wait whose hold's lease (the watchdog's 30 s) is shorter than its acceptance lease registers no
    * hold id: it is offered the lock and accepts it, never granted in the message (see fair-queue.lua).
    */
-  const acceptingOptions = { ...fairOptions, acceptanceLease: 31_000 };
+  // Offered, not granted in the message (the wait's lease is shorter than the acceptance lease), so the waiter
+  // accepts; and no periodic retry of the wait (every third of staleWaiterTimeout) while a case runs.
+  const acceptingOptions = { ...fairOptions, acceptanceLease: 31_000, staleWaiterTimeout: 60_000 };
+
+  /**
+   * The wait of client `c` on `name` is queued, its client listens on its channel, and the attempt it makes
+   * once listening is over: the hand-off of the next release reaches it by message, and it accepts, not an
+   * attempt of its own already on its way (which takes the offer over, with no accept to lose).
+   */
+  const waitSettled = async (c: { locks: { clientId: string } }, name: string) => {
+    const keys = lockKeys(keyPrefix, name);
+    await eventually(async () => (await world.plain.llen(keys.queue)) === 1, 5_000);
+    const channel = `${keys.channel}:${c.locks.clientId}`;
+    await eventually(async () => ((await world.plain.pubsub('NUMSUB', channel)) as [string, number])[1] > 0, 5_000);
+    await sleep(300);
+  };
 
   const world = useIdentityWorld(keyPrefix);
 
@@ -97,7 +112,7 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     const name = 'accept-lost';
     const blocker = await b.fair(name).lock();
     const waiting = a.locks.getFairLock(name, acceptingOptions).lock({ owner: 'job-h', waitTime: 15_000 });
-    await eventually(async () => (await world.plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
+    await waitSettled(a, name);
     const dropped = world.proxy.dropped;
     world.proxy.dropNextReply(/^:1\r\n$/); // FAIR_ACCEPT's 'yes', alone on A's command connection
     expect(await blocker.release()).toBe('released');
@@ -118,7 +133,7 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     await eventually(async () => a.locks.redis.status === 'ready', 5_000);
     const blocker = await b.fair(name).lock();
     const waiting = a.locks.getFairLock(name, acceptingOptions).lock({ owner: 'job-l', waitTime: 15_000 });
-    await eventually(async () => (await world.plain.llen(lockKeys(keyPrefix, name).queue)) === 1, 5_000);
+    await waitSettled(a, name);
     const dropped = world.proxy.dropped;
     world.proxy.dropNextReply(/^:1\r\n$/);
     expect(await blocker.release()).toBe('released');
