@@ -91,9 +91,12 @@ describe('review: locked work still running while app.close() drains', () => {
     await redis.quit();
   });
 
-  it('a decorated method re-entering the lock its job holds works during the drain', async () => {
-    const rollup = app!.get(Rollup);
-    const job = rollup.run('1');
+  it.each([
+    ['a decorated method', (rollup: Rollup) => rollup.run('1'), 2, 'rollup:1'],
+    ['LockService.withLock', (rollup: Rollup) => rollup.viaService('1'), 're-entered', 'svc-rollup:1'],
+    ['a decorated Observable method', (rollup: Rollup) => rollup.viaObservable('1'), 're-entered', 'obs-rollup:1'],
+  ] as const)('%s re-entering the lock its job holds works during the drain', async (_how, start, result, name) => {
+    const job: Promise<unknown> = start(app!.get(Rollup));
     job.catch(() => undefined);
     await started.promise;
     const locks = app!.get(LockService);
@@ -105,45 +108,9 @@ describe('review: locked work still running while app.close() drains', () => {
       return refused instanceof LockModuleClosedError;
     });
     proceed.open();
-    await expect(job).resolves.toBe(2); // the step re-entered the job's hold
+    await expect(job).resolves.toBe(result); // the step re-entered the job's hold
     await closing;
-    expect(await redis.exists(lockKey(prefix, 'rollup:1'))).toBe(0);
-  });
-
-  it('LockService.withLock re-entering the lock its job holds works during the drain', async () => {
-    const rollup = app!.get(Rollup);
-    const job = rollup.viaService('1');
-    job.catch(() => undefined);
-    await started.promise;
-    const locks = app!.get(LockService);
-    const closing = app!.close();
-    app = undefined;
-    await eventually(async () => {
-      const refused = await locks.withLock('fresh', () => 'ran', { waitTime: 0 }).catch((error: unknown) => error);
-      return refused instanceof LockModuleClosedError;
-    });
-    proceed.open();
-    await expect(job).resolves.toBe('re-entered');
-    await closing;
-    expect(await redis.exists(lockKey(prefix, 'svc-rollup:1'))).toBe(0);
-  });
-
-  it('a decorated Observable method re-entering the lock its job holds works during the drain', async () => {
-    const rollup = app!.get(Rollup);
-    const job = rollup.viaObservable('1');
-    job.catch(() => undefined);
-    await started.promise;
-    const locks = app!.get(LockService);
-    const closing = app!.close();
-    app = undefined;
-    await eventually(async () => {
-      const refused = await locks.withLock('fresh', () => 'ran', { waitTime: 0 }).catch((error: unknown) => error);
-      return refused instanceof LockModuleClosedError;
-    });
-    proceed.open();
-    await expect(job).resolves.toBe('re-entered');
-    await closing;
-    expect(await redis.exists(lockKey(prefix, 'obs-rollup:1'))).toBe(0);
+    expect(await redis.exists(lockKey(prefix, name))).toBe(0);
   });
 
   it('a new lock taken by running work during the drain is still refused', async () => {
