@@ -133,47 +133,32 @@ describe('review: app.close() while a locked handler waits for a nested lock hel
     40_000,
   );
 
-  it('a locked handler still re-enters its own lock after closing started (its request is waited for)', async () => {
-    state.waiting = 0;
-    state.proceed = gate();
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    const app: INestApplication = moduleRef.createNestApplication({ logger: false });
-    const url = await listen(app);
-    try {
-      const response = request(url)
-        .get('/slow/2')
-        .then((res) => [res.status, res.text]);
-      await eventually(() => state.waiting === 1);
-      const closing = app.close().then(() => 'closed');
-      await new Promise((resolve) => setTimeout(resolve, 200)); // closing has started: handler waits end
-      state.proceed.open();
-      expect(await within(response, 5_000)).toEqual([200, 'rechecked']);
-      expect(await within(closing, 15_000)).toBe('closed');
-    } finally {
-      state.proceed.open();
-      await app.close();
-    }
-  }, 40_000);
-
-  it('a locked handler still takes a free second lock after closing started (no wait needed)', async () => {
-    state.waiting = 0;
-    state.proceed = gate();
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    const app: INestApplication = moduleRef.createNestApplication({ logger: false });
-    const url = await listen(app);
-    try {
-      const response = request(url)
-        .get('/slow-free/3')
-        .then((res) => [res.status, res.text]);
-      await eventually(() => state.waiting === 1);
-      const closing = app.close().then(() => 'closed');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      state.proceed.open();
-      expect(await within(response, 5_000)).toEqual([200, 'reserved']);
-      expect(await within(closing, 15_000)).toBe('closed');
-    } finally {
-      state.proceed.open();
-      await app.close();
-    }
-  }, 40_000);
+  it.each([
+    ['re-enters its own lock (its request is waited for)', '/slow/2', 'rechecked'],
+    ['takes a free second lock (no wait needed)', '/slow-free/3', 'reserved'],
+  ])(
+    'a locked handler still %s after closing started',
+    async (_what, path, body) => {
+      state.waiting = 0;
+      state.proceed = gate();
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+      const url = await listen(app);
+      try {
+        const response = request(url)
+          .get(path)
+          .then((res) => [res.status, res.text]);
+        await eventually(() => state.waiting === 1);
+        const closing = app.close().then(() => 'closed');
+        await new Promise((resolve) => setTimeout(resolve, 200)); // closing has started: handler waits end
+        state.proceed.open();
+        expect(await within(response, 5_000)).toEqual([200, body]);
+        expect(await within(closing, 15_000)).toBe('closed');
+      } finally {
+        state.proceed.open();
+        await app.close();
+      }
+    },
+    40_000,
+  );
 });
