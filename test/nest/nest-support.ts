@@ -71,3 +71,12 @@ export async function racyIncrement(redis: Redis, key: string): Promise<number> 
   await redis.set(key, value + 1);
   return value + 1;
 }
+
+/** `promise`, or 'timed out' after `ms`. */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms))),
+  ]).finally(() => clearTimeout(timer));
+}

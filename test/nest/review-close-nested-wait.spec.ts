@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLock, LockService, RedisLockModule } from '../../lib';
 import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { gate, listen, lockOptions } from './nest-support';
+import { gate, listen, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { waiting: 0, ran: 0, proceed: gate() };
@@ -70,15 +70,6 @@ class OrderController {
   providers: [Stock],
 })
 class AppModule {}
-
-/** `promise`, or 'timed out' after `ms`. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms))),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Closing the HTTP server waits for every request in flight, so the module ends a handler's wait for

@@ -4,7 +4,7 @@ import { Args, Field, GraphQLModule, ID, ObjectType, Parent, Query, ResolveField
 import { Test } from '@nestjs/testing';
 import { DistributedLock, RedisLockModule } from '../../lib';
 import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { listen, lockOptions } from './nest-support';
+import { listen, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { queried: 0, ran: 0 };
@@ -44,15 +44,6 @@ class ShelfResolver {
   providers: [ShelfResolver],
 })
 class AppModule {}
-
-/** `promise`, or 'timed out' after `ms`. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms))),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * A field resolver run without interceptors (no fieldResolverEnhancers) locks itself; it is part of a

@@ -5,7 +5,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { CurrentLock, DistributedLock, LockLostError, LockService, RedisLockModule, type ActiveLock } from '../../lib';
 import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { gate, listen, lockKey, lockOptions, openRequest } from './nest-support';
+import { gate, listen, lockKey, lockOptions, openRequest, within } from './nest-support';
 
 const prefix = testPrefix();
 
@@ -50,15 +50,6 @@ async function startApp(
   }).compile();
   const app = moduleRef.createNestApplication({ logger: false });
   return { app, url: await listen(app) };
-}
-
-/** `promise`, or 'timed out' after `ms`. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms))),
-  ]).finally(() => clearTimeout(timer));
 }
 
 /** A plain connection and a lock client of another process, shared by the specs below. */
