@@ -5,6 +5,7 @@ import { eventually, lockClient, quietLogger, singlePort, sleep, testPrefix, typ
 import { sharedTopology } from '../support/topologies';
 import { killAll, startTogether, startWorker, type Worker } from '../support/workers';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
+import { engineOf } from '../../lib/internal';
 
 /** RedLock over five independent masters. Killing masters happens on a private topology (7230). */
 describe('RedLock', () => {
@@ -157,7 +158,9 @@ describe('RedLock', () => {
       const order: number[] = [];
       const waits = processes.slice(1).map(async (clients, i) => {
         await sleep(150 * i); // they queue in this order
-        // A long instance timeout: no waiter re-checks the gate on its own (see the stale-gate case) meanwhile.
+        // A long instance timeout and quiet re-check: no waiter re-checks the gate on its own (see the
+        // stale-gate case, and RedLock.watchReleases) meanwhile.
+        for (const client of clients) engineOf(client).quietRecheckMs = 60_000;
         const redLock = new RedLock(clients, name, { instanceTimeout: 5_000 });
         const handle = await redLock.lock({ leaseTime: 30_000, waitTime: 20_000 });
         order.push(i + 1);
@@ -181,8 +184,8 @@ describe('RedLock', () => {
   /**
    * Three processes on RedLock `name` over the multi topology's masters (a set of clients each): a holder
    * that holds it, one whose wait `gone` runs and ends without it (then `between` runs), and a waiter with
-   * a 5 s instance timeout (so no re-check of its own meanwhile). Resolves with how long after the holder's
-   * release the waiter had the lock.
+   * a 5 s instance timeout and a minute's quiet re-check (so no re-check of its own meanwhile). Resolves
+   * with how long after the holder's release the waiter had the lock.
    */
   async function waiterAfterGoneWait(
     name: string,
@@ -198,6 +201,7 @@ describe('RedLock', () => {
       const holder = await new RedLock(holderClients, name).lock({ leaseTime: 30_000 });
       expect(await new RedLock(goneClients, name).tryLock({ leaseTime: 30_000, waitTime: 300 })).toBeNull();
       await between({ holderClients, goneClients, waiting });
+      for (const client of waiterClients) engineOf(client).quietRecheckMs = 60_000;
       const long = new RedLock(waiterClients, name, { instanceTimeout: 5_000 });
       const waitingLong = long.lock({ leaseTime: 30_000, waitTime: 20_000 });
       await waiterQueued(waiterClients);

@@ -78,7 +78,8 @@ const UNKNOWN_TTL_RETRY_MS = 50;
  * time lets the waiter a release woke go first (POLITE_WAIT_MS at most), so the processes that
  * contend take turns instead of the releasing one taking the lock again at once. Safety does not
  * depend on the order: only a quorum grants. Waiters sleep until a master announces a release, not
- * on a fixed poll.
+ * on a fixed poll; as every kind's waiters do, a process whose waiters heard nothing for a quiet
+ * second (QUIET_RECHECK_MS) has one of them try again (a release woke a frozen process first in line).
  * @example
  * const redLock = new RedLock(fiveClients, 'pview');
  * await redLock.withLock(async () => incrementCounter(), { leaseTime: 5_000, waitTime: 10_000 });
@@ -298,7 +299,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           await delay(Math.random() * Math.min(remaining, 250, 5 * 2 ** Math.min(splits, 6)), signal);
           gated = true;
         } else {
-          // Until a master announces a release (or did during the round), or the holder's lease ends;
+          // Until a master announces a release (or did during the round, or its channel was quiet for
+          // a second, see watchReleases), or the holder's lease ends;
           // after a refusal by the gate alone, one instance timeout at most: a gate that refuses with
           // no release announced since may hold a stale key (a contender that crashed mid-round, a
           // give-back that did not arrive), and the next round asks every master at once, which
@@ -511,13 +513,16 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   /**
    * Joins this process's channel on every master (where a release wakes one waiting process, see
    * redlock-release-3.lua); waits (bounded) for the subscriptions of the masters that are up. A wake-up
-   * that comes when no waiter of this process is left is passed on to the next process.
+   * that comes when no waiter of this process is left is passed on to the next process. A release wakes
+   * the process first in line even when it is frozen (its subscription still counts), so a master's
+   * channel quiet for quietRecheckMs wakes this process's longest-parked waiter there, which tries again.
    */
   private async watchReleases(timeoutMs: number): Promise<ReleaseWatch> {
     const seats = this.clients.map((client, i) => {
       const master = this.masters[i];
+      const { waiters, quietRecheckMs } = engineOf(client);
       const onUnheard = () => void master.passWakeUp().catch(() => undefined);
-      return engineOf(client).waiters.join(master.processChannel, { onUnheard });
+      return waiters.join(master.processChannel, { onUnheard, quietRecheckMs });
     });
     const watch = new ReleaseWatch(seats.map((s) => s.ticket));
     // A master that cannot subscribe just does not wake us; the lease-bound retry still does.
