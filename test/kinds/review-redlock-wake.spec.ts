@@ -1,7 +1,15 @@
 import { RedLock } from '../../lib';
-import { engineOf } from '../../lib/internal';
+import { engineOf, type LockHandle } from '../../lib/internal';
 import type { RedLockHandle } from '../../lib/engine/groups/red-lock-handle';
-import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import {
+  eventually,
+  isAttemptOn,
+  lockClient,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
 
@@ -16,8 +24,9 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
 
 /**
  * RedLock's wake-ups on the shared five independent masters: a release wakes one waiting process per
- * master (redlock-release-3.lua). Other sets of lock clients stand for other processes here (each has
- * its own connections and client ids); a waiter that dies or freezes is a real OS process
+ * master (redlock-release-3.lua), on the channel a simple lock of the name uses too (the keys are a
+ * simple lock's). Other sets of lock clients stand for other processes here (each has its own
+ * connections and client ids); a waiter that dies or freezes is a real OS process
  * (test/workers/hold-lock.ts).
  */
 describe('RedLock wake-ups review', () => {
@@ -87,4 +96,57 @@ describe('RedLock wake-ups review', () => {
     },
     60_000,
   );
+
+  it("a simple lock's wake-up taken by its process's RedLock waiter of the name (one channel) reaches the simple waiter", async () => {
+    const name = 'shared-channel';
+    // The waiting process: a RedLock waiter and, on its second master's client, a simple lock waiter of
+    // the same name. Neither re-checks on its own (none for a minute): only wake-ups reach them.
+    const waiterClients = await processOn();
+    for (const c of waiterClients) engineOf(c.locks).quietRecheckMs = 60_000;
+    const redLockHolder = await processOn();
+    const shared = waiterClients[1];
+    const simpleOf = (client: TestClient) => client.locks.getSimpleLock(name, { leaseTime: 'watchdog' });
+    // Another process holds the simple lock on the second master, a RedLock the other four (a quorum).
+    const simpleOnShared = lockClient({ port: ports()[1], keyPrefix: prefix, operationTimeout: 1_000 });
+    opened.push(simpleOnShared);
+    const heldSimple = await simpleOf(simpleOnShared).lock();
+    const heldRedLock = await new RedLock(locksOf(redLockHolder), name).lock();
+    // Decided at the quorum: the last vote is adopted when it lands.
+    await eventually(() => heldRedLock.handles.map((h) => h !== null).join() === 'true,false,true,true,true', 2_000);
+
+    const waitingRedLock = new RedLock(locksOf(waiterClients), name).lock();
+    waitingRedLock.catch(() => undefined);
+    const { waiting, lock: lockKey } = simpleOf(shared).keys;
+    await eventually(async () => (await shared.redis.zrange(waiting, 0, -1)).includes(shared.locks.clientId), 5_000);
+    await sleep(600); // the RedLock waiter sleeps until a release, parked first on the shared channel
+    const waitingSimple = simpleOf(shared).lock();
+    waitingSimple.catch(() => undefined);
+    await sleep(300); // refused, parked behind it
+    // Which script the waiting process sends to the shared master from now on: a RedLock vote has 3 keys.
+    const sent: string[] = [];
+    watchCommands(shared, (command) => {
+      if (isAttemptOn(command, lockKey)) sent.push(String(command.args[1]) === '3' ? 'redlock' : 'simple');
+    });
+
+    const releasedAt = Date.now();
+    await heldSimple.release();
+    const handle = await within(waitingSimple, 10_000);
+    const waited = Date.now() - releasedAt;
+    process.stdout.write(`\nsimple waiter got the lock ${waited} ms after the release, attempts: ${sent.join(' ')}\n`);
+    expect(handle).not.toBe('timed out');
+    // The wake-up went to the RedLock waiter, whose round took the shared master and gave it back
+    // (no quorum: the other RedLock holds the rest), announcing it: that woke the simple waiter.
+    expect(sent[0]).toBe('redlock');
+    expect(sent).toContain('simple');
+    // Spent there, it would sleep until its refusal's lease (the watchdog's 30 s).
+    expect(waited).toBeLessThan(5_000);
+    // Passed on, not spent twice: the simple lock holds the shared master, the RedLock waiter still waits.
+    expect(await shared.redis.get(lockKey)).toBe((handle as LockHandle).owner);
+    expect(await within(waitingRedLock, 500)).toBe('timed out');
+    expect(await (handle as LockHandle).release()).toBe('released');
+    expect(await heldRedLock.release()).toBe('released');
+    const redLockHandle = await within(waitingRedLock, 10_000);
+    expect(redLockHandle).not.toBe('timed out');
+    expect(await (redLockHandle as RedLockHandle).release()).toBe('released');
+  }, 60_000);
 });
