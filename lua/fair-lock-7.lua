@@ -44,6 +44,7 @@
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include fair-queue.lua
 --!include hold-ids.lua
+--!include lease-text.lua
 local lease, owner, staleAfter, waiterId, mode = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[7], ARGV[8]
 local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5]) or ownerProblem(owner)
   or waiterIdProblem(waiterId) or idleTtlProblem(ARGV[9])
@@ -58,6 +59,7 @@ if mode ~= 'wait' and mode ~= 'once' then
 end
 local grants = KEYS[6]
 local entry = waiterEntry(owner, waiterId)
+local leaseArg = leaseText(ARGV[1], lease)
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]), grants = KEYS[6],
@@ -80,8 +82,8 @@ end
 -- Grants the free lock to this attempt: the only live hold of a free lock, so the grants hash's expiry
 -- is set outright (see recordHold).
 local function grantFree()
-  redis.call('hset', fair.lock, owner, 1, GRANTED_TO, entry)
-  redis.call('pexpire', fair.lock, lease)
+  redis.call('hset', fair.lock, owner, '1', GRANTED_TO, entry)
+  redis.call('pexpire', fair.lock, leaseArg)
   local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
   recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
   return {'granted', granted}
@@ -99,8 +101,8 @@ if held == '0' then
   -- where a hold is recorded: a refusal needs none.)
   local epoch = epochOf(fair.fence)
   if grantedTo(fair.lock) == entry then
-    redis.call('hset', fair.lock, owner, 1)
-    redis.call('pexpire', fair.lock, lease)
+    redis.call('hset', fair.lock, owner, '1')
+    redis.call('pexpire', fair.lock, leaseArg)
     keepFence(fair.fence, lease + fair.idle)
     recordHold(grants, holdId, 'g', epoch, owner, lease, epoch)
     return {'granted', epoch}

@@ -26,6 +26,7 @@
 --!include waiting-args.lua
 --!include hold-ids.lua
 --!include fencing.lua
+--!include lease-text.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -39,6 +40,7 @@ if badId then return badId end
 local badIdle = idleTtlProblem(ARGV[6])
 if badIdle then return badIdle end
 local fenceKeep = lease + tonumber(ARGV[6])
+local leaseArg = leaseText(ARGV[1], lease)
 
 -- The fencing counter is the epoch of the live holds; read only when a live record needs it.
 local kind, token, holder = readHold(KEYS[5], holdId, KEYS[2])
@@ -63,8 +65,8 @@ local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4
 -- Free, not reserved, and no process waits (the uncontended case): granted, with nothing else to look
 -- at (no registration to leave or move, no hand-over to use up, nobody else waiting).
 if existing == 0 then
-  redis.call('hset', KEYS[1], owner, 1)
-  redis.call('pexpire', KEYS[1], lease)
+  redis.call('hset', KEYS[1], owner, '1')
+  redis.call('pexpire', KEYS[1], leaseArg)
   local token = nextExclusiveToken(KEYS[2], fenceKeep)
   recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
   return {'granted', token, 0}
@@ -81,8 +83,8 @@ if existing % 2 == 0 then
   end
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
   if mine == 'pass' then redis.call('del', KEYS[4]) end
-  redis.call('hset', KEYS[1], owner, 1)
-  redis.call('pexpire', KEYS[1], lease)
+  redis.call('hset', KEYS[1], owner, '1')
+  redis.call('pexpire', KEYS[1], leaseArg)
   grantedWaiting(KEYS[3], client, flag)
   local others = othersWaiting(KEYS[3], client)
   local token = nextExclusiveToken(KEYS[2], fenceKeep)

@@ -24,11 +24,13 @@
 --!include waiting-args.lua
 --!include fencing.lua
 --!include release-once.lua
+--!include lease-text.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
 if not token or token == '' then return redis.error_reply('BADARG token is empty') end
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[2]))
 end
+local leaseArg = leaseText(ARGV[2], lease)
 local client, flag = ARGV[3], ARGV[4]
 local problem = checkWaitingArgs(client, flag)
 if problem then return redis.error_reply(problem) end
@@ -44,7 +46,7 @@ local existing = redis.call('exists', KEYS[3], KEYS[4], KEYS[4])
 -- No process waits and the lock is not reserved (the uncontended case): a grant has nothing else to
 -- look at (no registration to leave or move, no hand-over to use up, nobody else waiting).
 local quiet = existing == 0
-if quiet and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+if quiet and redis.call('set', KEYS[1], token, 'px', leaseArg, 'nx') then
   return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5])), 0}
 end
 -- Past the uncontended case: the steps of the waiting registry and the hand-over (defined only here, as
@@ -53,7 +55,7 @@ end
 --!include hand-over.lua
 local reservedTtl, mine = nil, false
 if existing >= 2 then reservedTtl, mine = reservation(KEYS[4], client) end
-if not quiet and not reservedTtl and redis.call('set', KEYS[1], token, 'px', lease, 'nx') then
+if not quiet and not reservedTtl and redis.call('set', KEYS[1], token, 'px', leaseArg, 'nx') then
   local fencingToken = nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[5]))
   -- A hand-over is used up by the grant; this process's own turn keeps the lock reserved for it.
   if mine == 'pass' then redis.call('del', KEYS[4]) end

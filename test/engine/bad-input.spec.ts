@@ -471,6 +471,39 @@ describe('bad input', () => {
       expect(await redis.exists(k.lock, k.fence, k.queue, k.deadlines, k.waiting, k.next, k.grants)).toBe(0);
     });
 
+    it.each(['3e4', '30000.0', '030000'])(
+      'a whole lease written another way (%j) is taken as that many ms, and the lock is granted',
+      async (lease) => {
+        const k = base();
+        const grants: [string, string[], (string | number)[], string][] = [
+          [
+            'lock-5.lua',
+            [k.lock, k.fence, k.waiting, k.next, k.grants],
+            [lease, 'o', 'c', '-', 'h', IDLE_KEY_TTL],
+            k.lock,
+          ],
+          [
+            'simple-lock-5.lua',
+            [`${k.lock}:s`, k.fence, k.waiting, k.next, `${k.lock}:releases`],
+            ['token', lease, 'c', '-', IDLE_KEY_TTL],
+            `${k.lock}:s`,
+          ],
+          [
+            'fair-lock-7.lua',
+            [`${k.lock}:f`, k.queue, k.deadlines, k.fence, k.channel, k.grants, k.waiterHolds],
+            [lease, 'o', 5000, 2000, 'publish', 'h2', 'c:w', 'wait', IDLE_KEY_TTL],
+            `${k.lock}:f`,
+          ],
+        ];
+        for (const [script, keys, args, held] of grants) {
+          const reply = await runScriptUnchecked<unknown[]>(redis, script, keys, args);
+          expect([script, reply[0]]).toEqual([script, 'granted']);
+          const ttl = await redis.pttl(held);
+          expect([script, ttl > 25_000 && ttl <= 30_000]).toEqual([script, true]);
+        }
+      },
+    );
+
     it('other arguments: empty owners and tokens, unknown publish commands and kinds, bad counts', async () => {
       const k = base();
       const fairForceKeys = [k.lock, k.queue, k.deadlines, k.fence, k.channel, k.forced, k.grants, k.waiterHolds];
