@@ -66,7 +66,7 @@ export class LockRegistry {
 
   /** A grant: one more hold of the owner's record, or a new record. */
   record(a: Acquisition): HeldLock {
-    const existing = this.get(a.key, a.owner);
+    const existing = this.locks.size === 0 ? undefined : this.get(a.key, a.owner);
     if (existing && (a.reentered || sameEpoch(existing, a) || sameReadHold(existing, a))) {
       existing.reenter(a);
       return existing;

@@ -5,6 +5,7 @@ import { attemptOutcome, type Grant, type RawRelease, type AttemptRequest, waiti
 import type { HandOver } from '../turns/process-turns';
 import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
 import { CLAIM_ATTEMPT, LOCK, UNLOCK } from '../scripts/catalog';
+import type { TurnAttemptReply } from '../scripts/replies';
 
 /**
  * Redisson's RLock: a hash `{owner: holdCount}` with a lease, re-entrant per owner scope, waiters
@@ -18,17 +19,17 @@ import { CLAIM_ATTEMPT, LOCK, UNLOCK } from '../scripts/catalog';
 export class ReentrantLock extends HashLock {
   readonly kind: LockKindName = 'reentrant';
   protected override readonly takesTurns: boolean = true;
-  protected async attempt({ holder, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected attempt({ holder, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId, idleKeyTtl } = this.engine;
-    const [status, value, othersWaiting] = await LOCK.run(redis, this.keys, {
+    // A `then`, not an async function: every acquisition makes this call.
+    return LOCK.run(redis, this.keys, {
       idleKeyTtl,
       leaseMs,
       owner: holder,
       clientId,
       waiting: waitingFlag(waiting),
       holdId,
-    });
-    return attemptOutcome(status, value, undefined, othersWaiting);
+    }).then(lockOutcome);
   }
 
   /** Releases hold `holdId`; without one (an unlock by owner of a hold taken elsewhere), any hold of `owner`. */
@@ -59,4 +60,8 @@ export class ReentrantLock extends HashLock {
   protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
     return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder, leaseMs }));
   }
+}
+
+function lockOutcome(reply: TurnAttemptReply): Attempt<Grant> {
+  return attemptOutcome(reply[0], reply[1], undefined, reply[2]);
 }

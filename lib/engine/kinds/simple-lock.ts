@@ -118,16 +118,16 @@ export class SimpleLock extends LockBase {
     return `${randomUUID()}:${owner}`;
   }
 
-  protected async attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected attempt({ holder: token, leaseMs, waiting }: AttemptRequest): Promise<Attempt<Grant>> {
     const { redis, clientId, idleKeyTtl } = this.engine;
-    const reply = await SIMPLE_LOCK.run(redis, this.releaseKeys, {
+    // A `then`, not an async function: every acquisition makes this call.
+    return SIMPLE_LOCK.run(redis, this.releaseKeys, {
       token,
       leaseMs,
       clientId,
       waiting: waitingFlag(waiting),
       idleKeyTtl,
-    });
-    return attemptOutcome(reply[0], reply[1], token, reply[2]);
+    }).then((reply) => attemptOutcome(reply[0], reply[1], token, reply[2]));
   }
 
   protected releaseOnce(

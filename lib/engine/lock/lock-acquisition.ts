@@ -32,31 +32,27 @@ export const LOST_IN_FAILOVER = Symbol('lost in failover');
  * handle, or the refusing holder's TTL when the wait ran out. Reports `acquired` / `timedOut`, and
  * waits again on the new master when a grant was lost in a failover.
  */
-export function acquireLock(
+export async function acquireLock(
   side: LockSide,
   given: AcquireOptions,
   defaultWaitTime?: number,
 ): Promise<LockHandle | { ttl: number }> {
-  return side.engine.waits.track(acquireUntilClosed(side, given, defaultWaitTime));
-}
-
-/** acquireLock, ended by the client's close() as by the caller's own signal. */
-async function acquireUntilClosed(
-  side: LockSide,
-  given: AcquireOptions,
-  defaultWaitTime?: number,
-): Promise<LockHandle | { ttl: number }> {
-  const options = checkAcquireOptions(side.name, given, defaultWaitTime);
-  const signal = side.engine.waits.signalFor(options.signal);
-  // One owner for the whole call, also when it waits anew (see acquireOnce): outside any scope it is the
-  // call's own, and a wait's traces in Redis (a writer's intent) are named by it.
-  const owner = side.ownerFor(options.owner);
+  const { waits } = side.engine;
+  // close() waits until this call has ended, its clean-up included.
+  waits.begin();
   try {
+    const options = checkAcquireOptions(side.name, given, defaultWaitTime);
+    const signal = waits.signalFor(options.signal);
+    // One owner for the whole call, also when it waits anew (see acquireOnce): outside any scope it is the
+    // call's own, and a wait's traces in Redis (a writer's intent) are named by it.
+    const owner = side.ownerFor(options.owner);
     return await acquireOnce(side, options, owner, signal, defaultWaitTime);
   } catch (error) {
     // Ended by close(): told with this lock's name, as an attempt begun after close() is.
-    if (error === side.engine.waits.signal.reason) throw closedError(side.name);
+    if (error === waits.signal.reason) throw closedError(side.name);
     throw error;
+  } finally {
+    waits.end();
   }
 }
 
@@ -223,8 +219,15 @@ export class LockAcquisition {
       connectionGone: () => closedForGood(engine.redis),
       expectGrant: side.turns()?.expectsGrant(),
       queueBehindWokenMs: options.waitTime === 0 ? undefined : side.turns()?.queueBehindWoken(),
-      ...behaviour,
+      // Written out, not spread: a spread of a behaviour object copies it through V8's slow path.
       channel: behaviour.channel ?? side.keys.channel,
+      waiterId: behaviour.waiterId,
+      maxSleep: behaviour.maxSleep,
+      onUnclaimed: behaviour.onUnclaimed,
+      onUnheard: behaviour.onUnheard,
+      quietRecheckMs: behaviour.quietRecheckMs,
+      broadcast: behaviour.broadcast,
+      shareRetries: behaviour.shareRetries,
       attempt: this.attemptOnce,
     });
     if (!outcome.acquired) return { ttl: outcome.ttl };
@@ -300,7 +303,9 @@ export class LockAcquisition {
   /** Records the grant (see LockSide.recordHold), noting whether it re-entered and lengthened our lease. */
   private record(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
     const { side } = this;
-    const existing = side.engine.registry.get(side.keys.lock, holder);
+    const { registry } = side.engine;
+    // (No lookup when this client holds nothing: the common case of an uncontended acquisition.)
+    const existing = registry.size === 0 ? undefined : registry.get(side.keys.lock, holder);
     const before = existing?.expiresAt;
     const held = side.recordHold(holder, grant, hold);
     this.lengthenedFrom = held === existing && before !== undefined && held.expiresAt > before ? before : undefined;

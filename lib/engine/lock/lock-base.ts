@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
-import { bounded } from '../redis/bounded';
+import { bounded, type BoundedOperation } from '../redis/bounded';
 import { writesToFixedServer } from '../redis/fixed-server';
 import type { EngineContext } from '../client/engine-context';
 import { LockAcquireTimeoutError, LockNotHeldError } from '../errors';
@@ -72,8 +72,9 @@ export abstract class LockBase implements ReleaseReplayer {
       turns: () => this.turns,
       bounded: (operation, what) => this.bounded(operation, what),
       holderFor: (owner) => this.holderFor(owner),
-      // Outside any scope every acquisition gets its own owner, so unrelated callers never share a hold.
-      ownerFor: (explicit) => explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${randomUUID()}`,
+      // Outside any scope every acquisition gets its own owner, so unrelated callers never share a hold
+      // (an id unique across processes and restarts, as a hold's is; cheaper than a UUID per acquisition).
+      ownerFor: (explicit) => explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${this.engine.newHoldId()}`,
       defaultLeaseTime: () => this.defaultLeaseTime,
       waitBehaviour: (owner) => this.waitBehaviour(owner),
       abandonWait: (owner, waiterId, waited) => this.abandonWait(owner, waiterId, waited),
@@ -364,11 +365,23 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
-    const onUnavailable = this.engine.redis.isCluster ? () => refreshSlotsSoon(this.engine.redis) : undefined;
-    const readOnlyIsFinal = writesToFixedServer(this.engine.redis);
-    const describe = { key: this.name, name: what, onUnavailable, readOnlyIsFinal };
-    return bounded(operation, this.engine.operationTimeout, describe, onLate);
+    return bounded(operation, this.engine.operationTimeout, this.boundedAs(what), onLate);
   }
+
+  /** How `bounded` names operation `what` of this lock: made once per name (every acquire and release asks). */
+  private boundedAs(what: string): BoundedOperation {
+    const known = (this.boundedOperations ??= new Map());
+    let describe = known.get(what);
+    if (describe === undefined) {
+      const { redis } = this.engine;
+      const onUnavailable = redis.isCluster ? () => refreshSlotsSoon(redis) : undefined;
+      describe = { key: this.name, name: what, onUnavailable, readOnlyIsFinal: writesToFixedServer(redis) };
+      known.set(what, describe);
+    }
+    return describe;
+  }
+
+  private boundedOperations?: Map<string, BoundedOperation>;
 
   private recordHold(holder: string, grant: Grant, hold: HoldFacts): HeldLock {
     if (!grant.reentered) this.turns?.granted();

@@ -1,6 +1,15 @@
 import { monotonicNow } from '../util/clock';
 import { LockOptionsError, RedisRefusedError, RedisUnavailableError, refusalCode } from '../errors';
 
+/** What a bounded operation is, for its errors. */
+export interface BoundedOperation {
+  readonly key?: string;
+  readonly name: string;
+  readonly onUnavailable?: () => void;
+  /** The connection does not follow promotions: READONLY is a refusal, not a failover (see writesToFixedServer). */
+  readonly readOnlyIsFinal?: boolean;
+}
+
 /**
  * Races a Redis operation against a deadline so that an unreachable Redis yields a RedisUnavailableError
  * within `timeoutMs` instead of a hang (ioredis would otherwise queue the command while it
@@ -10,13 +19,7 @@ import { LockOptionsError, RedisRefusedError, RedisUnavailableError, refusalCode
 export function bounded<T>(
   operation: Promise<T>,
   timeoutMs: number,
-  describe: {
-    key?: string;
-    name: string;
-    onUnavailable?: () => void;
-    /** The connection does not follow promotions: READONLY is a refusal, not a failover (see writesToFixedServer). */
-    readOnlyIsFinal?: boolean;
-  },
+  describe: BoundedOperation,
   onLateResult?: (value: T) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
