@@ -1,7 +1,8 @@
 import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
+import { HandlerCallInterceptor } from '../decorator/handler-call.interceptor';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './redis-lock.lifecycle';
 import { RedisLockRuntime } from './redis-lock.runtime';
@@ -34,7 +35,15 @@ import { messages } from '../redis-lock.messages';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [...lockClientProviders, LockService, LockLifecycle, RedisLockRuntime, DistributedLockExplorer],
+  providers: [
+    ...lockClientProviders,
+    LockService,
+    LockLifecycle,
+    RedisLockRuntime,
+    DistributedLockExplorer,
+    // Every handler's call is a request or message in flight: its lock waits end as closing starts.
+    { provide: APP_INTERCEPTOR, useClass: HandlerCallInterceptor },
+  ],
   // RedisLockRuntime: for the interceptor, which Nest builds in the module of each decorated controller.
   exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime],
 })
