@@ -1,5 +1,12 @@
-import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
-import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import {
+  Inject,
+  Module,
+  Optional,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
 import { HandlerCallInterceptor } from '../decorator/handler-call.interceptor';
@@ -11,6 +18,7 @@ import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lo
 import { ConfigurableModuleClass } from './redis-lock.module-definition';
 import type { RedisLockModuleOptions } from './redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
+import { onServerClosing } from './server-closing';
 
 /**
  * Distributed locks on Redis for a Nest application: provides `LockService` (and the engine's
@@ -49,16 +57,29 @@ import { messages } from '../redis-lock.messages';
 })
 export class RedisLockModule
   extends ConfigurableModuleClass
-  implements BeforeApplicationShutdown, OnApplicationShutdown
+  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
 {
+  private stopWatchingServer = (): void => undefined;
+
   constructor(
     @Inject(LockClient) private readonly client: LockClient,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
     @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
     @Inject(DistributedLockExplorer) private readonly explorer: DistributedLockExplorer,
+    @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
   ) {
     super();
+  }
+
+  /**
+   * Handler waits end as soon as anyone starts closing the HTTP server, which waits for requests in
+   * flight: Apollo's default drain does so in GraphQLModule's onModuleDestroy, before any hook of this
+   * module, and waited 10 s for a resolver waiting for a lock held elsewhere.
+   */
+  onApplicationBootstrap(): void {
+    const server: unknown = this.adapterHost?.httpAdapter?.getHttpServer();
+    this.stopWatchingServer = onServerClosing(server, () => this.lifecycle.closeHandlerWaits());
   }
 
   /**
@@ -83,6 +104,7 @@ export class RedisLockModule
       if (stillRunning > 0) engineOf(this.client).logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
       await Promise.all([this.client, ...this.redLockMasters.clients].map((client) => client.close()));
     } finally {
+      this.stopWatchingServer();
       this.explorer.unbind();
     }
   }
