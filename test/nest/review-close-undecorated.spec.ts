@@ -112,4 +112,21 @@ describe('review: app.close() while an undecorated handler waits in LockService'
     },
     40_000,
   );
+
+  it('an app only init()ed, as supertest drives it, still waits after a request: closing its server is no shutdown', async () => {
+    Object.assign(state, { ran: 0, errors: [] });
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    const app: INestApplication = await moduleRef.createNestApplication({ logger: false }).init();
+    try {
+      // supertest listens on the server for the request, then closes it.
+      await request(app.getHttpServer()).get('/with-lock/9').expect(200);
+      const held = await other.locks.getLock('stock:9').lock({ owner: 'elsewhere' });
+      setTimeout(() => void held.release(), 300);
+      await request(app.getHttpServer()).get('/with-lock/9').expect(200);
+      expect(state.ran).toBe(2);
+      expect(state.errors).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  }, 40_000);
 });

@@ -79,7 +79,11 @@ export class RedisLockModule
    */
   onApplicationBootstrap(): void {
     const server: unknown = this.adapterHost?.httpAdapter?.getHttpServer();
-    this.stopWatchingServer = onServerClosing(server, () => this.lifecycle.closeHandlerWaits());
+    this.stopWatchingServer = onServerClosing(server, () => {
+      // Only a server the application listens on closes for shutdown: supertest over an app that only
+      // init()ed listens and closes it around each request.
+      if (this.adapterHost?.listening) this.lifecycle.closeHandlerWaits();
+    });
   }
 
   /**
