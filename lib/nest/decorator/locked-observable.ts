@@ -54,6 +54,8 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     let handle: ServiceHold | undefined;
     let work: Subscription | undefined;
     let pending: PendingWork | undefined;
+    /** Stops the call's view of its lock listening to the hold's signal (see cancellableLock). */
+    let stopSignal: (() => void) | undefined;
     /** The work's Observable completed or failed. */
     let ended = false;
     /** The caller left before that. */
@@ -77,6 +79,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         pending?.stop();
         holdTimes.record(spec, monotonicNow() - acquiredAt);
         await held.release().catch((error: Error) => warnReleaseFailed(logger, held.lock.name, error));
+        stopSignal?.();
         finish();
       }));
     };
@@ -117,7 +120,8 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
             stopAtShutdown?.();
           }
           if (subscriber.closed) return release();
-          const lock = cancellableLock(handle.lock, cancel.signal);
+          const { lock, stop } = cancellableLock(handle.lock, cancel.signal);
+          stopSignal = stop;
           pending = PendingWork.start();
           if (invocation) invocation.work = pending;
           const subscribe = () =>

@@ -1,7 +1,15 @@
-import { Inject, Module, type BeforeApplicationShutdown, type OnApplicationShutdown } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import {
+  Inject,
+  Module,
+  Optional,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
+import { HandlerCallInterceptor } from '../decorator/handler-call.interceptor';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './redis-lock.lifecycle';
 import { RedisLockRuntime } from './redis-lock.runtime';
@@ -10,6 +18,7 @@ import { DEFAULT_SHUTDOWN_TIMEOUT, REDIS_LOCK_MODULE_OPTIONS } from '../redis-lo
 import { ConfigurableModuleClass } from './redis-lock.module-definition';
 import type { RedisLockModuleOptions } from './redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
+import { onServerClosing } from './server-closing';
 
 /**
  * Distributed locks on Redis for a Nest application: provides `LockService` (and the engine's
@@ -34,22 +43,47 @@ import { messages } from '../redis-lock.messages';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [...lockClientProviders, LockService, LockLifecycle, RedisLockRuntime, DistributedLockExplorer],
+  providers: [
+    ...lockClientProviders,
+    LockService,
+    LockLifecycle,
+    RedisLockRuntime,
+    DistributedLockExplorer,
+    // Every handler's call is a request or message in flight: its lock waits end as closing starts.
+    { provide: APP_INTERCEPTOR, useClass: HandlerCallInterceptor },
+  ],
   // RedisLockRuntime: for the interceptor, which Nest builds in the module of each decorated controller.
   exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime],
 })
 export class RedisLockModule
   extends ConfigurableModuleClass
-  implements BeforeApplicationShutdown, OnApplicationShutdown
+  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
 {
+  private stopWatchingServer = (): void => undefined;
+
   constructor(
     @Inject(LockClient) private readonly client: LockClient,
     @Inject(LockLifecycle) private readonly lifecycle: LockLifecycle,
     @Inject(REDIS_LOCK_MODULE_OPTIONS) private readonly options: RedisLockModuleOptions,
     @Inject(RedLockMasters) private readonly redLockMasters: RedLockMasters,
     @Inject(DistributedLockExplorer) private readonly explorer: DistributedLockExplorer,
+    @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
   ) {
     super();
+  }
+
+  /**
+   * Handler waits end as soon as anyone starts closing the HTTP server, which waits for requests in
+   * flight: Apollo's default drain does so in GraphQLModule's onModuleDestroy, before any hook of this
+   * module, and waited 10 s for a resolver waiting for a lock held elsewhere.
+   */
+  onApplicationBootstrap(): void {
+    const server: unknown = this.adapterHost?.httpAdapter?.getHttpServer();
+    this.stopWatchingServer = onServerClosing(server, () => {
+      // Only a server the application listens on closes for shutdown: supertest over an app that only
+      // init()ed listens and closes it around each request.
+      if (this.adapterHost?.listening) this.lifecycle.closeHandlerWaits();
+    });
   }
 
   /**
@@ -74,6 +108,7 @@ export class RedisLockModule
       if (stillRunning > 0) engineOf(this.client).logger.warn(messages.shutdownTimedOut(stillRunning, timeout));
       await Promise.all([this.client, ...this.redLockMasters.clients].map((client) => client.close()));
     } finally {
+      this.stopWatchingServer();
       this.explorer.unbind();
     }
   }

@@ -1,6 +1,7 @@
 import type { GroupLockContext } from '../../engine/groups/group-lock';
 import type { LockContext, ReleaseOutcome } from '../../engine/holds/lock-handle';
 import type { ActiveLock } from './active-lock';
+import { eitherSignal, type ShutdownBoundSignal } from './until-shutdown';
 
 /** A lock `LockService.hold` acquired: what the work sees of it, and how to release it. */
 export interface ServiceHold {
@@ -30,19 +31,30 @@ export function activeLockOf(
 
 /**
  * `lock` as one call sees it: its `signal` also aborts when `cancelled` does (the call's caller went
- * away, see lockedObservable). The combined signal is made only if read.
+ * away, see lockedObservable). The combined signal is made only if read; `stop()` once the call ended.
+ * Not `AbortSignal.any`: on Node 20 each signal it makes stays referenced from the hold's signal until
+ * that one is collected, so nested calls re-entering a long-held lock kept one per call (see eitherSignal).
  */
-export function cancellableLock(lock: ActiveLock, cancelled: AbortSignal): ActiveLock {
-  let signal: AbortSignal | undefined;
+export function cancellableLock(lock: ActiveLock, cancelled: AbortSignal): { lock: ActiveLock; stop(): void } {
+  let combined: ShutdownBoundSignal | undefined;
+  let stopped = false;
   return {
-    name: lock.name,
-    names: lock.names,
-    kind: lock.kind,
-    get signal() {
-      return (signal ??= AbortSignal.any([lock.signal, cancelled]));
+    lock: {
+      name: lock.name,
+      names: lock.names,
+      kind: lock.kind,
+      get signal() {
+        // Read after the call ended: nothing to listen to any more but what already happened.
+        if (stopped && !combined) return cancelled.aborted ? cancelled : lock.signal;
+        return (combined ??= eitherSignal(lock.signal, cancelled)).signal;
+      },
+      fencingToken: lock.fencingToken,
+      fencingTokens: lock.fencingTokens,
+      extend: (leaseTime?: number) => lock.extend(leaseTime),
     },
-    fencingToken: lock.fencingToken,
-    fencingTokens: lock.fencingTokens,
-    extend: (leaseTime?: number) => lock.extend(leaseTime),
+    stop: () => {
+      stopped = true;
+      combined?.stop();
+    },
   };
 }

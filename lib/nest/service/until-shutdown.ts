@@ -16,13 +16,17 @@ const noop = (): void => undefined;
  * the fan-out (see onAbort), nothing is left once stopped.
  */
 export function untilShutdown(own: AbortSignal | undefined, shutdown: AbortSignal): ShutdownBoundSignal {
-  if (own === undefined) return { signal: shutdown, stop: noop };
+  return own === undefined ? { signal: shutdown, stop: noop } : eitherSignal(own, shutdown);
+}
+
+/** A signal that aborts with the reason of the first of `first`, `second` to abort (see untilShutdown); `stop()` when done. */
+export function eitherSignal(first: AbortSignal, second: AbortSignal): ShutdownBoundSignal {
   const either = new AbortController();
-  if (own.aborted || shutdown.aborted) {
-    either.abort(own.aborted ? own.reason : shutdown.reason);
+  if (first.aborted || second.aborted) {
+    either.abort(first.aborted ? first.reason : second.reason);
     return { signal: either.signal, stop: noop };
   }
-  const stops = [onAbort(own, () => either.abort(own.reason)), onAbort(shutdown, () => either.abort(shutdown.reason))];
+  const stops = [onAbort(first, () => either.abort(first.reason)), onAbort(second, () => either.abort(second.reason))];
   return { signal: either.signal, stop: () => stops.forEach((stop) => stop()) };
 }
 
