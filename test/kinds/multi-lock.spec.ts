@@ -14,6 +14,7 @@ import {
 } from '../support/engine';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { sharedTopology } from '../support/topologies';
+import { anyKeepsDependants, dependants } from '../support/signal-dependants';
 
 describe('MultiLock', () => {
   const prefix = testPrefix();
@@ -91,6 +92,23 @@ describe('MultiLock', () => {
     expect(maxInside).toBe(1);
     expect(await a.redis.exists(`${prefix}:{sib-a}`, `${prefix}:{sib-b}`)).toBe(0);
   }, 30_000);
+
+  it('nested sections re-entering members of a long-held lock leave nothing on the members’ signals', async () => {
+    // The probe sees what AbortSignal.any keeps on this Node (else this test would prove nothing).
+    expect(anyKeepsDependants()).toBe(true);
+    const [first, second] = [a.locks.getLock('keep-a'), a.locks.getLock('keep-b')];
+    const multi = new MultiLock([first, second]);
+    // Both members held long (a leader's locks); the group's sections inside re-enter them.
+    const left = await first.withLock((outerA) =>
+      second.withLock(async (outerB) => {
+        for (let i = 0; i < 200; i++) {
+          expect(await multi.withLock(({ signal }) => signal.aborted)).toBe(false);
+        }
+        return [dependants(outerA.signal), dependants(outerB.signal)];
+      }),
+    );
+    expect(left).toEqual([0, 0]);
+  });
 
   it('its signal aborts when any member is lost', async () => {
     const multi = new MultiLock([a.locks.getLock('s1'), a.locks.getLock('s2')]);
