@@ -4,7 +4,7 @@ import * as http from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
 import type { RedisLockModuleOptions, SingleConnectionOptions } from '../../lib';
-import { quietLogger, singlePort } from '../support/engine';
+import { lockClient, quietLogger, singlePort, type TestClient } from '../support/engine';
 
 /** The shared single server, with a connection name tests can count in CLIENT LIST. */
 export function singleConnection(connectionName = `nest-${randomUUID().slice(0, 8)}`): SingleConnectionOptions {
@@ -79,4 +79,19 @@ export function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed o
     promise,
     new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms))),
   ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Another process's lock client on `prefix` (a holder elsewhere), made before the enclosing describe's
+ * tests and closed after them: call the returned function inside a test.
+ */
+export function holderElsewhere(prefix: string): () => TestClient {
+  let client: TestClient | undefined;
+  beforeAll(() => {
+    client = lockClient({ keyPrefix: prefix });
+  });
+  afterAll(async () => {
+    await client?.close();
+  });
+  return () => client!;
 }

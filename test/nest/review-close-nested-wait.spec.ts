@@ -2,8 +2,8 @@ import { Controller, Get, Injectable, Module, Param, type INestApplication } fro
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLock, LockService, RedisLockModule } from '../../lib';
-import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { gate, listen, lockOptions, within } from './nest-support';
+import { eventually, testPrefix } from '../support/engine';
+import { gate, holderElsewhere, listen, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { waiting: 0, ran: 0, proceed: gate() };
@@ -79,14 +79,7 @@ class AppModule {}
  * app.close() waited for the other holder, for ever if it never lets go.
  */
 describe('review: app.close() while a locked handler waits for a nested lock held elsewhere', () => {
-  let other: TestClient;
-
-  beforeAll(() => {
-    other = lockClient({ keyPrefix: prefix });
-  });
-  afterAll(async () => {
-    await other.close();
-  });
+  const other = holderElsewhere(prefix);
 
   it.each([
     ['a decorated provider method', 'order'],
@@ -99,7 +92,7 @@ describe('review: app.close() while a locked handler waits for a nested lock hel
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       const app: INestApplication = moduleRef.createNestApplication({ logger: false });
       const url = await listen(app);
-      const held = await other.locks.getLock('stock:1').lock({ owner: 'elsewhere' });
+      const held = await other().locks.getLock('stock:1').lock({ owner: 'elsewhere' });
       try {
         const response = request(url)
           .get(`/${route}/1`)

@@ -2,8 +2,8 @@ import { Controller, Get, Module, Param, type INestApplication } from '@nestjs/c
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLock, LockModuleClosedError, LockService, RedisLockModule } from '../../lib';
-import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { listen, lockKey, lockOptions, within } from './nest-support';
+import { eventually, testPrefix } from '../support/engine';
+import { holderElsewhere, listen, lockKey, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { ran: 0, errors: [] as unknown[] };
@@ -58,14 +58,7 @@ class AppModule {}
  * other holder, for ever if it never lets go. A decorated handler got 503 at once.
  */
 describe('review: app.close() while an undecorated handler waits in LockService', () => {
-  let other: TestClient;
-
-  beforeAll(() => {
-    other = lockClient({ keyPrefix: prefix });
-  });
-  afterAll(async () => {
-    await other.close();
-  });
+  const other = holderElsewhere(prefix);
 
   it.each([
     ['withLock', 'with-lock', 1, 500],
@@ -78,7 +71,7 @@ describe('review: app.close() while an undecorated handler waits in LockService'
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       const app: INestApplication = moduleRef.createNestApplication({ logger: false });
       const url = await listen(app);
-      const held = await other.locks.getLock(`stock:${id}`).lock({ owner: 'elsewhere' });
+      const held = await other().locks.getLock(`stock:${id}`).lock({ owner: 'elsewhere' });
       try {
         const response = request(url)
           .get(`/${route}/${id}`)
@@ -87,7 +80,7 @@ describe('review: app.close() while an undecorated handler waits in LockService'
             (error: Error) => error.message,
           );
         // It waits for the lock: its process is listed as a waiter.
-        await eventually(async () => (await other.locks.inspect(`stock:${id}`)).waitingClients.length === 1);
+        await eventually(async () => (await other().locks.inspect(`stock:${id}`)).waitingClients.length === 1);
         const started = Date.now();
         const closed = await within(
           app.close().then(() => 'closed'),
@@ -102,9 +95,9 @@ describe('review: app.close() while an undecorated handler waits in LockService'
           expect(state.errors[0]).toBeInstanceOf(LockModuleClosedError);
         }
         // Only the other holder's hold is there; once it lets go, nothing is.
-        expect((await other.locks.inspect(`stock:${id}`)).holders.map((h) => h.owner)).toEqual(['elsewhere']);
+        expect((await other().locks.inspect(`stock:${id}`)).holders.map((h) => h.owner)).toEqual(['elsewhere']);
         await held.release();
-        expect(await other.redis.exists(lockKey(prefix, `stock:${id}`))).toBe(0);
+        expect(await other().redis.exists(lockKey(prefix, `stock:${id}`))).toBe(0);
       } finally {
         await held.release();
         await app.close();
@@ -120,7 +113,7 @@ describe('review: app.close() while an undecorated handler waits in LockService'
     try {
       // supertest listens on the server for the request, then closes it.
       await request(app.getHttpServer()).get('/with-lock/9').expect(200);
-      const held = await other.locks.getLock('stock:9').lock({ owner: 'elsewhere' });
+      const held = await other().locks.getLock('stock:9').lock({ owner: 'elsewhere' });
       setTimeout(() => void held.release(), 300);
       await request(app.getHttpServer()).get('/with-lock/9').expect(200);
       expect(state.ran).toBe(2);

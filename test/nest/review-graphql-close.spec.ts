@@ -3,8 +3,8 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { Args, Field, GraphQLModule, ID, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import { DistributedLock, RedisLockModule } from '../../lib';
-import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { listen, lockOptions, within } from './nest-support';
+import { eventually, testPrefix } from '../support/engine';
+import { holderElsewhere, listen, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { queried: 0, ran: 0 };
@@ -54,20 +54,13 @@ class AppModule {}
  * onModuleDestroy, before any hook of this module, and cuts requests still in flight after 10 s).
  */
 describe('review: app.close() while a field resolver without interceptors waits for its lock', () => {
-  let other: TestClient;
-
-  beforeAll(() => {
-    other = lockClient({ keyPrefix: prefix });
-  });
-  afterAll(async () => {
-    await other.close();
-  });
+  const other = holderElsewhere(prefix);
 
   it('close ends in bounded time; the resolver never ran; the client gets LOCK_UNAVAILABLE', async () => {
     const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
     const app: INestApplication = moduleRef.createNestApplication({ logger: false });
     const url = await listen(app);
-    const held = await other.locks.getLock('shelf:1').lock({ owner: 'elsewhere' });
+    const held = await other().locks.getLock('shelf:1').lock({ owner: 'elsewhere' });
     try {
       const response = fetch(`${url}/graphql`, {
         method: 'POST',

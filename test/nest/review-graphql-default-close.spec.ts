@@ -4,8 +4,8 @@ import { Args, Query, Resolver } from '@nestjs/graphql';
 import { GraphQLModule } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import { DistributedLock, LockService, RedisLockModule } from '../../lib';
-import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
-import { listen, lockOptions, within } from './nest-support';
+import { eventually, testPrefix } from '../support/engine';
+import { holderElsewhere, listen, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { ran: 0 };
@@ -45,14 +45,7 @@ class AppModule {}
  * (global modules' hooks run last): the wait ended only when Apollo's 10 s grace cut the connection.
  */
 describe("review: app.close() with Apollo's default stopOnApplicationShutdown while a resolver waits", () => {
-  let other: TestClient;
-
-  beforeAll(() => {
-    other = lockClient({ keyPrefix: prefix });
-  });
-  afterAll(async () => {
-    await other.close();
-  });
+  const other = holderElsewhere(prefix);
 
   it.each([
     ['@DistributedLock', 'stocked', 1, 'LOCK_UNAVAILABLE'],
@@ -64,7 +57,7 @@ describe("review: app.close() with Apollo's default stopOnApplicationShutdown wh
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       const app: INestApplication = moduleRef.createNestApplication({ logger: false });
       const url = await listen(app);
-      const held = await other.locks.getLock(`shelf:${id}`).lock({ owner: 'elsewhere' });
+      const held = await other().locks.getLock(`shelf:${id}`).lock({ owner: 'elsewhere' });
       try {
         const response = fetch(`${url}/graphql`, {
           method: 'POST',
@@ -74,7 +67,7 @@ describe("review: app.close() with Apollo's default stopOnApplicationShutdown wh
           async (res) => (await res.json()) as { errors?: { extensions?: { code?: string } }[] },
           (error: Error) => ({ failed: error.message }),
         );
-        await eventually(async () => (await other.locks.inspect(`shelf:${id}`)).waitingClients.length === 1);
+        await eventually(async () => (await other().locks.inspect(`shelf:${id}`)).waitingClients.length === 1);
         const started = Date.now();
         const closed = await within(
           app.close().then(() => 'closed'),
