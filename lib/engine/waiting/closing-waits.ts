@@ -10,7 +10,7 @@ import type { CombinedSignal, WaitSignal } from './abort-fan-out';
  */
 export class ClosingWaits {
   private readonly controller = new AbortController();
-  /** Acquisitions begun and not yet ended (a count: a Set and two promises per call cost ~1 KB of garbage). */
+  /** Acquisitions begun and not yet ended: a count, not a Set entry and two promises per call. */
   private running = 0;
   /** Resolves once `running` drops to 0 after close() began waiting for it. */
   private drained?: Promise<void>;
