@@ -1,10 +1,9 @@
 import { getEventListeners } from 'node:events';
-import { Module, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { LockService, RedisLockModule } from '../../lib';
+import type { INestApplication } from '@nestjs/common';
+import type { LockService } from '../../lib';
 import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 import { engineOf, LockLifecycle } from '../../lib/internal';
-import { lockOptions } from './nest-support';
+import { lockServiceApp } from './nest-support';
 
 const prefix = testPrefix();
 
@@ -19,12 +18,7 @@ describe('many waiters in one process', () => {
   let holder: TestClient;
 
   beforeAll(async () => {
-    @Module({ imports: [RedisLockModule.forRoot(lockOptions(prefix))] })
-    class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-    locks = app.get(LockService);
+    ({ app, locks } = await lockServiceApp(prefix));
     holder = lockClient({ keyPrefix: prefix });
   });
   afterAll(async () => {

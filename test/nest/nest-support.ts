@@ -1,9 +1,10 @@
 /** Helpers shared by the Nest integration tests. */
 import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
-import type { INestApplication } from '@nestjs/common';
+import { Module, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
-import type { RedisLockModuleOptions, SingleConnectionOptions } from '../../lib';
+import { LockService, RedisLockModule, type RedisLockModuleOptions, type SingleConnectionOptions } from '../../lib';
 import { lockClient, quietLogger, singlePort, type TestClient } from '../support/engine';
 
 /** The shared single server, with a connection name tests can count in CLIENT LIST. */
@@ -94,4 +95,14 @@ export function holderElsewhere(prefix: string): () => TestClient {
     await client?.close();
   });
   return () => client!;
+}
+
+/** An application of RedisLockModule alone on `prefix` (no routes), initialised, and its LockService. */
+export async function lockServiceApp(prefix: string): Promise<{ app: INestApplication; locks: LockService }> {
+  @Module({ imports: [RedisLockModule.forRoot(lockOptions(prefix))] })
+  class AppModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  await app.init();
+  return { app, locks: app.get(LockService) };
 }

@@ -63,6 +63,14 @@ class Rollup {
 })
 class AppModule {}
 
+/** Resolves once shutdown has started: a new lock is refused with LockModuleClosedError. */
+function refusingNewLocks(locks: LockService): Promise<void> {
+  return eventually(async () => {
+    const refused = await locks.withLock('fresh', () => 'ran', { waitTime: 0 }).catch((error: unknown) => error);
+    return refused instanceof LockModuleClosedError;
+  });
+}
+
 /**
  * app.close() waits up to shutdownTimeout for locked work still running (docs/nest.md, Shutdown): that
  * work must be able to run to its end, re-entering the locks it holds, as it does before shutdown.
@@ -103,10 +111,7 @@ describe('review: locked work still running while app.close() drains', () => {
     const closing = app!.close();
     app = undefined;
     // Shutdown has started (new locks are refused) and waits for the job.
-    await eventually(async () => {
-      const refused = await locks.withLock('fresh', () => 'ran', { waitTime: 0 }).catch((error: unknown) => error);
-      return refused instanceof LockModuleClosedError;
-    });
+    await refusingNewLocks(locks);
     proceed.open();
     await expect(job).resolves.toBe(result); // the step re-entered the job's hold
     await closing;
@@ -125,10 +130,7 @@ describe('review: locked work still running while app.close() drains', () => {
     await started.promise;
     const closing = app!.close();
     app = undefined;
-    await eventually(async () => {
-      const refused = await locks.withLock('fresh', () => 'ran', { waitTime: 0 }).catch((error: unknown) => error);
-      return refused instanceof LockModuleClosedError;
-    });
+    await refusingNewLocks(locks);
     proceed.open();
     await expect(job).rejects.toBeInstanceOf(LockModuleClosedError);
     await closing;

@@ -1,8 +1,7 @@
-import { Module, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
-import { LockService, RedisLockModule } from '../../lib';
+import type { INestApplication } from '@nestjs/common';
+import type { LockService } from '../../lib';
 import { testPrefix } from '../support/engine';
-import { lockOptions } from './nest-support';
+import { lockServiceApp } from './nest-support';
 
 const prefix = testPrefix();
 
@@ -17,12 +16,7 @@ describe('review (engine): A, then a MultiLock of B and C, then A again', () => 
   let locks: LockService;
 
   beforeAll(async () => {
-    @Module({ imports: [RedisLockModule.forRoot(lockOptions(prefix))] })
-    class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-    locks = app.get(LockService);
+    ({ app, locks } = await lockServiceApp(prefix));
   });
   afterAll(async () => {
     await app.close();

@@ -1,9 +1,8 @@
-import { Module, type INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import type { INestApplication } from '@nestjs/common';
 import type Redis from 'ioredis';
-import { LockOptionsError, LockService, RedisLockModule } from '../../lib';
+import { LockOptionsError, type LockService } from '../../lib';
 import { connect, testPrefix } from '../support/engine';
-import { lockOptions } from './nest-support';
+import { lockServiceApp } from './nest-support';
 
 const prefix = testPrefix();
 
@@ -18,12 +17,7 @@ describe('review: LockService refuses contradictory lock options', () => {
   let redis: Redis;
 
   beforeAll(async () => {
-    @Module({ imports: [RedisLockModule.forRoot(lockOptions(prefix))] })
-    class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await app.init();
-    locks = app.get(LockService);
+    ({ app, locks } = await lockServiceApp(prefix));
     redis = connect();
   });
   afterAll(async () => {
