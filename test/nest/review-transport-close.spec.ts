@@ -1,0 +1,188 @@
+import type { AddressInfo, Server } from 'node:net';
+import { Controller, Module, type INestApplication, type INestMicroservice } from '@nestjs/common';
+import { ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
+import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
+import { Test } from '@nestjs/testing';
+import { lastValueFrom } from 'rxjs';
+import { io } from 'socket.io-client';
+import { DistributedLock, LockModuleClosedError, LockService, RedisLockModule } from '../../lib';
+import { eventually, testPrefix } from '../support/engine';
+import { holderElsewhere, listen, lockKey, lockOptions, within } from './nest-support';
+import { recordingLockLogger } from './transport-support';
+
+const prefix = testPrefix();
+const state = { ran: 0, errors: [] as unknown[] };
+const lockLogs = recordingLockLogger();
+
+/** The undecorated handler's lock: LockService with no waitTime (until the lock is free). */
+async function reserve(locks: LockService, id: string): Promise<string> {
+  try {
+    return await locks.withLock(`stock:${id}`, () => (state.ran++, 'reserved'));
+  } catch (error) {
+    state.errors.push(error);
+    throw error;
+  }
+}
+
+@Controller()
+class StockHandlers {
+  constructor(private readonly locks: LockService) {}
+
+  @MessagePattern('with-lock')
+  withLock(@Payload() data: { id: string }): Promise<string> {
+    return reserve(this.locks, data.id);
+  }
+
+  @MessagePattern('decorated')
+  @DistributedLock({ key: 'stock:{data.id}' })
+  decorated(): string {
+    state.ran++;
+    return 'reserved';
+  }
+}
+
+@WebSocketGateway()
+class StockGateway {
+  constructor(private readonly locks: LockService) {}
+
+  @SubscribeMessage('with-lock')
+  withLock(@MessageBody() data: { id: string }): Promise<string> {
+    return reserve(this.locks, data.id);
+  }
+
+  @SubscribeMessage('decorated')
+  @DistributedLock({ key: 'stock:{data.id}' })
+  decorated(): string {
+    state.ran++;
+    return 'reserved';
+  }
+}
+
+const lockModule = RedisLockModule.forRoot(lockOptions(prefix, { shutdownTimeout: 1_000, logger: lockLogs }));
+
+@Module({ imports: [lockModule], controllers: [StockHandlers] })
+class MicroserviceModule {}
+
+@Module({ imports: [lockModule], providers: [StockGateway] })
+class GatewayModule {}
+
+/** A transport's app with one caller: `send` resolves with the reply or what the caller got instead. */
+interface Started {
+  close(): Promise<void>;
+  send(pattern: string, id: number): Promise<unknown>;
+  stopCaller(): Promise<void>;
+}
+
+async function microservice(): Promise<Started> {
+  const moduleRef = await Test.createTestingModule({ imports: [MicroserviceModule] }).compile();
+  const app: INestMicroservice = moduleRef.createNestMicroservice({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port: 0 },
+    logger: false,
+  });
+  await app.listen();
+  const { port } = app.unwrap<Server>().address() as AddressInfo;
+  const client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
+  await client.connect();
+  return {
+    close: () => app.close(),
+    send: (pattern, id) =>
+      lastValueFrom(client.send<unknown>(pattern, { id: String(id) })).then(
+        (value) => ({ reply: value }),
+        (error: unknown) => ({ error }),
+      ),
+    stopCaller: () => client.close(),
+  };
+}
+
+async function gateway(): Promise<Started> {
+  const moduleRef = await Test.createTestingModule({ imports: [GatewayModule] }).compile();
+  const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+  const socket = io(await listen(app), { transports: ['websocket'], reconnection: false });
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('connect_error', reject));
+  return {
+    close: () => app.close(),
+    send: (event, id) =>
+      new Promise((resolve) => {
+        socket.once('exception', (error: unknown) => resolve({ exception: error }));
+        socket.once('disconnect', (reason: string) => resolve({ disconnected: reason }));
+        socket.emit(event, { id: String(id) }, (reply: unknown) => resolve({ reply }));
+      }),
+    stopCaller: async () => void socket.disconnect(),
+  };
+}
+
+/**
+ * A message handler waiting for a lock held elsewhere must not hold app.close() (docs/nest.md,
+ * Shutdown). Neither transport's close waits for handlers in flight, and both drop their callers'
+ * connections as they close (Nest's TCP server destroys its sockets before any lifecycle hook runs;
+ * socket.io disconnects its clients right after beforeApplicationShutdown), so the caller sees the
+ * connection go, not LOCK_UNAVAILABLE. On the server the wait ends with the module's typed error,
+ * except a decorated gateway handler's, which its client's disconnect cancels first.
+ */
+describe('review: app.close() while a message handler waits for a lock held elsewhere', () => {
+  const other = holderElsewhere(prefix);
+  let nextId = 0;
+
+  it.each([
+    [
+      'microservice',
+      '@DistributedLock',
+      microservice,
+      'decorated',
+      { error: expect.objectContaining({ message: 'Connection closed' }) },
+    ],
+    [
+      'microservice',
+      'LockService.withLock',
+      microservice,
+      'with-lock',
+      { error: expect.objectContaining({ message: 'Connection closed' }) },
+    ],
+    ['gateway', '@DistributedLock', gateway, 'decorated', { disconnected: 'transport close' }],
+    ['gateway', 'LockService.withLock', gateway, 'with-lock', { disconnected: 'transport close' }],
+  ])(
+    '%s, %s: close ends well within the drain bound, the handler never runs, nothing stays locked',
+    async (transport, _how, start, pattern, callerSees) => {
+      Object.assign(state, { ran: 0, errors: [] });
+      lockLogs.clear();
+      const id = ++nextId;
+      const started = await start();
+      const held = await other().locks.getLock(`stock:${id}`).lock({ owner: 'elsewhere' });
+      try {
+        const outcome = started.send(pattern, id);
+        // It waits for the lock: its process is listed as a waiter.
+        await eventually(async () => (await other().locks.inspect(`stock:${id}`)).waitingClients.length === 1);
+        const closeStarted = Date.now();
+        const closed = await within(
+          started.close().then(() => 'closed'),
+          20_000,
+        );
+        expect(closed).toBe('closed');
+        expect(Date.now() - closeStarted).toBeLessThan(6_000); // shutdownTimeout 1 s, with room for a noisy machine
+        expect(await within(outcome, 5_000)).toEqual(callerSees);
+        expect(state.ran).toBe(0);
+        if (pattern === 'with-lock') {
+          expect(state.errors).toHaveLength(1);
+          expect(state.errors[0]).toBeInstanceOf(LockModuleClosedError);
+        } else if (transport === 'microservice') {
+          // Mapped for a reply the closed socket no longer carries; logged as every transport's failure is.
+          expect(lockLogs.lines.warnings).toEqual([
+            expect.stringContaining('StockHandlers.decorated: LOCK_UNAVAILABLE'),
+          ]);
+        }
+        // The wait ended, not the drain's bound: nothing was still running when it gave up.
+        expect(lockLogs.lines.warnings.join('\n')).not.toContain('into shutdown');
+        // Only the other holder's hold is there; once it lets go, nothing is.
+        expect((await other().locks.inspect(`stock:${id}`)).holders.map((h) => h.owner)).toEqual(['elsewhere']);
+        await held.release();
+        expect(await other().redis.exists(lockKey(prefix, `stock:${id}`))).toBe(0);
+      } finally {
+        await held.release();
+        await started.stopCaller();
+        await started.close();
+      }
+    },
+    40_000,
+  );
+});
