@@ -234,6 +234,7 @@ describe('ReadWriteLock', () => {
     let stop = false;
     let readsDuringWriterWait = 0;
     let writerWaiting = false;
+    let waited = Infinity;
     // Four readers in a row, each holding 200 ms and coming straight back: the lock is never free of readers.
     const stream = [0, 1, 2, 3].map(async (i) => {
       await sleep(i * 50);
@@ -246,18 +247,24 @@ describe('ReadWriteLock', () => {
         );
       }
     });
-    await sleep(1_000);
-    expect(await client.redis.zcard(rw.keys.readers)).toBeGreaterThan(0);
-    const asked = Date.now();
-    writerWaiting = true;
-    const write = await asOther(() => rwOf(other).writeLock().lock({ waitTime: 15_000 }));
-    writerWaiting = false;
-    const waited = Date.now() - asked;
-    expect(await client.redis.zcard(rw.keys.readers)).toBe(0); // the stream paused behind the writer
-    await write.release();
-    await sleep(500);
-    stop = true;
-    await Promise.all(stream);
+    try {
+      // The stream is running: a reader is inside (waited for, not sampled once: on a loaded machine the
+      // four can all be between two holds at one instant).
+      await sleep(1_000);
+      await eventually(async () => (await client.redis.zcard(rw.keys.readers)) > 0, 10_000);
+      const asked = Date.now();
+      writerWaiting = true;
+      const write = await asOther(() => rwOf(other).writeLock().lock({ waitTime: 15_000 }));
+      writerWaiting = false;
+      waited = Date.now() - asked;
+      expect(await client.redis.zcard(rw.keys.readers)).toBe(0); // the stream paused behind the writer
+      await write.release();
+      await sleep(500);
+    } finally {
+      // Stopped however the test ends: a stream left running would outlive the client.
+      stop = true;
+      await Promise.allSettled(stream);
+    }
     // It waited for the readers in their critical sections (at most one round of them), not for a gap.
     expect(waited).toBeLessThan(5_000);
     expect(readsDuringWriterWait).toBeLessThanOrEqual(4);
