@@ -110,6 +110,16 @@ describe('MultiLock', () => {
     expect(left).toEqual([0, 0]);
   });
 
+  it('its signal, read before a member is lost, aborts with that loss', async () => {
+    const multi = new MultiLock([a.locks.getLock('read-first-a'), a.locks.getLock('read-first-b')]);
+    const handle = await multi.lock({ leaseTime: 1_000 });
+    const { signal } = handle; // listened for from here on (made when first read)
+    expect(signal.aborted).toBe(false);
+    await eventually(() => signal.aborted, 10_000); // the members' leases run out
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+    await handle.release(); // (a drift margin before Redis lets the leases go: it may still release them)
+  });
+
   it('its signal aborts when any member is lost', async () => {
     const multi = new MultiLock([a.locks.getLock('s1'), a.locks.getLock('s2')]);
     const handle = await multi.lock({ leaseTime: 300 });
