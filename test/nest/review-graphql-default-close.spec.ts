@@ -1,6 +1,6 @@
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Module, type INestApplication } from '@nestjs/common';
-import { Args, Query, Resolver } from '@nestjs/graphql';
+import { Args, Field, ObjectType, Parent, Query, ResolveField, Resolver } from '@nestjs/graphql';
 import { GraphQLModule } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import { DistributedLock, LockService, RedisLockModule } from '../../lib';
@@ -9,6 +9,12 @@ import { holderElsewhere, listen, lockOptions, within } from './nest-support';
 
 const prefix = testPrefix();
 const state = { ran: 0 };
+
+@ObjectType()
+class Shelf {
+  @Field()
+  id!: string;
+}
 
 @Resolver()
 class ShelfResolver {
@@ -26,6 +32,22 @@ class ShelfResolver {
   async restock(@Args('id') id: string): Promise<boolean> {
     return this.locks.withLock(`shelf:${id}`, () => (state.ran++, true));
   }
+
+  @Query(() => Shelf)
+  shelf(@Args('id') id: string): Shelf {
+    return { id };
+  }
+}
+
+/** A field resolver: Nest runs no interceptor on it (no fieldResolverEnhancers here). */
+@Resolver(() => Shelf)
+class ShelfFieldsResolver {
+  constructor(private readonly locks: LockService) {}
+
+  @ResolveField(() => Boolean)
+  async restocked(@Parent() shelf: Shelf): Promise<boolean> {
+    return this.locks.withLock(`shelf:${shelf.id}`, () => (state.ran++, true));
+  }
 }
 
 @Module({
@@ -35,7 +57,7 @@ class ShelfResolver {
     // before any hook of this (global) module, and cuts requests still in flight after 10 s.
     GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true }),
   ],
-  providers: [ShelfResolver],
+  providers: [ShelfResolver, ShelfFieldsResolver],
 })
 class AppModule {}
 
@@ -48,11 +70,12 @@ describe("review: app.close() with Apollo's default stopOnApplicationShutdown wh
   const other = holderElsewhere(prefix);
 
   it.each([
-    ['@DistributedLock', 'stocked', 1, 'LOCK_UNAVAILABLE'],
-    ['LockService.withLock', 'restock', 2, 'INTERNAL_SERVER_ERROR'], // LockModuleClosedError, not caught
+    ['@DistributedLock', 'stocked(id: "1")', 1, 'LOCK_UNAVAILABLE'],
+    ['LockService.withLock', 'restock(id: "2")', 2, 'INTERNAL_SERVER_ERROR'], // LockModuleClosedError, not caught
+    ['a field resolver, LockService.withLock', 'shelf(id: "3") { restocked }', 3, 'INTERNAL_SERVER_ERROR'],
   ])(
     '%s: close ends well before Apollo’s grace; the resolver never ran; the client gets its error',
-    async (_how, field, id, code) => {
+    async (_how, selection, id, code) => {
       state.ran = 0;
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       const app: INestApplication = moduleRef.createNestApplication({ logger: false });
@@ -62,7 +85,7 @@ describe("review: app.close() with Apollo's default stopOnApplicationShutdown wh
         const response = fetch(`${url}/graphql`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ query: `{ ${field}(id: "${id}") }` }),
+          body: JSON.stringify({ query: `{ ${selection} }` }),
         }).then(
           async (res) => (await res.json()) as { errors?: { extensions?: { code?: string } }[] },
           (error: Error) => ({ failed: error.message }),

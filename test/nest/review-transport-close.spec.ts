@@ -1,6 +1,13 @@
 import type { AddressInfo, Server } from 'node:net';
 import { Controller, Module, type INestApplication, type INestMicroservice } from '@nestjs/common';
-import { ClientProxyFactory, MessagePattern, Payload, Transport } from '@nestjs/microservices';
+import {
+  ClientProxyFactory,
+  MessagePattern,
+  Payload,
+  Server as TransportServer,
+  Transport,
+  type CustomTransportStrategy,
+} from '@nestjs/microservices';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { Test } from '@nestjs/testing';
 import { lastValueFrom } from 'rxjs';
@@ -185,4 +192,84 @@ describe('review: app.close() while a message handler waits for a lock held else
     },
     40_000,
   );
+});
+
+/**
+ * A transport whose close waits for the messages being handled, as a Kafka consumer's disconnect does:
+ * `deliver` hands a message to its handler as the transport's consumer would.
+ */
+class DrainingTransport extends TransportServer implements CustomTransportStrategy {
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  listen(callback: () => void): void {
+    callback();
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  on(): void {}
+
+  unwrap<T>(): T {
+    return this as unknown as T;
+  }
+
+  deliver(pattern: string, data: unknown): Promise<unknown> {
+    const handler = this.getHandlerByPattern(pattern);
+    if (!handler) return Promise.reject(new Error(`no handler for ${pattern}`));
+    const handled = Promise.resolve(handler(data)).then((result) => lastValueFrom(this.transformToObservable(result)));
+    this.inFlight.add(handled);
+    const done = () => this.inFlight.delete(handled);
+    handled.then(done, done);
+    return handled;
+  }
+}
+
+/**
+ * The module marks each microservice handler's call as a message in flight, as it marks HTTP requests:
+ * without the mark, an undecorated handler's wait ended only at the module's own shutdown, which Nest
+ * runs after closing the transports, and a transport that waits for its handlers never finished closing.
+ * A hybrid application (an HTTP app with a connected microservice, not inheriting its config): a
+ * standalone microservice's close() closes its transport before running any hook (docs/nest.md).
+ */
+describe('review: app.close() with a transport that waits for its handlers, one of them waiting in LockService', () => {
+  const other = holderElsewhere(prefix);
+
+  it('close ends, the wait ends with LockModuleClosedError, the handler never runs, nothing stays locked', async () => {
+    Object.assign(state, { ran: 0, errors: [] });
+    const transport = new DrainingTransport();
+    const moduleRef = await Test.createTestingModule({ imports: [MicroserviceModule] }).compile();
+    const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+    app.connectMicroservice({ strategy: transport });
+    await app.startAllMicroservices();
+    await app.init();
+    const held = await other().locks.getLock('stock:draining').lock({ owner: 'elsewhere' });
+    try {
+      const outcome = transport.deliver('with-lock', { id: 'draining' }).then(
+        (reply) => ({ reply }),
+        (error: unknown) => ({ error }),
+      );
+      await eventually(async () => (await other().locks.inspect('stock:draining')).waitingClients.length === 1);
+      const closeStarted = Date.now();
+      expect(
+        await within(
+          app.close().then(() => 'closed'),
+          20_000,
+        ),
+      ).toBe('closed');
+      expect(Date.now() - closeStarted).toBeLessThan(6_000); // the other holder keeps its lock throughout
+      // The transport's caller gets the handler's failure, as it would any other.
+      expect(await within(outcome, 5_000)).toEqual({ error: expect.anything() });
+      expect(state.ran).toBe(0);
+      expect(state.errors).toHaveLength(1);
+      expect(state.errors[0]).toBeInstanceOf(LockModuleClosedError);
+      expect((await other().locks.inspect('stock:draining')).holders.map((h) => h.owner)).toEqual(['elsewhere']);
+      await held.release();
+      expect(await other().redis.exists(lockKey(prefix, 'stock:draining'))).toBe(0);
+    } finally {
+      await held.release();
+      await app.close();
+    }
+  }, 40_000);
 });

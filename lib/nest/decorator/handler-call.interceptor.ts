@@ -3,11 +3,9 @@ import { Observable } from 'rxjs';
 import { inHandlerCall, runAsHandlerCall } from './handler-invocation';
 
 /**
- * Marks every call of a handler by Nest as a handler's call (see inHandlerCall), decorated or not.
- * Closing the HTTP server waits for every request in flight, so a wait for a lock inside one must end
- * as closing starts; without the mark, an undecorated handler waiting in LockService (no waitTime)
- * kept app.close() waiting for the other holder. RedisLockModule applies it to every handler but a
- * WebSocket gateway's (Nest gives gateways no global interceptor; closing one waits for no handler).
+ * Marks a call of a handler by Nest as a handler's call (see inHandlerCall), decorated or not: a wait
+ * for a lock inside it ends as closing starts. HTTP requests are marked by the module's middleware
+ * (see markRequestInFlight); this goes on each microservice and gateway handler (see MessageHandlerMarks).
  */
 @Injectable()
 export class HandlerCallInterceptor implements NestInterceptor {

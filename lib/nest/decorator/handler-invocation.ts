@@ -37,6 +37,17 @@ export function runAsHandlerCall<T>(handler: object, fn: () => T): T {
   return invocations.run({ handler, claimed: true }, fn);
 }
 
+// One store for every request: nothing inside claims it (see claimInvocation), so nothing writes to it.
+const REQUEST_IN_FLIGHT: HandlerInvocation = Object.freeze({
+  handler: Object.freeze({}),
+  claimed: true,
+}) as HandlerInvocation;
+
+/** Runs `fn` as a request in flight (see inHandlerCall): the module's HTTP middleware, for every route. */
+export function runAsRequest<T>(fn: () => T): T {
+  return invocations.run(REQUEST_IN_FLIGHT, fn);
+}
+
 export function runInvocation<T>(invocation: HandlerInvocation, fn: () => T): T {
   return invocations.run(invocation, fn);
 }

@@ -2,14 +2,17 @@ import {
   Inject,
   Module,
   Optional,
+  RequestMethod,
   type BeforeApplicationShutdown,
+  type MiddlewareConsumer,
+  type NestModule,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import { APP_INTERCEPTOR, DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
+import { DiscoveryModule, HttpAdapterHost } from '@nestjs/core';
 import { engineOf, LockClient } from '../../engine/client/lock-client';
 import { DistributedLockExplorer } from '../decorator/distributed-lock.explorer';
-import { HandlerCallInterceptor } from '../decorator/handler-call.interceptor';
+import { MessageHandlerMarks } from '../decorator/message-handler-marks';
 import { lockClientProviders, RedLockMasters } from './lock-client.provider';
 import { LockLifecycle } from './redis-lock.lifecycle';
 import { RedisLockRuntime } from './redis-lock.runtime';
@@ -19,6 +22,7 @@ import { ConfigurableModuleClass } from './redis-lock.module-definition';
 import type { RedisLockModuleOptions } from './redis-lock-module.options';
 import { messages } from '../redis-lock.messages';
 import { onServerClosing } from './server-closing';
+import { markRequestInFlight } from './requests-in-flight';
 
 /**
  * Distributed locks on Redis for a Nest application: provides `LockService` (and the engine's
@@ -49,15 +53,16 @@ import { onServerClosing } from './server-closing';
     LockLifecycle,
     RedisLockRuntime,
     DistributedLockExplorer,
-    // Every handler's call is a request or message in flight: its lock waits end as closing starts.
-    { provide: APP_INTERCEPTOR, useClass: HandlerCallInterceptor },
+    // Every handler's call is a request or message in flight: its lock waits end as closing starts
+    // (HTTP requests: see configure()).
+    MessageHandlerMarks,
   ],
   // RedisLockRuntime: for the interceptor, which Nest builds in the module of each decorated controller.
   exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime],
 })
 export class RedisLockModule
   extends ConfigurableModuleClass
-  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
+  implements NestModule, OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown
 {
   private stopWatchingServer = (): void => undefined;
 
@@ -70,6 +75,11 @@ export class RedisLockModule
     @Optional() @Inject(HttpAdapterHost) private readonly adapterHost?: HttpAdapterHost,
   ) {
     super();
+  }
+
+  /** Every HTTP request is in flight for shutdown: its lock waits end as closing starts (see markRequestInFlight). */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(markRequestInFlight).forRoutes({ path: '{*splat}', method: RequestMethod.ALL });
   }
 
   /**
