@@ -7,6 +7,7 @@ import {
   Server as TransportServer,
   Transport,
   type CustomTransportStrategy,
+  type MicroserviceOptions,
 } from '@nestjs/microservices';
 import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
 import { Test } from '@nestjs/testing';
@@ -89,10 +90,15 @@ async function microservice(): Promise<Started> {
   });
   await app.listen();
   const { port } = app.unwrap<Server>().address() as AddressInfo;
+  return caller(() => app.close(), port);
+}
+
+/** A TCP caller of the microservice listening on `port`. */
+async function caller(close: () => Promise<void>, port: number): Promise<Started> {
   const client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
   await client.connect();
   return {
-    close: () => app.close(),
+    close,
     send: (pattern, id) =>
       lastValueFrom(client.send<unknown>(pattern, { id: String(id) })).then(
         (value) => ({ reply: value }),
@@ -100,6 +106,20 @@ async function microservice(): Promise<Started> {
       ),
     stopCaller: () => client.close(),
   };
+}
+
+/** The same handlers over TCP, connected to an HTTP application (a hybrid app): closed after its hooks. */
+async function hybridMicroservice(): Promise<Started> {
+  const moduleRef = await Test.createTestingModule({ imports: [MicroserviceModule] }).compile();
+  const app: INestApplication = moduleRef.createNestApplication({ logger: false });
+  const microservice = app.connectMicroservice<MicroserviceOptions>({
+    transport: Transport.TCP,
+    options: { host: '127.0.0.1', port: 0 },
+  });
+  await app.startAllMicroservices();
+  await app.init();
+  const { port } = microservice.unwrap<Server>().address() as AddressInfo;
+  return caller(() => app.close(), port);
 }
 
 async function gateway(): Promise<Started> {
@@ -121,11 +141,11 @@ async function gateway(): Promise<Started> {
 
 /**
  * A message handler waiting for a lock held elsewhere must not hold app.close() (docs/nest.md,
- * Shutdown). Neither transport's close waits for handlers in flight, and both drop their callers'
- * connections as they close (Nest's TCP server destroys its sockets before any lifecycle hook runs;
- * socket.io disconnects its clients right after beforeApplicationShutdown), so the caller sees the
- * connection go, not LOCK_UNAVAILABLE. On the server the wait ends with the module's typed error,
- * except a decorated gateway handler's, which its client's disconnect cancels first.
+ * Shutdown). Closing ends such a wait as it starts and lets the handler answer before Nest closes its
+ * servers, so a socket.io client, and the caller of a microservice connected to an HTTP app, get the
+ * handler's failure (LOCK_UNAVAILABLE for a decorated one) before their connection goes. A standalone
+ * microservice's close destroys its TCP sockets before any lifecycle hook runs: its caller sees the
+ * connection close. On the server the wait ends with the module's typed error.
  */
 describe('review: app.close() while a message handler waits for a lock held elsewhere', () => {
   const other = holderElsewhere(prefix);
@@ -146,8 +166,35 @@ describe('review: app.close() while a message handler waits for a lock held else
       'with-lock',
       { error: expect.objectContaining({ message: 'Connection closed' }) },
     ],
-    ['gateway', '@DistributedLock', gateway, 'decorated', { disconnected: 'transport close' }],
-    ['gateway', 'LockService.withLock', gateway, 'with-lock', { disconnected: 'transport close' }],
+    [
+      'microservice connected to an HTTP app',
+      '@DistributedLock',
+      hybridMicroservice,
+      'decorated',
+      { error: expect.objectContaining({ code: 'LOCK_UNAVAILABLE', statusCode: 503 }) },
+    ],
+    [
+      'microservice connected to an HTTP app',
+      'LockService.withLock',
+      hybridMicroservice,
+      'with-lock',
+      { error: expect.objectContaining({ status: 'error', message: 'Internal server error' }) },
+    ],
+    [
+      'gateway',
+      '@DistributedLock',
+      gateway,
+      'decorated',
+      { exception: expect.objectContaining({ code: 'LOCK_UNAVAILABLE', statusCode: 503 }) },
+    ],
+    // The handler's own failure: LockModuleClosedError, which it does not map.
+    [
+      'gateway',
+      'LockService.withLock',
+      gateway,
+      'with-lock',
+      { exception: expect.objectContaining({ status: 'error', message: 'Internal server error' }) },
+    ],
   ])(
     '%s, %s: close ends well within the drain bound, the handler never runs, nothing stays locked',
     async (transport, _how, start, pattern, callerSees) => {

@@ -11,6 +11,9 @@ export class LockLifecycle {
   private readonly running = new Set<Promise<unknown>>();
   private readonly stopping = new AbortController();
   private readonly closingHandlers = new AbortController();
+  /** Handler waits running (see beginHandlerWait), and what to call once none is. */
+  private handlerWaitsRunning = 0;
+  private noHandlerWaitRunning?: () => void;
 
   /** Aborted when shutdown starts: waits for a lock end with LockModuleClosedError. */
   get signal(): AbortSignal {
@@ -29,6 +32,34 @@ export class LockLifecycle {
   /** Ends the waits of handlers (see handlerWaits); locks of providers and LockService still work. */
   closeHandlerWaits(): void {
     if (!this.closingHandlers.signal.aborted) this.closingHandlers.abort(new LockModuleClosedError(messages.closing()));
+  }
+
+  /** A wait for a lock inside a handler's call starts; `endHandlerWait` when it has settled. */
+  beginHandlerWait(): void {
+    this.handlerWaitsRunning++;
+  }
+
+  endHandlerWait(): void {
+    if (--this.handlerWaitsRunning === 0) this.noHandlerWaitRunning?.();
+  }
+
+  /**
+   * Ends the waits of handlers (closeHandlerWaits) and lets them answer their callers before Nest
+   * closes its servers: waits up to `graceMs` for those waits to settle, then one turn of the event
+   * loop for the handlers' failures to be written (a socket.io client then gets LOCK_UNAVAILABLE
+   * before its disconnect). Nothing to wait for when no handler was waiting.
+   */
+  async endHandlerWaits(graceMs: number): Promise<void> {
+    this.closeHandlerWaits();
+    if (this.handlerWaitsRunning === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.noHandlerWaitRunning = resolve;
+      timer = setTimeout(resolve, graceMs);
+    });
+    clearTimeout(timer);
+    this.noHandlerWaitRunning = undefined;
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
   /** Throws LockModuleClosedError once shutdown has started. */

@@ -25,6 +25,13 @@ import { onServerClosing } from './server-closing';
 import { markRequestInFlight } from './requests-in-flight';
 
 /**
+ * How long closing lets handlers whose waits it cut short answer before Nest closes its servers: enough
+ * for a wait to settle (the engine ends it at once, or after one bounded Redis call), not a delay worth
+ * noticing when something holds it up.
+ */
+const HANDLER_ANSWER_GRACE_MS = 1_000;
+
+/**
  * Distributed locks on Redis for a Nest application: provides `LockService` (and the engine's
  * `LockClient`), makes `@DistributedLock()` work on controllers and providers, and owns the Redis
  * connections it opens. Global unless `isGlobal: false`.
@@ -99,10 +106,12 @@ export class RedisLockModule
   /**
    * Before Nest closes its servers: a request still waiting for its lock ends with 503, since closing
    * the HTTP server waits for every request in flight (a wait for a lock held elsewhere would hang
-   * `app.close()`). Running handlers keep their locks; providers and LockService keep working.
+   * `app.close()`), and the handlers it cut short answer their callers before Nest closes the servers
+   * (a socket.io client hears LOCK_UNAVAILABLE before its disconnect). Running handlers keep their
+   * locks; providers and LockService keep working.
    */
-  beforeApplicationShutdown(): void {
-    this.lifecycle.closeHandlerWaits();
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.lifecycle.endHandlerWaits(HANDLER_ANSWER_GRACE_MS);
   }
 
   /**

@@ -436,6 +436,9 @@ export class LockService {
       this.shutdownSignal().aborted && reentry(),
     );
     if (once) acquire.waitTime = 0;
+    // A wait closing will cut short: counted, so that its handler can answer before the servers close.
+    const handlerWait = !once && inHandlerCall();
+    if (handlerWait) this.lifecycle.beginHandlerWait();
     try {
       return await take(acquire);
     } catch (error) {
@@ -446,6 +449,7 @@ export class LockService {
       throw error;
     } finally {
       stop();
+      if (handlerWait) this.lifecycle.endHandlerWait();
     }
   }
 
