@@ -59,8 +59,11 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   readonly handles: (LockHandle | null)[];
   /** See RedLockGrant.unanswered: emptied as their answers come, or by the release. */
   private readonly unanswered: (string | null)[];
-  /** Per master, the token of an unanswered vote the release took back (its late grant needs nothing more). */
-  private readonly takenBack: (string | null)[];
+  /**
+   * Per master, the take-back the release sent for an unanswered vote: its token, and whether it released
+   * that vote (see takeBackOf).
+   */
+  private readonly takenBack: ({ token: string; released: Promise<boolean> } | null)[];
   /**
    * Per master, on the monotonic clock: the earliest its hold can end, less the drift allowance of the
    * lease that set it (-Infinity: none). See until.
@@ -209,13 +212,15 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
   }
 
   /**
-   * Whether the release took back master `index`'s vote under `token`, or may still (its answer has not
-   * come: sent after the grant on the same connection, it runs after it unless the grant had to go again
-   * after NOSCRIPT, and then it answers that it released nothing first): a late grant of it needs no
-   * other release.
+   * The take-back the release sent for master `index`'s unanswered vote under `token` (undefined: none):
+   * whether it released that vote. Sent after the grant on the same connection, it runs after it, unless
+   * the grant had to go again after NOSCRIPT: then it released nothing, and the late grant is still to
+   * be undone. Its answer is awaited, never guessed from the order the replies are handled in: two
+   * replies read at once reach their handlers after different numbers of promise steps.
    */
-  tookBack(index: number, token: string): boolean {
-    return this.takenBack[index] === token;
+  takeBackOf(index: number, token: string): Promise<boolean> | undefined {
+    const takenBack = this.takenBack[index];
+    return takenBack?.token === token ? takenBack.released : undefined;
   }
 
   /** @internal What every event of this acquisition names. */
@@ -268,14 +273,12 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
         const token = this.unanswered[i];
         if (!h && token !== null && this.redLock.usable(i)) {
           this.unanswered[i] = null;
-          this.takenBack[i] = token;
           unanswered++;
-          const tookBack = this.redLock.takeBack(i, token, this.lease).then((released) => {
-            // Nothing taken back: the grant has not run yet (a first EVALSHA refused NOSCRIPT goes again
-            // as EVAL, after this release), or was refused. A late grant is then undone on its own.
-            if (!released && this.takenBack[i] === token) this.takenBack[i] = null;
-            return released;
-          });
+          // Nothing taken back: the grant has not run yet (a first EVALSHA refused NOSCRIPT goes again
+          // as EVAL, after this release), or was refused. A late grant is then undone on its own (see
+          // takeBackOf).
+          const tookBack = this.redLock.takeBack(i, token, this.lease);
+          this.takenBack[i] = { token, released: tookBack };
           void this.redLock.boundedOn(i, tookBack, 'redlock release', this.instanceTimeout).then(
             (released) => count(released ? 'released' : 'expired'),
             () => count('expired'),

@@ -407,9 +407,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       });
       settle((v) => {
         if (!('granted' in v)) return;
-        // Recorded only when the handle can take it; else taken back, never kept.
-        if (handle.canAdopt(v.index)) handle.adopt(v.index, keep(v), started);
-        else if (!handle.tookBack(v.index, v.granted.token)) undo(v);
+        // Recorded only when the handle can take it; else taken back, never kept: by the release's
+        // take-back if that ran after it, else undone once the take-back said it released nothing.
+        if (handle.canAdopt(v.index)) return void handle.adopt(v.index, keep(v), started);
+        const takenBack = handle.takeBackOf(v.index, v.granted.token);
+        if (!takenBack) undo(v);
+        else void takenBack.then((released) => released || undo(v));
       });
       return handle;
     }
