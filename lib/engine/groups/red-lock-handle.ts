@@ -3,7 +3,7 @@ import { checkDuration, LEASE_RULE } from '../util/validation';
 import type { EmitLockEvent } from '../client/lock-events';
 import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
 import { monotonicNow } from '../util/clock';
-import { setLongTimeout, type LongTimer } from '../util/long-timer';
+import { validityClock, type ValidityEnd } from './validity-clock';
 import type { GroupLockHandle } from './group-lock';
 
 /** What a RedLock handle asks of its RedLock: the quorum, each master's state, and where to report. */
@@ -62,12 +62,11 @@ export interface RedLockGrant {
  * than a quorum still hold it. RedLock has no single fencing token (each master counts on its own):
  * the tokens are per master.
  */
-export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
+export class RedLockHandle implements GroupLockHandle, AsyncDisposable, ValidityEnd {
   /** Made when first asked for (see signal): most acquisitions are released without anyone reading it. */
   private controller?: AbortController;
   /** Why the lock was lost (see lose); undefined while it is not. */
   private lostWith?: LockLostError;
-  private expiryTimer?: LongTimer;
   private releasing?: Promise<ReleaseOutcome>;
   /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
   readonly handles: (LockHandle | null)[];
@@ -277,7 +276,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * every master that can answer did.
    */
   private releaseAll(): Promise<ReleaseOutcome> {
-    this.expiryTimer?.clear();
+    validityClock.unwatch(this);
     const { quorum } = this.redLock;
     return new Promise((resolve) => {
       let released = 0;
@@ -351,14 +350,17 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     else this.armExpiry();
   }
 
-  /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
+  /** Times the end of the validity (again when renewals move it; see ValidityClock). */
   private armExpiry(): void {
-    this.expiryTimer?.clear();
-    if (this.releasing || this.lostWith) return;
-    const left = this.deadline() - monotonicNow();
-    if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
-    // A timer may fire a little early: it checks the deadline again then.
-    this.expiryTimer = setLongTimeout(() => this.armExpiry(), Math.ceil(left));
+    if (this.releasing || this.lostWith) return validityClock.unwatch(this);
+    const deadline = this.deadline();
+    if (deadline - monotonicNow() <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
+    validityClock.watch(this, deadline);
+  }
+
+  /** @internal The end the clock was told came: the deadline is checked again (a renewal may have moved it). */
+  endCame(): void {
+    this.armExpiry();
   }
 
   private checkQuorum(reason: unknown): void {
@@ -369,7 +371,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
 
   /** Reported once: the holder's signal aborts and the first master's client logs and emits it. */
   private lose(reason: LockLostReason): void {
-    this.expiryTimer?.clear();
+    validityClock.unwatch(this);
     if (this.lostWith || this.releasing) return;
     const error = new LockLostError(this.redLock.name, this.owner, reason);
     this.lostWith = error;
