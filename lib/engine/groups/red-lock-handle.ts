@@ -3,7 +3,7 @@ import { checkDuration, LEASE_RULE } from '../util/validation';
 import type { EmitLockEvent } from '../client/lock-events';
 import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
 import { monotonicNow } from '../util/clock';
-import { setLongTimeout, type LongTimer } from '../util/long-timer';
+import { validityClock, type ValidityEnd } from './validity-clock';
 import type { GroupLockHandle } from './group-lock';
 
 /** What a RedLock handle asks of its RedLock: the quorum, each master's state, and where to report. */
@@ -17,6 +17,17 @@ export interface RedLockQuorum {
   drift(lease: number): number;
   usable(index: number): boolean;
   boundedOn<T>(index: number, operation: Promise<T>, what: string, timeoutMs: number): Promise<T>;
+  /**
+   * Follows a release (or take-back) on master `index` with one handler: `settled` hears its outcome
+   * (`expired` when it failed), or undefined when it did not answer within `timeoutMs` (the master is
+   * then skipped); once.
+   */
+  followRelease(
+    index: number,
+    release: Promise<ReleaseOutcome>,
+    timeoutMs: number,
+    settled: (outcome?: ReleaseOutcome) => void,
+  ): void;
   /**
    * Takes back master `index`'s vote under `token`, whose answer had not come (not announced): true
    * once it was released there.
@@ -51,16 +62,21 @@ export interface RedLockGrant {
  * than a quorum still hold it. RedLock has no single fencing token (each master counts on its own):
  * the tokens are per master.
  */
-export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
-  private readonly controller = new AbortController();
-  private expiryTimer?: LongTimer;
+export class RedLockHandle implements GroupLockHandle, AsyncDisposable, ValidityEnd {
+  /** Made when first asked for (see signal): most acquisitions are released without anyone reading it. */
+  private controller?: AbortController;
+  /** Why the lock was lost (see lose); undefined while it is not. */
+  private lostWith?: LockLostError;
   private releasing?: Promise<ReleaseOutcome>;
   /** One slot per master: its hold, or null. A hold that lands after the grant fills its slot. */
   readonly handles: (LockHandle | null)[];
   /** See RedLockGrant.unanswered: emptied as their answers come, or by the release. */
   private readonly unanswered: (string | null)[];
-  /** Per master, the token of an unanswered vote the release took back (its late grant needs nothing more). */
-  private readonly takenBack: (string | null)[];
+  /**
+   * Per master, the take-back the release sent for an unanswered vote: its token, and whether it released
+   * that vote (see takeBackOf).
+   */
+  private readonly takenBack: ({ token: string; released: Promise<boolean> } | null)[];
   /**
    * Per master, on the monotonic clock: the earliest its hold can end, less the drift allowance of the
    * lease that set it (-Infinity: none). See until.
@@ -94,13 +110,18 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     this.owner = grant.owner;
     this.label = grant.label;
     this.heldUntil = grant.handles.map((h) => (h ? this.until(grant.sentAt, grant.lease) : -Infinity));
-    grant.handles.forEach((handle, index) => handle && this.followRenewals(index, handle));
-    // Off the grant's path: a hold released before the next turn of the event loop never pays for it.
-    setImmediate(() => this.watchLosses());
+    grant.handles.forEach((handle, index) => handle && this.follow(index, handle));
+    // A vote lost before it was followed (never expected: each was recorded just now) is found here,
+    // in the next turn, after the grant was reported.
+    if (grant.handles.some((h) => h?.isLost)) setImmediate(() => this.recount());
+    else this.armExpiry();
   }
 
   get signal(): AbortSignal {
-    this.watchLosses(); // a holder that reads the signal sees every loss up to now
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostWith) this.controller.abort(this.lostWith);
+    }
     return this.controller.signal;
   }
 
@@ -124,11 +145,8 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
 
   /** Until the end of the validity (negative once past; 0 once lost or released). */
   private left(): number {
-    return this.signal.aborted || this.releasing ? 0 : this.deadline() - monotonicNow();
+    return this.lostWith || this.releasing ? 0 : this.deadline() - monotonicNow();
   }
-
-  /** Whether the masters' losses are listened for and the end of the validity is timed (see watchLosses). */
-  private watching = false;
 
   /**
    * Releases on every master: answers once a quorum confirmed, else waits for the masters that can
@@ -197,25 +215,26 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
     this.unanswered[index] = null;
     this.handles[index] = handle;
     this.heldUntil[index] = this.until(sentAt, this.lease);
-    this.followRenewals(index, handle);
-    if (this.watching) this.listenForLoss(handle);
+    this.follow(index, handle);
     this.armExpiry();
     return true;
   }
 
   /** Whether a hold of master `index` that answered after the round was decided would be taken. */
   canAdopt(index: number): boolean {
-    return !this.releasing && !this.controller.signal.aborted && !this.handles[index];
+    return !this.releasing && !this.lostWith && !this.handles[index];
   }
 
   /**
-   * Whether the release took back master `index`'s vote under `token`, or may still (its answer has not
-   * come: sent after the grant on the same connection, it runs after it unless the grant had to go again
-   * after NOSCRIPT, and then it answers that it released nothing first): a late grant of it needs no
-   * other release.
+   * The take-back the release sent for master `index`'s unanswered vote under `token` (undefined: none):
+   * whether it released that vote. Sent after the grant on the same connection, it runs after it, unless
+   * the grant had to go again after NOSCRIPT: then it released nothing, and the late grant is still to
+   * be undone. Its answer is awaited, never guessed from the order the replies are handled in: two
+   * replies read at once reach their handlers after different numbers of promise steps.
    */
-  tookBack(index: number, token: string): boolean {
-    return this.takenBack[index] === token;
+  takeBackOf(index: number, token: string): Promise<boolean> | undefined {
+    const takenBack = this.takenBack[index];
+    return takenBack?.token === token ? takenBack.released : undefined;
   }
 
   /** @internal What every event of this acquisition names. */
@@ -228,8 +247,17 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * still hold it, each less its lease's drift allowance (-Infinity when fewer than a quorum hold it).
    */
   private deadline(): number {
-    const ends = this.handles.flatMap((h, i) => (h && !h.isLost ? [this.heldUntil[i]] : [])).sort((a, b) => b - a);
-    return ends[this.redLock.quorum - 1] ?? -Infinity;
+    // The latest end that a quorum of the holds reach: no array sorted at every grant and renewal.
+    const { handles, heldUntil } = this;
+    let deadline = -Infinity;
+    for (let i = 0; i < handles.length; i++) {
+      const end = heldUntil[i];
+      if (!handles[i] || handles[i]!.isLost || end <= deadline) continue;
+      let reaching = 0;
+      for (let j = 0; j < handles.length; j++) if (handles[j] && !handles[j]!.isLost && heldUntil[j] >= end) reaching++;
+      if (reaching >= this.redLock.quorum) deadline = end;
+    }
+    return deadline;
   }
 
   /**
@@ -248,7 +276,7 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
    * every master that can answer did.
    */
   private releaseAll(): Promise<ReleaseOutcome> {
-    this.expiryTimer?.clear();
+    validityClock.unwatch(this);
     const { quorum } = this.redLock;
     return new Promise((resolve) => {
       let released = 0;
@@ -264,71 +292,75 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
         else if (outcome === 'pending') pending++;
         decide();
       };
-      this.handles.forEach((h, i) => {
-        const token = this.unanswered[i];
-        if (!h && token !== null && this.redLock.usable(i)) {
-          this.unanswered[i] = null;
-          this.takenBack[i] = token;
-          unanswered++;
-          const tookBack = this.redLock.takeBack(i, token, this.lease).then((released) => {
-            // Nothing taken back: the grant has not run yet (a first EVALSHA refused NOSCRIPT goes again
-            // as EVAL, after this release), or was refused. A late grant is then undone on its own.
-            if (!released && this.takenBack[i] === token) this.takenBack[i] = null;
-            return released;
-          });
-          void this.redLock.boundedOn(i, tookBack, 'redlock release', this.instanceTimeout).then(
-            (released) => count(released ? 'released' : 'expired'),
-            () => count('expired'),
-          );
+      // Every master's release is written before any is followed: the last master's goes as early as
+      // the first's.
+      const sent = this.handles.map((h, i) => (h ? h.release() : this.takeBack(i)));
+      sent.forEach((release, i) => {
+        if (!release) return;
+        const held = this.handles[i] !== null;
+        if (held && !this.redLock.usable(i)) {
+          // Down: it goes on by itself (sent again until it lands or the lease is over).
+          release.catch(() => undefined);
+          return void pending++;
         }
-        if (!h) return;
-        const release = h.release().catch((): ReleaseOutcome => 'expired');
-        if (!this.redLock.usable(i)) return void pending++; // down: it goes on by itself
         unanswered++;
-        void this.redLock
-          .boundedOn(i, release, 'redlock release', this.instanceTimeout)
-          .catch((): ReleaseOutcome => 'pending')
-          .then(count);
+        // No answer in time: a release goes on in the background, a take-back counts as nothing taken.
+        this.redLock.followRelease(i, release, this.instanceTimeout, (outcome) =>
+          count(outcome ?? (held ? 'pending' : 'expired')),
+        );
       });
       decide();
     });
   }
 
-  /** Master `index`'s hold is a vote of this RedLock: its renewals move the validity, its loss is not reported alone. */
-  private followRenewals(index: number, handle: LockHandle): void {
-    handle.asVote((sentAt, leaseMs) => {
-      this.heldUntil[index] = this.until(sentAt, leaseMs);
-      this.armExpiry();
-    });
+  /**
+   * Takes back master `index`'s vote whose answer had not come when the round was decided (see
+   * takeBackOf): `released` when it was held and is released now, else `expired`; undefined when there is
+   * none, or its master is down.
+   */
+  private takeBack(index: number): Promise<ReleaseOutcome> | undefined {
+    const token = this.unanswered[index];
+    if (token === null || !this.redLock.usable(index)) return undefined;
+    this.unanswered[index] = null;
+    // Nothing taken back: the grant has not run yet (a first EVALSHA refused NOSCRIPT goes again as EVAL,
+    // after this release), or was refused. A late grant is then undone on its own (see takeBackOf).
+    const released = this.redLock.takeBack(index, token, this.lease);
+    this.takenBack[index] = { token, released };
+    return released.then((yes) => (yes ? 'released' : 'expired'));
   }
 
   /**
-   * From now on a master's loss is acted on at once (the signal aborts when fewer than a quorum still
-   * hold it) and the end of the validity is timed. Started in the turn of the event loop after the grant,
-   * or sooner when the holder reads the signal; a loss before that is found here. Until then nothing is
-   * missed: `validity` reads every master's state itself, and a vote's loss is never reported on its own.
+   * Master `index`'s hold is a vote of this RedLock: its renewals move the validity, and its loss (not
+   * reported alone) is counted against the quorum at once.
    */
-  private watchLosses(): void {
-    if (this.watching || this.releasing) return;
-    this.watching = true;
-    for (const handle of this.handles) if (handle) this.listenForLoss(handle);
+  private follow(index: number, handle: LockHandle): void {
+    handle.asVote(
+      (sentAt, leaseMs) => {
+        this.heldUntil[index] = this.until(sentAt, leaseMs);
+        this.armExpiry();
+      },
+      (error) => this.checkQuorum(error),
+    );
+  }
+
+  /** After a vote lost before it was followed: the quorum counted again, the end of the validity timed. */
+  private recount(): void {
     const lost = this.handles.find((h) => h?.isLost);
     if (lost) this.checkQuorum(lost.signal.reason);
     else this.armExpiry();
   }
 
-  private listenForLoss(handle: LockHandle): void {
-    handle.signal.addEventListener('abort', () => this.checkQuorum(handle.signal.reason), { once: true });
+  /** Times the end of the validity (again when renewals move it; see ValidityClock). */
+  private armExpiry(): void {
+    if (this.releasing || this.lostWith) return validityClock.unwatch(this);
+    const deadline = this.deadline();
+    if (deadline - monotonicNow() <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
+    validityClock.watch(this, deadline);
   }
 
-  /** Arms the timer that reports the validity running out (re-armed when renewals move it). */
-  private armExpiry(): void {
-    this.expiryTimer?.clear();
-    if (!this.watching || this.releasing || this.controller.signal.aborted) return;
-    const left = this.deadline() - monotonicNow();
-    if (left <= 0) return this.lose(this.watched ? 'unreachable' : 'lease-expired');
-    // A timer may fire a little early: it checks the deadline again then.
-    this.expiryTimer = setLongTimeout(() => this.armExpiry(), Math.ceil(left));
+  /** @internal The end the clock was told came: the deadline is checked again (a renewal may have moved it). */
+  endCame(): void {
+    this.armExpiry();
   }
 
   private checkQuorum(reason: unknown): void {
@@ -339,10 +371,11 @@ export class RedLockHandle implements GroupLockHandle, AsyncDisposable {
 
   /** Reported once: the holder's signal aborts and the first master's client logs and emits it. */
   private lose(reason: LockLostReason): void {
-    this.expiryTimer?.clear();
-    if (this.controller.signal.aborted || this.releasing) return;
+    validityClock.unwatch(this);
+    if (this.lostWith || this.releasing) return;
     const error = new LockLostError(this.redLock.name, this.owner, reason);
-    this.controller.abort(error);
+    this.lostWith = error;
+    this.controller?.abort(error);
     this.redLock.reportLoss(error);
   }
 }

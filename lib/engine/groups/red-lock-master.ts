@@ -57,15 +57,16 @@ export class RedLockMaster implements ReleaseReplayer {
 
   /**
    * Asks for a vote under `token` (`waiting`: whether a refusal registers this process as waiting, see
-   * VoteWaiting): the raw reply, neither bounded nor recorded (see RedLock.vote). A
+   * VoteWaiting): the raw reply, neither bounded nor recorded (see RedLock.ask and follow). A
    * vote whose connection closes before its reply came, on a client that does not send again what was
    * in flight, never answers (ioredis drops it) and may have landed: it is taken back (see whenDropped).
    */
   grant(token: string, leaseMs: number, waiting: VoteWaiting): Promise<AttemptReply> {
     const { redis, idleKeyTtl, clientId } = this.engine;
     const sent = REDLOCK_GRANT.run(redis, this.keys, { token, leaseMs, idleKeyTtl, clientId, waiting });
-    // Written now only when ready (else it waits in the offline queue, which a close keeps and sends later).
-    if (this.engine.redis.status === 'ready') whenDropped(this.engine.redis, sent, () => this.undo(token, leaseMs));
+    // Written now only when ready (else it waits in the offline queue, which a close keeps and sends
+    // later); followed only on a connection that drops what was in flight (not ioredis's default).
+    if (redis.status === 'ready' && dropsInFlight(redis)) whenDropped(redis, sent, () => this.undo(token, leaseMs));
     return sent;
   }
 
@@ -228,9 +229,7 @@ function whenDropped(redis: RedisClient, sent: Promise<unknown>, onDropped: () =
     const commands = (pending = new Set());
     inFlight.set(redis, commands);
     redis.on('close', () => {
-      // A Cluster's own options carry no such setting: it routes (and re-sends) by itself.
-      if ((redis.options as { autoResendUnfulfilledCommands?: boolean }).autoResendUnfulfilledCommands !== false)
-        return;
+      if (!dropsInFlight(redis)) return;
       for (const dropped of [...commands]) {
         commands.delete(dropped);
         dropped();
@@ -241,6 +240,15 @@ function whenDropped(redis: RedisClient, sent: Promise<unknown>, onDropped: () =
   commands.add(onDropped);
   const settled = (): void => void commands.delete(onDropped);
   sent.then(settled, settled);
+}
+
+/**
+ * Whether `redis` drops the commands in flight when its connection closes (`autoResendUnfulfilledCommands:
+ * false`) instead of sending them again once reconnected. A Cluster's own options carry no such setting:
+ * it routes (and re-sends) by itself.
+ */
+function dropsInFlight(redis: RedisClient): boolean {
+  return (redis.options as { autoResendUnfulfilledCommands?: boolean }).autoResendUnfulfilledCommands === false;
 }
 
 /** A vote with a lease of its own: how to check it after a reconnect, and whether it ended. */

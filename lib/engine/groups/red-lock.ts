@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { bounded } from '../redis/bounded';
+import { bounded, boundedDeadline, boundedFailure } from '../redis/bounded';
 import { LockError, LockLostError, LockOptionsError, LockQuorumError, RedisUnavailableError } from '../errors';
 import { engineOf, isLockClient, type LockClient } from '../client/lock-client';
-import type { LockHandle } from '../holds/lock-handle';
+import type { LockHandle, ReleaseOutcome } from '../holds/lock-handle';
 import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
@@ -14,6 +14,7 @@ import { monotonicNow } from '../util/clock';
 import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
 import { delay, ReleaseWatch } from './release-watch';
 import type { CombinedSignal } from '../waiting/abort-fan-out';
+import type { AttemptReply } from '../scripts/replies';
 
 export interface RedLockOptions {
   /**
@@ -176,6 +177,25 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
       throw error;
     });
+  }
+
+  /** @internal See RedLockQuorum.followRelease: boundedOn's deadline, with no promise of its own. */
+  followRelease(
+    index: number,
+    release: Promise<ReleaseOutcome>,
+    timeoutMs: number,
+    settled: (outcome?: ReleaseOutcome) => void,
+  ): void {
+    const deadline = boundedDeadline(timeoutMs, { key: this.name, name: 'redlock release' }, () => {
+      masterHealth(this.clients[index].redis).markDown();
+      settled(undefined);
+    });
+    const done = (outcome: ReleaseOutcome): void => {
+      if (!deadline.expire) return;
+      deadline.expire = undefined;
+      settled(outcome);
+    };
+    release.then(done, () => done('expired'));
   }
 
   /**
@@ -358,7 +378,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       if (this.usable(index)) asked.push(index);
       else votes.push({ index, failed: undefined, skipped: true });
     });
-    // A token unique to this attempt on each master (see vote).
+    // A token unique to this attempt on each master (see ask).
     const tokens = this.clients.map(() => `${randomUUID()}:${owner}`);
     // A granted vote the round does not keep is taken back, in the background.
     const undo = (vote: Vote): void => {
@@ -375,7 +395,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     if (asked.length >= this.quorum && !gated) {
       votes.push(...(await this.decide(asked, this.quorum, tokens, lease, waits, onLate)));
     } else if (asked.length >= this.quorum) {
-      const gate = await this.vote(asked[0], tokens[asked[0]], lease, waits, onLate);
+      const gate = await new Promise<Vote>((resolve) => {
+        const sent = this.ask(asked[0], tokens[asked[0]], lease, waits);
+        this.follow(asked[0], sent, tokens[asked[0]], lease, waits, resolve, onLate);
+      });
       votes.push(gate);
       if ('refusedFor' in gate) {
         settle(undo);
@@ -407,9 +430,12 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       });
       settle((v) => {
         if (!('granted' in v)) return;
-        // Recorded only when the handle can take it; else taken back, never kept.
-        if (handle.canAdopt(v.index)) handle.adopt(v.index, keep(v), started);
-        else if (!handle.tookBack(v.index, v.granted.token)) undo(v);
+        // Recorded only when the handle can take it; else taken back, never kept: by the release's
+        // take-back if that ran after it, else undone once the take-back said it released nothing.
+        if (handle.canAdopt(v.index)) return void handle.adopt(v.index, keep(v), started);
+        const takenBack = handle.takeBackOf(v.index, v.granted.token);
+        if (!takenBack) undo(v);
+        else void takenBack.then((released) => released || undo(v));
       });
       return handle;
     }
@@ -443,47 +469,77 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           resolve(known);
         }
       };
-      for (const index of indices) {
-        void this.vote(index, tokens[index], lease, waits, late).then((vote) => {
-          if (decided) return late(vote);
-          known.push(vote);
-          if ('granted' in vote) granted++;
-          check();
-        });
-      }
+      const onVote = (vote: Vote): void => {
+        if (decided) return late(vote);
+        known.push(vote);
+        if ('granted' in vote) granted++;
+        check();
+      };
+      // Every master's command is written before any vote's bookkeeping: the last one is asked as early
+      // as it can be, and the replies are read once this turn ends.
+      const sent = indices.map((index) => this.ask(index, tokens[index], lease, waits));
+      indices.forEach((index, i) => this.follow(index, sent[i], tokens[index], lease, waits, onVote, late));
       check();
     });
   }
 
   /**
-   * Master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt on
-   * each master (lua/redlock-grant-3.lua), so an attempt that answers after its round gave up can never
-   * stack onto a later round's hold, and is taken back on its own (`late`). RedLock is therefore not
-   * re-entrant. A reply that never comes may hide a grant that landed: it is taken back too. Refused
-   * while the caller `waits`, the vote registers this process as waiting there, so that the master's
-   * next release wakes it (or the process that has waited longer).
+   * Sends master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt
+   * on each master (lua/redlock-grant-3.lua), so an attempt that answers after its round gave up can
+   * never stack onto a later round's hold, and is taken back on its own (see follow). RedLock is
+   * therefore not re-entrant. Refused while the caller `waits`, the vote registers this process as
+   * waiting there, so that the master's next release wakes it (or the process that has waited longer).
    */
-  private vote(index: number, token: string, lease: number, waits: boolean, late: (vote: Vote) => void): Promise<Vote> {
+  private ask(index: number, token: string, lease: number, waits: boolean): Promise<AttemptReply> {
     const master = this.masters[index];
     const others = engineOf(this.clients[index]).waiters.memberCount(master.processChannel) > 1;
     const sent = master.grant(token, lease, waits ? (others ? '1' : '0') : 'once');
-    if (waits) {
-      this.waitingVotes.add(sent);
-      const settled = (): void => void this.waitingVotes.delete(sent);
-      sent.then(settled, settled);
-    }
-    sent.catch(() => master.undo(token, lease));
+    if (waits) this.waitingVotes.add(sent);
+    return sent;
+  }
+
+  /**
+   * Follows vote `sent` (see ask) with one handler: `onVote` hears it once, or its failure after the
+   * instance timeout; a grant that answers after that goes to `late`. A vote that fails may hide a grant
+   * that landed (a reply lost with its connection): it is taken back.
+   */
+  private follow(
+    index: number,
+    sent: Promise<AttemptReply>,
+    token: string,
+    lease: number,
+    waits: boolean,
+    onVote: (vote: Vote) => void,
+    late: (vote: Vote) => void,
+  ): void {
+    const timeoutMs = this.timeoutFor(lease);
     const describe = { key: this.name, name: 'redlock acquire' };
-    return bounded(sent, this.timeoutFor(lease), describe, (reply) => {
-      if (reply[0] === 'granted') late({ index, granted: { token, fencingToken: reply[1] } });
-    }).then(
-      (reply): Vote =>
-        reply[0] === 'granted'
-          ? { index, granted: { token, fencingToken: reply[1] } }
-          : { index, refusedFor: reply[1] >= 0 ? reply[1] : undefined },
-      (error: unknown): Vote => {
-        if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
-        return { index, failed: error };
+    const failed = (error: unknown): void => {
+      if (error instanceof RedisUnavailableError) masterHealth(this.clients[index].redis).markDown();
+      onVote({ index, failed: error });
+    };
+    const deadline = boundedDeadline(timeoutMs, describe, failed);
+    sent.then(
+      (reply) => {
+        if (waits) this.waitingVotes.delete(sent);
+        const granted = reply[0] === 'granted';
+        if (!deadline.expire) {
+          if (granted) late({ index, granted: { token, fencingToken: reply[1] } });
+          return;
+        }
+        deadline.expire = undefined;
+        onVote(
+          granted
+            ? { index, granted: { token, fencingToken: reply[1] } }
+            : { index, refusedFor: reply[1] >= 0 ? reply[1] : undefined },
+        );
+      },
+      (error: unknown) => {
+        if (waits) this.waitingVotes.delete(sent);
+        this.masters[index].undo(token, lease);
+        if (!deadline.expire) return;
+        deadline.expire = undefined;
+        failed(boundedFailure(error, timeoutMs, describe));
       },
     );
   }

@@ -115,6 +115,8 @@ export class HeldLock {
   onRenewed?: (sentAtMonotonic: number, leaseMs: number) => void;
   /** False for a RedLock's vote: the RedLock reports its own loss, a master's is not one. */
   reportsLoss = true;
+  /** Told of the loss once it is marked (a RedLock's vote: its RedLock counts what is left of its quorum). */
+  onLost?: (error: LockLostError) => void;
 
   /** Recorded by `registry` (see LockRegistry.record), which keeps it until it is released or lost. */
   constructor(
@@ -342,6 +344,7 @@ export class HeldLock {
     this.forget();
     const error = new LockLostError(this.name, this.owner, reason);
     this.controller.abort(error);
+    this.onLost?.(error);
     if (this.reportsLoss) this.registry.reportLoss(error);
   }
 

@@ -1,4 +1,5 @@
 import type { HeldLock } from './held-lock';
+import type { LockLostError } from '../errors';
 import type { ReleaseOutcome } from './release-outcome';
 
 export type { ReleaseOutcome } from './release-outcome';
@@ -73,10 +74,11 @@ export class LockHandle implements LockContext, AsyncDisposable {
 
   /**
    * @internal A RedLock's vote on one master: `onRenewed` hears each watchdog renewal (see
-   * HeldLock.onRenewed), and its loss is left to the RedLock to report.
+   * HeldLock.onRenewed), `onLost` its loss, which is left to the RedLock to report.
    */
-  asVote(onRenewed: (sentAtMonotonic: number, leaseMs: number) => void): void {
+  asVote(onRenewed: (sentAtMonotonic: number, leaseMs: number) => void, onLost: (error: LockLostError) => void): void {
     this.held.onRenewed = onRenewed;
+    this.held.onLost = onLost;
     this.held.reportsLoss = false;
   }
 

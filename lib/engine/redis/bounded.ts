@@ -23,10 +23,7 @@ export function bounded<T>(
   onLateResult?: (value: T) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const deadline = deadlinesOf(timeoutMs).add(() => {
-      describe.onUnavailable?.();
-      reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs));
-    });
+    const deadline = boundedDeadline(timeoutMs, describe, reject);
     operation.then(
       (value) => {
         if (!deadline.expire) {
@@ -39,18 +36,39 @@ export function bounded<T>(
       (error: unknown) => {
         if (!deadline.expire) return;
         deadline.expire = undefined;
-        const refusal = refusalCode(error, describe.readOnlyIsFinal);
-        if (refusal) return reject(new RedisRefusedError(describe.key, describe.name, refusal, error as Error));
-        if (isSubscriberMode(error)) return reject(subscriberModeError(describe.key));
-        if (!isConnectionError(error)) return reject(error);
-        describe.onUnavailable?.();
-        reject(new RedisUnavailableError(describe.key, describe.name, timeoutMs, error));
+        reject(boundedFailure(error, timeoutMs, describe));
       },
     );
   });
 }
 
-interface Deadline {
+/**
+ * bounded's deadline alone, for a caller that follows its operation with a handler of its own (one
+ * promise less per operation): `onTimeout` gets a RedisUnavailableError after `timeoutMs` unless the
+ * caller cleared `expire` first (it then owns the outcome).
+ */
+export function boundedDeadline(
+  timeoutMs: number,
+  describe: BoundedOperation,
+  onTimeout: (error: RedisUnavailableError) => void,
+): Deadline {
+  return deadlinesOf(timeoutMs).add(() => {
+    describe.onUnavailable?.();
+    onTimeout(new RedisUnavailableError(describe.key, describe.name, timeoutMs));
+  });
+}
+
+/** What bounded rejects with when its operation fails with `error` before the deadline. */
+export function boundedFailure(error: unknown, timeoutMs: number, describe: BoundedOperation): unknown {
+  const refusal = refusalCode(error, describe.readOnlyIsFinal);
+  if (refusal) return new RedisRefusedError(describe.key, describe.name, refusal, error as Error);
+  if (isSubscriberMode(error)) return subscriberModeError(describe.key);
+  if (!isConnectionError(error)) return error;
+  describe.onUnavailable?.();
+  return new RedisUnavailableError(describe.key, describe.name, timeoutMs, error);
+}
+
+export interface Deadline {
   readonly at: number;
   /**
    * Cleared once the operation settles or the deadline expires (the sweep then skips it): a settled
