@@ -6,7 +6,7 @@ import {
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,
 } from '../../lib/engine/scripts/catalog';
-import { permitKeys } from '../../lib/engine/kinds/permit-lock';
+import { permitKeys } from '../../lib/engine/kinds/permit-keys';
 import { connect, testPrefix } from '../support/engine';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { FENCE_SEED, seedFence } from '../support/fencing';
