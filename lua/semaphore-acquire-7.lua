@@ -65,13 +65,14 @@ if not wholeNumber(stale, 1, 2147483647) then
   return redis.error_reply('BADARG stale waiter timeout must be whole ms in 1..2147483647, got ' .. tostring(ARGV[10]))
 end
 
-local now = nowMs()
+local now, nowUs = serverNow()
+local limit, limitStored = currentLimit(limitKey, configured)
 local q = {
   holds = holdsKey, limit = limitKey, fence = fenceKey, channel = KEYS[4], waiting = KEYS[5],
   deadlines = KEYS[6],
-  publish = publish, acceptance = tonumber(ARGV[9]), idle = tonumber(ARGV[8]), now = now,
+  publish = publish, acceptance = tonumber(ARGV[9]), idle = tonumber(ARGV[8]), now = now, nowUs = nowUs,
+  limitStored = limitStored,
 }
-local limit = currentLimit(limitKey, configured)
 local available = freePermits(holdsKey, limit, now)
 local entry = queueEntry(client, member)
 local mayBeQueued = mode ~= 'once'
@@ -81,7 +82,7 @@ if redis.call('zscore', holdsKey, member) then
   -- since).
   redis.call('zadd', holdsKey, 'gt', now + lease, member)
   keepAtLeast(holdsKey, lease)
-  keepFence(limitKey, lease + q.idle) -- the stored limit outlives the hold, as at a first grant
+  if limitStored then keepFence(limitKey, lease + q.idle) end -- the stored limit outlives the hold, as at a first grant
   if mayBeQueued then leaveQueue(q, entry) end
   -- A new token, not the counter as it is: that is the last one handed out, maybe to another hold
   -- since (the same release's next hand-over, a newcomer's grant). The token this hold got when it
@@ -103,7 +104,7 @@ if permits <= available then
   keepAtLeast(holdsKey, lease)
   if mayBeQueued then leaveQueue(q, entry) end
   local keep = lease + q.idle
-  keepFence(limitKey, keep)
+  if limitStored then keepFence(limitKey, keep) end
   return {'granted', nextToken(fenceKey, keep), available - permits}
 end
 if permits > limit then

@@ -45,17 +45,21 @@ local badIdle = idleTtlProblem(ARGV[6])
 if badIdle then return badIdle end
 if leaving == nil then return redis.error_reply('BADARG leaving client id is missing') end
 
-local now = nowMs()
+local now, nowUs = serverNow()
 local q = {
   holds = holdsKey, limit = limitKey, fence = KEYS[3], channel = KEYS[4], waiting = KEYS[5],
   deadlines = KEYS[6],
-  publish = publish, acceptance = tonumber(ARGV[5]), idle = tonumber(ARGV[6]), now = now,
+  publish = publish, acceptance = tonumber(ARGV[5]), idle = tonumber(ARGV[6]), now = now, nowUs = nowUs,
 }
 local wasQueued = leaving ~= '' and leaveQueue(q, queueEntry(leaving, member))
-local freed = reclaimExpired(holdsKey, now)
+local freed, used = reclaimAndCount(holdsKey, now)
 local released = redis.call('zrem', holdsKey, member) == 1
 if released or freed > 0 then
-  handOverFree(q, currentLimit(limitKey, configured) - permitsInUse(holdsKey, now))
+  -- A member released was live (an expired one was reclaimed above): its permits are free now.
+  if released then used = used - permitsOf(member) end
+  local limit, limitStored = currentLimit(limitKey, configured)
+  q.limitStored = limitStored
+  handOverFree(q, limit - used)
 end
 local reply = 'released'
 if not released then

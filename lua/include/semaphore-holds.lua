@@ -8,17 +8,7 @@ local function permitsOf(member)
   return tonumber(string.match(member, '^(%d+):')) or 0
 end
 
--- Drops the holds whose lease ended (a crashed or frozen holder's); returns how many permits came back.
-local function reclaimExpired(holdsKey, now)
-  local expired = redis.call('zrangebyscore', holdsKey, '-inf', now)
-  if #expired == 0 then return 0 end
-  redis.call('zremrangebyscore', holdsKey, '-inf', now)
-  local freed = 0
-  for _, member in ipairs(expired) do freed = freed + permitsOf(member) end
-  return freed
-end
-
--- Permits held by live holds (after reclaimExpired: all holds). O(holds), and holds <= limit.
+-- Permits held by live holds (after reclaimAndCount: all holds). O(holds), and holds <= limit.
 local function permitsInUse(holdsKey, now)
   local used = 0
   for _, member in ipairs(redis.call('zrangebyscore', holdsKey, '(' .. now, '+inf')) do
@@ -27,16 +17,35 @@ local function permitsInUse(holdsKey, now)
   return used
 end
 
+-- Drops the holds whose lease ended (a crashed or frozen holder's), in the same read of the holds
+-- that counts the live ones: returns how many permits came back, then how many live holds have.
+local function reclaimAndCount(holdsKey, now)
+  local all = redis.call('zrange', holdsKey, 0, -1, 'withscores')
+  local freed, used, expired = 0, 0, false
+  for i = 1, #all, 2 do
+    if tonumber(all[i + 1]) <= now then
+      expired = true
+      freed = freed + permitsOf(all[i])
+    else
+      used = used + permitsOf(all[i])
+    end
+  end
+  if expired then redis.call('zremrangebyscore', holdsKey, '-inf', now) end
+  return freed, used
+end
+
 -- Reclaims the holds whose lease ended; returns the permits free under `limit` (negative while more
 -- are held than a shrunk limit allows) and how many the reclaim gave back.
 local function freePermits(holdsKey, limit, now)
-  local freed = reclaimExpired(holdsKey, now)
-  return limit - permitsInUse(holdsKey, now), freed
+  local freed, used = reclaimAndCount(holdsKey, now)
+  return limit - used, freed
 end
 
--- The limit set at run time (setPermits) if any, else the one the caller was configured with.
+-- The limit set at run time (setPermits) if any, else the one the caller was configured with; then
+-- whether one is stored (none: keepFence on that key has nothing to keep, see semaphore-queue.lua).
 local function currentLimit(limitKey, configured)
-  return tonumber(redis.call('get', limitKey)) or configured
+  local stored = tonumber(redis.call('get', limitKey))
+  return stored or configured, stored ~= nil
 end
 
 local function wholeNumber(value, min, max)

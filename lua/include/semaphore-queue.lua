@@ -12,8 +12,18 @@
 -- The waiter holds from that message on; its own renewal replaces the acceptance lease, and a waiter
 -- that cannot (frozen, cut off) costs the others only that lease.
 -- `q` holds the keys and settings of one call: holds, limit, fence, channel (prefix), waiting, deadlines,
--- publish, acceptance (ms), idle (how long the fencing counter outlives a lease), now (server ms), and
--- self: the entry of the calling acquisition, if it may be queued (it takes its permits itself).
+-- publish, acceptance (ms), idle (how long the fencing counter outlives a lease), now (server ms), nowUs
+-- (the same reading in µs, see serverNow), limitStored (false when the call read the limit key and
+-- found none: a hand-over then has no stored limit to keep), and self: the entry of the calling
+-- acquisition, if it may be queued (it takes its permits itself).
+
+-- Redis server time in ms (as nowMs gives it), and the same reading in µs: read once per call, for
+-- its deadlines and its queue's order alike.
+local function serverNow()
+  local time = redis.call('time')
+  local seconds, micros = tonumber(time[1]), tonumber(time[2])
+  return seconds * 1000 + math.floor(micros / 1000), seconds * 1000000 + micros
+end
 
 -- The entry of the acquisition `member` of client `client`.
 local function queueEntry(client, member)
@@ -37,8 +47,12 @@ end
 
 -- A refused waiter joins the back of the queue, or keeps its place; either way it is alive for `staleMs` more.
 local function joinQueue(q, entry, staleMs)
-  local time = redis.call('time')
-  redis.call('zadd', q.waiting, 'nx', tonumber(time[1]) * 1000000 + tonumber(time[2]), entry)
+  local nowUs = q.nowUs
+  if not nowUs then
+    local time = redis.call('time')
+    nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  redis.call('zadd', q.waiting, 'nx', nowUs, entry)
   redis.call('zadd', q.deadlines, q.now + staleMs, entry)
   keepAtLeast(q.waiting, staleMs)
   keepAtLeast(q.deadlines, staleMs)
@@ -54,8 +68,8 @@ local function handTo(q, client, member)
   redis.call('zadd', q.holds, q.now + q.acceptance, member)
   keepAtLeast(q.holds, q.acceptance)
   -- The limit setPermits stored outlives this hold as it does every other: expired under it, the
-  -- configured one would count its permits against a larger limit.
-  keepFence(q.limit, q.acceptance + q.idle)
+  -- configured one would count its permits against a larger limit. (None stored: nothing to keep.)
+  if q.limitStored ~= false then keepFence(q.limit, q.acceptance + q.idle) end
   return true
 end
 

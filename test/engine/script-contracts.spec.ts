@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type Redis from 'ioredis';
 import { lockKeys, readWriteKeys } from '../../lib/internal';
-import { permitKeys } from '../../lib/engine/kinds/permit-lock';
+import { permitKeys } from '../../lib/engine/kinds/permit-keys';
 import * as catalog from '../../lib/engine/scripts/catalog';
 import { ALL_SCRIPTS, RENEW_MANY } from '../../lib/engine/scripts/catalog';
 import { LuaScript } from '../../lib/engine/scripts/lua-script';

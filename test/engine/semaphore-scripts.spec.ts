@@ -6,7 +6,7 @@ import {
   SEMAPHORE_SET_PERMITS,
   SEMAPHORE_STATE,
 } from '../../lib/engine/scripts/catalog';
-import { permitKeys } from '../../lib/engine/kinds/permit-lock';
+import { permitKeys } from '../../lib/engine/kinds/permit-keys';
 import { connect, testPrefix } from '../support/engine';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import { FENCE_SEED, seedFence } from '../support/fencing';
@@ -327,6 +327,35 @@ describe('semaphore lua scripts', () => {
       await expect(setPermits(k, 0)).rejects.toThrow(/BADARG/);
     } finally {
       await p1.close();
+    }
+  });
+
+  it('semaphore-acquire-7 and -release-7: a grant and a hand-over keep a stored limit alive past their lease; with none stored, none is made', async () => {
+    const stored = keys();
+    expect(await setPermits(stored, 1)).toBe(1);
+    expect((await acquire(stored, '1:a', 1, 60_000))[0]).toBe('granted');
+    expect(await redis.pttl(stored.limit)).toBeGreaterThan(60_000 + IDLE_KEY_TTL - 5_000);
+    const p1 = await listen(stored, 'p1');
+    try {
+      expect((await acquire(stored, '1:b', 1, 60_000, 3, 'p1'))[0]).toBe('refused');
+      await redis.pexpire(stored.limit, 2_000); // shorter than the hand-over's lease and idle TTL
+      expect(await release(stored, '1:a')).toBe('released');
+      expect(await p1.heard()).toEqual([expect.stringMatching(/^1:b\|/)]);
+      expect(await redis.pttl(stored.limit)).toBeGreaterThan(ACCEPTANCE + IDLE_KEY_TTL - 1_000);
+      expect(await redis.get(stored.limit)).toBe('1');
+    } finally {
+      await p1.close();
+    }
+    const none = keys();
+    expect((await acquire(none, '1:a', 1, 60_000, 1))[0]).toBe('granted');
+    const p2 = await listen(none, 'p2');
+    try {
+      expect((await acquire(none, '1:b', 1, 60_000, 1, 'p2'))[0]).toBe('refused');
+      expect(await release(none, '1:a', 1)).toBe('released');
+      expect(await p2.heard()).toEqual([expect.stringMatching(/^1:b\|/)]);
+      expect(await redis.exists(none.limit)).toBe(0);
+    } finally {
+      await p2.close();
     }
   });
 

@@ -6,6 +6,7 @@ import { startTopology, stopTopology, type RunningTopology } from '../../scripts
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
 import { engineOf } from '../../lib/internal';
 import { PermitLock } from '../../lib/engine/kinds/permit-lock';
+import { PermitReleases } from '../../lib/engine/kinds/permit-releases';
 import { SEMAPHORE_ACQUIRE } from '../../lib/engine/scripts/catalog';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import type { Grant } from '../../lib/engine/lock/lock-base';
@@ -140,7 +141,16 @@ describe('Semaphore: permits handed over in the release message', () => {
     const semaphore = holder.locks.getSemaphore(name, { permits: 1 });
     const { keys } = semaphore;
     const timings = { acceptanceLease: ACCEPTANCE, staleWaiterTimeout: 5_000 };
-    const lock = new PermitLock(engineOf(waiter.locks), name, keys, 1, 1, undefined, timings);
+    const lock = new PermitLock(
+      engineOf(waiter.locks),
+      name,
+      keys,
+      1,
+      1,
+      undefined,
+      timings,
+      new PermitReleases(engineOf(waiter.locks), keys, 1, ACCEPTANCE),
+    );
     /** What LockAcquisition asks before its next attempt when the last one's reply never came. */
     const claim = (member: string, leaseMs: number) =>
       (lock as unknown as { grantOfUnknownAttempt: UnknownClaim }).grantOfUnknownAttempt(member, 'unused', leaseMs);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createLockClient, type LockClient, type LockHandle } from '../../lib';
 import { engineOf } from '../../lib/internal';
 import { PermitLock } from '../../lib/engine/kinds/permit-lock';
+import { PermitReleases } from '../../lib/engine/kinds/permit-releases';
 import { SEMAPHORE_ACQUIRE } from '../../lib/engine/scripts/catalog';
 import { DEFAULT_IDLE_KEY_TTL as IDLE_KEY_TTL } from '../../lib/engine/client/lock-client';
 import type { Grant } from '../../lib/engine/lock/lock-base';
@@ -135,7 +136,16 @@ describe('Semaphore review: the token of an attempt whose reply never came', () 
     const { keys } = semaphore;
     const engine = engineOf(client.locks);
     const timings = { acceptanceLease: 5_000, staleWaiterTimeout: 5_000 };
-    const lock = new PermitLock(engine, name, keys, 1, 2, undefined, timings);
+    const lock = new PermitLock(
+      engine,
+      name,
+      keys,
+      1,
+      2,
+      undefined,
+      timings,
+      new PermitReleases(engine, keys, 2, 5_000),
+    );
     /** What LockAcquisition asks before its next attempt when the last one's reply never came. */
     const claim = (member: string) =>
       (lock as unknown as { grantOfUnknownAttempt: UnknownClaim }).grantOfUnknownAttempt(member, 'unused', 30_000);

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
-import { MAX_LEASE_MS } from '../util/validation';
 import { monotonicNow } from '../util/clock';
 import { handOverFirstLease, type WaitAnchor } from '../holds/hand-over-lease';
 import type { HeardPayload } from '../waiting/wait-ticket';
@@ -8,38 +7,17 @@ import { connectionMark } from '../redis/connection-mark';
 import type { EngineContext } from '../client/engine-context';
 import { LockOptionsError } from '../errors';
 import type { RenewalKind } from '../holds/held-lock';
-import { semaphoreKeys, type SemaphoreKeys } from '../redis/keys';
 import { LockBase, type AttemptRequest, type Grant, type RawRelease, type WaitBehaviour } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import { SEMAPHORE_ACQUIRE, SEMAPHORE_CLAIM, SEMAPHORE_RELEASE, type PermitAttemptMode } from '../scripts/catalog';
+import { SEMAPHORE_ACQUIRE, SEMAPHORE_CLAIM, type PermitAttemptMode } from '../scripts/catalog';
 import { parsePermitHandOver } from './permit-hand-over';
 import { isGivenUpWaitOf, rememberGivenUpWait } from '../waiting/given-up-waits';
+import type { ReleaseReplayer } from '../holds/recent-releases';
+import type { PermitKeys } from './permit-keys';
+import type { PermitReleases } from './permit-releases';
 
 /** semaphore-acquire-7.lua's refusal of an ask above the current limit (see PermitLock.attempt). */
 const NEVER_GRANTABLE = -2;
-
-/**
- * A semaphore's keys (see keys.ts), `released`: the holds released lately, hold member -> until when a
- * repeat of its release still replies 'released' (see semaphore-release-7.lua), and `deadlines`: the
- * waiting queue's liveness deadlines (see lua/include/semaphore-queue.lua).
- */
-export type PermitKeys = SemaphoreKeys & { readonly released: string; readonly deadlines: string };
-
-export function permitKeys(prefix: string, name: string): PermitKeys {
-  const id = `${prefix}\0${name}`;
-  let keys = recentKeys.get(id);
-  if (!keys) {
-    const base = semaphoreKeys(prefix, name);
-    keys = Object.freeze({ ...base, released: `${base.holds}:released`, deadlines: `${base.waiting}:deadlines` });
-    // A few names are hot: an application that gets its semaphore at every call builds their keys once.
-    if (recentKeys.size >= RECENT_KEYS) recentKeys.clear();
-    recentKeys.set(id, keys);
-  }
-  return keys;
-}
-
-const RECENT_KEYS = 1_000;
-const recentKeys = new Map<string, PermitKeys>();
 
 /** How the semaphore's queue and hand-overs are timed (see SemaphoreOptions). */
 export interface PermitTimings {
@@ -79,6 +57,7 @@ export class PermitLock extends LockBase {
     private readonly limit: number,
     defaultLeaseTime: number | undefined,
     private readonly timings: PermitTimings,
+    private readonly permitReleases: PermitReleases,
   ) {
     // `lock` is the holds, under which the registry and the watchdog know each hold; the hand-over
     // and the fair queue of the other kinds are not used.
@@ -96,6 +75,11 @@ export class PermitLock extends LockBase {
       grants: holds,
     }));
     this.defaultLeaseTime = defaultLeaseTime;
+  }
+
+  /** The semaphore's, not this acquisition: kept for a few seconds after each release (see PermitReleases). */
+  protected override get releaseReplayer(): ReleaseReplayer {
+    return this.permitReleases;
   }
 
   /** The holds, the fencing counter, then the run-time limit (see renew-many-n.lua). */
@@ -232,31 +216,15 @@ export class PermitLock extends LockBase {
 
   /** Best effort, bounded: a place or a hand-over left behind costs others its deadline or acceptance lease. */
   private leave(member: string): Promise<void> {
-    return this.bounded(this.releaseCall(member, this.engine.clientId), 'leave wait').then(
+    return this.bounded(this.permitReleases.send(member, this.engine.clientId), 'leave wait').then(
       () => undefined,
       () => undefined,
     );
   }
 
-  /**
-   * Remembered for an operation timeout (no caller waits longer for the reply): a repeat of the same
-   * release (an ioredis client re-sends it after a lost reply) still replies 'released'.
-   */
+  /** See PermitReleases.send. */
   protected releaseOnce(holder: string): Promise<RawRelease> {
-    return this.releaseCall(holder, '');
-  }
-
-  private releaseCall(member: string, leavingClient: string): Promise<'released' | 'not-locked'> {
-    const { redis, publishCommand, operationTimeout, idleKeyTtl } = this.engine;
-    return SEMAPHORE_RELEASE.run(redis, this.semaphore, {
-      member,
-      configuredLimit: this.limit,
-      publish: publishCommand,
-      memoryMs: Math.min(Math.ceil(operationTimeout), MAX_LEASE_MS),
-      acceptanceLease: this.timings.acceptanceLease,
-      idleKeyTtl,
-      leavingClient,
-    });
+    return this.permitReleases.send(holder, '');
   }
 
   /**

@@ -6,7 +6,9 @@ import { LockAcquireTimeoutError, LockOptionsError } from '../errors';
 import { withLock } from '../lock/with-lock';
 import type { LockContext, LockHandle } from '../holds/lock-handle';
 import { SEMAPHORE_SET_PERMITS, SEMAPHORE_STATE } from '../scripts/catalog';
-import { PermitLock, permitKeys, type PermitKeys, type PermitTimings } from './permit-lock';
+import { PermitLock, type PermitTimings } from './permit-lock';
+import { permitKeys, type PermitKeys } from './permit-keys';
+import { PermitReleases } from './permit-releases';
 
 /** Largest limit (and number of permits in one acquisition) the scripts accept. */
 export const MAX_PERMITS = 2_147_483_647;
@@ -64,6 +66,8 @@ export class Semaphore {
   readonly permits: number;
   private readonly defaultLeaseTime: number | undefined;
   private readonly timings: PermitTimings;
+  /** How its holds are given back, shared by its acquisitions (see PermitReleases). */
+  private readonly releases: PermitReleases;
 
   constructor(
     private readonly engine: EngineContext,
@@ -87,6 +91,7 @@ export class Semaphore {
         checkDuration(name, 'staleWaiterTimeout', options.staleWaiterTimeout, TIMEOUT_RULE) ??
         SEMAPHORE_DEFAULTS.staleWaiterTimeout,
     };
+    this.releases = new PermitReleases(engine, this.keys, this.permits, this.timings.acceptanceLease);
   }
 
   /**
@@ -165,6 +170,7 @@ export class Semaphore {
       this.permits,
       this.defaultLeaseTime,
       this.timings,
+      this.releases,
     );
     return { permits, lock, rest };
   }

@@ -68,7 +68,7 @@ export abstract class LockBase implements ReleaseReplayer {
       kind: this.kind,
       keys: this.keys,
       engine: this.engine,
-      replayer: this,
+      replayer: this.releaseReplayer,
       turns: () => this.turns,
       bounded: (operation, what) => this.bounded(operation, what),
       holderFor: (owner) => this.holderFor(owner),
@@ -88,6 +88,14 @@ export abstract class LockBase implements ReleaseReplayer {
   }
 
   private ownSide?: LockSide;
+
+  /**
+   * What the client keeps for a few seconds after each release of this lock, to send it again after a
+   * failover (see RecentReleases): the lock itself, or something smaller for a kind made per acquisition.
+   */
+  protected get releaseReplayer(): ReleaseReplayer {
+    return this;
+  }
 
   /** The releases of this lock's holds (see LockRelease). */
   private get releases(): LockRelease {
