@@ -154,7 +154,9 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     });
 
     return () => {
-      waiting.abort();
+      // Only a wait still under way has anything to abort: an abort with no reason builds a DOMException
+      // (a stack trace), about 45 µs of every decorated request when it ran at every teardown.
+      if (!handle) waiting.abort();
       if (handle && !ended) {
         cancelled = true;
         const { name } = handle.lock;
