@@ -5,7 +5,7 @@ import { Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type Redis from 'ioredis';
 import { LockService, RedisLockModule, type RedisLockModuleOptions, type SingleConnectionOptions } from '../../lib';
-import { lockClient, quietLogger, singlePort, type TestClient } from '../support/engine';
+import { eventually, lockClient, quietLogger, singlePort, type TestClient } from '../support/engine';
 
 /** The shared single server, with a connection name tests can count in CLIENT LIST. */
 export function singleConnection(connectionName = `nest-${randomUUID().slice(0, 8)}`): SingleConnectionOptions {
@@ -95,6 +95,26 @@ export function holderElsewhere(prefix: string): () => TestClient {
     await client?.close();
   });
   return () => client!;
+}
+
+/** Until `name` has a waiting process: the call under test is waiting for the lock held elsewhere. */
+export async function untilWaiting(other: TestClient, name: string): Promise<void> {
+  await eventually(async () => (await other.locks.inspect(name)).waitingClients.length === 1);
+}
+
+/**
+ * Only the other holder's hold is on `name`; once it lets go (`held.release()`), nothing of the lock
+ * is left in Redis: the wait that was cut short left nothing behind.
+ */
+export async function expectOnlyElsewhereThenNothing(
+  other: TestClient,
+  prefix: string,
+  name: string,
+  held: { release(): Promise<unknown> },
+): Promise<void> {
+  expect((await other.locks.inspect(name)).holders.map((h) => h.owner)).toEqual(['elsewhere']);
+  await held.release();
+  expect(await other.redis.exists(lockKey(prefix, name))).toBe(0);
 }
 
 /** An application of RedisLockModule alone on `prefix` (no routes), initialised, and its LockService. */

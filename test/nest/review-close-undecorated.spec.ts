@@ -4,8 +4,15 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { DistributedLock, LockModuleClosedError, LockService, RedisLockModule } from '../../lib';
-import { eventually, testPrefix } from '../support/engine';
-import { holderElsewhere, listen, lockKey, lockOptions, within } from './nest-support';
+import { testPrefix } from '../support/engine';
+import {
+  holderElsewhere,
+  listen,
+  lockOptions,
+  within,
+  untilWaiting,
+  expectOnlyElsewhereThenNothing,
+} from './nest-support';
 
 const prefix = testPrefix();
 const state = { ran: 0, errors: [] as unknown[] };
@@ -118,7 +125,7 @@ describe.each(['express', 'fastify'])(
                     (error: Error) => error.message,
                   );
           // It waits for the lock: its process is listed as a waiter.
-          await eventually(async () => (await other().locks.inspect(`stock:${id}`)).waitingClients.length === 1);
+          await untilWaiting(other(), `stock:${id}`);
           const started = Date.now();
           const closed = await within(
             app.close().then(() => 'closed'),
@@ -133,9 +140,7 @@ describe.each(['express', 'fastify'])(
             expect(state.errors[0]).toBeInstanceOf(LockModuleClosedError);
           }
           // Only the other holder's hold is there; once it lets go, nothing is.
-          expect((await other().locks.inspect(`stock:${id}`)).holders.map((h) => h.owner)).toEqual(['elsewhere']);
-          await held.release();
-          expect(await other().redis.exists(lockKey(prefix, `stock:${id}`))).toBe(0);
+          await expectOnlyElsewhereThenNothing(other(), prefix, `stock:${id}`, held);
         } finally {
           await held.release();
           await app.close();

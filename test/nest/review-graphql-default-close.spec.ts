@@ -4,8 +4,8 @@ import { Args, Field, ObjectType, Parent, Query, ResolveField, Resolver } from '
 import { GraphQLModule } from '@nestjs/graphql';
 import { Test } from '@nestjs/testing';
 import { DistributedLock, LockService, RedisLockModule } from '../../lib';
-import { eventually, testPrefix } from '../support/engine';
-import { holderElsewhere, listen, lockOptions, within } from './nest-support';
+import { testPrefix } from '../support/engine';
+import { holderElsewhere, listen, lockOptions, within, untilWaiting } from './nest-support';
 
 const prefix = testPrefix();
 const state = { ran: 0 };
@@ -90,7 +90,7 @@ describe("review: app.close() with Apollo's default stopOnApplicationShutdown wh
           async (res) => (await res.json()) as { errors?: { extensions?: { code?: string } }[] },
           (error: Error) => ({ failed: error.message }),
         );
-        await eventually(async () => (await other().locks.inspect(`shelf:${id}`)).waitingClients.length === 1);
+        await untilWaiting(other(), `shelf:${id}`);
         const started = Date.now();
         const closed = await within(
           app.close().then(() => 'closed'),

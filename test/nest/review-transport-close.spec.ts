@@ -14,8 +14,15 @@ import { Test } from '@nestjs/testing';
 import { lastValueFrom } from 'rxjs';
 import { io } from 'socket.io-client';
 import { DistributedLock, LockModuleClosedError, LockService, RedisLockModule } from '../../lib';
-import { eventually, testPrefix } from '../support/engine';
-import { holderElsewhere, listen, lockKey, lockOptions, within } from './nest-support';
+import { testPrefix } from '../support/engine';
+import {
+  holderElsewhere,
+  listen,
+  lockOptions,
+  within,
+  untilWaiting,
+  expectOnlyElsewhereThenNothing,
+} from './nest-support';
 import { recordingLockLogger } from './transport-support';
 
 const prefix = testPrefix();
@@ -206,7 +213,7 @@ describe('review: app.close() while a message handler waits for a lock held else
       try {
         const outcome = started.send(pattern, id);
         // It waits for the lock: its process is listed as a waiter.
-        await eventually(async () => (await other().locks.inspect(`stock:${id}`)).waitingClients.length === 1);
+        await untilWaiting(other(), `stock:${id}`);
         const closeStarted = Date.now();
         const closed = await within(
           started.close().then(() => 'closed'),
@@ -228,9 +235,7 @@ describe('review: app.close() while a message handler waits for a lock held else
         // The wait ended, not the drain's bound: nothing was still running when it gave up.
         expect(lockLogs.lines.warnings.join('\n')).not.toContain('into shutdown');
         // Only the other holder's hold is there; once it lets go, nothing is.
-        expect((await other().locks.inspect(`stock:${id}`)).holders.map((h) => h.owner)).toEqual(['elsewhere']);
-        await held.release();
-        expect(await other().redis.exists(lockKey(prefix, `stock:${id}`))).toBe(0);
+        await expectOnlyElsewhereThenNothing(other(), prefix, `stock:${id}`, held);
       } finally {
         await held.release();
         await started.stopCaller();
@@ -297,7 +302,7 @@ describe('review: app.close() with a transport that waits for its handlers, one 
         (reply) => ({ reply }),
         (error: unknown) => ({ error }),
       );
-      await eventually(async () => (await other().locks.inspect('stock:draining')).waitingClients.length === 1);
+      await untilWaiting(other(), 'stock:draining');
       const closeStarted = Date.now();
       expect(
         await within(
@@ -311,9 +316,7 @@ describe('review: app.close() with a transport that waits for its handlers, one 
       expect(state.ran).toBe(0);
       expect(state.errors).toHaveLength(1);
       expect(state.errors[0]).toBeInstanceOf(LockModuleClosedError);
-      expect((await other().locks.inspect('stock:draining')).holders.map((h) => h.owner)).toEqual(['elsewhere']);
-      await held.release();
-      expect(await other().redis.exists(lockKey(prefix, 'stock:draining'))).toBe(0);
+      await expectOnlyElsewhereThenNothing(other(), prefix, 'stock:draining', held);
     } finally {
       await held.release();
       await app.close();
