@@ -24,9 +24,10 @@
 --                                 ended or was cancelled: nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
 --!include waiting-args.lua
---!include hold-ids.lua
---!include fencing.lua
+--!include idle-ttl.lua
 --!include lease-text.lua
+--!include exclusive-token.lua
+--!include hold-records.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))
@@ -42,7 +43,30 @@ if badIdle then return badIdle end
 local fenceKeep = lease + tonumber(ARGV[6])
 local leaseArg = leaseText(ARGV[1], lease)
 
--- The fencing counter is the epoch of the live holds; read only when a live record needs it.
+-- No record under this id (the attempt's first copy), the lock free, not reserved, and no process
+-- waiting: the uncontended case, granted before anything else is defined (each step a script defines
+-- costs Redis something at every call). One EXISTS for the lock, the waiting registry and the
+-- hand-over: each is counted as often as it is named, so the count is odd exactly when the lock exists
+-- (and 0 when none does).
+local existing
+if not recordValue(KEYS[5], holdId) then
+  existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
+  if existing == 0 then
+    redis.call('hset', KEYS[1], owner, '1')
+    redis.call('pexpire', KEYS[1], leaseArg)
+    local token = nextExclusiveToken(KEYS[2], fenceKeep)
+    local digits = tokenText(token)
+    -- The only live hold: the hash's expiry is set outright (see recordHold in hold-ids.lua).
+    pruneEnded(KEYS[5])
+    writeRecord(KEYS[5], holdId, liveRecord('g', digits, digits, owner))
+    redis.call('pexpire', KEYS[5], grantsKeepMs(lease))
+    return {'granted', token, 0}
+  end
+end
+--!include hold-ids.lua
+--!include fencing.lua
+-- A record under this id: a copy of an attempt (the fencing counter is the epoch of the live holds;
+-- read only when a live record needs it).
 local kind, token, holder = readHold(KEYS[5], holdId, KEYS[2])
 if kind == 'g' or kind == 'e' then
   if holder == owner and redis.pcall('hexists', KEYS[1], owner) == 1 then
@@ -59,20 +83,8 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave it up: it must take nothing.
   return {'refused', math.max(0, redis.call('pttl', KEYS[1]))}
 end
--- One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it is
--- named, so the count is odd exactly when the lock exists (and 0 when none does).
-local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
--- Free, not reserved, and no process waits (the uncontended case): granted, with nothing else to look
--- at (no registration to leave or move, no hand-over to use up, nobody else waiting).
-if existing == 0 then
-  redis.call('hset', KEYS[1], owner, '1')
-  redis.call('pexpire', KEYS[1], leaseArg)
-  local token = nextExclusiveToken(KEYS[2], fenceKeep)
-  recordHold(KEYS[5], holdId, 'g', token, owner, lease, token, true)
-  return {'granted', token, 0}
-end
--- Past the uncontended case: the steps of the waiting registry and the hand-over (defined only here, as
--- each step a script defines costs Redis something at every call).
+-- Past the uncontended case (no record under this id, so `existing` was counted above, and is not 0):
+-- the steps of the waiting registry and the hand-over (defined only here, as above).
 --!include waiting-registration.lua
 --!include hand-over.lua
 if existing % 2 == 0 then

@@ -31,8 +31,7 @@
 --          (a repeat replies 'released' or 'decremented' as its first copy did)
 --          error BADARG before any write when an argument is unusable
 --!include hand-over-args.lua
---!include publish-command.lua
---!include release-call.lua
+--!include release-args.lua
 local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
 local call, bad = releaseCallArguments(owner, ARGV[2], ARGV[3], publish, ARGV[8])
 if not call then return bad end
@@ -40,28 +39,44 @@ local holdId, lease, which = call.holdId, call.lease, call.which
 local turnMs, badHandOver = handOverArguments(handOverMode, client, ARGV[9])
 if badHandOver then return badHandOver end
 
--- pcall: a string here is a simple lock's hold (another owner), not an error
-local function ownerHolds() return redis.pcall('hexists', KEYS[1], owner) == 1 end
-local function locked() return redis.call('exists', KEYS[1]) == 1 end
 local epoch = epochOf(KEYS[6])
 
-local target, early = releaseTarget(KEYS[5], holdId, owner, which, epoch, ownerHolds, locked)
-if not target then return early end
-local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch, 'exclusive')
-local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
-if settled then return settled end
-if did == HOLD_DECREMENTED then
-  keepEpochWithLease(KEYS[1], KEYS[6])
-  return 'decremented'
+-- The uncontended case first, before the steps of any other are defined (each step a script defines
+-- costs Redis something at every call): the call ends its own hold, live and its owner's only one, and
+-- nobody else holds the lock, waits for it or has it reserved: nothing to hand over, no turn to keep or
+-- end. One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it
+-- is named, so the count is odd exactly when the lock exists (and 0 when none does).
+local existing
+if which == 'one' then
+  local kind, _, holder = readHold(KEYS[5], holdId, epoch)
+  -- pcall: a string here is a simple lock's hold (another owner), not an error
+  if (kind == 'g' or kind == 'e') and holder == owner and redis.pcall('hget', KEYS[1], owner) == '1' then
+    redis.call('hdel', KEYS[1], owner)
+    endLastHold(KEYS[5], holdId)
+    existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
+    if existing == 0 then return 'released' end
+  end
 end
--- One EXISTS for the lock, the waiting registry and the hand-over: each is counted as often as it is
--- named, so the count is odd exactly when the lock exists (and 0 when none does).
-local existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
--- Nobody else holds the lock, waits for it or has it reserved (the uncontended case): nothing to hand
--- over, no turn to keep or end.
-if existing == 0 then return 'released' end
+-- Anything else (a repeat, an unlock by owner, a hold with others of its owner left, one that ended),
+-- or a release that leaves others waiting.
+--!include release-call.lua
+if not existing then
+  -- pcall: as above
+  local function ownerHolds() return redis.pcall('hexists', KEYS[1], owner) == 1 end
+  local function locked() return redis.call('exists', KEYS[1]) == 1 end
+  local target, early = releaseTarget(KEYS[5], holdId, owner, which, epoch, ownerHolds, locked)
+  if not target then return early end
+  local did, outcome = releaseHold(KEYS[1], KEYS[5], target, lease, epoch, 'exclusive')
+  local settled = settleReleaseCall(KEYS[5], holdId, target, which, did, outcome, ownerHolds, locked)
+  if settled then return settled end
+  if did == HOLD_DECREMENTED then
+    keepEpochWithLease(KEYS[1], KEYS[6])
+    return 'decremented'
+  end
+  existing = redis.call('exists', KEYS[1], KEYS[3], KEYS[3], KEYS[4], KEYS[4])
+  if existing == 0 then return 'released' end
+end
 if existing % 2 == 1 then return 'decremented' end
--- The hand-over's steps, defined only past the uncontended case (each step a script defines costs
--- Redis something at every call).
+-- The hand-over's steps, defined only past the uncontended case (as above).
 --!include hand-over.lua
 return afterRelease(handOverMode, KEYS[3], KEYS[2], KEYS[4], publish, client, turnMs, ARGV[5] or '')

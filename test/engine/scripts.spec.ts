@@ -539,6 +539,36 @@ describe('lua scripts', () => {
       );
     });
 
+    it('uncontended grants and releases keep the records a hold needs, and no more than 256 ended ones plus the live hold', async () => {
+      const k = keys();
+      await seedFence(redis, k.fence);
+      const long = (holdId: string) =>
+        LOCK.run(redis, k, {
+          idleKeyTtl: IDLE_KEY_TTL,
+          leaseMs: 90_000,
+          owner: 'o',
+          clientId: 'c',
+          waiting: 'once',
+          holdId,
+        });
+      expect(await long('u0')).toEqual(['granted', FENCE_SEED + 1, 0]);
+      // The grant's record: its token and epoch, its owner; the hash outlives a lease past the minute.
+      expect(await redis.hget(k.grants, 'u0')).toBe(`g${FENCE_SEED + 1}/${FENCE_SEED + 1}|o`);
+      expect(await redis.pttl(k.grants)).toBeGreaterThan(80_000);
+      expect(await unlock(k, 'o', 'pass', 'c', 'u0')).toBe('released');
+      expect(await redis.hget(k.grants, 'u0')).toBe('r');
+      expect(await redis.pttl(k.grants)).toBeLessThanOrEqual(60_000);
+      for (let i = 1; i <= 300; i++) {
+        expect((await attempt(k, 'o', `u${i}`))[0]).toBe('granted');
+        expect(await unlock(k, 'o', 'pass', 'c', `u${i}`)).toBe('released');
+      }
+      expect(await redis.hlen(k.grants)).toBeLessThanOrEqual(257);
+      // The newest ended records still answer their repeats.
+      expect(await unlock(k, 'o', 'pass', 'c', 'u300')).toBe('released');
+      expect((await attempt(k, 'o', 'u300'))[0]).toBe('refused');
+      expect(await redis.exists(k.lock)).toBe(0);
+    });
+
     it('the hold ids live as long as the lock: renewed with it, ended by a force unlock (kept a minute for repeats)', async () => {
       const k = keys();
       await attempt(k, 'o', 'r1');
