@@ -1,5 +1,4 @@
 import { monotonicNow } from '../util/clock';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Attempt } from '../waiting/acquire-loop';
 import type { LockKindName } from '../client/lock-events';
@@ -12,8 +11,7 @@ import {
   type RawRelease,
   type WaitBehaviour,
 } from '../lock/lock-base';
-import type { LockHandle } from '../holds/lock-handle';
-import type { AcquireOptions } from '../lock/acquire-options';
+import type { LockCall } from '../lock/lock-call';
 import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
 import type { HandOver } from '../turns/process-turns';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';
@@ -55,11 +53,11 @@ export const FAIR_LOCK_DEFAULTS = { staleWaiterTimeout: 5_000, acceptanceLease: 
 const ANY_HANDED_HOLD = '*';
 
 /**
- * The wait a `lock()` or `tryLock()` call is in, for its attempts: each wait has a waiter id of its own
- * (see waitBehaviour), never its owner's, since any number of waits may share an owner, and keeps what
- * a grant in the message needs (the hold ids it registered, its server clock anchors; see FairWait).
+ * The wait each `lock()` or `tryLock()` call is in, for its attempts: each wait has a waiter id of its
+ * own (see waitBehaviour), never its owner's, since any number of waits may share an owner, and keeps
+ * what a grant in the message needs (the hold ids it registered, its server clock anchors; see FairWait).
  */
-const currentWait = new AsyncLocalStorage<{ wait?: FairWait }>();
+const waitsOfCalls = new WeakMap<LockCall, FairWait>();
 
 /**
  * Redisson's RFairLock, improved: waiters queue in FIFO order (a list plus a zset of deadlines in
@@ -97,14 +95,6 @@ export class FairLock extends HashLock {
     this.clientChannel = `${this.keys.channel}:${engine.clientId}`;
   }
 
-  override lock(options?: AcquireOptions): Promise<LockHandle> {
-    return currentWait.run({}, () => super.lock(options));
-  }
-
-  override tryLock(options?: AcquireOptions): Promise<LockHandle | null> {
-    return currentWait.run({}, () => super.tryLock(options));
-  }
-
   /** A waiter id: the client's own id (its channel) and a nonce, `<client id>:<nonce>`. */
   private newWaiterId(): string {
     return `${this.engine.clientId}:${randomUUID()}`;
@@ -119,10 +109,9 @@ export class FairLock extends HashLock {
    * the old master made names none of the hold ids registered from now on, so its message is never
    * believed (see attempt).
    */
-  protected override waitBehaviour(): WaitBehaviour {
-    const store = currentWait.getStore();
-    const waiterId = store?.wait?.waiterId ?? this.newWaiterId();
-    if (store) store.wait = new FairWait(waiterId);
+  protected override waitBehaviour(_owner: string, lockCall: LockCall): WaitBehaviour {
+    const waiterId = waitsOfCalls.get(lockCall)?.waiterId ?? this.newWaiterId();
+    waitsOfCalls.set(lockCall, new FairWait(waiterId));
     return {
       channel: this.clientChannel,
       waiterId,
@@ -135,9 +124,10 @@ export class FairLock extends HashLock {
     };
   }
 
-  protected async attempt({ holder, leaseMs, payload, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
-    // Every attempt runs inside its lock() or tryLock() call, which made the wait.
-    const wait = currentWait.getStore()?.wait ?? new FairWait(this.newWaiterId());
+  protected async attempt(request: AttemptRequest): Promise<Attempt<Grant>> {
+    const { holder, leaseMs, payload, waiting, holdId } = request;
+    // Every attempt is made for its lock() or tryLock() call, whose wait waitBehaviour made.
+    const wait = waitsOfCalls.get(request.lockCall) ?? new FairWait(this.newWaiterId());
     const told = payload === undefined ? undefined : parseHandOver(payload.text);
     if (told?.kind === 'offer') return this.accept(holder, leaseMs, wait.waiterId, holdId, told.token);
     // A grant naming a hold id none of our attempts registered is not for this wait: ask Redis.

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { ReadWriteSide } from './read-write-side';
 import type { Attempt } from '../waiting/acquire-loop';
@@ -11,6 +10,7 @@ import { claimedGrant } from '../holds/hold-id-calls';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { CLAIM_ATTEMPT, WRITE_ABANDON, WRITE_LOCK } from '../scripts/catalog';
 import type { LockHandle } from '../holds/lock-handle';
+import type { LockCall } from '../lock/lock-call';
 import type { AcquireOptions } from '../lock/acquire-options';
 import { currentScope, type OwnerScope } from '../holds/owner-scope';
 
@@ -26,11 +26,11 @@ export interface ReadWriteLockOptions {
 export const READ_WRITE_LOCK_DEFAULTS = { writerIntentTimeout: 5_000 } as const;
 
 /**
- * The wait id of the `lock()` or `tryLock()` call an attempt or abandon runs in (see waitBehaviour):
+ * The wait id of each `lock()` or `tryLock()` call, for its attempts and its abandon (see waitBehaviour):
  * intents are kept per wait, never per owner, since one owner may wait twice at once, and a late copy
  * of an abandon (re-sent after a reconnect) must not withdraw the intent of the owner's next wait.
  */
-const currentWait = new AsyncLocalStorage<{ waitId?: string }>();
+const waitIdsOfCalls = new WeakMap<LockCall, string>();
 
 /**
  * The write side of a ReadWriteLock (get it with `writeLock()`). A writer that waits registers an
@@ -57,13 +57,13 @@ export class WriteLock extends ReadWriteSide {
   override lock(options?: AcquireOptions): Promise<LockHandle> {
     const upgrade = this.upgradeInSection(options);
     if (upgrade) return Promise.reject(upgrade);
-    return currentWait.run({}, () => super.lock(options));
+    return super.lock(options);
   }
 
   override tryLock(options?: AcquireOptions): Promise<LockHandle | null> {
     const upgrade = this.upgradeInSection(options);
     if (upgrade) return Promise.reject(upgrade);
-    return currentWait.run({}, () => super.tryLock(options));
+    return super.tryLock(options);
   }
 
   /**
@@ -88,10 +88,10 @@ export class WriteLock extends ReadWriteSide {
     return undefined;
   }
 
-  protected async attempt({ owner, leaseMs, waiting, holdId }: AttemptRequest): Promise<Attempt<Grant>> {
+  protected async attempt({ owner, leaseMs, waiting, holdId, lockCall }: AttemptRequest): Promise<Attempt<Grant>> {
     const intent = waiting ? this.writerIntentTimeout : 0;
-    // Every attempt runs inside its lock() or tryLock() call, which made the wait id.
-    const waitId = currentWait.getStore()?.waitId ?? randomUUID();
+    // Every attempt is made for its lock() or tryLock() call, whose wait id waitBehaviour made.
+    const waitId = waitIdsOfCalls.get(lockCall) ?? randomUUID();
     const args = { leaseMs, owner, intentMs: intent, holdId, idleKeyTtl: this.engine.idleKeyTtl, waitId };
     const [status, value] = await WRITE_LOCK.run(this.engine.redis, this.rw, args);
     if (status === 'holds-read') throw new LockUpgradeError(this.name, owner);
@@ -115,15 +115,19 @@ export class WriteLock extends ReadWriteSide {
    * writerIntentTimeout later. One waiter per process retries on a release; every waiter retries every
    * third of the intent timeout, refreshing its intent.
    */
-  protected override waitBehaviour(): WaitBehaviour {
-    const store = currentWait.getStore();
-    if (store) store.waitId ??= randomUUID();
+  protected override waitBehaviour(_owner: string, lockCall: LockCall): WaitBehaviour {
+    if (!waitIdsOfCalls.has(lockCall)) waitIdsOfCalls.set(lockCall, randomUUID());
     return { channel: this.rw.writeChannel, maxSleep: Math.max(1, Math.floor(this.writerIntentTimeout / 3)) };
   }
 
   /** Withdraws this wait's intent, waking the readers it held back (best effort: unwithdrawn, it lapses by itself). */
-  protected override async abandonWait(owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
-    const waitId = currentWait.getStore()?.waitId;
+  protected override async abandonWait(
+    owner: string,
+    _waiterId: string | undefined,
+    waited: boolean,
+    lockCall: LockCall,
+  ): Promise<void> {
+    const waitId = waitIdsOfCalls.get(lockCall);
     if (!waited || waitId === undefined) return;
     const args = { owner, publish: this.engine.publishCommand, waitId };
     const abandon = WRITE_ABANDON.run(this.engine.redis, this.rw, args);

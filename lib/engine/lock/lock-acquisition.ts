@@ -10,6 +10,7 @@ import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
 import type { Grant, HoldFacts, LockSide, WaitBehaviour } from './lock-side';
+import { LockCall } from './lock-call';
 
 /** A hold recorded for one acquisition: its owner's record and the hold's own id (see LockHandle). */
 interface Taken {
@@ -46,7 +47,7 @@ export async function acquireLock(
     // One owner for the whole call, also when it waits anew (see acquireOnce): outside any scope it is the
     // call's own, and a wait's traces in Redis (a writer's intent) are named by it.
     const owner = side.ownerFor(options.owner);
-    return await acquireOnce(side, options, owner, signal, defaultWaitTime);
+    return await acquireOnce(side, options, owner, signal, new LockCall(), defaultWaitTime);
   } catch (error) {
     // Ended by close(): told with this lock's name, as an attempt begun after close() is.
     if (error === waits.signal.reason) throw closedError(side.name);
@@ -65,11 +66,12 @@ async function acquireOnce(
   options: AcquireOptions,
   owner: string,
   signal: WaitSignal,
+  lockCall: LockCall,
   defaultWaitTime?: number,
 ): Promise<LockHandle | { ttl: number }> {
   const { engine, name, kind } = side;
   const leaseTime = options.leaseTime ?? side.defaultLeaseTime();
-  const behaviour = side.waitBehaviour(owner);
+  const behaviour = side.waitBehaviour(owner, lockCall);
   const { label } = options;
   // A release of this owner's hold still being retried must land first: sent after a new grant,
   // a repeat of it could release that grant.
@@ -90,6 +92,7 @@ async function acquireOnce(
         checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
         owner,
         signal,
+        lockCall,
         defaultWaitTime,
       );
     }
@@ -103,6 +106,7 @@ async function acquireOnce(
     leaseMs,
     watched: leaseTime === undefined,
     behaviour,
+    lockCall,
   });
   try {
     const outcome = await call.run();
@@ -116,6 +120,7 @@ async function acquireOnce(
         checkAcquireOptions(name, { ...options, waitTime: left }, defaultWaitTime),
         owner,
         signal,
+        lockCall,
         defaultWaitTime,
       );
     }
@@ -131,12 +136,12 @@ async function acquireOnce(
       }));
       return outcome;
     }
-    await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0);
+    await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0, lockCall);
     engine.lockEvent('timedOut', () => ({ name, kind, owner, label, waitedMs: monotonicNow() - startedAt }));
     return outcome;
   } catch (error) {
     call.giveUp();
-    await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0).catch(() => undefined);
+    await side.abandonWait(owner, behaviour.waiterId, options.waitTime !== 0, lockCall).catch(() => undefined);
     throw error;
   }
 }
@@ -178,6 +183,8 @@ export interface AcquireRequest {
   /** No explicit lease: the watchdog renews it. */
   watched: boolean;
   behaviour: WaitBehaviour;
+  /** The lock() or tryLock() call this acquisition is (again, after a failover) part of. */
+  lockCall: LockCall;
 }
 
 /**
@@ -259,7 +266,7 @@ export class LockAcquisition {
     const { side } = this;
     // No attempt once the client is closed: a wait still running ends (close() aborts its signal).
     if (side.engine.waits.signal.aborted) throw closedError(side.name);
-    const { owner, options, leaseMs, watched } = this.request;
+    const { owner, options, leaseMs, watched, lockCall } = this.request;
     const { label } = options;
     this.grantedIn = side.engine.replicaSync.epoch;
     if (this.unknown) {
@@ -279,7 +286,8 @@ export class LockAcquisition {
     let result: Attempt<Grant>;
     try {
       const waiting = options.waitTime === 0 ? undefined : { othersWaiting, refusedBefore: this.refusedBefore };
-      result = await side.bounded(side.attempt({ owner, leaseMs, holder, payload, waiting, holdId }), 'lock');
+      const request = { owner, leaseMs, holder, payload, waiting, holdId, lockCall };
+      result = await side.bounded(side.attempt(request), 'lock');
     } catch (error) {
       if (error instanceof RedisUnavailableError) this.unknown = { holder, sentAt, holdId };
       throw error;

@@ -24,8 +24,10 @@ import { acquireLock } from './lock-acquisition';
 import { LockRelease, sendUntilAnswered } from './lock-release';
 import { extendHold } from './lock-renewal';
 import type { AttemptRequest, Grant, HoldFacts, LockSide, RawRelease, WaitBehaviour } from './lock-side';
+import type { LockCall } from './lock-call';
 
 export type { AttemptRequest, Grant, RawRelease, WaitBehaviour, WaitingAttempt } from './lock-side';
+export type { LockCall } from './lock-call';
 export { attemptOutcome, waitingFlag } from './attempt-replies';
 
 /**
@@ -76,8 +78,8 @@ export abstract class LockBase implements ReleaseReplayer {
       // (an id unique across processes and restarts, as a hold's is; cheaper than a UUID per acquisition).
       ownerFor: (explicit) => explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${this.engine.newHoldId()}`,
       defaultLeaseTime: () => this.defaultLeaseTime,
-      waitBehaviour: (owner) => this.waitBehaviour(owner),
-      abandonWait: (owner, waiterId, waited) => this.abandonWait(owner, waiterId, waited),
+      waitBehaviour: (owner, lockCall) => this.waitBehaviour(owner, lockCall),
+      abandonWait: (owner, waiterId, waited, lockCall) => this.abandonWait(owner, waiterId, waited, lockCall),
       attempt: (request) => this.attempt(request),
       grantOfUnknownAttempt: (holder, holdId, leaseMs) => this.grantOfUnknownAttempt(holder, holdId, leaseMs),
       releaseOnce: (owner, leaseMs, holdId, handOver) => this.releaseOnce(owner, leaseMs, holdId, handOver),
@@ -192,7 +194,12 @@ export abstract class LockBase implements ReleaseReplayer {
    * simple locks take this process out of the waiting registry once its last waiter gave up, passing
    * on a wake-up that may be on its way (in the background: the caller is not kept waiting for it).
    */
-  protected async abandonWait(_owner: string, _waiterId: string | undefined, waited: boolean): Promise<void> {
+  protected async abandonWait(
+    _owner: string,
+    _waiterId: string | undefined,
+    waited: boolean,
+    _lockCall: LockCall,
+  ): Promise<void> {
     if (waited && this.engine.waiters.memberCount(this.processChannel) === 0) void this.passWakeUp();
   }
 
@@ -200,7 +207,7 @@ export abstract class LockBase implements ReleaseReplayer {
    * Reentrant and simple locks: each waiting process listens on its own channel, and a release wakes
    * one of them (see lua/include/wake-one-process.lua), not every process that waits.
    */
-  protected waitBehaviour(_owner: string): WaitBehaviour {
+  protected waitBehaviour(_owner: string, _lockCall: LockCall): WaitBehaviour {
     // The same for every acquisition of this lock: built once, off the hot path.
     return (this.processWaiting ??= {
       channel: this.processChannel,

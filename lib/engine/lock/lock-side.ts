@@ -9,6 +9,7 @@ import type { HandOver } from '../turns/process-turns';
 import type { LockTurns } from '../turns/lock-turns';
 import type { LeaseFrom } from '../util/server-clock';
 import type { HeardPayload } from '../waiting/wait-ticket';
+import type { LockCall } from './lock-call';
 
 /** A granted attempt: the fencing token and whether the owner already held the lock. */
 export interface Grant {
@@ -50,6 +51,8 @@ export interface AttemptRequest {
   waiting?: WaitingAttempt;
   /** This attempt's own id: the hold it takes is recorded under it (see lua/include/hold-ids.lua). */
   holdId: string;
+  /** The lock() or tryLock() call the attempt is made for (see LockCall). */
+  lockCall: LockCall;
 }
 
 /** An attempt made by a caller that waits if refused. */
@@ -91,10 +94,10 @@ export interface LockSide {
   ownerFor(explicit: string | undefined): string;
   /** The lease when the caller gives none; undefined = the watchdog's lease, renewed while held. */
   defaultLeaseTime(): number | undefined;
-  /** How this kind's waiters for `owner` wait (see LockBase.waitBehaviour). */
-  waitBehaviour(owner: string): WaitBehaviour;
-  /** A wait that ended without the lock (see LockBase.abandonWait). */
-  abandonWait(owner: string, waiterId: string | undefined, waited: boolean): Promise<void>;
+  /** How this kind's waiters for `owner` wait in `lockCall` (see LockBase.waitBehaviour). */
+  waitBehaviour(owner: string, lockCall: LockCall): WaitBehaviour;
+  /** A wait of `lockCall` that ended without the lock (see LockBase.abandonWait). */
+  abandonWait(owner: string, waiterId: string | undefined, waited: boolean, lockCall: LockCall): Promise<void>;
   /** One acquisition attempt (see LockBase.attempt). */
   attempt(request: AttemptRequest): Promise<Attempt<Grant>>;
   /** Whether an attempt whose reply never came was granted (see LockBase.grantOfUnknownAttempt). */
