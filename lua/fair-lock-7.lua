@@ -42,9 +42,10 @@
 --          {'refused', pttl}     'once': not queued; also a repeat whose hold has ended or was
 --                                cancelled (nothing changes)
 --          error BADARG before any write when an argument is unusable (nothing is changed)
---!include fair-queue.lua
---!include hold-ids.lua
+--!include fair-args.lua
 --!include lease-text.lua
+--!include exclusive-token.lua
+--!include hold-records.lua
 local lease, owner, staleAfter, waiterId, mode = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[7], ARGV[8]
 local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5]) or ownerProblem(owner)
   or waiterIdProblem(waiterId) or idleTtlProblem(ARGV[9])
@@ -57,16 +58,32 @@ end
 if mode ~= 'wait' and mode ~= 'once' then
   return redis.error_reply('BADARG mode must be wait or once, got ' .. tostring(mode))
 end
-local grants = KEYS[6]
+local grants, idle = KEYS[6], tonumber(ARGV[9])
 local entry = waiterEntry(owner, waiterId)
 local leaseArg = leaseText(ARGV[1], lease)
+
+-- Grants the free lock to this attempt: the only live hold of a free lock (see recordFirstGrant).
+local function grantFree()
+  redis.call('hset', KEYS[1], owner, '1', GRANTED_TO, entry)
+  redis.call('pexpire', KEYS[1], leaseArg)
+  local granted = nextExclusiveToken(KEYS[4], lease + idle)
+  recordFirstGrant(grants, holdId, granted, owner, lease)
+  return {'granted', granted}
+end
+-- No record under this id (the attempt's first copy), the lock free and nobody queued: the uncontended
+-- case, granted before the queue's steps are defined (each step a script defines costs Redis something
+-- at every call).
+if not recordValue(grants, holdId) and redis.call('exists', KEYS[1], KEYS[2]) == 0 then return grantFree() end
+--!include fair-queue.lua
+--!include hold-ids.lua
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
-  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[9]), grants = KEYS[6],
+  publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = idle, grants = KEYS[6],
   holds = KEYS[7],
 }
 
--- The fencing counter (the epoch of the live holds) is read only when a live record needs it.
+-- A record under this id: a copy of an attempt. (The fencing counter, the epoch of the live holds, is
+-- read only when a live record needs it.)
 local kind, token, holder = readHold(grants, holdId, fair.fence)
 if (kind == 'g' or kind == 'e') and holder == owner and ownerHolds(fair.lock, owner) then
   -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
@@ -79,17 +96,7 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave the attempt up: it takes nothing.
   return {'refused', math.max(0, redis.call('pttl', fair.lock))}
 end
--- Grants the free lock to this attempt: the only live hold of a free lock, so the grants hash's expiry
--- is set outright (see recordHold).
-local function grantFree()
-  redis.call('hset', fair.lock, owner, '1', GRANTED_TO, entry)
-  redis.call('pexpire', fair.lock, leaseArg)
-  local granted = nextExclusiveToken(fair.fence, lease + fair.idle)
-  recordHold(grants, holdId, 'g', granted, owner, lease, granted, true)
-  return {'granted', granted}
-end
--- Free and nobody queued (the uncontended case): granted, with no queue to look at.
-if redis.call('exists', fair.lock, fair.queue) == 0 then return grantFree() end
+-- No record, and the lock or the queue exists (see above).
 dropDeadHeads(fair)
 
 -- pcall: a string here is a simple lock's hold (another owner): queue up behind it

@@ -26,8 +26,8 @@
 --                         a wait of the owner not accepted yet is no hold): nothing changed
 --          (a repeat replies 'released' or 'decremented' as its first copy did)
 --          error BADARG before any write when an argument is unusable
---!include fair-queue.lua
---!include release-call.lua
+--!include fair-args.lua
+--!include release-args.lua
 local owner = ARGV[1]
 local bad = ownerProblem(owner) or fairArgumentProblem(ARGV[3], ARGV[4]) or publishCommandProblem(ARGV[5])
   or idleTtlProblem(ARGV[7])
@@ -37,12 +37,35 @@ if badId then return badId end
 local which, badWhich = releaseModeArgument(ARGV[6])
 if badWhich then return badWhich end
 local lease, grants = tonumber(ARGV[3]), KEYS[6]
+local epoch = epochOf(KEYS[4])
+
+-- The uncontended case first, before the queue's steps are defined (each step a script defines costs
+-- Redis something at every call): the call ends its own hold, live and its owner's only one, and
+-- nobody is queued. Released so with waiters queued, the lock is handed on below.
+local released = false
+if which == 'one' then
+  local kind, _, holder = readHold(grants, holdId, epoch)
+  -- pcall: a string here is a simple lock's hold (another owner), not an error
+  if (kind == 'g' or kind == 'e') and holder == owner and redis.pcall('hget', KEYS[1], owner) == '1' then
+    redis.call('del', KEYS[1])
+    endLastHold(grants, holdId)
+    if not redis.call('lindex', KEYS[2], 0) then return 'released' end
+    released = true
+  end
+end
+--!include fair-queue.lua
+--!include release-call.lua
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]), grants = grants,
   holds = KEYS[7],
 }
+if released then
+  handToNextWaiter(fair)
+  return 'released'
+end
 
+-- Anything else: a repeat, an unlock by owner, a hold with others of its owner left, one that ended.
 local function holds() return ownerHolds(fair.lock, owner) end
 local function locked() return redis.call('exists', fair.lock) == 1 end
 -- A lock that expired under its holder left the queue untold: whatever this call ends, hand it on now.
@@ -50,8 +73,6 @@ local function handOnIfFree(reply)
   if not locked() then handToNextWaiter(fair) end
   return reply
 end
-local epoch = epochOf(fair.fence)
-
 local target, early = releaseTarget(grants, holdId, owner, which, epoch, holds, locked)
 if not target then return handOnIfFree(early) end
 -- The owner's last hold takes the whole lock hash with it, with the record of the wait it was granted to.

@@ -55,11 +55,7 @@ if not recordValue(KEYS[5], holdId) then
     redis.call('hset', KEYS[1], owner, '1')
     redis.call('pexpire', KEYS[1], leaseArg)
     local token = nextExclusiveToken(KEYS[2], fenceKeep)
-    local digits = tokenText(token)
-    -- The only live hold: the hash's expiry is set outright (see recordHold in hold-ids.lua).
-    pruneEnded(KEYS[5])
-    writeRecord(KEYS[5], holdId, liveRecord('g', digits, digits, owner))
-    redis.call('pexpire', KEYS[5], grantsKeepMs(lease))
+    recordFirstGrant(KEYS[5], holdId, token, owner, lease)
     return {'granted', token, 0}
   end
 end

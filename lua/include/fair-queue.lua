@@ -1,5 +1,5 @@
+--!include fair-args.lua
 --!include server-time.lua
---!include publish-command.lua
 --!include fencing.lua
 --!include hold-ids.lua
 -- The fair lock's queue: one entry per wait, in FIFO order (a list) with its deadline (a zset, Redis
@@ -24,40 +24,6 @@
 -- publish, acceptanceLease, idle (how long the fencing counter outlives a lease), grants and holds
 -- (the hold ids and waiter-holds hashes; without them every hand-over is an offer), and now (Redis
 -- server time in ms, read by fairNow when first needed, or given).
-
-local GRANTED_TO = '\0granted-to'
-local HANDED_HOLD = '\0handed-hold'
-
---!include acceptance-lease.lua
-
--- The BADARG reply for a lease or an acceptance lease both fair scripts refuse, or nil.
-local function fairArgumentProblem(leaseArg, acceptanceArg)
-  local lease = tonumber(leaseArg)
-  if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
-    return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(leaseArg))
-  end
-  return acceptanceLeaseProblem(acceptanceArg)
-end
-
--- The BADARG reply for an owner id the fair scripts refuse (empty, or holding NUL), or nil.
-local function ownerProblem(owner)
-  if not owner or owner == '' then return redis.error_reply('BADARG owner id is empty') end
-  if string.find(owner, '\0', 1, true) then return redis.error_reply('BADARG owner id holds a NUL character') end
-  return nil
-end
-
--- The BADARG reply for a waiter id not of the shape '<client id>:<nonce>', or nil.
-local function waiterIdProblem(waiterId)
-  if not waiterId or not string.find(waiterId, ':[^:]+$') then
-    return redis.error_reply('BADARG waiter id must be <client id>:<nonce>, got ' .. tostring(waiterId))
-  end
-  return nil
-end
-
--- The queue entry of `owner`'s wait `waiterId`.
-local function waiterEntry(owner, waiterId)
-  return owner .. '\0' .. waiterId
-end
 
 -- The owner and the waiter id of a queue entry; nil for an entry of no known shape.
 local function entryParts(entry)
@@ -141,7 +107,8 @@ local function offerTo(fair, entry, holdId)
   local owner, waiterId = entryParts(entry)
   local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
   if not client or owner == '' then return false end
-  local token = nextToken(fair.fence, fair.acceptanceLease + fair.idle)
+  -- The lock is free: no live hold is numbered by the counter but the one this hand-over makes.
+  local token = nextExclusiveToken(fair.fence, fair.acceptanceLease + fair.idle)
   local grant = holdId and fair.grants and not readHold(fair.grants, holdId)
   local message = waiterId .. '|' .. tokenText(token)
   if grant then message = message .. ':' .. tokenText(fairNow(fair)) .. ':' .. holdId end

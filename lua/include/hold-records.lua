@@ -100,6 +100,15 @@ local function liveRecord(kind, tokenDigits, epochText, owner)
   return kind .. tokenDigits .. '/' .. epochText .. '|' .. owner
 end
 
+-- Records hold `id`, the first grant of a free lock to `owner` with fencing token `token` (its epoch),
+-- as recordHold does (see hold-ids.lua): the only live hold, so the hash's expiry is set outright.
+local function recordFirstGrant(grants, id, token, owner, lease)
+  pruneEnded(grants)
+  local digits = tokenText(token)
+  writeRecord(grants, id, liveRecord('g', digits, digits, owner))
+  redis.call('pexpire', grants, grantsKeepMs(lease))
+end
+
 -- Hold `id` ended with 'r', the last hold of a lock that has one owner at a time (reentrant, fair): no
 -- live hold is left that the grants hash must outlive, so it is kept the ended records' memory from
 -- now, set outright in one call (keepGrants takes two when the TTL is already as long, as it is when
