@@ -22,7 +22,8 @@
 --                                     run, or that was cancelled: nothing changes, pttl 0 when the lock is free)
 --          error BADARG before any write when an argument is unusable
 --!include waiting-args.lua
---!include fencing.lua
+--!include idle-ttl.lua
+--!include exclusive-token.lua
 --!include release-once.lua
 --!include lease-text.lua
 local token, lease = ARGV[1], tonumber(ARGV[2])
