@@ -8,9 +8,13 @@
 -- an earlier hold left it (the counter lives `idleKeyTtl` past the last grant or renewal, see fencing.lua).
 -- The clock is read first and the counter swapped for it in one SET … GET, rewritten as counter + 1
 -- only when the counter had reached the clock (two grants within a µs, or a clock that stepped back).
-local function nextExclusiveToken(fence, keepMs)
-  local time = redis.call('time')
-  local token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+-- `timeUs`: Redis's clock in µs, when the script has read it already (nil: read here).
+local function nextExclusiveToken(fence, keepMs, timeUs)
+  local token = timeUs
+  if not token then
+    local time = redis.call('time')
+    token = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
   local counter = tonumber(redis.call('set', fence, tokenText(token), 'px', keepMs, 'get') or '0') or 0
   if counter >= token then
     token = counter + 1

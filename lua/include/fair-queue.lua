@@ -46,11 +46,12 @@ local function grantedTo(lockKey)
   return type(entry) == 'string' and entry or nil
 end
 
--- Redis server time in ms for this call: read once, when first needed (an uncontended call never does).
+-- Redis server time in ms for this call: read once, when first needed (an uncontended call never does),
+-- with the µs a hand-over's fencing token starts from (see offerTo).
 local function fairNow(fair)
   local now = fair.now
   if not now then
-    now = nowMs()
+    now, fair.nowUs = serverNow()
     fair.now = now
   end
   return now
@@ -107,8 +108,10 @@ local function offerTo(fair, entry, holdId)
   local owner, waiterId = entryParts(entry)
   local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
   if not client or owner == '' then return false end
-  -- The lock is free: no live hold is numbered by the counter but the one this hand-over makes.
-  local token = nextExclusiveToken(fair.fence, fair.acceptanceLease + fair.idle)
+  -- The lock is free: no live hold is numbered by the counter but the one this hand-over makes. The
+  -- clock was read for the queue's deadlines (a given `now` came without its µs: read again).
+  fairNow(fair)
+  local token = nextExclusiveToken(fair.fence, fair.acceptanceLease + fair.idle, fair.nowUs)
   local grant = holdId and fair.grants and not readHold(fair.grants, holdId)
   local message = waiterId .. '|' .. tokenText(token)
   if grant then message = message .. ':' .. tokenText(fairNow(fair)) .. ':' .. holdId end

@@ -17,14 +17,6 @@
 -- found none: a hand-over then has no stored limit to keep), and self: the entry of the calling
 -- acquisition, if it may be queued (it takes its permits itself).
 
--- Redis server time in ms (as nowMs gives it), and the same reading in µs: read once per call, for
--- its deadlines and its queue's order alike.
-local function serverNow()
-  local time = redis.call('time')
-  local seconds, micros = tonumber(time[1]), tonumber(time[2])
-  return seconds * 1000 + math.floor(micros / 1000), seconds * 1000000 + micros
-end
-
 -- The entry of the acquisition `member` of client `client`.
 local function queueEntry(client, member)
   return #client .. ':' .. client .. member
