@@ -45,7 +45,7 @@
 --!include fair-args.lua
 --!include lease-text.lua
 --!include exclusive-token.lua
---!include hold-records.lua
+--!include grant-record.lua
 local lease, owner, staleAfter, waiterId, mode = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), ARGV[7], ARGV[8]
 local bad = fairArgumentProblem(ARGV[1], ARGV[4]) or publishCommandProblem(ARGV[5]) or ownerProblem(owner)
   or waiterIdProblem(waiterId) or idleTtlProblem(ARGV[9])

@@ -28,6 +28,7 @@
 --          error BADARG before any write when an argument is unusable
 --!include fair-args.lua
 --!include release-args.lua
+--!include release-record.lua
 local owner = ARGV[1]
 local bad = ownerProblem(owner) or fairArgumentProblem(ARGV[3], ARGV[4]) or publishCommandProblem(ARGV[5])
   or idleTtlProblem(ARGV[7])

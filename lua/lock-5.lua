@@ -27,7 +27,7 @@
 --!include idle-ttl.lua
 --!include lease-text.lua
 --!include exclusive-token.lua
---!include hold-records.lua
+--!include grant-record.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease < 1 or lease > 31536000000 or lease % 1 ~= 0 then
   return redis.error_reply('BADARG lease must be whole ms in 1..31536000000, got ' .. tostring(ARGV[1]))

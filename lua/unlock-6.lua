@@ -32,6 +32,7 @@
 --          error BADARG before any write when an argument is unusable
 --!include hand-over-args.lua
 --!include release-args.lua
+--!include release-record.lua
 local owner, publish, handOverMode, client = ARGV[1], ARGV[4], ARGV[6], ARGV[7]
 local call, bad = releaseCallArguments(owner, ARGV[2], ARGV[3], publish, ARGV[8])
 if not call then return bad end

@@ -21,7 +21,8 @@
 -- answer a repeat with the first copy's outcome; they live ENDED_MEMORY_MS at least, and are pruned
 -- past PRUNE_AT entries (a repeat that comes later than that is told the hold is not there).
 --!include expiry.lua
---!include hold-records.lua
+--!include grant-record.lua
+--!include release-record.lua
 
 -- The grants hash lives at least as long as the lock (`lease` ms) and as the ended records' memory.
 local function keepGrants(grants, lease)
