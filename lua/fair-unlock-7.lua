@@ -54,8 +54,7 @@ if which == 'one' then
     released = true
   end
 end
---!include fair-queue.lua
---!include release-call.lua
+--!include fair-hand-over.lua
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = tonumber(ARGV[7]), grants = grants,
@@ -67,6 +66,8 @@ if released then
 end
 
 -- Anything else: a repeat, an unlock by owner, a hold with others of its owner left, one that ended.
+--!include fair-queue.lua
+--!include release-call.lua
 local function holds() return ownerHolds(fair.lock, owner) end
 local function locked() return redis.call('exists', fair.lock) == 1 end
 -- A lock that expired under its holder left the queue untold: whatever this call ends, hand it on now.
