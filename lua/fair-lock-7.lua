@@ -74,17 +74,57 @@ end
 -- case, granted before the queue's steps are defined (each step a script defines costs Redis something
 -- at every call).
 if not recordValue(grants, holdId) and redis.call('exists', KEYS[1], KEYS[2]) == 0 then return grantFree() end
---!include fair-queue.lua
---!include hold-ids.lua
+--!include fair-hand-over.lua
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = idle, grants = KEYS[6],
   holds = KEYS[7],
 }
 
--- A record under this id: a copy of an attempt. (The fencing counter, the epoch of the live holds, is
--- read only when a live record needs it.)
+-- Queues this wait (its place, its deadline, and the hold id a hand-over records its hold under), or
+-- refuses a single attempt.
+local function queueUp()
+  if mode == 'wait' then
+    if not redis.call('zscore', fair.deadlines, entry) then
+      redis.call('rpush', fair.queue, entry)
+    end
+    local now = fairNow(fair)
+    redis.call('zadd', fair.deadlines, now + staleAfter, entry)
+    -- A lease shorter than the acceptance lease is not handed over in a message: Redis would keep the
+    -- lock longer than its holder asked for. Such a wait is offered the lock, and its acceptance sets it.
+    if lease >= fair.acceptanceLease then registerHold(fair, entry, holdId) end
+    return {'refused', redis.call('pttl', fair.lock), now}
+  end
+  return {'refused', redis.call('pttl', fair.lock)}
+end
+
+-- A record under this id: a copy of an attempt (below). (The fencing counter, the epoch of the live
+-- holds, is read only when a live record needs it.)
 local kind, token, holder = readHold(grants, holdId, fair.fence)
+local held
+if not kind then
+  -- No record, and the lock or the queue exists (see above).
+  dropDeadHeads(fair)
+  -- pcall: a string here is a simple lock's hold (another owner): queue up behind it
+  held = redis.pcall('hget', fair.lock, owner)
+  if type(held) ~= 'string' then held = nil end
+  -- Not this owner's: the contended case, decided before the steps of the others are defined.
+  if not held then
+    while redis.call('exists', fair.lock) == 0 do
+      local head = redis.call('lindex', fair.queue, 0)
+      if (not head) or head == entry then
+        if head then dequeueHead(fair, head) end
+        return grantFree()
+      end
+      -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it the
+      -- lock, or, if nobody listens for it, drop it and look again.
+      handToHead(fair, head)
+    end
+    return queueUp()
+  end
+end
+--!include fair-queue.lua
+--!include hold-ids.lua
 if (kind == 'g' or kind == 'e') and holder == owner and ownerHolds(fair.lock, owner) then
   -- A repeat of an attempt that landed: the same reply, and the lease it asked for.
   keepAtLeast(fair.lock, lease)
@@ -96,12 +136,6 @@ if kind then
   -- A copy that comes after its hold ended, or after the caller gave the attempt up: it takes nothing.
   return {'refused', math.max(0, redis.call('pttl', fair.lock))}
 end
--- No record, and the lock or the queue exists (see above).
-dropDeadHeads(fair)
-
--- pcall: a string here is a simple lock's hold (another owner): queue up behind it
-local held = redis.pcall('hget', fair.lock, owner)
-if type(held) ~= 'string' then held = nil end
 if held == '0' then
   -- Handed to a wait of this owner: that wait takes it over (its message may be late or lost); any
   -- other wait of the owner keeps its own place behind. (The epoch, the fencing counter, is read only
@@ -114,50 +148,26 @@ if held == '0' then
     recordHold(grants, holdId, 'g', epoch, owner, lease, epoch)
     return {'granted', epoch}
   end
-elseif held then
-  local epoch = epochOf(fair.fence)
-  -- Handed over to this very wait (a grant in the message, which may be late or lost): the hold the
-  -- hand-over recorded under the id this wait registered is this attempt's answer, with its lease.
-  local handed = grantedTo(fair.lock) == entry and handedHold(fair.lock)
-  if handed then
-    local handedKind, handedToken, handedOwner = readHold(grants, handed, epoch)
-    if handedKind == 'g' and handedOwner == owner then
-      keepAtLeast(fair.lock, lease)
-      keepGrants(grants, lease)
-      keepFence(fair.fence, lease + fair.idle)
-      return {'granted', handedToken, handed}
-    end
-  end
-  -- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks (in this process
-  -- or another); this wait is over.
-  leaveQueue(fair, entry)
-  redis.call('hincrby', fair.lock, owner, 1)
-  keepAtLeast(fair.lock, lease)
-  keepFence(fair.fence, lease + fair.idle)
-  recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
-  return {'reentered', epoch}
-else
-  while redis.call('exists', fair.lock) == 0 do
-    local head = redis.call('lindex', fair.queue, 0)
-    if (not head) or head == entry then
-      if head then dequeueHead(fair, head) end
-      return grantFree()
-    end
-    -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it the
-    -- lock, or, if nobody listens for it, drop it and look again.
-    handToHead(fair, head)
+  return queueUp()
+end
+local epoch = epochOf(fair.fence)
+-- Handed over to this very wait (a grant in the message, which may be late or lost): the hold the
+-- hand-over recorded under the id this wait registered is this attempt's answer, with its lease.
+local handed = grantedTo(fair.lock) == entry and handedHold(fair.lock)
+if handed then
+  local handedKind, handedToken, handedOwner = readHold(grants, handed, epoch)
+  if handedKind == 'g' and handedOwner == owner then
+    keepAtLeast(fair.lock, lease)
+    keepGrants(grants, lease)
+    keepFence(fair.fence, lease + fair.idle)
+    return {'granted', handedToken, handed}
   end
 end
-
-if mode == 'wait' then
-  if not redis.call('zscore', fair.deadlines, entry) then
-    redis.call('rpush', fair.queue, entry)
-  end
-  local now = fairNow(fair)
-  redis.call('zadd', fair.deadlines, now + staleAfter, entry)
-  -- A lease shorter than the acceptance lease is not handed over in a message: Redis would keep the
-  -- lock longer than its holder asked for. Such a wait is offered the lock, and its acceptance sets it.
-  if lease >= fair.acceptanceLease then registerHold(fair, entry, holdId) end
-  return {'refused', redis.call('pttl', fair.lock), now}
-end
-return {'refused', redis.call('pttl', fair.lock)}
+-- The owner holds it: as in Redisson, the same owner re-enters, whichever call asks (in this process
+-- or another); this wait is over.
+leaveQueue(fair, entry)
+redis.call('hincrby', fair.lock, owner, 1)
+keepAtLeast(fair.lock, lease)
+keepFence(fair.fence, lease + fair.idle)
+recordHold(grants, holdId, 'e', epoch, owner, lease, epoch)
+return {'reentered', epoch}

@@ -45,6 +45,11 @@ local function dequeueHead(fair, head)
   if fair.holds then redis.call('hdel', fair.holds, head) end
 end
 
+-- The queued wait `entry` registers `holdId`, its latest attempt's own id, for a grant in the message.
+local function registerHold(fair, entry, holdId)
+  if fair.holds then redis.call('hset', fair.holds, entry, holdId) end
+end
+
 -- Hands the free lock to the wait of `entry` (out of the queue), with a new fencing token. With the
 -- hold id `holdId` that wait registered and no record under it yet, the hold is recorded under that id
 -- (owner count 1, lease the acceptance lease) and the message is the grant: '<waiter id>|<token>:<Redis

@@ -46,11 +46,6 @@ local function leaveQueue(fair, entry)
   end
 end
 
--- The queued wait `entry` registers `holdId`, its latest attempt's own id, for a grant in the message.
-local function registerHold(fair, entry, holdId)
-  if fair.holds then redis.call('hset', fair.holds, entry, holdId) end
-end
-
 -- The id of the hold the lock was handed over under (a grant in the message), or nil.
 local function handedHold(lockKey)
   -- pcall: a string here is a simple lock's hold
