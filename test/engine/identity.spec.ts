@@ -90,6 +90,21 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     expect(b.lost).toEqual([]);
   });
 
+  it('unlock({ owner }) from another process ended one of two holds; once the holder releases the other, its last handle aborts (not-owner)', async () => {
+    const a = client();
+    const b = client();
+    const name = 'unlock-by-owner-outer-first';
+    const outer = await b.locks.getLock(name).lock({ owner: 'job-5' });
+    const inner = await b.locks.getLock(name).lock({ owner: 'job-5' });
+    expect(await a.locks.getLock(name).unlock({ owner: 'job-5' })).toBe('decremented');
+    // Redis counted two holds and one was released for the owner: the holder's next release is its last.
+    expect(await outer.release()).toBe('released');
+    expect(await holders(name)).toEqual({});
+    expect(inner.signal.aborted).toBe(true);
+    expect(b.lost.map((e) => e.reason)).toEqual(['not-owner']);
+    expect(await a.locks.getLock(name).tryLock({ owner: 'rival' })).not.toBeNull();
+  });
+
   it('unlock({ owner }) whose reply was lost on a connection that never re-sends is sent again by the library under the same call id: one hold ends', async () => {
     const a = client({ viaProxy: 'no-resend' });
     const b = client();

@@ -229,7 +229,9 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     expect(holders.length).toBe(total);
     // A process the scheduler keeps from queuing again at once misses a turn (the others go on in
     // their order): rare. A lock that let a process jump the queue would show in many windows, and as
-    // a process granted three times among 8 grants.
+    // a process granted three times among 8 grants in many of them (a releaser taking its lock back
+    // again and again). Two processes late at once on a loaded machine leave one a third grant in
+    // the windows that hold both misses: at most 8.
     const steady = holders.slice(16, -16);
     expect(steady.length).toBeGreaterThan(40);
     const windows = steady.slice(7).map((_, i) => steady.slice(i, i + 8));
@@ -237,7 +239,7 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     // One missed turn shows in up to 8 windows.
     expect(mixed.length).toBeLessThanOrEqual(8 + windows.length * 0.05);
     const thrice = windows.filter((window) => window.some((pid) => window.filter((p) => p === pid).length > 2));
-    expect(thrice).toEqual([]);
+    expect(thrice.length).toBeLessThanOrEqual(8);
     const k = keysOf();
     expect(await a.redis.exists(k.lock, k.queue, k.deadlines, k.waiterHolds)).toBe(0);
   }, 90_000);

@@ -93,6 +93,20 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     await expect(a.fair(name).unlock({ owner: 'job-5' })).rejects.toBeInstanceOf(LockNotHeldError);
   });
 
+  it('unlock({ owner }) from another process ended one of two holds; once the holder releases the other, its last handle aborts (not-owner)', async () => {
+    const a = client();
+    const b = client();
+    const name = 'unlock-by-owner-outer-first';
+    const outer = await b.fair(name).lock({ owner: 'job-5' });
+    const inner = await b.fair(name).lock({ owner: 'job-5' });
+    expect(await a.fair(name).unlock({ owner: 'job-5' })).toBe('decremented');
+    expect(await outer.release()).toBe('released');
+    expect(await lockKeysLeft(name)).toBe(0);
+    expect(inner.signal.aborted).toBe(true);
+    expect(b.lost.map((e) => e.reason)).toEqual(['not-owner']);
+    expect(await a.fair(name).tryLock({ owner: 'rival' })).not.toBeNull();
+  });
+
   it("a release re-sent by the application's client after its reply was lost reports what the first copy did (defect 10)", async () => {
     const a = client({ viaProxy: true });
     const name = 'resent-release';

@@ -74,6 +74,20 @@ describe.each(['write', 'read'] as const)('identity by id: the %s side of a read
     expect(b.lost).toEqual([]);
   });
 
+  it('unlock({ owner }) from another process ended one of two holds; once the holder releases the other, its last handle aborts (not-owner)', async () => {
+    const a = client();
+    const b = client();
+    const name = 'unlock-by-owner-outer-first';
+    const outer = await sideOf(b, name).lock({ owner: 'job-5' });
+    const inner = await sideOf(b, name).lock({ owner: 'job-5' });
+    expect(await sideOf(a, name).unlock({ owner: 'job-5' })).toBe('decremented');
+    expect(await outer.release()).toBe('released');
+    expect(await holders(name)).toEqual({});
+    expect(inner.signal.aborted).toBe(true);
+    expect(b.lost.map((e) => e.reason)).toEqual(['not-owner']);
+    expect(await client().locks.getReadWriteLock(name).writeLock().tryLock({ owner: 'rival' })).not.toBeNull();
+  });
+
   it("a release re-sent by the application's client after its reply was lost reports what the first copy did (defect 10)", async () => {
     const a = client({ viaProxy: true });
     const name = 'resent-release';

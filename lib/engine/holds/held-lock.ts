@@ -319,9 +319,13 @@ export class HeldLock {
     if (this.watched) this.registry.watchdog.watch(this);
   }
 
-  /** Redis reports the last hold released. */
+  /**
+   * Redis reports the owner's last hold released. Holds this record still counts are gone then:
+   * another process's `unlock({ owner })` ended one of them, so their holders must stop.
+   */
   markReleased(): void {
     this.released = true;
+    if (this.holdCount > 0) return this.markLost('not-owner');
     this.forget();
   }
 
