@@ -102,6 +102,8 @@ describe('identity by id: explicit owners and repeated commands (reentrant lock)
     expect(await holders(name)).toEqual({});
     expect(inner.signal.aborted).toBe(true);
     expect(b.lost.map((e) => e.reason)).toEqual(['not-owner']);
+    // Its holder's release finds nothing to release: told so, not 'released'.
+    expect(await inner.release()).toBe('expired');
     expect(await a.locks.getLock(name).tryLock({ owner: 'rival' })).not.toBeNull();
   });
 

@@ -104,6 +104,8 @@ describe('identity by id: explicit owners and repeated commands (fair lock)', ()
     expect(await lockKeysLeft(name)).toBe(0);
     expect(inner.signal.aborted).toBe(true);
     expect(b.lost.map((e) => e.reason)).toEqual(['not-owner']);
+    // Its holder's release finds nothing to release: told so, not 'released'.
+    expect(await inner.release()).toBe('expired');
     expect(await a.fair(name).tryLock({ owner: 'rival' })).not.toBeNull();
   });
 

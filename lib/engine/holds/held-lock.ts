@@ -86,7 +86,10 @@ export class HeldLock {
   /** The ids of the holds this client has, oldest first (see lua/include/hold-ids.lua). */
   private readonly holdIds: string[];
   lost = false;
-  /** Redis reported the last hold released; later releases of it are no-ops. */
+  /**
+   * Redis reported the owner's last hold released; later releases of it are no-ops ('expired' when
+   * holds were still counted here: see markReleased).
+   */
   released = false;
   /**
    * When this side takes the lease for over (monotonicNow ms): a drift margin before Redis can let it run

@@ -30,7 +30,8 @@ export class LockRelease {
   constructor(private readonly side: LockSide) {}
 
   release(held: HeldLock, holdId?: string): Promise<ReleaseOutcome> {
-    if (held.released) return Promise.resolve('released');
+    // Released already; lost too: this hold was ended by another process's unlock({ owner }).
+    if (held.released) return Promise.resolve(held.lost ? 'expired' : 'released');
     // A `then`, not an async function: every release makes this call.
     return this.releaseHold(held, holdId).then((outcome) => {
       const { name, kind, engine } = this.side;
