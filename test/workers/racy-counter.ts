@@ -2,7 +2,8 @@
 // DURATION_MS, starting at START_AT. Also appends each fencing token to TOKENS_KEY inside the lock,
 // so the test can check tokens grow strictly in the order the lock was granted (with an explicit
 // LEASE_MS, those pushed too late to be sure of it also go to TOKENS_KEY:late), and, with HOLDERS_KEY,
-// this process's pid (the order processes were granted it).
+// this process's pid (the order processes were granted it). With QUEUE_KEY (a fair lock's queue), the
+// client id of each holder and of the process at the head of the queue during its hold, to HOLDERS_KEY:queues.
 import { raceStart, sleep, workerClient, workerLease, workerLock, workerRedLock } from './worker-client';
 
 async function main(): Promise<void> {
@@ -28,6 +29,12 @@ async function main(): Promise<void> {
       await redis.set(counterKey, String(value + 1));
       if (!redLock) await redis.rpush(tokensKey, String(fencingToken)); // RedLock has no single token
       if (process.env.HOLDERS_KEY) await redis.rpush(process.env.HOLDERS_KEY, String(process.pid));
+      if (process.env.QUEUE_KEY) {
+        // A fair lock's queue as this holder sees it: the next grant must go to its head's process.
+        const head = await redis.lindex(process.env.QUEUE_KEY, 0);
+        const record = { client: locks.clientId, next: head === null ? null : queuedClient(head) };
+        await redis.rpush(`${process.env.HOLDERS_KEY!}:queues`, JSON.stringify(record));
+      }
       // An explicit lease runs out under a holder stalled past it (a loaded machine), and the next holder
       // may push first. The token is Redis's clock at the grant (µs), and a TIME sent after the push runs
       // after it: a push it shows inside the lease ran while this hold's lease was live; a later one is
@@ -50,6 +57,13 @@ async function main(): Promise<void> {
   const lingering = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap');
   if (lingering.length > 0) console.error(`still active after close: ${lingering.join(', ')}`);
   process.exit(0);
+}
+
+/** The client id in a fair queue entry: '<owner>', a NUL, '<client id>:<n>' (see lua/include/fair-hand-over.lua). */
+function queuedClient(entry: string): string | null {
+  const waiterId = entry.slice(entry.indexOf('\0') + 1);
+  const cut = waiterId.lastIndexOf(':');
+  return cut < 0 ? null : waiterId.slice(0, cut);
 }
 
 main().catch((error) => {
