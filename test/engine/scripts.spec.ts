@@ -195,6 +195,25 @@ describe('lua scripts', () => {
     }
   });
 
+  it("redlock-grant-3: a vote of a wait never refused ('-') leaves the waiting registry alone; refused, it registers its process", async () => {
+    const k = keys();
+    await seedFence(redis, k.fence);
+    const grant = (token: string, clientId: string, waiting: '0' | '-') =>
+      REDLOCK_GRANT.run(redis, k, { token, leaseMs: 5000, idleKeyTtl: IDLE_KEY_TTL, clientId, waiting });
+    // Process c is registered for another of its waits (refused earlier), which still waits.
+    await redis.zadd(k.waiting, 1, 'c');
+    expect(await grant('c1', 'c', '-')).toEqual(['granted', FENCE_SEED + 1]);
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c']);
+    // The same vote again (a client re-sending it): its own hold, nothing else changes.
+    expect(await grant('c1', 'c', '-')).toEqual(['granted', FENCE_SEED + 1]);
+    expect((await grant('d1', 'd', '-'))[0]).toBe('refused');
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c', 'd']);
+    // d's wait was refused: granted now ('0'), its process leaves the registry.
+    await redis.del(k.lock);
+    expect(await grant('d2', 'd', '0')).toEqual(['granted', FENCE_SEED + 2]);
+    expect(await redis.zrange(k.waiting, 0, -1)).toEqual(['c']);
+  });
+
   it('lock-5: re-entry never shortens a longer lease', async () => {
     const k = keys();
     await lock(k, 'a', 60_000);

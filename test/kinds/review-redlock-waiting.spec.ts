@@ -98,4 +98,46 @@ describe('RedLock waiting review', () => {
       await closeAll(holders);
     }
   }, 60_000);
+  it("each vote says how its process waits: '-' never refused, '0' refused before, '1' another wait of its process is registered", async () => {
+    const holders = await clientsFor();
+    const waiters = await clientsFor();
+    try {
+      const name = 'vote-flags';
+      const lockKey = waiters[0].locks.getSimpleLock(name).keys.lock;
+      // The flags of the votes on the first master, in order, by the owner in their token (a script the
+      // server did not have yet is sent twice: once per token).
+      const votes = new Map<string, { owner: string; flag: string }>();
+      watchCommands(waiters[0], (command) => {
+        if (!isAttemptOn(command, lockKey)) return;
+        const token = String(command.args[5]);
+        votes.set(token, { owner: token.slice(37), flag: String(command.args[9]) });
+      });
+      const flagsOf = (owner: string) => [...votes.values()].filter((v) => v.owner === owner).map((v) => v.flag);
+      const lockOf = (clients: TestClient[]) =>
+        new RedLock(
+          clients.map((c) => c.locks),
+          name,
+        );
+      // Uncontended: the vote's process is not registered, and a grant leaves the registry alone.
+      await (await lockOf(waiters).lock({ owner: 'alone' })).release();
+      expect(flagsOf('alone')).toEqual(['-']);
+      const held = await lockOf(holders).lock({ leaseTime: 20_000 });
+      const first = lockOf(waiters).lock({ owner: 'first' });
+      await sleep(300); // refused, and waiting
+      // A second wait of the same process starts while the first is registered: its first vote says so.
+      const second = lockOf(waiters).lock({ owner: 'second' });
+      await sleep(300);
+      await held.release();
+      await (await first).release();
+      await (await second).release();
+      const [firstOfFirst, ...laterOfFirst] = flagsOf('first');
+      expect(firstOfFirst).toBe('-');
+      expect(laterOfFirst.length).toBeGreaterThan(0);
+      expect(laterOfFirst.every((flag) => flag === '0' || flag === '1')).toBe(true);
+      expect(flagsOf('second')[0]).toBe('1');
+    } finally {
+      await closeAll(waiters);
+      await closeAll(holders);
+    }
+  }, 60_000);
 });

@@ -15,6 +15,7 @@ import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
 import { delay, ReleaseWatch } from './release-watch';
 import type { CombinedSignal } from '../waiting/abort-fan-out';
 import type { AttemptReply } from '../scripts/replies';
+import type { VoteWaiting } from '../scripts/catalog';
 
 export interface RedLockOptions {
   /**
@@ -49,6 +50,23 @@ interface LostRound {
   retryAfter: number;
   reachable: number;
   cause?: unknown;
+}
+
+/**
+ * How a round's votes wait if refused (see ask): undefined for a single attempt, which never registers
+ * its process; else whether an earlier round of the wait lost (a refused vote may have registered its
+ * process), and whether the wait has joined its process's waiters (see watchReleases).
+ */
+type RoundWaiting = { refusedBefore: boolean; member: boolean } | undefined;
+
+/**
+ * A vote's waiting flag (see redlock-grant-3.lua), as waitingFlag gives a lock's attempt: `members`,
+ * this process's waiters of the name on the master, counts the wait itself once it has joined.
+ */
+function voteWaiting(members: number, waiting: RoundWaiting): VoteWaiting {
+  if (!waiting) return 'once';
+  if (members > (waiting.member ? 1 : 0)) return '1';
+  return waiting.refusedBefore ? '0' : '-';
 }
 
 /** Pause before trying again when too few masters can be reached. */
@@ -250,6 +268,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     let gated = false;
     // A refused vote registers this process as waiting, unless the caller makes a single attempt.
     const waits = deadline > calledAt;
+    // Whether a round of this wait lost (a refused vote registered its process on that master).
+    let refusedBefore = false;
     let acquired = false;
     // The caller's signal, or a client of this lock closing: the wait then ends with a LockError, as any
     // other kind's does (and takes nothing through a closed client).
@@ -269,7 +289,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         // Before every round, the first too: an aborted wait asks no master (see acquireLoop).
         signal.throwIfAborted();
         const seen = watch?.counts();
-        const round = await this.round(owner, options, gated, waits);
+        const round = await this.round(owner, options, gated, waits ? { refusedBefore, member: !!watch } : undefined);
         if (round instanceof RedLockHandle) {
           if (signal.aborted) {
             // The caller gave up while the round ran: it gets the reason, as from any other kind, and the
@@ -286,6 +306,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           }));
           return round;
         }
+        refusedBefore = true;
         const remaining = deadline - monotonicNow();
         if (remaining <= 0) {
           // Out of time: say whether the masters refused (contention) or could not be reached.
@@ -368,7 +389,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     owner: string,
     options: AcquireOptions,
     gated: boolean,
-    waits: boolean,
+    waiting: RoundWaiting,
   ): Promise<RedLockHandle | LostRound> {
     const lease = this.leaseOf(options.leaseTime);
     const started = monotonicNow();
@@ -393,11 +414,11 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       lateVotes.splice(0).forEach(handler);
     };
     if (asked.length >= this.quorum && !gated) {
-      votes.push(...(await this.decide(asked, this.quorum, tokens, lease, waits, onLate)));
+      votes.push(...(await this.decide(asked, this.quorum, tokens, lease, waiting, onLate)));
     } else if (asked.length >= this.quorum) {
       const gate = await new Promise<Vote>((resolve) => {
-        const sent = this.ask(asked[0], tokens[asked[0]], lease, waits);
-        this.follow(asked[0], sent, tokens[asked[0]], lease, waits, resolve, onLate);
+        const sent = this.ask(asked[0], tokens[asked[0]], lease, waiting);
+        this.follow(asked[0], sent, tokens[asked[0]], lease, waiting !== undefined, resolve, onLate);
       });
       votes.push(gate);
       if ('refusedFor' in gate) {
@@ -405,7 +426,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         return this.lost(votes, lease, asked[0]);
       }
       const need = this.quorum - ('granted' in gate ? 1 : 0);
-      votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, waits, onLate)));
+      votes.push(...(await this.decide(asked.slice(1), need, tokens, lease, waiting, onLate)));
     }
     const granted = votes.filter((v) => 'granted' in v);
     const validity = lease - (monotonicNow() - started) - this.drift(lease);
@@ -456,7 +477,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     need: number,
     tokens: string[],
     lease: number,
-    waits: boolean,
+    waiting: RoundWaiting,
     late: (vote: Vote) => void,
   ): Promise<Vote[]> {
     return new Promise((resolve) => {
@@ -477,7 +498,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       };
       // Every master's command is written before any vote's bookkeeping: the last one is asked as early
       // as it can be, and the replies are read once this turn ends.
-      const sent = indices.map((index) => this.ask(index, tokens[index], lease, waits));
+      const sent = indices.map((index) => this.ask(index, tokens[index], lease, waiting));
+      const waits = waiting !== undefined;
       indices.forEach((index, i) => this.follow(index, sent[i], tokens[index], lease, waits, onVote, late));
       check();
     });
@@ -487,14 +509,14 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
    * Sends master `index`'s vote: the classic algorithm's `SET NX PX` with a token unique to each attempt
    * on each master (lua/redlock-grant-3.lua), so an attempt that answers after its round gave up can
    * never stack onto a later round's hold, and is taken back on its own (see follow). RedLock is
-   * therefore not re-entrant. Refused while the caller `waits`, the vote registers this process as
-   * waiting there, so that the master's next release wakes it (or the process that has waited longer).
+   * therefore not re-entrant. Refused while the caller waits (`waiting`), the vote registers this process
+   * as waiting there, so that the master's next release wakes it (or the process that has waited longer).
    */
-  private ask(index: number, token: string, lease: number, waits: boolean): Promise<AttemptReply> {
+  private ask(index: number, token: string, lease: number, waiting: RoundWaiting): Promise<AttemptReply> {
     const master = this.masters[index];
-    const others = engineOf(this.clients[index]).waiters.memberCount(master.processChannel) > 1;
-    const sent = master.grant(token, lease, waits ? (others ? '1' : '0') : 'once');
-    if (waits) this.waitingVotes.add(sent);
+    const members = engineOf(this.clients[index]).waiters.memberCount(master.processChannel);
+    const sent = master.grant(token, lease, voteWaiting(members, waiting));
+    if (waiting) this.waitingVotes.add(sent);
     return sent;
   }
 

@@ -103,8 +103,11 @@ export const SIMPLE_CLAIM = defineScript({
 
 // RedLock: each master's vote, with the simple lock's waiting registry (not its hand-over).
 
-/** How a RedLock vote may register its process as waiting: as waiting, with other waiters ('1') or not ('0'), or never ('once'). */
-export type VoteWaiting = '0' | '1' | 'once';
+/**
+ * How a RedLock vote may register its process as waiting: as waiting, with other waiters ('1') or not
+ * ('0'; '-' while its wait was never refused, so its process is not registered), or never ('once').
+ */
+export type VoteWaiting = '0' | '1' | '-' | 'once';
 
 /**
  * `SET NX PX` under the attempt's `token` and the next fencing token; refused, a waiting caller's
