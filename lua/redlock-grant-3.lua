@@ -36,16 +36,17 @@ if not client or client == '' then return redis.error_reply('BADARG client id is
 if flag ~= '0' and flag ~= '1' and flag ~= '-' and flag ~= 'once' then
   return redis.error_reply('BADARG waiting flag must be 0, 1, - or once, got ' .. tostring(flag))
 end
+local fenceKeep = lease + tonumber(ARGV[3])
 local granted = redis.call('set', KEYS[1], token, 'px', leaseText(ARGV[2], lease), 'nx')
 -- The uncontended vote (its process not registered): granted before the registry's steps are defined
 -- (each step a script defines costs Redis something at every call).
 if granted and (flag == '-' or flag == 'once') then
-  return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[3]))}
+  return {'granted', nextExclusiveToken(KEYS[2], fenceKeep)}
 end
 --!include waiting-registration.lua
 if granted then
   grantedWaiting(KEYS[3], client, flag)
-  return {'granted', nextExclusiveToken(KEYS[2], lease + tonumber(ARGV[3]))}
+  return {'granted', nextExclusiveToken(KEYS[2], fenceKeep)}
 end
 -- pcall: a hash here is another lock kind's hold, never this token
 if redis.pcall('get', KEYS[1]) == token then return {'granted', tonumber(redis.call('get', KEYS[2]) or '0')} end

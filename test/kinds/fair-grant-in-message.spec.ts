@@ -230,7 +230,7 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     // dead: a waiter frozen past staleWaiterTimeout (1.5 s) by a loaded machine, a hand-over it did not hear
     // or that lapsed unclaimed (4 s): a few at most in 8 s. A lock that let anyone jump the queue would
     // show here at most of its grants.
-    const grants = (await a.redis.lrange(`${env.HOLDERS_KEY}:queues`, 0, -1)).map(
+    const grants = (await a.redis.lrange(env.HOLDERS_KEY, 0, -1)).map(
       (text) => JSON.parse(text) as { client: string; next: string | null },
     );
     expect(grants.length).toBe(total);

@@ -2,8 +2,8 @@
 // DURATION_MS, starting at START_AT. Also appends each fencing token to TOKENS_KEY inside the lock,
 // so the test can check tokens grow strictly in the order the lock was granted (with an explicit
 // LEASE_MS, those pushed too late to be sure of it also go to TOKENS_KEY:late), and, with HOLDERS_KEY,
-// this process's pid (the order processes were granted it). With QUEUE_KEY (a fair lock's queue), the
-// client id of each holder and of the process at the head of the queue during its hold, to HOLDERS_KEY:queues.
+// each holder's client id in grant order, with (given QUEUE_KEY, a fair lock's queue) the client id of the
+// process at the head of the queue during its hold.
 import { raceStart, sleep, workerClient, workerLease, workerLock, workerRedLock } from './worker-client';
 
 async function main(): Promise<void> {
@@ -28,12 +28,11 @@ async function main(): Promise<void> {
       await sleep(Math.random() < 0.3 ? 1 : 0); // widen the race window
       await redis.set(counterKey, String(value + 1));
       if (!redLock) await redis.rpush(tokensKey, String(fencingToken)); // RedLock has no single token
-      if (process.env.HOLDERS_KEY) await redis.rpush(process.env.HOLDERS_KEY, String(process.pid));
-      if (process.env.QUEUE_KEY) {
-        // A fair lock's queue as this holder sees it: the next grant must go to its head's process.
-        const head = await redis.lindex(process.env.QUEUE_KEY, 0);
+      if (process.env.HOLDERS_KEY) {
+        // With a fair lock's QUEUE_KEY, the queue as this holder sees it: the next grant must go to its head's process.
+        const head = process.env.QUEUE_KEY ? await redis.lindex(process.env.QUEUE_KEY, 0) : null;
         const record = { client: locks.clientId, next: head === null ? null : queuedClient(head) };
-        await redis.rpush(`${process.env.HOLDERS_KEY!}:queues`, JSON.stringify(record));
+        await redis.rpush(process.env.HOLDERS_KEY, JSON.stringify(record));
       }
       // An explicit lease runs out under a holder stalled past it (a loaded machine), and the next holder
       // may push first. The token is Redis's clock at the grant (µs), and a TIME sent after the push runs
