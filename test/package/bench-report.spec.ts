@@ -148,6 +148,31 @@ describe('the benchmark report (bench/report)', () => {
     expect(row!.bound).toContain('redis-semaphore');
   });
 
+  it('shows a target whose only peer starved its waiters as not judged, and leaves it out of the count', () => {
+    const results = published();
+    results.redLock = redLockResult(); // ours 100/s against 150/s from a peer at Jain 0.6
+    const contended = (r: BenchResults) =>
+      evaluateTargets(r).find((row) => row.target === 'RedLock: contended throughput ≥ 1.0 × @sesamecare-oss/redlock');
+    const starving = contended(results)!;
+    expect(starving).toMatchObject({ met: false, notJudged: 'its waiters starved (Jain 0.600 < 0.9)' });
+    const judged = evaluateTargets(results).filter((row) => row.notJudged === undefined);
+    const header = (r: BenchResults) => /(\d+) of (\d+) met([^.]*)\./.exec(renderMarkdown(r))!;
+    const [, met, total, more] = header(results);
+    expect([Number(met), Number(total)]).toEqual([judged.filter((row) => row.met).length, judged.length]);
+    expect(more).toContain('one more row not judged');
+    expect(renderMarkdown(results)).toMatch(/\| RedLock: contended throughput[^\n]*\| not judged: its waiters starved/);
+
+    // The same peer with fair waiters sets the bound again: judged, and missed.
+    for (const round of results.redLock.contended['redlock-masters']!.rounds) round.jain = 0.95;
+    results.redLock.contended['redlock-masters']!.jain = 0.95;
+    expect(contended(results)).toMatchObject({ met: false });
+    expect(contended(results)!.notJudged).toBeUndefined();
+    const [, , totalAfter, moreAfter] = header(results);
+    expect(Number(totalAfter)).toBe(Number(total) + 1);
+    expect(moreAfter).toBe('');
+    expect(renderMarkdown(results)).toMatch(/\| RedLock: contended throughput[^\n]*\| \*\*missed\*\*/);
+  });
+
   it('uses every block of the prose files and fills every placeholder', () => {
     const used = new Set<string>();
     const fill = proseModule.prose;

@@ -35,7 +35,8 @@ export function fifoFloorAnalysis(r: BenchResults, fairMissed: boolean): string 
 
 export function analysis(r: BenchResults, targets: TargetRow[]): string {
   const out: string[] = [prose('analysis', 'heading'), ''];
-  const missed = (prefix: string): TargetRow[] => targets.filter((t) => !t.met && t.target.startsWith(prefix));
+  const missed = (prefix: string): TargetRow[] =>
+    targets.filter((t) => !t.met && t.notJudged === undefined && t.target.startsWith(prefix));
   const u = r.uncontended;
   const h = r.hotKey;
   const w = r.waiters;

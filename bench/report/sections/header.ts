@@ -64,12 +64,24 @@ export function header(r: BenchResults): string {
 }
 
 export function targetsSection(rows: TargetRow[]): string {
+  const judged = rows.filter((t) => t.notJudged === undefined);
+  const unjudged = rows.length - judged.length;
   return prose('targets', 'section', {
-    met: String(rows.filter((t) => t.met).length),
-    total: String(rows.length),
+    met: String(judged.filter((t) => t.met).length),
+    total: String(judged.length),
+    notJudged:
+      unjudged === 0
+        ? ''
+        : prose('targets', 'not-judged', { count: unjudged === 1 ? 'one more row' : `${unjudged} more rows` }),
     table: table(
       ['Target', 'Lock', 'Measured', 'Bound', 'Result'],
-      rows.map((t) => [t.target, label(t.lock), t.measured, t.bound, t.met ? 'met' : '**missed**']),
+      rows.map((t) => [
+        t.target,
+        label(t.lock),
+        t.measured,
+        t.bound,
+        t.notJudged !== undefined ? `not judged: ${t.notJudged}` : t.met ? 'met' : '**missed**',
+      ]),
       ['l', 'l', 'r', 'l', 'l'],
     ),
   });
