@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import {
   createLockClient,
+  LockClient,
   runInLockScope,
-  type LockClient,
   type LockLostError,
   type ReplicaSyncSetting,
 } from '../../lib';
@@ -11,6 +11,7 @@ import { signalNode, startTopology, stopTopology, type RunningTopology } from '.
 import { eventually, recordingLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
+import { loadedScript } from '../../lib/engine/scripts/loader';
 
 /**
  * replicaSync 'auto', the default: a first acquisition WAITs for one replica when the master has one
@@ -152,6 +153,41 @@ describe("replica sync 'auto' (the default)", () => {
       for (const r of topology.replicas) await signalNode(topology, r.port, 'SIGCONT');
     }
   }, 30_000);
+
+  it("a lock asked for while the client's first connection is made is waited on, not checked as if a failover lost it", async () => {
+    // Commands wait for ioredis's first connection, so no grant can be made anywhere else first: the
+    // grant is waited on like any other, and not settled again with claim-attempt (one round trip more).
+    const claim = loadedScript('claim-attempt-3.lua');
+    await admin.script('LOAD', claim.source); // sent by its SHA alone (no EVAL after a NOSCRIPT to count twice)
+    const redis = new Redis({ ...topology.masters[0], maxRetriesPerRequest: 1 });
+    const claims = () => sent.filter((args) => args[0] === claim.sha || args[0] === claim.source).length;
+    const sent: unknown[][] = [];
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = (command, stream) => {
+      // Written now (a command sent before the connection is ready comes here again when it is written).
+      if ((command.name === 'evalsha' || command.name === 'eval') && redis.status === 'ready') sent.push(command.args);
+      return send(command, stream);
+    };
+    const locks = new LockClient({ redis, keyPrefix: `rs-${randomUUID().slice(0, 8)}`, logger });
+    try {
+      expect(redis.status).not.toBe('ready');
+      const before = await waitCalls(admin);
+      await locks.getLock('first').withLock(async () => undefined);
+      expect(await waitCalls(admin)).toBe(before + 1);
+      expect(claims()).toBe(0);
+
+      // A reconnect is another matter: a grant asked for meanwhile is checked on the master serving it now.
+      const reconnecting = new Promise((resolve) => redis.once('reconnecting', resolve));
+      redis.disconnect(true);
+      await reconnecting;
+      await locks.getLock('after-reconnect').withLock(async () => undefined);
+      expect(claims()).toBe(1);
+      expect(warnings).toEqual([]);
+    } finally {
+      await locks.close();
+      redis.disconnect();
+    }
+  });
 
   it('replicaSync false never waits', async () => {
     const locks = await client(false);

@@ -137,6 +137,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   private readonly connectionProblem: () => string | undefined;
   private readonly evictionCheck: EvictionCheck;
   private closed = false;
+  /** Whether `redis` was ready before, as far as this client knows (see onConnectionReady). */
+  private connectedBefore: boolean;
   private stopTelemetry?: () => void;
   private stopFollowingMasters?: () => void;
 
@@ -208,9 +210,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // Locks vanish from a Redis that evicts keys: say so (once per master), on every (re)connect.
     this.evictionCheck = new EvictionCheck(redis, operationTimeout, logger);
     followSocketAge(redis); // before onReady, which compares the subscriber's socket with it
-    redis.on('ready', this.onReady);
+    this.connectedBefore = redis.status === 'ready';
+    redis.on('ready', this.onConnectionReady);
     // A Cluster stays ready through a shard's failover: its masters are followed instead.
-    if (redis.isCluster) this.stopFollowingMasters = followClusterMasters(redis as Cluster, this.onReady);
+    if (redis.isCluster) this.stopFollowingMasters = followClusterMasters(redis as Cluster, () => this.onReady(false));
     if (redis.status === 'ready') this.evictionCheck.run();
     if (options.telemetry !== false) {
       this.stopTelemetry = instrumentLockClient(this, this.engine.waiters, options.telemetry);
@@ -222,11 +225,23 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * shard's): its replicas and memory settings are read afresh, and renewals that failed meanwhile
    * are retried at once.
    */
-  private readonly onReady = (): void => {
-    this.engine.replicaSync.forget();
+  private readonly onReady = (firstConnection: boolean): void => {
+    if (!firstConnection) this.engine.replicaSync.forget();
     this.subscriberAfterCommands();
     this.evictionCheck.run();
     void this.engine.watchdog.tick();
+  };
+
+  /**
+   * `redis` is ready. The first time, when it was not ready as this client was made, no command of ours
+   * has run anywhere yet (ioredis holds commands until its connection is ready): a grant asked for
+   * meanwhile is made on this connection, and is vouched for as any other (no check that a failover
+   * kept it, which would cost the first lock a round trip).
+   */
+  private readonly onConnectionReady = (): void => {
+    const first = !this.connectedBefore;
+    this.connectedBefore = true;
+    this.onReady(first);
   };
 
   /**
@@ -334,7 +349,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.redis.off('ready', this.onReady);
+    this.redis.off('ready', this.onConnectionReady);
     this.stopFollowingMasters?.();
     this.stopTelemetry?.();
     const { recentReleases, watchdog, waiters, registry, logger, turns, waits } = this.engine;
