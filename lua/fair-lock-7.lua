@@ -75,6 +75,7 @@ end
 -- at every call).
 if not recordValue(grants, holdId) and redis.call('exists', KEYS[1], KEYS[2]) == 0 then return grantFree() end
 --!include fair-hand-over.lua
+--!include expiry.lua
 local fair = {
   lock = KEYS[1], queue = KEYS[2], deadlines = KEYS[3], fence = KEYS[4], channel = KEYS[5],
   publish = ARGV[5], acceptanceLease = tonumber(ARGV[4]), idle = idle, grants = KEYS[6],
@@ -93,6 +94,12 @@ local function queueUp()
     -- A lease shorter than the acceptance lease is not handed over in a message: Redis would keep the
     -- lock longer than its holder asked for. Such a wait is offered the lock, and its acceptance sets it.
     if lease >= fair.acceptanceLease then registerHold(fair, entry, holdId) end
+    -- The queue's keys live as long as its latest deadline at least, and no longer than that past their
+    -- last waiter's: a queue whose waits all died with their processes (and whose lock nobody takes
+    -- again to sweep it) expires instead of staying forever.
+    keepAtLeast(fair.queue, staleAfter)
+    keepAtLeast(fair.deadlines, staleAfter)
+    keepAtLeast(fair.holds, staleAfter)
     return {'refused', redis.call('pttl', fair.lock), now}
   end
   return {'refused', redis.call('pttl', fair.lock)}
@@ -110,15 +117,12 @@ if not kind then
   if type(held) ~= 'string' then held = nil end
   -- Not this owner's: the contended case, decided before the steps of the others are defined.
   if not held then
-    while redis.call('exists', fair.lock) == 0 do
-      local head = redis.call('lindex', fair.queue, 0)
-      if (not head) or head == entry then
-        if head then dequeueHead(fair, head) end
-        return grantFree()
-      end
-      -- Free, but a live waiter is ahead of us (its holder expired without a release): hand it the
-      -- lock, or, if nobody listens for it, drop it and look again.
-      handToHead(fair, head)
+    -- Free, with waiters queued (its holder expired without a release, or none of them heard the
+    -- last hand-over): the first of them that hears it takes it; if that is this wait, or nobody ahead
+    -- of it hears it now, this attempt takes it (those passed by keep their places, see handToNextWaiter).
+    if redis.call('exists', fair.lock) == 0 and handToNextWaiter(fair, entry) ~= true then
+      takeOut(fair, entry)
+      return grantFree()
     end
     return queueUp()
   end

@@ -38,11 +38,11 @@ local function dropDeadHeads(fair)
   end
 end
 
--- Takes the head waiter out of the queue.
-local function dequeueHead(fair, head)
-  redis.call('lpop', fair.queue)
-  redis.call('zrem', fair.deadlines, head)
-  if fair.holds then redis.call('hdel', fair.holds, head) end
+-- Takes `entry` out of the queue, wherever it is in the list.
+local function takeOut(fair, entry)
+  redis.call('lrem', fair.queue, 1, entry)
+  redis.call('zrem', fair.deadlines, entry)
+  if fair.holds then redis.call('hdel', fair.holds, entry) end
 end
 
 -- The queued wait `entry` registers `holdId`, its latest attempt's own id, for a grant in the message.
@@ -79,19 +79,37 @@ local function offerTo(fair, entry, holdId)
   return true
 end
 
--- Takes the live `head` out of the queue and hands it the free lock (see offerTo). False when nobody
--- listens for it.
-local function handToHead(fair, head)
-  local holdId = fair.holds and redis.call('hget', fair.holds, head) or nil
-  dequeueHead(fair, head)
-  return offerTo(fair, head, holdId)
-end
-
--- Hands the free lock to the first live waiter that hears it, if any.
-local function handToNextWaiter(fair)
+-- Hands the free lock to the longest-waiting live wait that hears it (see offerTo), dropping the dead
+-- (past their deadline) and the malformed it passes. One nobody hears now (its subscriber is
+-- reconnecting, or its process died) keeps its place for one acceptance lease at most: its process
+-- retries once its subscriber is back, which refreshes the place, and a dead process's waits are not
+-- told at every hand-over until their deadlines. Stops at `self`, the calling wait's own entry (nil:
+-- none): it is the next in line. Returns true when handed to a wait, 'self' when `self` comes first,
+-- false when nobody in the queue (before `self`) hears it.
+local function handToNextWaiter(fair, self)
+  -- The first entry alone, then a few at a time: a hand-over most often goes to the first entry.
+  -- `kept` entries stay ahead.
+  local kept, deaf, span = 0, {}, 0
   while true do
-    local head = dropDeadHeads(fair)
-    if not head then return end
-    if handToHead(fair, head) then return end
+    local batch = redis.call('lrange', fair.queue, kept, kept + span)
+    for _, entry in ipairs(batch) do
+      if entry == self then return 'self' end
+      local deadline = tonumber(redis.call('zscore', fair.deadlines, entry))
+      local owner, waiterId = entryParts(entry)
+      local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
+      if not deadline or deadline <= fairNow(fair) or not client or owner == '' then
+        takeOut(fair, entry)
+      elseif not deaf[client] and offerTo(fair, entry, fair.holds and redis.call('hget', fair.holds, entry) or nil) then
+        takeOut(fair, entry)
+        return true
+      else
+        -- Nobody hears it (nor, then, any other wait of its client): passed by, for an acceptance lease.
+        deaf[client] = true
+        redis.call('zadd', fair.deadlines, 'lt', fairNow(fair) + fair.acceptanceLease, entry)
+        kept = kept + 1
+      end
+    end
+    if #batch <= span then return false end
+    span = 15
   end
 end

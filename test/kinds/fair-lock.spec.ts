@@ -1,4 +1,5 @@
-import { engineOf, FAIR_LOCK_DEFAULTS, runInLockScope } from '../../lib/internal';
+import Redis from 'ioredis';
+import { engineOf, FAIR_LOCK_DEFAULTS, RedisPubSub, runInLockScope } from '../../lib/internal';
 import { rememberGivenUpWait } from '../../lib/engine/waiting/given-up-waits';
 import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
 import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
@@ -145,13 +146,96 @@ describe('FairLock', () => {
       await holder.release();
       const next = await waiting;
       expect(Date.now() - releasedAt).toBeLessThan(5_000); // not the 20 s acceptance lease of a ghost
-      expect(await queueLength()).toBe(0);
+      // The given-up wait is out; the one nobody heard keeps its place, for one acceptance lease at most
+      // (its process might have been reconnecting), and the queue's keys expire by then.
+      expect(await client.redis.lrange(lock.keys.queue, 0, -1)).toEqual([ghosts[0]]);
+      const [now] = await client.redis.time();
+      const kept = Number(await client.redis.zscore(lock.keys.deadlines, ghosts[0]));
+      expect(kept).toBeLessThanOrEqual((Number(now) + 1) * 1000 + options.acceptanceLease);
       await next.release();
-      expect(await lockKeysLeft()).toBe(0);
+      for (const key of [lock.keys.queue, lock.keys.deadlines]) {
+        const ttl = await client.redis.pttl(key);
+        expect(ttl).toBeGreaterThan(0);
+        expect(ttl).toBeLessThanOrEqual(options.staleWaiterTimeout);
+      }
     } finally {
       await waiterClient.close();
     }
   }, 60_000);
+
+  it('a waiter nobody hears at a hand-over (its subscriber reconnecting) keeps its place: it is next once it hears again', async () => {
+    const options = { staleWaiterTimeout: 10_000, acceptanceLease: 2_000 };
+    // B's own subscriber, which reconnects 500 ms after it is cut: long enough for a hand-over to miss it.
+    const subscriber = new Redis({ port: singlePort(), retryStrategy: () => 500 });
+    const subscriberId = String(await subscriber.client('ID')); // asked before it subscribes
+    const b = lockClient({ keyPrefix: prefix, pubsub: new RedisPubSub(subscriber, false, true) });
+    const [c, d] = [lockClient({ keyPrefix: prefix }), lockClient({ keyPrefix: prefix })];
+    const order: string[] = [];
+    try {
+      const holder = await client.locks.getFairLock(name, options).lock();
+      const wait = (who: string, waiter: TestClient) =>
+        waiter.locks
+          .getFairLock(name, options)
+          .lock({ waitTime: 30_000 })
+          .then((handle) => (order.push(who), handle));
+      const waits: Record<string, Promise<{ release(): Promise<unknown> }>> = {};
+      for (const [who, waiter] of [
+        ['B', b],
+        ['C', c],
+        ['D', d],
+      ] as const) {
+        waits[who] = wait(who, waiter);
+        await eventually(async () => (await queueLength()) === Object.keys(waits).length);
+      }
+      const entryOfB = async () =>
+        (await client.redis.lrange(client.locks.getFairLock(name).keys.queue, 0, -1)).find((e) =>
+          e.includes(`\0${b.locks.clientId}:`),
+        )!;
+      const queuedB = await entryOfB();
+      await client.redis.client('KILL', 'ID', subscriberId);
+      await holder.release();
+      const handedToC = await waits.C;
+      expect(order).toEqual(['C']);
+      expect(await entryOfB()).toBe(queuedB); // passed by, still first in line
+
+      // Its subscriber back (resubscribed), B's wait tries again: refused (C holds), it keeps its place
+      // and refreshes it.
+      const { deadlines, channel } = client.locks.getFairLock(name).keys;
+      await eventually(async () => {
+        const [, listening] = (await client.redis.call('PUBSUB', 'NUMSUB', `${channel}:${b.locks.clientId}`)) as [
+          string,
+          number,
+        ];
+        const [now] = await client.redis.time();
+        const deadline = Number(await client.redis.zscore(deadlines, queuedB));
+        return listening > 0 && deadline > Number(now) * 1000 + options.acceptanceLease;
+      }, 10_000);
+      await handedToC.release();
+      await (await waits.B).release();
+      await (await waits.D).release();
+      expect(order).toEqual(['C', 'B', 'D']);
+    } finally {
+      await Promise.all([b.close(), c.close(), d.close()]);
+      subscriber.disconnect();
+    }
+  }, 60_000);
+
+  it('a queue whose holder and waiters all died expires with their deadlines: no key of it is left for good', async () => {
+    // The holder's lease runs out and its waiters' processes are killed: nobody takes the lock again to
+    // sweep the queue, which must still go.
+    const doomed = [startQueueWorker(), startQueueWorker()];
+    await Promise.all(doomed.map((w) => w.waitFor('ready')));
+    await client.locks.getFairLock(name, fairOptions).lock({ leaseTime: 2_000 });
+    doomed.forEach((w, i) => w.send(`enqueue doomed-${i}`));
+    await eventually(async () => (await queueLength()) === 2);
+    for (const w of doomed) w.child.kill('SIGKILL');
+    const k = client.locks.getFairLock(name).keys;
+    for (const key of [k.queue, k.deadlines]) expect(await client.redis.pttl(key)).toBeGreaterThan(0);
+    await eventually(
+      async () => (await client.redis.exists(k.lock, k.queue, k.deadlines, k.waiterHolds)) === 0,
+      10_000,
+    );
+  }, 30_000);
 
   it('a tryLock that times out leaves no trace in the queue', async () => {
     const lock = client.locks.getFairLock(name, fairOptions);
