@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import {
-  createLockClient,
-  LockClient,
-  runInLockScope,
-  type LockLostError,
-  type ReplicaSyncSetting,
-} from '../../lib';
+import { createLockClient, LockClient, runInLockScope, type LockLostError, type ReplicaSyncSetting } from '../../lib';
 import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { eventually, recordingLogger, sleep } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
