@@ -1,7 +1,17 @@
 import type { Redis } from 'ioredis';
-import { MultiLock, RedLock, type LockClient } from '../../lib';
+import { LockClient, MultiLock, RedLock } from '../../lib';
+import { RedisPubSub } from '../../lib/internal';
 import { lockKeys, readWriteKeys, semaphoreKeys } from '../../lib/engine/redis/keys';
-import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import {
+  connect,
+  eventually,
+  lockClient,
+  quietLogger,
+  singlePort,
+  sleep,
+  testPrefix,
+  type TestClient,
+} from '../support/engine';
 import { serverMicros } from '../support/fencing';
 import { sharedTopology } from '../support/topologies';
 
@@ -150,6 +160,58 @@ describe('nothing left behind: no key without a TTL, and tokens that never go ba
       observers.forEach((redis) => redis.disconnect());
     }
   }, 150_000);
+
+  it('every kind and a RedLock: a holder and a waiter that die mid-wait (nothing released, nobody back) leave no key without a TTL', async () => {
+    // A process that dies: its connections close and never come back, and nothing of it is released.
+    const dying: { locks: LockClient; cut(): void }[] = [];
+    const doomedClient = (port?: number) => {
+      const [redis, subscriber] = [0, 1].map(() => {
+        const connection = connect(port);
+        connection.options.retryStrategy = () => null;
+        return connection;
+      });
+      const locks = new LockClient({
+        redis,
+        pubsub: new RedisPubSub(subscriber, false, true),
+        keyPrefix: prefix,
+        idleKeyTtl: IDLE,
+        operationTimeout: 500,
+        logger: quietLogger,
+      });
+      const client = { locks, cut: () => [redis, subscriber].forEach((c) => c.disconnect()) };
+      dying.push(client);
+      return client;
+    };
+    const waiterKind: Record<Kind, Kind> = {
+      ...Object.fromEntries(KINDS.map((k) => [k, k])),
+      read: 'write',
+      write: 'read',
+    } as Record<Kind, Kind>;
+    const waits: Promise<unknown>[] = [];
+    for (const kind of KINDS) {
+      await take(doomedClient().locks, kind, `dies:${kind}`, 1_000);
+      waits.push(take(doomedClient().locks, waiterKind[kind], `dies:${kind}`).catch(() => undefined));
+    }
+    const masters = sharedTopology('multi').masters;
+    const redLockOver = () => masters.map((m) => doomedClient(m.port).locks);
+    await new RedLock(redLockOver(), 'dies:red').lock({ leaseTime: 1_000 });
+    waits.push(new RedLock(redLockOver(), 'dies:red').lock({ waitTime: 60_000 }).catch(() => undefined));
+    await sleep(500); // every waiter has asked, been refused and registered or queued
+    dying.forEach((d) => d.cut());
+    await sleep(2_500); // the leases ran out: whatever is left is what nobody will ever touch again
+    const observers = [singlePort(), ...masters.map((m) => m.port)].map((port) => connect(port));
+    try {
+      const left = new Map<string, number>();
+      for (const redis of observers) for (const [key, ttl] of await keysUnder(redis, prefix)) left.set(key, ttl);
+      expect([...left].filter(([key]) => key.includes('dies:')).length).toBeGreaterThan(0);
+      expect([...left].filter(([, ttl]) => ttl === -1).map(([key]) => key)).toEqual([]);
+      expect(Math.max(...left.values())).toBeLessThanOrEqual(RECORD_MEMORY_MS);
+    } finally {
+      observers.forEach((redis) => redis.disconnect());
+      await Promise.all(dying.map((d) => d.locks.close().catch(() => undefined)));
+      await Promise.all(waits);
+    }
+  }, 60_000);
 
   it.each(KINDS)('%s: the next token is larger after the counter expired with the idle name', async (kind) => {
     const { locks, redis } = open();
