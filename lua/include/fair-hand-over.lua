@@ -84,8 +84,8 @@ end
 -- reconnecting, or its process died) keeps its place for one acceptance lease at most: its process
 -- retries once its subscriber is back, which refreshes the place, and a dead process's waits are not
 -- told at every hand-over until their deadlines. Stops at `self`, the calling wait's own entry (nil:
--- none): it is the next in line. Returns true when handed to a wait, 'self' when `self` comes first,
--- false when nobody in the queue (before `self`) hears it.
+-- none): it is the next in line. Returns true when handed to a wait, `self` (the entry) when it comes
+-- first, false when nobody in the queue (before `self`) hears it.
 local function handToNextWaiter(fair, self)
   -- The first entry alone, then a few at a time: a hand-over most often goes to the first entry.
   -- `kept` entries stay ahead.
@@ -93,7 +93,7 @@ local function handToNextWaiter(fair, self)
   while true do
     local batch = redis.call('lrange', fair.queue, kept, kept + span)
     for _, entry in ipairs(batch) do
-      if entry == self then return 'self' end
+      if entry == self then return self end
       local deadline = tonumber(redis.call('zscore', fair.deadlines, entry))
       local owner, waiterId = entryParts(entry)
       local client = waiterId and string.match(waiterId, '^(.*):[^:]+$')
