@@ -120,9 +120,12 @@ if not kind then
     -- Free, with waiters queued (its holder expired without a release, or none of them heard the
     -- last hand-over): the first of them that hears it takes it; if that is this wait, or nobody ahead
     -- of it hears it now, this attempt takes it (those passed by keep their places, see handToNextWaiter).
-    if redis.call('exists', fair.lock) == 0 and handToNextWaiter(fair, entry) ~= true then
-      takeOut(fair, entry)
-      return grantFree()
+    if redis.call('exists', fair.lock) == 0 then
+      local handed = handToNextWaiter(fair, entry)
+      if handed ~= true then
+        if handed == entry then takeOut(fair, entry) end
+        return grantFree()
+      end
     end
     return queueUp()
   end
