@@ -436,6 +436,72 @@ describe('FairLock: owner ids are opaque', () => {
       expect(await redis.exists(k.lock)).toBe(0);
     });
 
+    it('a hand-over passes by the waits of a client nobody hears, which keep their places for an acceptance lease; the release sent again changes nothing', async () => {
+      const k = lockKeys(prefix, name);
+      const sub = await listen(k.channel, ['c1', 'c2']); // nobody listens for client 'deaf'
+      try {
+        const entry = (owner: string, waiterId: string) => `${owner}\0${waiterId}`;
+        const unlock = (owner: string, holdId: string) =>
+          FAIR_UNLOCK.run(redis, k, {
+            idleKeyTtl: IDLE_KEY_TTL,
+            owner,
+            holdId,
+            leaseMs: 10_000,
+            acceptanceLease: settings.acceptanceLease,
+            publish: 'publish',
+            which: 'any',
+          });
+        const deadline = async (e: string) => Number(await redis.zscore(k.deadlines, e));
+        const serverMs = async () => Number((await redis.time())[0]) * 1000;
+        expect((await attempt('x', 'c0:x', 'once'))[0]).toBe('granted');
+        for (const [owner, waiterId] of [
+          ['o1', 'deaf:w1'],
+          ['o2', 'c1:w2'],
+          ['o3', 'deaf:w3'],
+          ['o4', 'c2:w4'],
+        ])
+          expect((await attempt(owner, waiterId))[0]).toBe('refused');
+        const [w1, w2, w3, w4] = await redis.lrange(k.queue, 0, -1);
+        expect([w1, w2, w3, w4]).toEqual([
+          entry('o1', 'deaf:w1'),
+          entry('o2', 'c1:w2'),
+          entry('o3', 'deaf:w3'),
+          entry('o4', 'c2:w4'),
+        ]);
+        const w3Deadline = await deadline(w3);
+
+        const released = await unlock('x', 'release-x');
+        expect(released).toBe('released');
+        await eventually(() => sub.heard.c1.length === 1);
+        expect(await redis.hget(k.lock, '\0granted-to')).toBe(w2);
+        // w1 is passed by and keeps its place, for one acceptance lease at most; w3, behind the grant, is untouched.
+        expect(await redis.lrange(k.queue, 0, -1)).toEqual([w1, w3, w4]);
+        const w1Deadline = await deadline(w1);
+        expect(w1Deadline).toBeLessThanOrEqual((await serverMs()) + 1_000 + settings.acceptanceLease);
+        expect(await deadline(w3)).toBe(w3Deadline);
+
+        // The same release again (a reply lost, the command re-sent): the same answer, nothing moves.
+        expect(await unlock('x', 'release-x')).toBe(released);
+        expect(await redis.hget(k.lock, '\0granted-to')).toBe(w2);
+        expect(await redis.lrange(k.queue, 0, -1)).toEqual([w1, w3, w4]);
+        expect(await deadline(w1)).toBe(w1Deadline);
+        expect(sub.heard).toEqual({ c1: [sub.heard.c1[0]], c2: [] });
+
+        // w2 releases: both waits of the deaf client are passed by, and w4 gets the lock.
+        expect(await unlock('o2', 'release-o2')).toBe('released');
+        await eventually(() => sub.heard.c2.length === 1);
+        expect(await redis.hget(k.lock, '\0granted-to')).toBe(w4);
+        expect(await redis.lrange(k.queue, 0, -1)).toEqual([w1, w3]);
+        expect(await deadline(w3)).toBeLessThanOrEqual((await serverMs()) + 1_000 + settings.acceptanceLease);
+        // The waits' process is back and w1 asks again: its place is the first, refreshed.
+        expect((await attempt('o1', 'deaf:w1'))[0]).toBe('refused');
+        expect(await redis.lrange(k.queue, 0, -1)).toEqual([w1, w3]);
+        expect(await deadline(w1)).toBeGreaterThan((await serverMs()) + settings.acceptanceLease);
+      } finally {
+        await sub.close();
+      }
+    });
+
     it('owner text is kept as it is given: NUL, which ends an owner in a queue entry, is refused', async () => {
       const k = lockKeys(prefix, name);
       await expect(attempt('a\0b', 'c1:w1')).rejects.toThrow(/BADARG/);
