@@ -105,7 +105,8 @@ local function handToNextWaiter(fair, self)
       else
         -- Nobody hears it (nor, then, any other wait of its client): passed by, for an acceptance lease.
         deaf[client] = true
-        redis.call('zadd', fair.deadlines, 'lt', fairNow(fair) + fair.acceptanceLease, entry)
+        local keptUntil = fairNow(fair) + fair.acceptanceLease
+        if deadline > keptUntil then redis.call('zadd', fair.deadlines, 'lt', keptUntil, entry) end
         kept = kept + 1
       end
     end
