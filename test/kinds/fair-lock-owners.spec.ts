@@ -262,6 +262,18 @@ describe('FairLock: owner ids are opaque', () => {
         mode,
       });
 
+    /** Releases any one hold of `owner`, as the call `holdId` (a copy sent again carries the same). */
+    const unlockAny = (owner: string, holdId = `call-${++attempts}`) =>
+      FAIR_UNLOCK.run(redis, lockKeys(prefix, name), {
+        idleKeyTtl: IDLE_KEY_TTL,
+        owner,
+        holdId,
+        leaseMs: 10_000,
+        acceptanceLease: settings.acceptanceLease,
+        publish: 'publish',
+        which: 'any',
+      });
+
     /** Listens on each client's channel of the lock, as that client's waiters would. */
     async function listen(channelPrefix: string, clientIds: string[]) {
       const sub = connect();
@@ -294,16 +306,7 @@ describe('FairLock: owner ids are opaque', () => {
         expect((await attempt('order:2', 'c2:w3'))[0]).toBe('refused');
         expect(await redis.llen(k.queue)).toBe(3);
         /** Any one hold of `owner`, under a call id of its own. */
-        const unlock = (owner: string) =>
-          FAIR_UNLOCK.run(redis, k, {
-            idleKeyTtl: IDLE_KEY_TTL,
-            owner,
-            holdId: `call-${++attempts}`,
-            leaseMs: 10_000,
-            acceptanceLease: 2_000,
-            publish: 'publish',
-            which: 'any',
-          });
+        const unlock = (owner: string) => unlockAny(owner);
         expect(await unlock('x')).toBe('released');
         await eventually(() => sub.heard.c1.length === 1);
         const token = Number(await redis.get(k.fence));
@@ -441,16 +444,6 @@ describe('FairLock: owner ids are opaque', () => {
       const sub = await listen(k.channel, ['c1', 'c2']); // nobody listens for client 'deaf'
       try {
         const entry = (owner: string, waiterId: string) => `${owner}\0${waiterId}`;
-        const unlock = (owner: string, holdId: string) =>
-          FAIR_UNLOCK.run(redis, k, {
-            idleKeyTtl: IDLE_KEY_TTL,
-            owner,
-            holdId,
-            leaseMs: 10_000,
-            acceptanceLease: settings.acceptanceLease,
-            publish: 'publish',
-            which: 'any',
-          });
         const deadline = async (e: string) => Number(await redis.zscore(k.deadlines, e));
         const serverMs = async () => Number((await redis.time())[0]) * 1000;
         expect((await attempt('x', 'c0:x', 'once'))[0]).toBe('granted');
@@ -470,7 +463,7 @@ describe('FairLock: owner ids are opaque', () => {
         ]);
         const w3Deadline = await deadline(w3);
 
-        const released = await unlock('x', 'release-x');
+        const released = await unlockAny('x', 'release-x');
         expect(released).toBe('released');
         await eventually(() => sub.heard.c1.length === 1);
         expect(await redis.hget(k.lock, '\0granted-to')).toBe(w2);
@@ -481,14 +474,14 @@ describe('FairLock: owner ids are opaque', () => {
         expect(await deadline(w3)).toBe(w3Deadline);
 
         // The same release again (a reply lost, the command re-sent): the same answer, nothing moves.
-        expect(await unlock('x', 'release-x')).toBe(released);
+        expect(await unlockAny('x', 'release-x')).toBe(released);
         expect(await redis.hget(k.lock, '\0granted-to')).toBe(w2);
         expect(await redis.lrange(k.queue, 0, -1)).toEqual([w1, w3, w4]);
         expect(await deadline(w1)).toBe(w1Deadline);
         expect(sub.heard).toEqual({ c1: [sub.heard.c1[0]], c2: [] });
 
         // w2 releases: both waits of the deaf client are passed by, and w4 gets the lock.
-        expect(await unlock('o2', 'release-o2')).toBe('released');
+        expect(await unlockAny('o2', 'release-o2')).toBe('released');
         await eventually(() => sub.heard.c2.length === 1);
         expect(await redis.hget(k.lock, '\0granted-to')).toBe(w4);
         expect(await redis.lrange(k.queue, 0, -1)).toEqual([w1, w3]);
