@@ -77,6 +77,8 @@ export const PRIVATE_PORTS = {
   failoverReview: range(7176, 4),
   /** test/kinds/red-lock-review.spec.ts: five masters, whose scripts one test flushes. */
   redLockReview: range(7165, 5),
+  /** test/kinds/red-lock-restart.spec.ts: five masters, one of which each test restarts empty. */
+  redLockRestart: range(7187, 5),
   /** test/model/: the model test's topology. */
   model: range(7386, 1),
   /** bench/cpu-per-process.ts. */

@@ -251,5 +251,8 @@ describe('RedLock masters at start-up', () => {
     await expect(
       start(lockOptions(prefix, { redLock: { masters: masterConnections('x'), driftFactor: 2 } })),
     ).rejects.toThrow(/driftFactor/);
+    await expect(
+      start(lockOptions(prefix, { redLock: { masters: masterConnections('x'), restartQuarantine: -1 } })),
+    ).rejects.toThrow(/redLock\.restartQuarantine/);
   });
 });

@@ -7,7 +7,7 @@ import { GroupLock } from './group-lock';
 import type { LockLogger } from '../util/logger';
 import { masterHealth, PROBE_INTERVAL_MS } from '../redis/master-health';
 import { assertAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
-import { assertLockName, checkDuration, show, TIMEOUT_RULE } from '../util/validation';
+import { assertLockName, checkDuration, RESTART_QUARANTINE_RULE, show, TIMEOUT_RULE } from '../util/validation';
 import { RedLockMaster } from './red-lock-master';
 import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
@@ -25,6 +25,16 @@ export interface RedLockOptions {
   instanceTimeout?: number;
   /** Clock drift allowance as a fraction of the lease (plus 2 ms). Default 0.01. */
   driftFactor?: number;
+  /**
+   * How long a master that (re)started is kept out of the vote, in ms: no vote is asked of it until it
+   * has been up this long (read with `INFO server` at each of its client's connections). A master
+   * restarted without persistence has forgotten every hold, and would grant the lock to a contender
+   * while its holder still counts on it; set this to the longest lease any contender uses (with a
+   * watchdog, its `watchdogTimeout`) unless the masters persist every write (`appendfsync always`).
+   * Masters started together keep the lock unavailable that long after they start. Standalone and
+   * Sentinel clients only. Default 0: not kept out (RedLock as most libraries implement it).
+   */
+  restartQuarantine?: number;
 }
 
 /** A master's yes: the token its hold is under, and its fencing token. */
@@ -35,7 +45,10 @@ interface GrantedVote {
 
 /** One master's answer in a round. */
 type Vote = { index: number } & (
-  { granted: GrantedVote } | { refusedFor: number | undefined } | { failed: unknown; skipped?: true }
+  | { granted: GrantedVote }
+  | { refusedFor: number | undefined }
+  // keptOut: up, but kept out of the vote after a restart (RedLockOptions.restartQuarantine)
+  | { failed: unknown; skipped?: true; keptOut?: true }
 );
 
 /** A round that did not get the lock, and why. */
@@ -49,6 +62,8 @@ interface LostRound {
   gate?: number;
   retryAfter: number;
   reachable: number;
+  /** Masters that answer but were kept out after a restart (counted out of `reachable`). */
+  keptOut: number;
   cause?: unknown;
 }
 
@@ -107,6 +122,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   readonly quorum: number;
   private readonly instanceTimeout?: number;
   private readonly driftFactor: number;
+  /** See RedLockOptions.restartQuarantine (0: off). */
+  private readonly restartQuarantine: number;
   /** Each master's part in this lock (its votes), in the order of `clients`. */
   private readonly masters: RedLockMaster[];
   /** Each client's closing signal (see ClosingWaits): a wait ends when any of them aborts. */
@@ -137,6 +154,16 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     }
     assertLockName(name);
     checkDuration(name, 'instanceTimeout', options.instanceTimeout, TIMEOUT_RULE);
+    this.restartQuarantine =
+      checkDuration(name, 'restartQuarantine', options.restartQuarantine, RESTART_QUARANTINE_RULE) ?? 0;
+    // A Cluster client's INFO answers from any of its nodes: no one master's start to read.
+    if (this.restartQuarantine > 0 && clients.some((client) => client.redis.isCluster)) {
+      throw new LockOptionsError(
+        'restartQuarantine needs a standalone or Sentinel client for each master, not a Cluster client.',
+        name,
+        { option: 'restartQuarantine', value: options.restartQuarantine },
+      );
+    }
     const { driftFactor } = options;
     // typeof: a string or an array compares as a number ('0.5' >= 0) and would pass the range check.
     if (driftFactor !== undefined && !(typeof driftFactor === 'number' && driftFactor >= 0 && driftFactor < 1)) {
@@ -150,6 +177,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     this.closings = clients.map((client) => engineOf(client).waits.signal);
     this.instanceTimeout = options.instanceTimeout;
     this.driftFactor = options.driftFactor ?? 0.01;
+    if (this.restartQuarantine > 0) for (const client of clients) masterHealth(client.redis).watchStarts();
   }
 
   /** Never: each RedLock acquisition has an owner of its own (no re-entry). */
@@ -187,6 +215,32 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
   /** @internal Whether master `index` is worth asking now. */
   usable(index: number): boolean {
     return masterHealth(this.clients[index].redis).usable;
+  }
+
+  /**
+   * Waits for the reads of the masters' starts under way (a client just connected or reconnected), one
+   * instance timeout at most: a master whose start is not known yet is kept out of the round.
+   */
+  private async startsRead(lease: number): Promise<void> {
+    const reads = this.clients.flatMap((client, index) => {
+      const read = this.usable(index) ? masterHealth(client.redis).startBeingRead() : undefined;
+      return read ? [read] : [];
+    });
+    if (reads.length === 0) return;
+    const timeoutMs = this.timeoutFor(lease);
+    await bounded(Promise.all(reads), timeoutMs, { key: this.name, name: 'redlock master start' }).catch(
+      () => undefined,
+    );
+  }
+
+  /**
+   * Whether master `index`, though it answers, may not vote now: it has not been up `restartQuarantine`
+   * ms, or its start is not known yet (read at each connection, see MasterHealth.upFor).
+   */
+  private keptOut(index: number): boolean {
+    if (this.restartQuarantine === 0) return false;
+    const upFor = masterHealth(this.clients[index].redis).upFor();
+    return upFor === undefined || upFor < this.restartQuarantine;
   }
 
   /** @internal An operation on master `index`, bounded; a master that does not answer is skipped from then on. */
@@ -311,7 +365,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         if (remaining <= 0) {
           // Out of time: say whether the masters refused (contention) or could not be reached.
           if (round.reachable < this.quorum) {
-            throw new LockQuorumError(this.name, round.reachable, this.quorum, this.clients.length, round.cause);
+            const { reachable, keptOut, cause } = round;
+            throw new LockQuorumError(this.name, reachable, this.quorum, this.clients.length, cause, keptOut);
           }
           this.emit('timedOut', () => ({
             name: this.name,
@@ -392,12 +447,22 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     waiting: RoundWaiting,
   ): Promise<RedLockHandle | LostRound> {
     const lease = this.leaseOf(options.leaseTime);
+    if (this.restartQuarantine > 0) await this.startsRead(lease);
     const started = monotonicNow();
     const votes: Vote[] = [];
     const asked: number[] = [];
     this.clients.forEach((_, index) => {
-      if (this.usable(index)) asked.push(index);
-      else votes.push({ index, failed: undefined, skipped: true });
+      if (!this.usable(index)) votes.push({ index, failed: undefined, skipped: true });
+      else if (this.keptOut(index)) {
+        // Its start unreadable (INFO refused, say): that is why, and what the LockQuorumError carries.
+        const problem = masterHealth(this.clients[index].redis).startProblem;
+        votes.push({
+          index,
+          failed: problem && new Error(`master ${index + 1}: ${problem}`),
+          skipped: true,
+          keptOut: true,
+        });
+      } else asked.push(index);
     });
     // A token unique to this attempt on each master (see ask).
     const tokens = this.clients.map(() => `${randomUUID()}:${owner}`);
@@ -541,9 +606,20 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       onVote({ index, failed: error });
     };
     const deadline = boundedDeadline(timeoutMs, describe, failed);
+    // With restartQuarantine: the connection the vote went on. ioredis sends a command again on its next
+    // connection when the reply was lost, and that may be a server restarted since, whose start this
+    // round never checked: its answer counts as none, and a grant there is taken back.
+    const health = this.restartQuarantine > 0 ? masterHealth(this.clients[index].redis) : undefined;
+    const connection = health?.connectionCount;
     sent.then(
       (reply) => {
         if (waits) this.waitingVotes.delete(sent);
+        if (health && health.connectionCount !== connection) {
+          this.masters[index].undo(token, lease);
+          if (!deadline.expire) return;
+          deadline.expire = undefined;
+          return failed(new Error(`master ${index + 1} answered on a new connection: perhaps restarted`));
+        }
         const granted = reply[0] === 'granted';
         if (!deadline.expire) {
           if (granted) late({ index, granted: { token, fencingToken: reply[1] } });
@@ -570,18 +646,20 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     const failed = votes.filter((v) => 'failed' in v);
     const reachable = this.clients.length - failed.length;
     const cause = failed.find((v) => 'failed' in v && v.failed !== undefined);
+    const keptOut = failed.filter((v) => 'keptOut' in v && v.keptOut).length;
     if (reachable < this.quorum) {
       return {
         why: 'unreachable',
         gate,
         retryAfter: UNREACHABLE_RETRY_MS,
         reachable,
+        keptOut,
         cause: cause && 'failed' in cause ? cause.failed : undefined,
       };
     }
     const ttls = votes.flatMap((v) => ('refusedFor' in v ? [v.refusedFor ?? UNKNOWN_TTL_RETRY_MS] : []));
     const why = votes.some((v) => 'granted' in v) ? 'split' : 'refused';
-    return { why, gate, retryAfter: Math.min(lease, ...ttls), reachable };
+    return { why, gate, retryAfter: Math.min(lease, ...ttls), reachable, keptOut };
   }
 
   private timeoutFor(lease: number | undefined): number {

@@ -1,3 +1,4 @@
+import { monotonicNow } from '../util/clock';
 import type { RedisClient } from './redis-client';
 
 /** How often a master that stopped answering is probed with a PING. */
@@ -10,6 +11,10 @@ export const PROBE_INTERVAL_MS = 250;
  * is ready again, or once it answers a PING (sent every PROBE_INTERVAL_MS, one at a time: a PING
  * that never comes back keeps the master skipped, and sends no more). One per client, shared by
  * every RedLock of the process.
+ *
+ * When a RedLock keeps restarted masters out (`restartQuarantine`), it also tells how long the master
+ * has been up: read with `INFO server` on each connection (a restart always drops it), and unknown until
+ * that reply came, so no vote is asked of a master whose start this client has not read yet.
  */
 export class MasterHealth {
   /** Was ever ready: a client still making its first connection gets a (bounded) try. */
@@ -17,17 +22,90 @@ export class MasterHealth {
   private down = false;
   private probeTimer?: NodeJS.Timeout;
   private probing = false;
+  /** Whether starts are read (see watchStarts). */
+  private watchingStarts = false;
+  /** When the master started, on this process's monotonic clock (never earlier than it did); undefined: unknown. */
+  private startedAt?: number;
+  /**
+   * Bumped at each connection ('ready'), before ioredis sends again what the last one left unanswered: a
+   * reply that comes on a later connection than its command was sent on may come from another server.
+   */
+  private connection = 0;
+  /** The read of the start in flight, if any. */
+  private startRead?: Promise<void>;
+  /** Why the last read of the start failed (INFO refused or unreadable), for the error that reports it. */
+  startProblem?: string;
 
   constructor(private readonly redis: RedisClient) {
     this.everReady = redis.status === 'ready';
     redis.on('ready', () => {
       this.everReady = true;
+      this.connection++;
+      this.startedAt = undefined;
+      this.startRead = undefined;
+      if (this.watchingStarts) this.readStart();
       this.up();
     });
   }
 
+  /** The connection now (see `connection`), to tell whether a reply came on the one its command went on. */
+  get connectionCount(): number {
+    return this.connection;
+  }
+
   get usable(): boolean {
     return !this.down && (this.redis.status === 'ready' || !this.everReady);
+  }
+
+  /** From now on, read when the master started at every connection (see upFor). */
+  watchStarts(): void {
+    if (this.watchingStarts) return;
+    this.watchingStarts = true;
+    if (this.redis.status === 'ready') this.readStart();
+  }
+
+  /**
+   * How long the master has been up, in ms, at least (its `uptime_in_seconds` counts whole seconds, and
+   * the time the reply took is not added); undefined while unknown: not read yet on this connection, or
+   * the read failed (asked again here, one read at a time).
+   */
+  upFor(): number | undefined {
+    if (this.startedAt === undefined) {
+      this.readStart();
+      return undefined;
+    }
+    return monotonicNow() - this.startedAt;
+  }
+
+  /** The read of the start under way (started here when the start is unknown), or undefined: none to wait for. */
+  startBeingRead(): Promise<void> | undefined {
+    if (this.startedAt === undefined) this.readStart();
+    return this.startRead;
+  }
+
+  private readStart(): void {
+    if (this.startRead || !this.watchingStarts || this.redis.status !== 'ready') return;
+    const connection = this.connection;
+    const read = this.redis.info('server').then(
+      (text) => {
+        if (connection !== this.connection) return;
+        this.startRead = undefined;
+        const uptime = /^uptime_in_seconds:(\d+)\s*$/m.exec(text);
+        if (!uptime) {
+          this.startProblem = 'its INFO server reply has no uptime_in_seconds';
+          return;
+        }
+        this.startProblem = undefined;
+        // Taken when the reply is read, so the start is never placed earlier than it was.
+        this.startedAt = monotonicNow() - Number(uptime[1]) * 1000;
+      },
+      (error: unknown) => {
+        if (connection !== this.connection) return;
+        this.startRead = undefined;
+        this.startProblem = `INFO server failed: ${(error as Error).message}`;
+      },
+    );
+    this.startRead = read;
   }
 
   /** The master did not answer in time or its connection failed: skip it until it answers again. */

@@ -34,6 +34,8 @@ export interface DurationRule {
 export const LEASE_RULE: DurationRule = { positive: true, max: MAX_LEASE_MS };
 /** A wait (`waitTime` wherever it is given): 0 means one attempt, up to 365 days. */
 export const WAIT_RULE: DurationRule = { max: MAX_LEASE_MS };
+/** RedLock's `restartQuarantine`: 0 (off) up to the longest lease. */
+export const RESTART_QUARANTINE_RULE: DurationRule = { max: MAX_LEASE_MS };
 /** A timeout or an interval (`operationTimeout`, `watchdogTimeout`, `commandTimeout`, …): > 0. */
 export const TIMEOUT_RULE: DurationRule = { positive: true };
 

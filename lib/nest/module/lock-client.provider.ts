@@ -43,7 +43,7 @@ async function connect(options: RedisLockModuleOptions): Promise<ModuleConnectio
   const client = await createLockClient({ ...settings, logger: clientLogger });
   clientLogger.log?.(messages.connected(describeConnection(settings.connection), client.keyPrefix));
   if (!redLock) return { client, masters: new RedLockMasters([]) };
-  // instanceTimeout and driftFactor apply per lock (LockService.redLock), not per connection.
+  // instanceTimeout, driftFactor and restartQuarantine apply per lock (LockService.redLock), not per connection.
   const { connection: _connection, replicaSync: _sync, clientId: _id, ...shared } = settings;
   const masterSettings: LockClientSettings = { ...shared, logger: clientLogger };
   try {

@@ -7,6 +7,7 @@ import {
   keyPrefixProblem,
   LEASE_RULE,
   show,
+  RESTART_QUARANTINE_RULE,
   TIMEOUT_RULE,
   WAIT_RULE,
   type DurationRule,
@@ -108,6 +109,7 @@ function redLockProblems(redLock: RedLockModuleOptions): string[] {
     isRedisDeployment(master) ? [] : connectionProblems(master).map((p) => messages.redLockMasterProblem(i, p)),
   );
   duration(problems, 'redLock.instanceTimeout', redLock.instanceTimeout, TIMEOUT_RULE);
+  duration(problems, 'redLock.restartQuarantine', redLock.restartQuarantine, RESTART_QUARANTINE_RULE);
   const drift = redLock.driftFactor;
   if (drift !== undefined && !(typeof drift === 'number' && drift >= 0 && drift < 1)) {
     problems.push(messages.badDriftFactor(show(drift)));

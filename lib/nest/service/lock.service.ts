@@ -317,8 +317,13 @@ export class LockService {
   redLock(name: string, clients?: LockClient[], options?: RedLockOptions): RedLock {
     if (clients) return new RedLock(clients, name, options);
     if (this.redLockMasters.clients.length === 0) throw new LockOptionsError(messages.noRedLockMasters(), name);
-    const { instanceTimeout, driftFactor } = this.options.redLock ?? {};
-    return new RedLock([...this.redLockMasters.clients], name, { instanceTimeout, driftFactor, ...options });
+    const { instanceTimeout, driftFactor, restartQuarantine } = this.options.redLock ?? {};
+    return new RedLock([...this.redLockMasters.clients], name, {
+      instanceTimeout,
+      driftFactor,
+      restartQuarantine,
+      ...options,
+    });
   }
 
   /**

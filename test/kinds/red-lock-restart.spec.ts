@@ -1,0 +1,176 @@
+import { LockOptionsError, LockQuorumError, RedLock, type RedLockHandle } from '../../lib';
+import { restartNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import { PRIVATE_PORTS } from '../../scripts/test-ports';
+import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
+
+/**
+ * RedLock's known hole and its remedy: a master restarted without persistence has forgotten the holds
+ * it had, and votes for a rival while the holder still counts on it. Three of a private topology's five
+ * masters (quorum 2): the holder A got masters 1 and 2 (its link to master 3 was down), then master 2
+ * restarts empty, and a rival B asks. Without `restartQuarantine` B gets masters 2 and 3, a quorum:
+ * the lock is granted twice. With it, master 2 may not vote until it has been up that long.
+ */
+describe('RedLock: a master restarted empty (restartQuarantine)', () => {
+  const prefix = testPrefix();
+  let topology: RunningTopology | undefined;
+  const opened: TestClient[] = [];
+  const clientsOn = async (ports: number[]): Promise<TestClient[]> => {
+    const clients = ports.map((port) => lockClient({ port, keyPrefix: prefix, operationTimeout: 1_000 }));
+    opened.push(...clients);
+    await Promise.all(clients.map((c) => c.redis.ping()));
+    return clients;
+  };
+  const ports = () => topology!.masters.slice(0, 3).map((m) => m.port);
+  /** Waits until each of `on` (the three masters) has been up longer than `ms` (they start with the topology). */
+  const upLongerThan = async (ms: number, on = ports()): Promise<void> => {
+    const admins = await clientsOn(on);
+    for (const admin of admins) {
+      const uptime = Number(/uptime_in_seconds:(\d+)/.exec(await admin.redis.info('server'))![1]) * 1000;
+      if (uptime <= ms) await sleep(ms - uptime + 1_000);
+    }
+  };
+
+  beforeAll(async () => {
+    topology = await startTopology('multi', { basePort: PRIVATE_PORTS.redLockRestart.base });
+  }, 60_000);
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((c) => c.close().catch(() => undefined)));
+  });
+  afterAll(async () => {
+    if (topology) await stopTopology(topology);
+  }, 30_000);
+
+  /** A holds `name` on masters 1 and 2 only (its client of master 3 is closed); then master 2 restarts empty. */
+  const holdThenRestart = async (name: string, restartQuarantine: number): Promise<RedLockHandle> => {
+    await upLongerThan(restartQuarantine);
+    const a = await clientsOn(ports());
+    a[2].redis.disconnect(); // A's link to master 3 is down: its vote there is never asked
+    const redLock = new RedLock(
+      a.map((c) => c.locks),
+      name,
+      { restartQuarantine },
+    );
+    const held = await redLock.tryLock({ leaseTime: 20_000 });
+    expect(held).not.toBeNull();
+    await restartNode(topology!, ports()[1]);
+    return held!;
+  };
+
+  it('without it, the restarted master votes for a rival at once: the lock is granted twice (the hole)', async () => {
+    const name = 'restart-no-quarantine';
+    const heldByA = await holdThenRestart(name, 0);
+    const b = await clientsOn(ports());
+    const rival = await new RedLock(
+      b.map((c) => c.locks),
+      name,
+    ).tryLock({ leaseTime: 20_000 });
+    // What this file's other test prevents: B holds a quorum while A has not been told it lost one.
+    expect(rival).not.toBeNull();
+    await rival!.release();
+    await heldByA.release().catch(() => undefined);
+  }, 60_000);
+
+  it('with it, the restarted master votes for no one until it has been up that long; then the lock is free again', async () => {
+    const name = 'restart-quarantine';
+    const quarantine = 4_000;
+    const heldByA = await holdThenRestart(name, quarantine);
+    const restartedAt = performance.now();
+    // B's clients connect after the restart: they never saw master 2 before, and still keep it out.
+    const b = await clientsOn(ports());
+    const rivalLock = new RedLock(
+      b.map((c) => c.locks),
+      name,
+      { restartQuarantine: quarantine },
+    );
+    // Master 1 refuses (A holds it), master 2 is kept out, master 3 grants: one vote of the two needed.
+    expect(await rivalLock.tryLock({ leaseTime: 20_000 })).toBeNull();
+    // Master 3's vote for B is taken back (in the background): nothing of B is left there.
+    await eventually(async () => (await b[2].redis.exists(b[2].locks.getSimpleLock(name).keys.lock)) === 0, 5_000);
+    // A's holder is told its quorum is gone once its client of master 2 reconnects and finds its vote
+    // missing, and gives the lock back.
+    await eventually(() => heldByA.signal.aborted, 10_000);
+    await heldByA.release().catch(() => undefined);
+    // Still inside the quarantine: masters 1 and 3, free again, are a quorum without master 2.
+    if (performance.now() - restartedAt < quarantine - 500) {
+      const early = await rivalLock.tryLock({ leaseTime: 20_000 });
+      expect(early).not.toBeNull();
+      await early!.release();
+    }
+    // Availability: once master 2 has been up `restartQuarantine`, it votes again.
+    const remaining = quarantine - (performance.now() - restartedAt);
+    if (remaining > 0) await sleep(remaining + 1_100); // uptime counts whole seconds
+    b[0].redis.disconnect(); // now a quorum needs master 2
+    const later = await rivalLock.tryLock({ leaseTime: 20_000 });
+    expect(later).not.toBeNull();
+    expect(later!.fencingTokens.length).toBeGreaterThanOrEqual(2);
+    await later!.release();
+  }, 60_000);
+
+  it('a master kept out of the vote is reported as such when too few may vote', async () => {
+    const name = 'restart-quorum-error';
+    await upLongerThan(5_000);
+    await restartNode(topology!, ports()[1]);
+    const b = await clientsOn(ports());
+    b[0].redis.disconnect();
+    const redLock = new RedLock(
+      b.map((c) => c.locks),
+      name,
+      { restartQuarantine: 5_000 },
+    );
+    const error = await redLock.lock({ leaseTime: 5_000, waitTime: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockQuorumError);
+    expect((error as LockQuorumError).keptOut).toBe(1);
+    expect((error as LockQuorumError).message).toMatch(/1 more restarted within restartQuarantine/);
+  }, 60_000);
+
+  it('a vote answered on a new connection (sent again after a lost reply, perhaps to a restarted server) counts as none', async () => {
+    const name = 'resent-vote';
+    const masters = topology!.masters;
+    await upLongerThan(
+      1_000,
+      masters.slice(0, 4).map((m) => m.port),
+    );
+    // Master 1 behind a proxy whose next connection reaches another server (master 4): a restart behind
+    // one address, which the client only sees as a reconnect.
+    const proxy = await ReplyDroppingProxy.start(masters[0]);
+    try {
+      const clients = await clientsOn([proxy.port, masters[1].port, masters[2].port]);
+      // Master 2 is held by someone else: its vote refuses.
+      await clients[1].redis.set(clients[1].locks.getSimpleLock(name).keys.lock, 'someone-else', 'PX', 60_000);
+      proxy.retarget(masters[3]);
+      proxy.dropNextReply(/granted/);
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        name,
+        { restartQuarantine: 1_000, instanceTimeout: 3_000 },
+      );
+      // Master 1's grant is lost with its connection and sent again by ioredis to master 4, which grants:
+      // counted, it would make a quorum with master 3's grant.
+      expect(await redLock.tryLock({ leaseTime: 20_000 })).toBeNull();
+      expect(proxy.dropped).toBe(1);
+      // The grant the new connection answered is taken back, and so is master 3's.
+      const fourth = await clientsOn([masters[3].port]);
+      const key = clients[0].locks.getSimpleLock(name).keys.lock;
+      await eventually(async () => (await fourth[0].redis.exists(key)) === 0, 5_000);
+      await eventually(async () => (await clients[2].redis.exists(key)) === 0, 5_000);
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+
+  it('checks restartQuarantine before asking any master', () => {
+    const clients = [lockClient({ port: ports()[0] }), lockClient({ port: ports()[2] })];
+    opened.push(...clients);
+    for (const bad of [-1, Number.NaN, '1000']) {
+      expect(
+        () =>
+          new RedLock(
+            clients.map((c) => c.locks),
+            'bad-quarantine',
+            { restartQuarantine: bad as number },
+          ),
+      ).toThrow(LockOptionsError);
+    }
+  });
+});
