@@ -121,7 +121,7 @@ describe('RedLock: a master restarted empty (restartQuarantine)', () => {
     const error = await redLock.lock({ leaseTime: 5_000, waitTime: 300 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockQuorumError);
     expect((error as LockQuorumError).keptOut).toBe(1);
-    expect((error as LockQuorumError).message).toMatch(/1 more restarted within restartQuarantine/);
+    expect((error as LockQuorumError).message).toMatch(/1 more kept out by restartQuarantine/);
   }, 60_000);
 
   it('a vote answered on a new connection (sent again after a lost reply, perhaps to a restarted server) counts as none', async () => {

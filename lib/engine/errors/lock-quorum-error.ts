@@ -17,7 +17,9 @@ export class LockQuorumError extends LockError {
   ) {
     super(
       `RedLock "${key}": only ${reachable} of ${instances} Redis masters answered` +
-        (keptOut > 0 ? ` and may vote (${keptOut} more restarted within restartQuarantine)` : '') +
+        (keptOut > 0
+          ? ` and may vote (${keptOut} more kept out by restartQuarantine: restarted too recently, or their start not read)`
+          : '') +
         `, ${quorum} are needed. Bring the masters back or lower the number of instances the lock spans.`,
       key,
       { cause },
