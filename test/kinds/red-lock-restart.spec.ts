@@ -1,7 +1,8 @@
-import { LockOptionsError, LockQuorumError, RedLock, type RedLockHandle } from '../../lib';
+import Redis from 'ioredis';
+import { LockClient, LockOptionsError, LockQuorumError, RedLock, type RedLockHandle } from '../../lib';
 import { restartNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
 import { PRIVATE_PORTS } from '../../scripts/test-ports';
-import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { eventually, lockClient, quietLogger, sleep, testPrefix, type TestClient } from '../support/engine';
 import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /**
@@ -156,6 +157,33 @@ describe('RedLock: a master restarted empty (restartQuarantine)', () => {
       await eventually(async () => (await clients[2].redis.exists(key)) === 0, 5_000);
     } finally {
       await proxy.close();
+    }
+  }, 60_000);
+
+  it('a master whose start cannot be read (INFO denied to its user) does not vote, and the error says why', async () => {
+    const admins = await clientsOn(ports());
+    const user = `${prefix}-no-info`;
+    await Promise.all(admins.map((a) => a.redis.acl('SETUSER', user, 'on', '>pw', '~*', '&*', '+@all', '-info')));
+    const clients = ports().map((port) => {
+      const redis = new Redis({ host: '127.0.0.1', port, username: user, password: 'pw', maxRetriesPerRequest: 1 });
+      return { redis, locks: new LockClient({ redis, logger: quietLogger, keyPrefix: prefix }) };
+    });
+    try {
+      await Promise.all(clients.map((c) => c.redis.ping()));
+      const redLock = new RedLock(
+        clients.map((c) => c.locks),
+        'no-info',
+        { restartQuarantine: 1_000 },
+      );
+      const error = await redLock.lock({ leaseTime: 5_000, waitTime: 300 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockQuorumError);
+      expect((error as LockQuorumError).keptOut).toBe(3);
+      expect(String(((error as LockQuorumError).cause as Error).message)).toMatch(/INFO server failed: NOPERM/);
+      // Nothing was asked of any master: no key of the lock anywhere.
+      for (const a of admins) expect(await a.redis.exists(a.locks.getSimpleLock('no-info').keys.lock)).toBe(0);
+    } finally {
+      await Promise.all(clients.map(async (c) => (await c.locks.close(), c.redis.disconnect())));
+      await Promise.all(admins.map((a) => a.redis.acl('DELUSER', user)));
     }
   }, 60_000);
 
