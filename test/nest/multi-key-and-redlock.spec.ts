@@ -6,6 +6,7 @@ import {
   CurrentLock,
   DistributedLock,
   LockOptionsError,
+  LockQuorumError,
   LockService,
   RedisLockModule,
   RedisUnavailableError,
@@ -181,6 +182,25 @@ describe("@DistributedLock kind 'redlock' over the module's masters", () => {
     const present = await Promise.all(masters.map((m) => m.exists(lockKey(prefix, 'payout:p2'))));
     expect(present.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(3);
     await handle.release();
+  });
+
+  it("LockService.redLock(name) keeps restarted masters out by the module's redLock.restartQuarantine", async () => {
+    // A quarantine longer than these masters have been up: none may vote, and nothing is written.
+    const options = { masters: masterConnections(`${connectionName}-q`), restartQuarantine: 365 * 86_400_000 };
+    const guarded = await start(lockOptions(prefix, { redLock: options }));
+    try {
+      const error = await guarded
+        .get(LockService)
+        .redLock('payout:p3')
+        .lock({ leaseTime: 5_000, waitTime: 200 })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockQuorumError);
+      expect((error as LockQuorumError).keptOut).toBe(masters.length);
+      const present = await Promise.all(masters.map((m) => m.exists(lockKey(prefix, 'payout:p3'))));
+      expect(present.every((n) => n === 0)).toBe(true);
+    } finally {
+      await guarded.close();
+    }
   });
 
   it('closes the masters’ connections on shutdown', async () => {
