@@ -13,7 +13,7 @@ export const PROBE_INTERVAL_MS = 250;
  * every RedLock of the process.
  *
  * When a RedLock keeps restarted masters out (`restartQuarantine`), it also tells how long the master
- * has been up: read with `INFO server` on each connection (a restart always drops it), and unknown until
+ * has been up: read with `INFO server` on each connection (a restart drops it), and unknown until
  * that reply came, so no vote is asked of a master whose start this client has not read yet.
  */
 export class MasterHealth {
