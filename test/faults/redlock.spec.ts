@@ -1,5 +1,13 @@
 import Redis from 'ioredis';
-import { signalNode, startTopology, stopTopology, type RunningTopology } from '../../scripts/redis-topology';
+import {
+  restartNode,
+  signalNode,
+  startTopology,
+  stopTopology,
+  type RunningTopology,
+} from '../../scripts/redis-topology';
+import { LockClient, RedLock } from '../../lib';
+import { silentLogger } from '../../scripts/tooling';
 import { singlePort, sleep, testPrefix } from '../support/engine';
 import { killAll, startWorker, type Worker } from '../support/workers';
 import { timestampOverlaps } from './support';
@@ -11,13 +19,15 @@ import { PRIVATE_PORTS } from '../../scripts/test-ports';
  * whose ioredis clients are at their defaults (offline queue on: a command to a dead master waits
  * for its reconnect) race on one name, with a racy counter on the shared single server. No critical
  * section finds another process inside, no update is lost, and the rate after the kill is at least half the
- * rate before it. Private multi topology on port 7340 (7340-7344).
+ * rate before it. Then the same with `restartQuarantine` and 2 masters restarted empty instead: the three
+ * others keep the lock going while the two are kept out, and the two vote again after it. Private multi
+ * topology on port 7340 (7340-7344).
  */
 const BASE_PORT = PRIVATE_PORTS.faultRedLock.base;
 const RACERS = 8;
 const PHASE_MS = 4_000;
 
-describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
+describe('fault: RedLock, 2 of 5 masters SIGKILLed or restarted empty', () => {
   const prefix = testPrefix();
   let topology: RunningTopology;
   let counter: Redis;
@@ -33,15 +43,34 @@ describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
     if (topology) await stopTopology(topology);
   });
 
-  it('clients at their defaults: no double grant, no lost update, and at least half the rate after the kill', async () => {
+  interface RaceOutcome {
+    rateBefore: number;
+    rateAfter: number;
+    outage: number;
+    sections: number;
+    crowded: number;
+    lost: number;
+    errors: string[];
+  }
+
+  /**
+   * RACERS processes race on `name` for PHASE_MS, then `fault` runs, then PHASE_MS more. Rates are sections
+   * started per second in each phase; the outage is the fault to the first section requested after it.
+   */
+  const race = async (
+    name: string,
+    extraEnv: Record<string, string>,
+    fault: () => Promise<void>,
+  ): Promise<RaceOutcome> => {
     const ports = topology.masters.map((m) => m.port);
-    const counterKey = `${prefix}:redlock-fault:counter`;
+    const counterKey = `${prefix}:${name}:counter`;
     const env = {
       REDLOCK_PORTS: ports.join(','),
       KEY_PREFIX: prefix,
-      LOCK_NAME: 'redlock-fault',
+      LOCK_NAME: name,
       COUNTER_PORT: singlePort(),
       COUNTER_KEY: counterKey,
+      ...extraEnv,
     };
     const procs = Array.from({ length: RACERS }, () => startWorker('redlock-racer.ts', env));
     workers.push(...procs);
@@ -50,9 +79,8 @@ describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
     await sleep(1_000); // warm-up: connections, subscriptions, JIT
     const began = performance.timeOrigin + performance.now();
     await sleep(PHASE_MS);
-    const killedAt = performance.timeOrigin + performance.now();
-    await signalNode(topology, ports[0], 'SIGKILL'); // the first master: every round's gate
-    await signalNode(topology, ports[3], 'SIGKILL');
+    const faultAt = performance.timeOrigin + performance.now();
+    await fault();
     await sleep(PHASE_MS);
     const stoppedAt = performance.timeOrigin + performance.now();
     for (const w of procs) w.send('stop');
@@ -61,28 +89,77 @@ describe('fault: RedLock, 2 of 5 masters SIGKILLed', () => {
     const sections = results.flatMap((r, proc) =>
       r.sections.map(([requested, start, end]) => ({ proc, requested, start, end })),
     );
-    const errors = results.flatMap((r) => Object.entries(r.errors).map(([name, n]) => `${name} x${n}`));
-    const before = sections.filter((s) => s.start >= began && s.start < killedAt).length;
-    const after = sections.filter((s) => s.start >= killedAt && s.start < stoppedAt).length;
-    const rateBefore = before / ((killedAt - began) / 1000);
-    const rateAfter = after / ((stoppedAt - killedAt) / 1000);
-    const firstAfter = sections.filter((s) => s.requested >= killedAt).sort((a, b) => a.start - b.start)[0];
-    const outage = firstAfter ? firstAfter.start - killedAt : Infinity;
-    const lost = sections.length - Number(await counter.get(counterKey));
-    const crowded = results.reduce((sum, r) => sum + r.crowded, 0);
+    const errors = results.flatMap((r) => Object.entries(r.errors).map(([error, n]) => `${error} x${n}`));
+    const before = sections.filter((s) => s.start >= began && s.start < faultAt).length;
+    const after = sections.filter((s) => s.start >= faultAt && s.start < stoppedAt).length;
+    const firstAfter = sections.filter((s) => s.requested >= faultAt).sort((a, b) => a.start - b.start)[0];
+    const outcome: RaceOutcome = {
+      rateBefore: before / ((faultAt - began) / 1000),
+      rateAfter: after / ((stoppedAt - faultAt) / 1000),
+      outage: firstAfter ? firstAfter.start - faultAt : Infinity,
+      sections: sections.length,
+      crowded: results.reduce((sum, r) => sum + r.crowded, 0),
+      lost: sections.length - Number(await counter.get(counterKey)),
+      errors,
+    };
     process.stdout.write(
-      `\n[fault] RedLock, 2 of 5 masters SIGKILLed, ${RACERS} processes, ioredis defaults\n` +
-        `  rate before ${rateBefore.toFixed(0)}/s, after (outage included) ${rateAfter.toFixed(0)}/s; ` +
-        `outage (kill -> first section requested after it) ${Math.round(outage)} ms\n` +
-        `  ${sections.length} sections, double grants ${crowded}, lost updates ${lost}, ` +
+      `  rate before ${outcome.rateBefore.toFixed(0)}/s, after (outage included) ${outcome.rateAfter.toFixed(0)}/s; ` +
+        `outage (fault -> first section requested after it) ${Math.round(outcome.outage)} ms\n` +
+        `  ${outcome.sections} sections, double grants ${outcome.crowded}, lost updates ${outcome.lost}, ` +
         `timestamp overlaps ${timestampOverlaps([...sections].sort((a, b) => a.start - b.start))}; ` +
         `errors: ${errors.join(', ') || 'none'}\n`,
     );
+    return outcome;
+  };
 
+  it('clients at their defaults: no double grant, no lost update, and at least half the rate after the kill', async () => {
+    const ports = topology.masters.map((m) => m.port);
+    process.stdout.write(`\n[fault] RedLock, 2 of 5 masters SIGKILLed, ${RACERS} processes, ioredis defaults\n`);
+    const outcome = await race('redlock-fault', {}, async () => {
+      await signalNode(topology, ports[0], 'SIGKILL'); // the first master: every round's gate
+      await signalNode(topology, ports[3], 'SIGKILL');
+    });
     // Mutual exclusion, checked on the counter server: no clock involved.
-    expect(crowded).toBe(0);
-    expect(lost).toBe(0);
-    expect(before).toBeGreaterThan(0);
-    expect(rateAfter).toBeGreaterThanOrEqual(rateBefore / 2);
+    expect(outcome.crowded).toBe(0);
+    expect(outcome.lost).toBe(0);
+    expect(outcome.rateBefore).toBeGreaterThan(0);
+    expect(outcome.rateAfter).toBeGreaterThanOrEqual(outcome.rateBefore / 2);
+  }, 120_000);
+
+  it('restartQuarantine on, 2 of 5 masters restarted empty: no double grant, the other three keep the rate, and the two vote again after it', async () => {
+    const ports = topology.masters.map((m) => m.port);
+    const quarantine = 3_000;
+    // The masters the test before killed come back, and every master is up longer than the quarantine.
+    await restartNode(topology, ports[0]);
+    await restartNode(topology, ports[3]);
+    await sleep(quarantine + 1_500);
+    process.stdout.write(
+      `\n[fault] RedLock with restartQuarantine ${quarantine} ms, 2 of 5 masters restarted empty, ${RACERS} processes\n`,
+    );
+    const outcome = await race('redlock-restart', { RESTART_QUARANTINE: String(quarantine) }, async () => {
+      await restartNode(topology, ports[1]);
+      await restartNode(topology, ports[4]);
+    });
+    expect(outcome.crowded).toBe(0);
+    expect(outcome.lost).toBe(0);
+    expect(outcome.rateBefore).toBeGreaterThan(0);
+    // Three masters are left that may vote: a quorum, so the lock keeps its rate.
+    expect(outcome.rateAfter).toBeGreaterThanOrEqual(outcome.rateBefore / 2);
+    // Once up longer than the quarantine, the restarted masters vote again: with them, a majority that
+    // needs both of them.
+    await sleep(quarantine);
+    const clients = [ports[1], ports[4], ports[2]].map(
+      (port) =>
+        new LockClient({ redis: new Redis({ host: '127.0.0.1', port }), keyPrefix: prefix, logger: silentLogger }),
+    );
+    try {
+      await clients[2].redis.set(clients[2].getSimpleLock('redlock-rejoin').keys.lock, 'someone-else', 'PX', 60_000);
+      const redLock = new RedLock(clients, 'redlock-rejoin', { restartQuarantine: quarantine });
+      const handle = await redLock.tryLock({ leaseTime: 5_000 });
+      expect(handle).not.toBeNull();
+      await handle!.release();
+    } finally {
+      await Promise.all(clients.map(async (c) => (await c.close(), c.redis.disconnect())));
+    }
   }, 120_000);
 });

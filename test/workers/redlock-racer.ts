@@ -4,7 +4,8 @@
 // GET / SET of COUNTER_KEY on a never-faulted Redis (COUNTER_PORT), so overlapping holders lose
 // updates, and counts the sections that found another process inside. Records [requested, start, end]
 // of every section in high-resolution epoch ms (comparable across the processes of one machine to a few
-// ms). Prints "ready" once connected, its result as JSON at the end.
+// ms). Prints "ready" once connected, its result as JSON at the end. RESTART_QUARANTINE (ms, optional): the
+// RedLock's restartQuarantine.
 import { createInterface } from 'node:readline';
 import Redis from 'ioredis';
 import { LockClient, RedLock } from '../../lib';
@@ -24,7 +25,7 @@ const env = process.env;
 async function main(): Promise<void> {
   const masters = env.REDLOCK_PORTS!.split(',').map((port) => new Redis({ host: '127.0.0.1', port: Number(port) }));
   const clients = masters.map((redis) => new LockClient({ redis, keyPrefix: env.KEY_PREFIX, logger: silentLogger }));
-  const redLock = new RedLock(clients, env.LOCK_NAME!);
+  const redLock = new RedLock(clients, env.LOCK_NAME!, { restartQuarantine: Number(env.RESTART_QUARANTINE ?? 0) });
   const counter = new Redis({ host: '127.0.0.1', port: Number(env.COUNTER_PORT) });
   const counterKey = env.COUNTER_KEY!;
   await Promise.all([...masters, counter].map((r) => r.ping()));
