@@ -187,6 +187,35 @@ describe('RedLock: a master restarted empty (restartQuarantine)', () => {
     }
   }, 60_000);
 
+  it('a wait that meets masters kept out takes the lock once their quarantine ends, without asking them before', async () => {
+    const name = 'restart-wait';
+    const quarantine = 2_000;
+    await upLongerThan(quarantine);
+    // Each master's quarantine ends `quarantine` after its own restart, so no earlier than this plus that.
+    const restartsBegan = performance.now();
+    for (const port of ports()) await restartNode(topology!, port);
+    const b = await clientsOn(ports());
+    const redLock = new RedLock(
+      b.map((c) => c.locks),
+      name,
+      { restartQuarantine: quarantine },
+    );
+    const before = await Promise.all(b.map((c) => c.redis.info('commandstats')));
+    const handle = await redLock.lock({ leaseTime: 10_000, waitTime: 15_000 });
+    const tookMs = performance.now() - restartsBegan;
+    // Not before every master has been up `quarantine` (uptime counts whole seconds: up to 1 s later).
+    expect(tookMs).toBeGreaterThanOrEqual(quarantine);
+    expect(tookMs).toBeLessThan(quarantine + 5_000);
+    // No master was asked to vote while it was kept out: each ran the grant script for this grant only
+    // (twice at most: a restarted server refuses the first EVALSHA with NOSCRIPT, and the script goes again as
+    // EVAL), where a round every 250 ms for 2 s would have asked each about eight times.
+    const after = await Promise.all(b.map((c) => c.redis.info('commandstats')));
+    const evalCalls = (stats: string) =>
+      [...stats.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
+    for (const [i, stats] of after.entries()) expect(evalCalls(stats) - evalCalls(before[i])).toBeLessThanOrEqual(2);
+    await handle.release();
+  }, 60_000);
+
   it('checks restartQuarantine before asking any master', () => {
     const clients = [lockClient({ port: ports()[0] }), lockClient({ port: ports()[2] })];
     opened.push(...clients);
