@@ -216,6 +216,21 @@ describe('RedLock: a master restarted empty (restartQuarantine)', () => {
     await handle.release();
   }, 60_000);
 
+  it('the first lock on clients still connecting waits for their starts to be read, and is not refused for them', async () => {
+    await upLongerThan(1_000);
+    // Not connected yet when the RedLock is made and asked: their starts are read once they are.
+    const fresh = ports().map((port) => lockClient({ port, keyPrefix: prefix }));
+    opened.push(...fresh);
+    const redLock = new RedLock(
+      fresh.map((c) => c.locks),
+      'fresh-clients',
+      { restartQuarantine: 1_000, instanceTimeout: 3_000 },
+    );
+    const handle = await redLock.tryLock({ leaseTime: 10_000 });
+    expect(handle).not.toBeNull();
+    await handle!.release();
+  }, 60_000);
+
   it('checks restartQuarantine before asking any master', () => {
     const clients = [lockClient({ port: ports()[0] }), lockClient({ port: ports()[2] })];
     opened.push(...clients);

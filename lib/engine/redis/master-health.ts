@@ -33,6 +33,8 @@ export class MasterHealth {
   private connection = 0;
   /** The read of the start in flight, if any. */
   private startRead?: Promise<void>;
+  /** The first connection and the read of the start on it, while a round waits for them (see startBeingRead). */
+  private firstReady?: Promise<void>;
   /** Why the last read of the start failed (INFO refused or unreadable), for the error that reports it. */
   startProblem?: string;
 
@@ -77,10 +79,19 @@ export class MasterHealth {
     return monotonicNow() - this.startedAt;
   }
 
-  /** The read of the start under way (started here when the start is unknown), or undefined: none to wait for. */
+  /**
+   * The read of the start under way (started here when the start is unknown), or undefined: none to wait
+   * for. A client still making its first connection reads it once ready: that is waited for too.
+   */
   startBeingRead(): Promise<void> | undefined {
-    if (this.startedAt === undefined) this.readStart();
-    return this.startRead;
+    if (this.startedAt !== undefined) return undefined;
+    this.readStart();
+    if (this.startRead || this.everReady || !this.watchingStarts) return this.startRead;
+    // One listener however many rounds wait; the 'ready' listener above runs first and starts the read.
+    this.firstReady ??= new Promise<void>((resolve) => this.redis.once('ready', () => resolve())).then(
+      () => this.startRead,
+    );
+    return this.firstReady;
   }
 
   private readStart(): void {
