@@ -67,8 +67,8 @@ export class MasterHealth {
   }
 
   /**
-   * How long the master has been up, in ms, at least (its `uptime_in_seconds` counts whole seconds, and
-   * the time the reply took is not added); undefined while unknown: not read yet on this connection, or
+   * How long the master has been up, in ms, at least (up to two seconds less: see readStart; the time the
+   * reply took is not added); undefined while unknown: not read yet on this connection, or
    * the read failed (asked again here, one read at a time).
    */
   upFor(): number | undefined {
@@ -107,8 +107,10 @@ export class MasterHealth {
           return;
         }
         this.startProblem = undefined;
-        // Taken when the reply is read, so the start is never placed earlier than it was.
-        this.startedAt = monotonicNow() - Number(uptime[1]) * 1000;
+        // Taken when the reply is read, less a second: Redis counts the uptime as the difference of two
+        // whole-second clock readings, up to a second more than has passed. So the start is never placed
+        // earlier than it was.
+        this.startedAt = monotonicNow() - Math.max(0, Number(uptime[1]) - 1) * 1000;
       },
       (error: unknown) => {
         if (connection !== this.connection) return;
