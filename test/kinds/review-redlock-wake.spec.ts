@@ -12,6 +12,7 @@ import {
 } from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 import { killAll, startWorker, type Worker } from '../support/workers';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 
 /** `promise`, or 'timed out' after `ms` (the promise itself is left to the clients' close). */
 function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timed out'> {
@@ -148,5 +149,51 @@ describe('RedLock wake-ups review', () => {
     const redLockHandle = await within(waitingRedLock, 10_000);
     expect(redLockHandle).not.toBe('timed out');
     expect(await (redLockHandle as RedLockHandle).release()).toBe('released');
+  }, 60_000);
+
+  it('a release announced by the gate while its refusal is still on the way wakes the waiter at once (the message read first)', async () => {
+    const name = 'message-before-refusal';
+    const proxy = await ReplyDroppingProxy.start({ host: '127.0.0.1', port: ports()[0] });
+    try {
+      const holderClients = await processOn();
+      // The waiting process reaches the gate (the first master) through the proxy: its votes' replies
+      // come 800 ms late there, its subscriber's messages at once.
+      const waiterClients = ports().map((port, i) =>
+        lockClient({ port: i === 0 ? proxy.port : port, keyPrefix: prefix, operationTimeout: 5_000 }),
+      );
+      opened.push(...waiterClients);
+      await Promise.all(waiterClients.map((c) => c.redis.ping()));
+      // Only a release's message wakes it: no re-check of its own, and a gate's refusal is believed for
+      // up to the instance timeout (5 s) when no release is heard.
+      for (const c of waiterClients) engineOf(c.locks).quietRecheckMs = 60_000;
+      const holder = await new RedLock(locksOf(holderClients), name).lock({ leaseTime: 30_000 });
+      const lockKey = holderClients[0].locks.getSimpleLock(name).keys.lock;
+      let votesOnGate = 0;
+      watchCommands(waiterClients[0], (command) => {
+        if (/^eval/.test(command.name) && command.args[2] === lockKey) votesOnGate++;
+      });
+      proxy.delayCommandReplies(800);
+      const waiting = new RedLock(locksOf(waiterClients), name, { instanceTimeout: 5_000 }).lock({
+        leaseTime: 30_000,
+        waitTime: 20_000,
+      });
+      waiting.catch(() => undefined);
+      // The first round asks every master; refused, the waiter subscribes and asks the gate alone.
+      await eventually(() => votesOnGate === 2, 5_000);
+      await sleep(100); // that vote ran on the gate (refused); its reply is still on the way
+      const releasedAt = Date.now();
+      expect(await holder.release()).toBe('released');
+      const handle = await within(waiting, 10_000);
+      const waited = Date.now() - releasedAt;
+      expect(handle).not.toBe('timed out');
+      // Counted as heard before the refusal, the message was taken for an older release: the waiter
+      // slept the whole instance timeout (5 s) before asking again.
+      expect(waited).toBeLessThan(3_000);
+      proxy.delayCommandReplies(0);
+      expect(await (handle as RedLockHandle).release()).toBe('released');
+    } finally {
+      await Promise.all(opened.splice(0).map((c) => c.close().catch(() => undefined)));
+      await proxy.close();
+    }
   }, 60_000);
 });

@@ -18,6 +18,8 @@ export class ReplyDroppingProxy {
   /** While set, nothing passes either way (a partition: the connections stay open, the bytes wait). */
   private held?: (() => void)[];
   private replyDelayMs = 0;
+  /** Whether the delay spares connections in pub/sub mode (see delayCommandReplies). */
+  private sparePubSub = false;
 
   private constructor(private upstream: { host: string; port: number }) {
     this.server = net.createServer((client) => this.pipe(client));
@@ -55,6 +57,17 @@ export class ReplyDroppingProxy {
   /** Replies reach the clients `ms` later from now on, in order (a slow network); 0: at once again. */
   delayReplies(ms: number): void {
     this.replyDelayMs = ms;
+    this.sparePubSub = false;
+  }
+
+  /**
+   * Replies to commands reach the clients `ms` later from now on, while a connection that subscribed
+   * gets its messages at once: a client reads a message published after a command ran before the
+   * command's reply (on a loaded machine, the two sockets are read in either order).
+   */
+  delayCommandReplies(ms: number): void {
+    this.replyDelayMs = ms;
+    this.sparePubSub = true;
   }
 
   /** Every open connection drops; new ones go to `upstream` (a failover behind one address). */
@@ -106,7 +119,9 @@ export class ReplyDroppingProxy {
       });
       socket.on('error', () => undefined);
     }
+    let subscribed = false;
     client.on('data', (data) => {
+      if (/subscribe/i.test(data.toString('latin1'))) subscribed = true;
       if (this.held) this.held.push(() => server.write(data));
       else server.write(data);
     });
@@ -119,7 +134,8 @@ export class ReplyDroppingProxy {
         server.destroy();
         return;
       }
-      if (this.replyDelayMs > 0) setTimeout(() => client.write(data), this.replyDelayMs);
+      if (this.replyDelayMs > 0 && !(subscribed && this.sparePubSub))
+        setTimeout(() => client.write(data), this.replyDelayMs);
       else client.write(data);
     });
   }

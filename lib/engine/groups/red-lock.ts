@@ -401,13 +401,15 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
           // no release announced since may hold a stale key (a contender that crashed mid-round, a
           // give-back that did not arrive), and the next round asks every master at once, which
           // takes the lock from the others as classic RedLock does.
-          // Refused by the gate: its next release is the one to wait for, counted from the refusal on
-          // (the other masters' messages of the release that woke this waiter come later).
+          // Refused by the gate: the gate's next release is the one to wait for (the other masters'
+          // messages of the release that woke this waiter come later). Counted from before the vote was
+          // sent, not from its reply: the message of a release that ran after the refusal may be read
+          // before the reply (two sockets), and taken for an older one it slept the instance timeout.
+          // A message of a release that ran before the vote costs one more round at most.
           const wait = round.gate !== undefined ? Math.min(round.retryAfter, patience) : round.retryAfter;
-          const since = round.gate === undefined ? seen! : watch.counts();
           const from = round.gate === undefined ? undefined : [round.gate];
           const timeout = Math.min(remaining, Math.max(1, wait));
-          const announced = await watch.next(since, from, timeout, signal);
+          const announced = await watch.next(seen!, from, timeout, signal);
           gated = announced || round.gate === undefined;
         }
         signal.throwIfAborted();
