@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { lockClient, testPrefix, type TestClient } from '../support/engine';
+import { eventually, lockClient, testPrefix, type TestClient } from '../support/engine';
 
 /**
  * A lock call keeps what its waits share (a fair wait's waiter id and grants, a writer's wait id) in the
@@ -27,8 +27,12 @@ describe('lock calls start no AsyncLocalStorage', () => {
 
     // A fair lock: one holder, two calls that wait (one of them hands over to the other), one that gives up.
     const held = await a.locks.getFairLock('fair').lock();
+    const { queue } = a.locks.getFairLock('fair').keys;
+    // Queued one after the other: sent at once on two connections, they could reach Redis in either order.
     const first = b.locks.getFairLock('fair').lock();
+    await eventually(async () => (await a.redis.llen(queue)) === 1, 5_000);
     const second = a.locks.getFairLock('fair').lock();
+    await eventually(async () => (await a.redis.llen(queue)) === 2, 5_000);
     await expect(b.locks.getFairLock('fair').tryLock({ waitTime: 50 })).resolves.toBeNull();
     await held.release();
     await (await first).release();
