@@ -1,5 +1,5 @@
 import { runInLockScope, type LockClientEvents } from '../../lib';
-import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
 
 type Recorded = {
   [E in keyof LockClientEvents]: { event: E; payload: LockClientEvents[E][0] };
@@ -63,9 +63,11 @@ describe('lock events', () => {
   });
 
   it('a contended acquisition: waiting once, then acquired with the time it waited', async () => {
-    const holder = await a.locks.getFairLock(name).lock();
+    const lock = a.locks.getFairLock(name);
+    const holder = await lock.lock();
     const waiting = b.locks.getFairLock(name).lock({ waitTime: 10_000 });
-    await sleep(200);
+    await eventually(async () => (await a.redis.llen(lock.keys.queue)) === 1); // queued: it waits
+    await sleep(200); // for the waitedMs bound below
     await holder.release();
     const next = await waiting;
     await next.release();

@@ -96,9 +96,11 @@ describe('Redis outage', () => {
       const lock = holderClient.locks.getLock('turn-frozen');
       const first = await lock.lock({ leaseTime: 60_000 });
       const waiting = waiterClient.locks.getLock('turn-frozen').lock({ waitTime: 45_000 });
-      await sleep(300); // the waiter is parked, after its attempts
+      // The waiter is registered (its first attempt refused): the release is kept, and its re-check refused.
+      await eventually(async () => (await holderClient.redis.zcard(lock.keys.waiting)) === 1, 5_000);
       await first.release(); // kept in the holder's turn: another process waits
-      const second = await lock.lock({ leaseTime: 60_000 });
+      // Bounded: a release that was not kept would let the waiter take the lock, and this wait for ever.
+      const second = await lock.lock({ leaseTime: 60_000, waitTime: 5_000 });
       // Sent like any release ('keep', the turn goes on); its repeats after the freeze pass the lock on.
       const outcome = await releaseInFreeze(second, waiting, 'release in a turn', operationTimeout + 2_000);
       expect(outcome).toBe('pending');

@@ -7,6 +7,7 @@ import {
   eventually,
   isAttemptOn,
   lockClient,
+  parkedWait,
   singlePort,
   sleep,
   testPrefix,
@@ -21,35 +22,6 @@ import {
  * Each LockClient here stands for a process (its own connections and client id). A long `turnTime`
  * makes "inside the turn" certain on a slow machine; `turnTime: 0` makes every release pass.
  */
-/**
- * Starts `lock.lock()` on `waiter` (a lock that another client holds) and resolves, with the pending
- * acquisition, once the waiter is parked: its first attempt and its re-check after subscribing have
- * both been answered. Before that, the re-check could still barge in on a release the test makes.
- */
-async function parkedWait(
-  waiter: TestClient,
-  lock: { keys: { lock: string }; lock(options: { leaseTime: number }): Promise<LockHandle> },
-): Promise<{ acquired: Promise<LockHandle> }> {
-  let answered = 0;
-  const stop = watchCommands(waiter, (command, reply) => {
-    // An EVALSHA the server refuses with NOSCRIPT (its first call on a fresh server) is sent again as
-    // EVAL: that one's answer counts.
-    if (isAttemptOn(command, lock.keys.lock))
-      void reply.then(
-        () => answered++,
-        (error: Error) => !/^NOSCRIPT/.test(error.message) && answered++,
-      );
-  });
-  const acquired = lock.lock({ leaseTime: 60_000 });
-  acquired.catch(() => undefined); // the caller awaits it
-  try {
-    await eventually(async () => answered >= 2, 5_000);
-  } finally {
-    stop();
-  }
-  return { acquired }; // wrapped: an async function would wait for a returned promise
-}
-
 describe.each(['reentrant', 'simple'] as const)('%s lock: process turns', (kind) => {
   const prefix = testPrefix();
   const clients: TestClient[] = [];

@@ -187,9 +187,11 @@ describe('subscription linger', () => {
     const holder = lockClient({ keyPrefix: prefix });
     const waiter = lockClient({ keyPrefix: prefix });
     const waitOnce = async () => {
-      const held = await holder.locks.getLock('hot').lock({ leaseTime: 10_000 });
+      const lock = holder.locks.getLock('hot');
+      const held = await lock.lock({ leaseTime: 10_000 });
       const waiting = waiter.locks.getLock('hot').lock({ leaseTime: 5_000 });
-      await sleep(100);
+      // Refused and registered: it waits (released sooner, it would take the lock at its first attempt).
+      await eventually(async () => (await holder.redis.zcard(lock.keys.waiting)) === 1, 5_000);
       await held.release();
       await (await waiting).release();
     };

@@ -4,6 +4,7 @@ import {
   eventually,
   isAttemptOn,
   lockClient,
+  parkedWait,
   singlePort,
   sleep,
   testPrefix,
@@ -52,15 +53,15 @@ describe.each(['reentrant', 'simple'] as const)('%s lock: one wake-up per releas
     others.push(...clients);
     const waits: Promise<LockHandle>[] = [];
     for (const client of clients) {
-      const wait = lockOf(client, name).lock({ leaseTime: 60_000 });
-      wait.catch(() => undefined); // a failed assertion leaves it to afterEach's close
-      waits.push(wait);
+      // Parked (its re-check after subscribing answered too) before the next starts: a late re-check
+      // would be counted below as a wake-up's attempt.
+      const { acquired } = await parkedWait(client, lockOf(client, name));
+      waits.push(acquired);
       await eventually(
         async () => (await holder.redis.zcard(lockOf(holder, name).keys.waiting)) === waits.length,
         5_000,
       );
     }
-    await sleep(200); // every waiter parked after its attempts
     const attempts = countAttempts(clients, lockOf(holder, name).keys.lock);
     await held.release();
     const first = await waits[0];

@@ -143,31 +143,50 @@ describe('RedLock', () => {
     try {
       await Promise.all(processes.flat().map((c) => c.redis.ping()));
       const gateKey = processes[0][0].getLock(name).keys.lock;
-      // Votes each process asks of the gate (the first master) for this name.
+      // Votes each process asks of the gate (the first master) for this name, and those answered.
       const gateVotes = processes.map(() => 0);
+      const gateAnswers = processes.map(() => 0);
       processes.forEach((clients, p) => {
         const send = clients[0].redis.sendCommand.bind(clients[0].redis);
         jest.spyOn(clients[0].redis, 'sendCommand').mockImplementation((command, ...rest) => {
           const c = command as unknown as { name: string; args: unknown[] };
           const vote = String(c.args[3]).endsWith(':fence'); // a vote's second key; a release's is the channel
-          if ((c.name === 'evalsha' || c.name === 'eval') && c.args[2] === gateKey && vote) gateVotes[p]++;
-          return send(command, ...rest);
+          const gateVote = (c.name === 'evalsha' || c.name === 'eval') && c.args[2] === gateKey && vote;
+          if (gateVote) gateVotes[p]++;
+          const reply = send(command, ...rest) as Promise<unknown>;
+          // An EVALSHA refused NOSCRIPT is sent again as EVAL: that one's answer counts.
+          if (gateVote)
+            void reply.then(
+              () => gateAnswers[p]++,
+              (error: Error) => !/^NOSCRIPT/.test(error.message) && gateAnswers[p]++,
+            );
+          return reply;
         });
       });
+      const waitingKey = processes[0][0].getLock(name).keys.waiting;
+      const waitingOnEachMaster = () => Promise.all(processes[0].map((c) => c.redis.zcard(waitingKey)));
       const holder = await new RedLock(processes[0], name).lock({ leaseTime: 30_000 });
       const order: number[] = [];
-      const waits = processes.slice(1).map(async (clients, i) => {
-        await sleep(150 * i); // they queue in this order
+      const waits: Promise<void>[] = [];
+      for (const [i, clients] of processes.slice(1).entries()) {
         // A long instance timeout and quiet re-check: no waiter re-checks the gate on its own (see the
         // stale-gate case, and RedLock.watchReleases) meanwhile.
         for (const client of clients) engineOf(client).quietRecheckMs = 60_000;
         const redLock = new RedLock(clients, name, { instanceTimeout: 5_000 });
-        const handle = await redLock.lock({ leaseTime: 30_000, waitTime: 20_000 });
-        order.push(i + 1);
-        await sleep(20);
-        expect(await handle.release()).toBe('released');
-      });
-      await sleep(900); // every waiter was refused and waits for a release
+        const wait = (async () => {
+          const handle = await redLock.lock({ leaseTime: 30_000, waitTime: 20_000 });
+          order.push(i + 1);
+          await sleep(20);
+          expect(await handle.release()).toBe('released');
+        })();
+        wait.catch(() => undefined); // awaited below (closeAll ends it if the wait for its turn fails first)
+        waits.push(wait);
+        // They queue in this order: the next starts once this one is registered on every master (its
+        // first round refused), and its gate vote after subscribing was refused too (its second).
+        await eventually(
+          async () => (await waitingOnEachMaster()).every((n) => n === i + 1) && gateAnswers[i + 1] >= 2,
+        );
+      }
       const before = [...gateVotes];
       expect(await holder.release()).toBe('released');
       await Promise.all(waits);

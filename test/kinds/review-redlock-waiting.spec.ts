@@ -1,6 +1,14 @@
 import { LockError, RedLock } from '../../lib';
 import { RedLockHandle } from '../../lib/engine/groups/red-lock-handle';
-import { isAttemptOn, lockClient, sleep, testPrefix, watchCommands, type TestClient } from '../support/engine';
+import {
+  eventually,
+  isAttemptOn,
+  lockClient,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
 import { sharedTopology } from '../support/topologies';
 
 /** RedLock's waiting, attacked: aborts and give-ups at the moments between its rounds. */
@@ -122,14 +130,19 @@ describe('RedLock waiting review', () => {
       await (await lockOf(waiters).lock({ owner: 'alone' })).release();
       expect(flagsOf('alone')).toEqual(['-']);
       const held = await lockOf(holders).lock({ leaseTime: 20_000 });
-      const first = lockOf(waiters).lock({ owner: 'first' });
-      await sleep(300); // refused, and waiting
+      // Each released as soon as it has the lock: whichever the release wakes first, neither waits for ever.
+      const releaseWhenHeld = (owner: string) =>
+        lockOf(waiters)
+          .lock({ owner })
+          .then((handle) => handle.release());
+      const first = releaseWhenHeld('first');
+      // Refused, and waiting: its first vote, then (joined its process's waiters, subscribed) its gate vote.
+      await eventually(() => flagsOf('first').length >= 2);
       // A second wait of the same process starts while the first is registered: its first vote says so.
-      const second = lockOf(waiters).lock({ owner: 'second' });
-      await sleep(300);
+      const second = releaseWhenHeld('second');
+      await eventually(() => flagsOf('second').length >= 2);
       await held.release();
-      await (await first).release();
-      await (await second).release();
+      await Promise.all([first, second]);
       const [firstOfFirst, ...laterOfFirst] = flagsOf('first');
       expect(firstOfFirst).toBe('-');
       expect(laterOfFirst.length).toBeGreaterThan(0);

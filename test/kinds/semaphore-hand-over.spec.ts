@@ -59,11 +59,22 @@ describe('Semaphore: permits handed over in the release message', () => {
     const theirs = waiter.locks.getSemaphore(name, { permits: 1 });
     const held = await semaphore.acquire();
     const sent: string[] = [];
-    const waiting = theirs.acquire();
-    await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === 1);
-    await sleep(300); // subscribed, and its attempt after subscribing refused too
-    const stop = watchCommands(waiter, (command) => sent.push(command.name));
+    // Attempts answered: the waiter's only scripts on the holds until the release (it releases nothing).
+    let answered = 0;
+    const stop = watchCommands(waiter, (command, reply) => {
+      sent.push(command.name);
+      if (/^eval/.test(command.name) && command.args[2] === semaphore.keys.holds)
+        void reply.then(
+          () => answered++,
+          (error: Error) => !/^NOSCRIPT/.test(error.message) && answered++, // sent again as EVAL
+        );
+    });
     try {
+      const waiting = theirs.acquire();
+      await eventually(async () => (await holder.redis.zcard(semaphore.keys.waiting)) === 1);
+      // Subscribed, and its attempt after subscribing refused too: from now on it sends nothing.
+      await eventually(() => answered >= 2);
+      sent.length = 0;
       await held.release();
       const handle = await waiting;
       // The message was the grant. (INFO: the client's replica count, read again in the background.)

@@ -1,9 +1,16 @@
 import { Controller, Param, Post, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { CurrentLock, DistributedLock, LockOptionsError, RedisLockModule, type ActiveLock } from '../../lib';
+import {
+  CurrentLock,
+  DistributedLock,
+  LockOptionsError,
+  LockService,
+  RedisLockModule,
+  type ActiveLock,
+} from '../../lib';
 import { compileLockSpec } from '../../lib/internal';
-import { sleep, testPrefix } from '../support/engine';
+import { eventually, sleep, testPrefix } from '../support/engine';
 import { gate, lockOptions } from './nest-support';
 
 const calls = { inside: 0, maxInside: 0 };
@@ -65,7 +72,9 @@ describe('@DistributedLock with permits', () => {
     const second = request(server)
       .post('/charges/held/2')
       .then((r) => r.status);
-    await sleep(300); // both inside, holding the 2 permits
+    // Both inside, holding the 2 permits (a third request that came first would take one).
+    const permits = app.get(LockService).client.getSemaphore('provider-b', { permits: 2 });
+    await eventually(async () => (await permits.availablePermits()) === 0);
     await request(server).post('/charges/held/3').expect(409);
     hold.open();
     expect(await Promise.all([first, second])).toEqual([201, 201]);

@@ -5,7 +5,7 @@ import type Redis from 'ioredis';
 import request from 'supertest';
 import { CurrentLock, DistributedLock, LockLostError, LockService, RedisLockModule, type ActiveLock } from '../../lib';
 import { connect, eventually, lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
-import { gate, listen, lockKey, lockOptions, openRequest, within } from './nest-support';
+import { gate, listen, lockKey, lockOptions, openRequest, untilWaiting, within } from './nest-support';
 
 const prefix = testPrefix();
 
@@ -83,7 +83,7 @@ describe('app.close() while a request waits for its lock', () => {
           (res) => res.status,
           (error: Error) => error.message,
         );
-      await sleep(500); // the request is waiting for the lock held elsewhere
+      await untilWaiting(other, 'slot:1'); // the request is waiting for the lock held elsewhere
       expect(state.runs).toBe(0);
       const closed = await within(
         app.close().then(() => 'closed'),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { LockClient, type LockClientOptions, type LockLogger } from '../../lib';
+import { LockClient, type LockClientOptions, type LockHandle, type LockLogger } from '../../lib';
 import { sharedTopology } from './topologies';
 import { sleep } from '../../scripts/tooling';
 
@@ -102,6 +102,36 @@ export function watchCommands(
 /** Whether `command` is an attempt script (its keys the lock, then the fencing counter) on the lock key `lockKey`. */
 export function isAttemptOn(command: SentCommand, lockKey: string): boolean {
   return /^eval/.test(command.name) && command.args[2] === lockKey && String(command.args[3]).endsWith(':fence');
+}
+
+/**
+ * Starts `lock.lock()` on `waiter` (a lock that another client holds) and resolves, with the pending
+ * acquisition, once the waiter is parked: its first attempt and its re-check after subscribing have
+ * both been answered. Before that, the re-check could still barge in on a release the test makes.
+ * (Not for a lock `waiter` still listens for from an earlier wait: it then parks after one attempt.)
+ */
+export async function parkedWait(
+  waiter: TestClient,
+  lock: { keys: { lock: string }; lock(options: { leaseTime: number }): Promise<LockHandle> },
+): Promise<{ acquired: Promise<LockHandle> }> {
+  let answered = 0;
+  const stop = watchCommands(waiter, (command, reply) => {
+    // An EVALSHA the server refuses with NOSCRIPT (its first call on a fresh server) is sent again as
+    // EVAL: that one's answer counts.
+    if (isAttemptOn(command, lock.keys.lock))
+      void reply.then(
+        () => answered++,
+        (error: Error) => !/^NOSCRIPT/.test(error.message) && answered++,
+      );
+  });
+  const acquired = lock.lock({ leaseTime: 60_000 });
+  acquired.catch(() => undefined); // the caller awaits it
+  try {
+    await eventually(async () => answered >= 2, 5_000);
+  } finally {
+    stop();
+  }
+  return { acquired }; // wrapped: an async function would wait for a returned promise
 }
 
 /**
