@@ -1,5 +1,6 @@
 import { LockError, RedLock } from '../../lib';
 import { RedLockHandle } from '../../lib/engine/groups/red-lock-handle';
+import { engineOf } from '../../lib/internal';
 import {
   eventually,
   isAttemptOn,
@@ -151,6 +152,53 @@ describe('RedLock waiting review', () => {
     } finally {
       await closeAll(waiters);
       await closeAll(holders);
+    }
+  }, 60_000);
+
+  it('a wait that was refused by some masters leaves their waiting registries once it ends: granted by the others, or out of time after its first round', async () => {
+    const [rival, winner, waiter] = [await clientsFor(), await clientsFor(), await clientsFor()];
+    try {
+      const name = 'registered-then-granted';
+      const { waiting } = rival[0].locks.getSimpleLock(name).keys;
+      const registered = (clients: TestClient[], index: number) =>
+        rival[index].redis.zrange(waiting, 0, -1).then((ids) => ids.includes(clients[index].locks.clientId));
+      // Another process holds the name on the last two masters (a simple lock there, the same keys).
+      const rivalHolds = await Promise.all(rival.slice(3).map((c) => c.locks.getSimpleLock(name).lock()));
+      // A simple lock waits on the last master (a process that does want it), released by nothing but a wake-up.
+      engineOf(waiter[4].locks).quietRecheckMs = 60_000;
+      const waiting4 = waiter[4].locks.getSimpleLock(name).lock({ waitTime: 20_000 });
+      waiting4.catch(() => undefined);
+      await eventually(() => registered(waiter, 4));
+
+      // Granted by the first three in its first round; refused (and so registered) by the last two.
+      const handle = await new RedLock(
+        winner.map((c) => c.locks),
+        name,
+      ).lock({ waitTime: 5_000, leaseTime: 20_000 });
+      await eventually(async () => !(await registered(winner, 3)) && !(await registered(winner, 4)), 5_000);
+      expect(await registered(waiter, 4)).toBe(true); // the process that waits keeps its place
+
+      // Out of time after one round refused everywhere: it registered on every master, and leaves.
+      const late = new RedLock(
+        rival.map((c) => c.locks),
+        name,
+      );
+      expect(await late.tryLock({ waitTime: 1, leaseTime: 20_000 })).toBeNull();
+      await eventually(async () => {
+        const still = await Promise.all([0, 1, 2, 3, 4].map((i) => registered(rival, i)));
+        return still.every((s) => !s);
+      }, 5_000);
+
+      // The last master's release wakes the waiting process itself (no hop through a process done waiting).
+      expect(await rivalHolds[1].release()).toBe('released');
+      const taken = await waiting4;
+      expect(await taken.release()).toBe('released');
+      expect(await rivalHolds[0].release()).toBe('released');
+      expect(await handle.release()).toBe('released');
+    } finally {
+      await closeAll(waiter);
+      await closeAll(winner);
+      await closeAll(rival);
     }
   }, 60_000);
 });

@@ -12,6 +12,7 @@ import { RedLockMaster } from './red-lock-master';
 import type { EmitLockEvent } from '../client/lock-events';
 import { monotonicNow } from '../util/clock';
 import { RedLockHandle, type RedLockQuorum } from './red-lock-handle';
+import { WaitRegistrations } from './wait-registrations';
 import { delay, ReleaseWatch } from './release-watch';
 import type { CombinedSignal } from '../waiting/abort-fan-out';
 import type { AttemptReply } from '../scripts/replies';
@@ -70,9 +71,10 @@ interface LostRound {
 /**
  * How a round's votes wait if refused (see ask): undefined for a single attempt, which never registers
  * its process; else whether an earlier round of the wait lost (a refused vote may have registered its
- * process), and whether the wait has joined its process's waiters (see watchReleases).
+ * process), whether the wait has joined its process's waiters (see watchReleases), and where the
+ * wait's refusals registered its process.
  */
-type RoundWaiting = { refusedBefore: boolean; member: boolean } | undefined;
+type RoundWaiting = { refusedBefore: boolean; member: boolean; registrations: WaitRegistrations } | undefined;
 
 /**
  * A vote's waiting flag (see redlock-grant-3.lua), as waitingFlag gives a lock's attempt: `members`,
@@ -325,6 +327,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     // Whether a round of this wait lost (a refused vote registered its process on that master).
     let refusedBefore = false;
     let acquired = false;
+    const registrations = new WaitRegistrations();
     // The caller's signal, or a client of this lock closing: the wait then ends with a LockError, as any
     // other kind's does (and takes nothing through a closed client).
     const signal = new RedLockWaitEnd(this.name, options.signal, this.closings);
@@ -343,7 +346,8 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         // Before every round, the first too: an aborted wait asks no master (see acquireLoop).
         signal.throwIfAborted();
         const seen = watch?.counts();
-        const round = await this.round(owner, options, gated, waits ? { refusedBefore, member: !!watch } : undefined);
+        const waiting = waits ? { refusedBefore, member: !!watch, registrations } : undefined;
+        const round = await this.round(owner, options, gated, waiting);
         if (round instanceof RedLockHandle) {
           if (signal.aborted) {
             // The caller gave up while the round ran: it gets the reason, as from any other kind, and the
@@ -416,22 +420,28 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       }
     } finally {
       watch?.close();
-      if (!acquired && watch) this.leaveWaiting();
+      // Granted, the process stays registered where the winning round (or an earlier one) was refused:
+      // a release there would wake it for nothing, and it would pass the wake-up on, one hop late.
+      if (acquired) registrations.whenAnswered((masters) => this.leaveWaiting(masters));
+      else if (watch) this.leaveWaiting();
+      else registrations.whenAnswered(() => this.leaveWaiting());
     }
   }
 
   /**
-   * A wait that ended without the lock: on each master where no other waiter of this process is left,
-   * the process leaves the waiting registry, and a wake-up meant for it goes to the next process (in the
-   * background: the caller is not kept waiting for it).
+   * A wait that ended (without the lock, or granted while refused on `only` masters): on each master
+   * (of `only`) where no other waiter of this process is left, the process leaves the waiting registry,
+   * and a wake-up meant for it goes to the next process (in the background: the caller is not kept
+   * waiting for it).
    */
-  private leaveWaiting(): void {
+  private leaveWaiting(only?: ReadonlySet<number>): void {
     // After the votes still on their way: a refusal that lands later registers the process again.
-    void Promise.allSettled([...this.waitingVotes]).then(() => this.leaveRegistries());
+    void Promise.allSettled([...this.waitingVotes]).then(() => this.leaveRegistries(only));
   }
 
-  private leaveRegistries(): void {
+  private leaveRegistries(only?: ReadonlySet<number>): void {
     this.masters.forEach((master, index) => {
+      if (only && !only.has(index)) return;
       if (!this.usable(index) || engineOf(this.clients[index]).waiters.memberCount(master.processChannel) > 0) return;
       const passed = master.passWakeUp();
       void this.boundedOn(index, passed, 'redlock leave', this.timeoutFor(undefined)).catch(() => undefined);
@@ -485,7 +495,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     } else if (asked.length >= this.quorum) {
       const gate = await new Promise<Vote>((resolve) => {
         const sent = this.ask(asked[0], tokens[asked[0]], lease, waiting);
-        this.follow(asked[0], sent, tokens[asked[0]], lease, waiting !== undefined, resolve, onLate);
+        this.follow(asked[0], sent, tokens[asked[0]], lease, waiting, resolve, onLate);
       });
       votes.push(gate);
       if ('refusedFor' in gate) {
@@ -566,8 +576,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
       // Every master's command is written before any vote's bookkeeping: the last one is asked as early
       // as it can be, and the replies are read once this turn ends.
       const sent = indices.map((index) => this.ask(index, tokens[index], lease, waiting));
-      const waits = waiting !== undefined;
-      indices.forEach((index, i) => this.follow(index, sent[i], tokens[index], lease, waits, onVote, late));
+      indices.forEach((index, i) => this.follow(index, sent[i], tokens[index], lease, waiting, onVote, late));
       check();
     });
   }
@@ -583,7 +592,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     const master = this.masters[index];
     const members = engineOf(this.clients[index]).waiters.memberCount(master.processChannel);
     const sent = master.grant(token, lease, voteWaiting(members, waiting));
-    if (waiting) this.waitingVotes.add(sent);
+    if (waiting) {
+      this.waitingVotes.add(sent);
+      waiting.registrations.sent();
+    }
     return sent;
   }
 
@@ -597,7 +609,7 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     sent: Promise<AttemptReply>,
     token: string,
     lease: number,
-    waits: boolean,
+    waiting: RoundWaiting,
     onVote: (vote: Vote) => void,
     late: (vote: Vote) => void,
   ): void {
@@ -615,7 +627,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
     const connection = health?.connectionCount;
     sent.then(
       (reply) => {
-        if (waits) this.waitingVotes.delete(sent);
+        if (waiting) {
+          this.waitingVotes.delete(sent);
+          waiting.registrations.answered(index, reply[0] !== 'granted');
+        }
         if (health && health.connectionCount !== connection) {
           this.masters[index].undo(token, lease);
           if (!deadline.expire) return;
@@ -635,7 +650,10 @@ export class RedLock extends GroupLock<RedLockHandle> implements RedLockQuorum {
         );
       },
       (error: unknown) => {
-        if (waits) this.waitingVotes.delete(sent);
+        if (waiting) {
+          this.waitingVotes.delete(sent);
+          waiting.registrations.answered(index, undefined);
+        }
         this.masters[index].undo(token, lease);
         if (!deadline.expire) return;
         deadline.expire = undefined;
