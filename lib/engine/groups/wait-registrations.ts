@@ -4,8 +4,8 @@
  * was decided may be a refusal that registers it after the wait has ended.
  */
 export class WaitRegistrations {
-  /** Masters whose last answered vote of the wait was a refusal. */
-  private readonly masters = new Set<number>();
+  /** Masters whose last answered vote of the wait was a refusal (made at the first: most waits have none). */
+  private masters?: Set<number>;
   private unanswered = 0;
   private onAnswered?: () => void;
 
@@ -19,8 +19,8 @@ export class WaitRegistrations {
    * takes it out, or to the back behind its other waiters), or undefined when its outcome is unknown.
    */
   answered(index: number, refused: boolean | undefined): void {
-    if (refused === true) this.masters.add(index);
-    else if (refused === false) this.masters.delete(index);
+    if (refused === true) (this.masters ??= new Set()).add(index);
+    else if (refused === false) this.masters?.delete(index);
     if (--this.unanswered > 0 || !this.onAnswered) return;
     const then = this.onAnswered;
     this.onAnswered = undefined;
@@ -30,7 +30,7 @@ export class WaitRegistrations {
   /** `leave` with the masters where the process is registered, once every vote sent has answered; not at all when none. */
   whenAnswered(leave: (masters: ReadonlySet<number>) => void): void {
     const then = (): void => {
-      if (this.masters.size > 0) leave(this.masters);
+      if (this.masters && this.masters.size > 0) leave(this.masters);
     };
     if (this.unanswered > 0) this.onAnswered = then;
     else then();
