@@ -47,6 +47,10 @@ describe('FairLock: owner ids are opaque', () => {
     return c;
   };
   const queueLength = (lockName = name) => client.redis.llen(client.locks.getFairLock(lockName).keys.queue);
+  /** The processes listening for hand-overs of `lockName` (one channel per waiting client). */
+  const listeners = async (lockName: string) =>
+    ((await client.redis.pubsub('CHANNELS', `${client.locks.getFairLock(lockName).keys.channel}:*`)) as string[])
+      .length;
   const lockKeysLeft = (lockName = name) => {
     const k = client.locks.getFairLock(lockName).keys;
     return client.redis.exists(k.lock, k.queue, k.deadlines);
@@ -80,6 +84,9 @@ describe('FairLock: owner ids are opaque', () => {
         procs[p].send(`enqueue ${trialName} ${id} ${JSON.stringify(owners[p])}`);
         expected.push(id);
         await eventually(async () => (await queueLength(trialName)) === k + 1, 10_000, 5);
+        // And listens: a wait queues with its first attempt, maybe before it listens, and a hand-over
+        // nobody hears passes it by (it keeps its place for the next one).
+        await eventually(async () => (await listeners(trialName)) === k + 1, 10_000, 5);
       }
       await holder.release();
       const order = () => client.redis.lrange(data('order'), 0, -1);
@@ -150,6 +157,7 @@ describe('FairLock: owner ids are opaque', () => {
           }),
         );
         await eventually(async () => (await queueLength(roundName)) === k + 1, 10_000, 5);
+        await eventually(async () => (await listeners(roundName)) === k + 1, 10_000, 5); // and listens
       }
       // Redis keeps each owner's text as given, each wait under its client's own waiter id.
       const queued = (await client.locks.inspect(roundName)).queue.map((w) => [w.owner, w.waiterId.split(':')[0]]);
@@ -185,7 +193,9 @@ describe('FairLock: owner ids are opaque', () => {
       waits.push(wait);
       await eventually(async () => (await client.redis.llen(lock.keys.queue)) === waits.length);
     }
-    await sleep(300); // both clients' subscriptions are live: each hears the hand-off
+    // Both clients' subscriptions are live: each hears the hand-off.
+    const shared = `${lock.keys.channel}:shared-client-id`;
+    await eventually(async () => ((await client.redis.pubsub('NUMSUB', shared)) as [string, number])[1] == 2);
     await held.release();
     const firstHandle = await waits[0];
     // The second wait stays queued behind the first holder, which keeps the lock.
