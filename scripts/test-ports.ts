@@ -79,6 +79,8 @@ export const PRIVATE_PORTS = {
   redLockReview: range(7165, 5),
   /** test/kinds/red-lock-restart.spec.ts: five masters, one of which each test restarts empty. */
   redLockRestart: range(7187, 5),
+  /** test/nest/health.spec.ts: five RedLock masters, some of which it stops. */
+  nestHealthRedLock: range(7192, 5),
   /** test/model/: the model test's topology. */
   model: range(7386, 1),
   /** bench/cpu-per-process.ts. */

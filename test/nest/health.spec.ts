@@ -96,3 +96,80 @@ describe('RedisLockHealthIndicator (@nestjs/terminus)', () => {
     await eventually(async () => held.signal.aborted, 10_000, 100);
   }, 60_000);
 });
+
+/**
+ * With RedLock masters (`redLock.masters`): up while a majority of them is healthy, each master's health
+ * in the details; down once too few are left to grant. Five private masters on 7192-7196, some stopped.
+ */
+describe('RedisLockHealthIndicator with RedLock masters', () => {
+  const MASTERS_BASE = PRIVATE_PORTS.nestHealthRedLock.base;
+  let masters: RunningTopology;
+  let single: RunningTopology;
+  let app: INestApplication;
+  let ports: number[];
+
+  beforeAll(async () => {
+    masters = await startTopology('multi', { basePort: MASTERS_BASE, name: 'health-redlock' });
+    ports = masters.masters.map((m) => m.port);
+    single = await startTopology('single', { basePort: BASE_PORT, name: 'health' });
+    @Module({
+      imports: [
+        TerminusModule.forRoot({ logger: false }),
+        RedisLockModule.forRoot({
+          connection: { type: 'single', host: '127.0.0.1', port: PORT },
+          keyPrefix: 'health-redlock',
+          operationTimeout: 1_000,
+          redLock: { masters: ports.map((port) => ({ type: 'single' as const, host: '127.0.0.1', port })) },
+          logger: { warn: () => undefined, error: () => undefined },
+        }),
+      ],
+      controllers: [HealthController],
+      providers: [RedisLockHealthIndicator],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await listen(app);
+  }, 60_000);
+  afterAll(async () => {
+    await app?.close();
+    if (masters) await stopTopology(masters);
+    if (single) await stopTopology(single);
+  });
+
+  it('is up while a majority of the masters is healthy (the others down in the details), down (503) below it', async () => {
+    const server = app.getHttpServer();
+    const all = await request(server).get('/health');
+    expect(all.status).toBe(200);
+    const { redLock } = all.body.info['redis-lock'];
+    expect(redLock).toMatchObject({ healthy: true, quorum: 3, healthyMasters: 5 });
+    expect(redLock.masters).toHaveLength(5);
+    expect(redLock.masters[0]).toMatchObject({ healthy: true, redis: { healthy: true, status: 'ready' } });
+
+    // Two of five down: RedLock still grants on the other three, so the check passes and says which.
+    await stopNode(masters, ports[3]);
+    await stopNode(masters, ports[4]);
+    await eventually(
+      async () => (await request(server).get('/health')).body.info?.['redis-lock']?.redLock?.healthyMasters === 3,
+      15_000,
+      200,
+    );
+    const degraded = await request(server).get('/health');
+    expect(degraded.status).toBe(200);
+    const degradedLock = degraded.body.info['redis-lock'].redLock;
+    expect(degradedLock.healthy).toBe(true);
+    expect(degradedLock.masters.map((m: { healthy: boolean }) => m.healthy)).toEqual([true, true, true, false, false]);
+    await app.get(LockService).withLock('still-granted', () => undefined, { kind: 'redlock', waitTime: 2_000 });
+
+    // Three down: no majority left, no RedLock can be granted.
+    await stopNode(masters, ports[2]);
+    await eventually(async () => (await request(server).get('/health')).status === 503, 15_000, 200);
+    const down = (await request(server).get('/health')).body.error['redis-lock'];
+    expect(down.status).toBe('down');
+    expect(down.redis.healthy).toBe(true); // the module's own client is fine: RedLock is what fails
+    expect(down.redLock).toMatchObject({ healthy: false, quorum: 3, healthyMasters: 2 });
+
+    for (const port of ports.slice(2)) await restartNode(masters, port);
+    await eventually(async () => (await request(server).get('/health')).status === 200, 20_000, 200);
+  }, 90_000);
+});

@@ -65,7 +65,7 @@ const HANDLER_ANSWER_GRACE_MS = 1_000;
     MessageHandlerMarks,
   ],
   // RedisLockRuntime: for the interceptor, which Nest builds in the module of each decorated controller.
-  exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime],
+  exports: [LockClient, LockService, REDIS_LOCK_MODULE_OPTIONS, RedisLockRuntime, RedLockMasters],
 })
 export class RedisLockModule
   extends ConfigurableModuleClass
