@@ -1,7 +1,16 @@
 import Redis from 'ioredis';
 import { engineOf, FAIR_LOCK_DEFAULTS, RedisPubSub, runInLockScope } from '../../lib/internal';
 import { rememberGivenUpWait } from '../../lib/engine/waiting/given-up-waits';
-import { eventually, lockClient, singlePort, sleep, testPrefix, type TestClient } from '../support/engine';
+import {
+  eventually,
+  lockClient,
+  singlePort,
+  sleep,
+  testPrefix,
+  watchCommands,
+  type TestClient,
+} from '../support/engine';
+import { ReplyDroppingProxy } from '../support/reply-dropping-proxy';
 import { killAll, raceCounter, startWorker, type Worker } from '../support/workers';
 
 describe('FairLock', () => {
@@ -112,6 +121,49 @@ describe('FairLock', () => {
     }
     next.send('finish');
     await next.result;
+  }, 60_000);
+
+  it('a wait joins the queue only once it listens: a release while its subscription is unconfirmed goes to the wait queued after, which is first in the queue', async () => {
+    const proxy = await ReplyDroppingProxy.start({ host: '127.0.0.1', port: singlePort() });
+    const slow = lockClient({ port: proxy.port, keyPrefix: prefix });
+    const quick = lockClient({ keyPrefix: prefix });
+    try {
+      await Promise.all([slow.redis.ping(), quick.redis.ping()]);
+      const lock = client.locks.getFairLock(name, fairOptions);
+      const holder = await lock.lock();
+      let answered = 0;
+      watchCommands(slow, (command, reply) => {
+        if (/^eval/.test(command.name) && command.args[2] === lock.keys.lock) {
+          void reply.then(
+            () => answered++,
+            (error: Error) => !/^NOSCRIPT/.test(error.message) && answered++, // sent again as EVAL
+          );
+        }
+      });
+      // Its subscription is confirmed 1.5 s late (its commands are not slowed).
+      proxy.delaySubscriberReplies(1_500);
+      const slowWait = slow.locks.getFairLock(name, fairOptions).lock({ waitTime: 20_000 });
+      slowWait.catch(() => undefined);
+      await eventually(() => answered >= 1, 5_000);
+      // Refused, and not queued: it does not listen yet. (Queued, the release below would pass it by,
+      // nobody hearing it, for the wait queued after it: an order the queue did not show.)
+      expect(await queueLength()).toBe(0);
+      const quickWait = quick.locks.getFairLock(name, fairOptions).lock({ waitTime: 20_000 });
+      quickWait.catch(() => undefined);
+      await eventually(async () => (await queueLength()) === 1);
+      await holder.release();
+      const first = await quickWait;
+      // Once it listens, it queues (behind nobody now) and is handed the lock next.
+      await eventually(async () => (await queueLength()) === 1, 10_000);
+      proxy.delaySubscriberReplies(0);
+      await first.release();
+      const second = await slowWait;
+      expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+      await second.release();
+    } finally {
+      await Promise.all([slow.close(), quick.close()]);
+      await proxy.close();
+    }
   }, 60_000);
 
   it('a dead waiter in the middle of the queue is pruned once its deadline passes', async () => {

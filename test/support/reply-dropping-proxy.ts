@@ -18,8 +18,8 @@ export class ReplyDroppingProxy {
   /** While set, nothing passes either way (a partition: the connections stay open, the bytes wait). */
   private held?: (() => void)[];
   private replyDelayMs = 0;
-  /** Whether the delay spares connections in pub/sub mode (see delayCommandReplies). */
-  private sparePubSub = false;
+  /** Which connections' replies the delay is for: every one, or only those not (or only those) in pub/sub mode. */
+  private delayed: 'all' | 'commands' | 'subscribers' = 'all';
 
   private constructor(private upstream: { host: string; port: number }) {
     this.server = net.createServer((client) => this.pipe(client));
@@ -57,7 +57,7 @@ export class ReplyDroppingProxy {
   /** Replies reach the clients `ms` later from now on, in order (a slow network); 0: at once again. */
   delayReplies(ms: number): void {
     this.replyDelayMs = ms;
-    this.sparePubSub = false;
+    this.delayed = 'all';
   }
 
   /**
@@ -67,7 +67,16 @@ export class ReplyDroppingProxy {
    */
   delayCommandReplies(ms: number): void {
     this.replyDelayMs = ms;
-    this.sparePubSub = true;
+    this.delayed = 'commands';
+  }
+
+  /**
+   * Replies on connections that subscribed (the confirmation of a SUBSCRIBE, and the messages) reach
+   * the clients `ms` later from now on; other connections' at once: a subscriber slow to be confirmed.
+   */
+  delaySubscriberReplies(ms: number): void {
+    this.replyDelayMs = ms;
+    this.delayed = 'subscribers';
   }
 
   /** Every open connection drops; new ones go to `upstream` (a failover behind one address). */
@@ -134,7 +143,7 @@ export class ReplyDroppingProxy {
         server.destroy();
         return;
       }
-      if (this.replyDelayMs > 0 && !(subscribed && this.sparePubSub))
+      if (this.replyDelayMs > 0 && (this.delayed === 'all' || subscribed === (this.delayed === 'subscribers')))
         setTimeout(() => client.write(data), this.replyDelayMs);
       else client.write(data);
     });

@@ -142,9 +142,12 @@ export class FairLock extends HashLock {
     }
     const { staleWaiterTimeout, acceptanceLease } = this;
     const { redis, publishCommand: publish } = this.engine;
-    // A single attempt (no `waiting`) never queues. A queued one registers its id, and its reply's
-    // server time is an anchor for a grant in the message.
-    if (waiting) wait.registering(holdId);
+    // A single attempt (no `waiting`) never queues. Nor does a wait's first attempt before this client
+    // listens on its channel: queued, a hand-over to it could find nobody listening and pass it by for
+    // a wait queued after it (the acquire loop subscribes and tries again, then queuing). A queued
+    // attempt registers its id, and its reply's server time is an anchor for a grant in the message.
+    const queues = waiting !== undefined && (waiting.refusedBefore || this.engine.waiters.isLive(this.clientChannel));
+    if (queues) wait.registering(holdId);
     const sentAt = monotonicNow();
     const [status, value, more] = await FAIR_LOCK.run(redis, this.keys, {
       idleKeyTtl: this.engine.idleKeyTtl,
@@ -155,7 +158,7 @@ export class FairLock extends HashLock {
       publish,
       holdId,
       waiterId: wait.waiterId,
-      mode: waiting ? 'wait' : 'once',
+      mode: queues ? 'wait' : 'once',
     });
     if (status === 'refused' && typeof more === 'number') {
       // The connection the reply just came on (read in the same turn of the event loop as the reply, so
