@@ -3,7 +3,7 @@ import { Controller, Get, Inject, Module, type INestApplication } from '@nestjs/
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { LockService, RedisLockModule } from '../../lib';
+import { LockService, RedisLockModule, type RedisLockModuleOptions } from '../../lib';
 import { RedisLockHealthIndicator } from '../../lib/health';
 import {
   portShift,
@@ -39,29 +39,34 @@ class HealthController {
   }
 }
 
+/** An app with the health endpoint over the lock module on the private single server, with `options` besides. */
+async function healthApp(options: Partial<RedisLockModuleOptions>): Promise<INestApplication> {
+  @Module({
+    imports: [
+      TerminusModule.forRoot({ logger: false }),
+      RedisLockModule.forRoot({
+        connection: { type: 'single', host: '127.0.0.1', port: PORT },
+        logger: { warn: () => undefined, error: () => undefined },
+        ...options,
+      }),
+    ],
+    controllers: [HealthController],
+    providers: [RedisLockHealthIndicator],
+  })
+  class AppModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  await listen(app);
+  return app;
+}
+
 describe('RedisLockHealthIndicator (@nestjs/terminus)', () => {
   let topology: RunningTopology;
   let app: INestApplication;
 
   beforeAll(async () => {
     topology = await startTopology('single', { basePort: BASE_PORT, name: 'health' });
-    @Module({
-      imports: [
-        TerminusModule.forRoot({ logger: false }),
-        RedisLockModule.forRoot({
-          connection: { type: 'single', host: '127.0.0.1', port: PORT },
-          keyPrefix: 'health',
-          watchdogTimeout: 3_000,
-          logger: { warn: () => undefined, error: () => undefined },
-        }),
-      ],
-      controllers: [HealthController],
-      providers: [RedisLockHealthIndicator],
-    })
-    class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await listen(app);
+    app = await healthApp({ keyPrefix: 'health', watchdogTimeout: 3_000 });
   }, 60_000);
   afterAll(async () => {
     await app?.close();
@@ -112,24 +117,11 @@ describe('RedisLockHealthIndicator with RedLock masters', () => {
     masters = await startTopology('multi', { basePort: MASTERS_BASE, name: 'health-redlock' });
     ports = masters.masters.map((m) => m.port);
     single = await startTopology('single', { basePort: BASE_PORT, name: 'health' });
-    @Module({
-      imports: [
-        TerminusModule.forRoot({ logger: false }),
-        RedisLockModule.forRoot({
-          connection: { type: 'single', host: '127.0.0.1', port: PORT },
-          keyPrefix: 'health-redlock',
-          operationTimeout: 1_000,
-          redLock: { masters: ports.map((port) => ({ type: 'single' as const, host: '127.0.0.1', port })) },
-          logger: { warn: () => undefined, error: () => undefined },
-        }),
-      ],
-      controllers: [HealthController],
-      providers: [RedisLockHealthIndicator],
-    })
-    class AppModule {}
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-    app = moduleRef.createNestApplication({ logger: false });
-    await listen(app);
+    app = await healthApp({
+      keyPrefix: 'health-redlock',
+      operationTimeout: 1_000,
+      redLock: { masters: ports.map((port) => ({ type: 'single' as const, host: '127.0.0.1', port })) },
+    });
   }, 60_000);
   afterAll(async () => {
     await app?.close();
