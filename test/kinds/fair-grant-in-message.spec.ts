@@ -131,7 +131,7 @@ describe('FairLock: the grant travels in the hand-over message', () => {
     const holder = await lock.lock();
     const worker = start('hold-lock.ts');
     await eventually(async () => (await queueLength()) === 1, WORKER_START_MS);
-    // It queued with its first attempt, maybe before it listens: a hand-over it cannot hear would lapse.
+    // And it listens (it queues only once it does; checked, since a hand-over nobody hears passes it by).
     await eventually(async () => (await workerChannels()) === 1, WORKER_START_MS);
     const next = runInLockScope(() => lock.lock(), { newScope: true });
     next.catch(() => undefined); // awaited by the test; a failed check before must not leave it unobserved

@@ -84,8 +84,8 @@ describe('FairLock: owner ids are opaque', () => {
         procs[p].send(`enqueue ${trialName} ${id} ${JSON.stringify(owners[p])}`);
         expected.push(id);
         await eventually(async () => (await queueLength(trialName)) === k + 1, 10_000, 5);
-        // And listens: a wait queues with its first attempt, maybe before it listens, and a hand-over
-        // nobody hears passes it by (it keeps its place for the next one).
+        // And listens (a wait queues only once it does; checked, since a hand-over nobody hears passes
+        // it by, and it keeps its place for the next one).
         await eventually(async () => (await listeners(trialName)) === k + 1, 10_000, 5);
       }
       await holder.release();
