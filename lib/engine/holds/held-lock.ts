@@ -151,9 +151,28 @@ export class HeldLock {
     return this.holdIds.length;
   }
 
-  /** Redis set this hold's lease to `leaseMs` with a command sent at `sentAt` (a renewal, `extend()`). */
-  leaseSet(sentAt: number, leaseMs: number): void {
+  /**
+   * Redis set this hold's lease to `leaseMs` with a command sent at `sentAt` (a renewal, `extend()`).
+   * `outright`: set shorter or not (`extend(leaseTime)`). A renewal sent before such a setting ran
+   * before it (one connection keeps the order): its answer, however late, says nothing of the lease now.
+   */
+  leaseSet(sentAt: number, leaseMs: number, outright = false): void {
+    if (sentAt < this.setOutrightAt) return;
+    if (outright) this.setOutrightAt = sentAt;
     this.expiresAt = this.leaseEndFrom(sentAt, leaseMs);
+  }
+
+  /** When the last command that set the lease outright was sent (see leaseSet). */
+  private setOutrightAt = -Infinity;
+
+  /**
+   * A watched hold's lease was just set outright, maybe to less than the watchdog's next round is away:
+   * this hold alone renews it at its half, and its end is reported as a loss unless that renewal landed
+   * first, as a hand-over's first lease is (see watchFirstLease). The watchdog goes on as before.
+   */
+  leaseSetWhileWatched(): void {
+    this.onFirstLease = true;
+    this.watchFirstLease();
   }
 
   /** When the holder must take such a lease for over: a drift margin before Redis's end (see leaseEnd). */

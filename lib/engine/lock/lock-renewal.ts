@@ -59,10 +59,13 @@ export async function extendHold(
     held.markLost('not-owner');
     throw new LockLostError(side.name, held.owner, 'not-owner');
   }
-  held.leaseSet(sentAt, leaseMs);
+  held.leaseSet(sentAt, leaseMs, leaseTime !== undefined);
   if (!held.watched) {
     held.leaseMs = leaseMs;
     held.armExpiry();
+  } else if (leaseTime !== undefined) {
+    // Set shorter maybe than the watchdog's next round is away: renewed in time, or told at its end.
+    held.leaseSetWhileWatched();
   }
 }
 
