@@ -9,6 +9,11 @@ import { randomUUID } from 'node:crypto';
 export interface OwnerScope {
   readonly id: string;
   /**
+   * The owner given to the section this scope was opened for (`withLock(fn, { owner })`): the scope's
+   * holds are that owner's, so a call from inside the section re-enters them as it would its own.
+   */
+  readonly owner?: string;
+  /**
    * The section this scope was opened inside, whose holds it re-enters (under that section's owner);
    * its other locks it takes under its own. Set for a lock's section opened inside another section,
    * and for a MultiLock's opened inside a holder of some of its locks (see runAsCriticalSection's
@@ -18,6 +23,11 @@ export interface OwnerScope {
 }
 
 const storage = new AsyncLocalStorage<OwnerScope>();
+
+/** The owner `scope`'s holds are recorded under: its section's explicit one, else `<clientId>:<scope id>`. */
+export function ownerOfScope(scope: OwnerScope, clientId: string): string {
+  return scope.owner ?? `${clientId}:${scope.id}`;
+}
 
 export function currentScope(): OwnerScope | undefined {
   return storage.getStore();
@@ -53,9 +63,14 @@ export const nestedSection = (): boolean => true;
 export function runAsCriticalSection<T>(
   holds: (scope: OwnerScope) => boolean,
   fn: () => T,
-  options: { newScope?: boolean; inherit?: (scope: OwnerScope) => boolean } = {},
+  options: { newScope?: boolean; inherit?: (scope: OwnerScope) => boolean; owner?: string } = {},
 ): T {
   const existing = storage.getStore();
+  // A section of an explicit owner runs as that owner: a scope carrying it, nested in the current one.
+  if (options.owner !== undefined) {
+    const parent = options.newScope ? undefined : existing;
+    return storage.run({ id: randomUUID(), owner: options.owner, parent }, fn);
+  }
   if (existing && !options.newScope && holds(existing)) return fn();
   if (existing && !options.newScope && options.inherit?.(existing)) {
     return storage.run({ id: randomUUID(), parent: existing }, fn);

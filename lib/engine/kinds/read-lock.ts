@@ -4,7 +4,7 @@ import type { EngineContext } from '../client/engine-context';
 import type { RenewalKind } from '../holds/held-lock';
 import { attemptOutcome, type Grant, type WaitBehaviour, type AttemptRequest } from '../lock/lock-base';
 import type { LockKindName } from '../client/lock-events';
-import type { OwnerScope } from '../holds/owner-scope';
+import { ownerOfScope, type OwnerScope } from '../holds/owner-scope';
 import { claimedGrant } from '../holds/hold-id-calls';
 import { READ_CLAIM_ATTEMPT, READ_HOLD_COUNT, READ_LOCK, READ_PTTL } from '../scripts/catalog';
 
@@ -22,7 +22,7 @@ export class ReadLock extends ReadWriteSide {
 
   /** A writer reads inside its own critical section too: its scope re-enters the read side. */
   protected override holdsAsScope(scope: OwnerScope): boolean {
-    const writer = this.engine.registry.get(this.rw.write, `${this.engine.clientId}:${scope.id}`);
+    const writer = this.engine.registry.get(this.rw.write, ownerOfScope(scope, this.engine.clientId));
     return (writer !== undefined && !writer.lost) || super.holdsAsScope(scope);
   }
 

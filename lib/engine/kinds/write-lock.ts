@@ -12,7 +12,7 @@ import { CLAIM_ATTEMPT, WRITE_ABANDON, WRITE_LOCK } from '../scripts/catalog';
 import type { LockHandle } from '../holds/lock-handle';
 import type { LockCall } from '../lock/lock-call';
 import type { AcquireOptions } from '../lock/acquire-options';
-import { currentScope, type OwnerScope } from '../holds/owner-scope';
+import { currentScope, ownerOfScope, type OwnerScope } from '../holds/owner-scope';
 
 export interface ReadWriteLockOptions {
   /**
@@ -82,7 +82,7 @@ export class WriteLock extends ReadWriteSide {
     if (owner === undefined || (writer !== undefined && !writer.lost)) return undefined;
     const { registry, clientId } = this.engine;
     for (let s: OwnerScope | undefined = scope; s; s = s.parent) {
-      const reader = registry.get(this.rw.readers, `${clientId}:${s.id}`);
+      const reader = registry.get(this.rw.readers, ownerOfScope(s, clientId));
       if (reader !== undefined && !reader.lost) return new LockUpgradeError(this.name, reader.owner);
     }
     return undefined;

@@ -9,7 +9,7 @@ import { lockKeys, type LockKeys } from '../redis/keys';
 import { LockHandle, type LockContext, type ReleaseOutcome } from '../holds/lock-handle';
 import { assertAcquireOptions, type AcquireOptions } from './acquire-options';
 import { assertLockName, assertOptionsObject } from '../util/validation';
-import { currentScope, nestedSection, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
+import { currentScope, nestedSection, ownerOfScope, runAsCriticalSection, type OwnerScope } from '../holds/owner-scope';
 import { FORCE_UNLOCK, HOLD_STATE, type HoldKind, type HoldStateReply } from '../scripts/catalog';
 import { passWakeUp } from '../waiting/pass-wake-up';
 import { refreshSlotsSoon } from '../redis/slot-refresh';
@@ -273,11 +273,15 @@ export abstract class LockBase implements ReleaseReplayer {
     const report = { logger: this.engine.logger, nameOf: () => this.name };
     // `?.`: options that are not an object reach lock(), which refuses them with a LockOptionsError.
     const newScope = (options as WithLockOptions | null)?.newScope;
+    // An explicit owner's section: a call from inside re-enters it (an unusable one is refused by lock()).
+    const given = (options as WithLockOptions | null)?.owner;
+    const owner = typeof given === 'string' && given !== '' ? given : undefined;
     const holds = (scope: OwnerScope) => this.heldInScope(scope);
     // Opened inside another section, this one is nested in it: a lock that section (or one around it)
     // holds re-enters from inside this one, under that section's owner (A, then B, then A again).
     const inherit = nestedSection;
-    return runAsCriticalSection(holds, () => withLock(() => this.lock(options), fn, report), { newScope, inherit });
+    const section = () => withLock(() => this.lock(options), fn, report);
+    return runAsCriticalSection(holds, section, { newScope, inherit, owner });
   }
 
   /**
@@ -290,7 +294,7 @@ export abstract class LockBase implements ReleaseReplayer {
 
   /** Whether `scope`'s own owner holds this lock, as this client last knew it. */
   protected holdsAsScope(scope: OwnerScope): boolean {
-    const held = this.findHeld(`${this.engine.clientId}:${scope.id}`);
+    const held = this.findHeld(ownerOfScope(scope, this.engine.clientId));
     return held !== undefined && !held.lost;
   }
 
@@ -376,7 +380,7 @@ export abstract class LockBase implements ReleaseReplayer {
     const scope = currentScope();
     if (!scope) return undefined;
     const owner = scope.parent ? (this.holderIn(scope) ?? scope) : scope;
-    return `${this.engine.clientId}:${owner.id}`;
+    return ownerOfScope(owner, this.engine.clientId);
   }
 
   protected bounded<T>(operation: Promise<T>, what: string, onLate?: (value: T) => void): Promise<T> {
