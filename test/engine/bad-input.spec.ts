@@ -7,6 +7,8 @@ import { lockKeys } from '../../lib/engine/redis/keys';
 import { runScriptUnchecked } from '../../lib/engine/scripts/loader';
 import {
   anyDuration,
+  comesTooLate,
+  isBelievableLease,
   isValidDuration,
   keysWithoutTtl,
   PROPERTY_RUNS,
@@ -312,8 +314,14 @@ describe('bad input', () => {
           const name = `p${++n}`;
           const key = lockKeys(prefix, name).lock;
           const options = { leaseTime, waitTime } as AcquireOptions;
-          const valid =
-            isValidDuration(leaseTime, { positive: true }) && isValidDuration(waitTime, { positive: false });
+          // A lease the drift margin takes whole is refused: no grant of it could be believed.
+          const validLease = isValidDuration(leaseTime, { positive: true });
+          const lease = validLease && leaseTime !== undefined ? Math.ceil(leaseTime as number) : undefined;
+          const valid = validLease && isBelievableLease(leaseTime) && isValidDuration(waitTime, { positive: false });
+          // A grant whose reply comes after its lease is never handed out: with a lease of a few ms a single
+          // attempt (or a short wait) may come back empty on a busy machine, and a wait with no waitTime whose
+          // grants all come too late says the lease never suffices.
+          const mayComeBackEmpty = lease !== undefined && lease < 1_000;
           const checkHeld = async () => {
             const pttl = await redis.pttl(key);
             const bound = leaseBound(kind, leaseTime);
@@ -323,10 +331,15 @@ describe('bad input', () => {
           };
           const lock = lockOf(a.locks, kind, name);
           const error = await succeedsOrNamesTheOption(valid, name, async () => {
-            if (call === 'withLock') return lock.withLock(checkHeld, options);
-            const handle = (await lock[call](options)) as LockHandle;
-            await checkHeld();
-            await handle.release();
+            try {
+              if (call === 'withLock') return await lock.withLock(checkHeld, options);
+              const handle = (await lock[call](options)) as LockHandle | null;
+              if (handle === null && mayComeBackEmpty) return;
+              await checkHeld();
+              await handle!.release();
+            } catch (e) {
+              if (!(mayComeBackEmpty && valid && comesTooLate(e))) throw e;
+            }
           });
           if (error) expect(Object.is(error.value, options[error.option as 'leaseTime' | 'waitTime'])).toBe(true);
           expect(await keysWithoutTtl(redis, prefix)).toEqual([]);
@@ -400,7 +413,9 @@ describe('bad input', () => {
             const lease = validLease && leaseTime !== undefined ? Math.ceil(leaseTime as number) : undefined;
             const redLockTakes =
               !(group instanceof RedLock) || lease === undefined || lease >= group.minimumLease(lease);
-            const valid = validLease && isValidDuration(waitTime, { positive: false }) && redLockTakes;
+            // Nor can a lease the drift margin takes whole be held by any member.
+            const believable = isBelievableLease(leaseTime);
+            const valid = validLease && isValidDuration(waitTime, { positive: false }) && redLockTakes && believable;
             await succeedsOrNamesTheOption(valid, group.name, async () => {
               const handle = await group.tryLock(options);
               if (handle) return handle.release();

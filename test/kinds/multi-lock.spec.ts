@@ -236,19 +236,25 @@ describe('MultiLock: a lease shorter than it takes to take its members', () => {
 
   it('rounds that lose a member follow one another after a growing pause, not at once: few attempts while the wait lasts', async () => {
     const attempts: number[] = [];
-    const stop = watchCommands(fast, (command) => {
-      if (isAttemptOn(command, `${prefix}:{bounded-1}`)) attempts.push(Date.now());
-    });
+    // A round loses the first member while the slow ones are taken, or a slow member's grant comes after
+    // its own lease (then that member tries again, after a pause that grows as well): attempts on any.
+    const stops = [fast, slow].map((client) =>
+      watchCommands(client, (command) => {
+        const onMember = [1, 2, 3].some((i) => isAttemptOn(command, `${prefix}:{bounded-${i}}`));
+        if (onMember) attempts.push(Date.now());
+      }),
+    );
     const startedAt = Date.now();
     try {
       expect(await group('bounded').tryLock({ leaseTime: 10, waitTime: 1_500 })).toBeNull();
     } finally {
-      stop();
+      stops.forEach((stop) => stop());
     }
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_400);
-    // About 20 ms a round with no pause: some 75 rounds. Paused, doubling from 10 ms: about 10.
+    // About 20 ms a round with no pause: some 75 rounds of three attempts. Paused, doubling from 10 ms: about
+    // ten attempts (a busy machine mixes rounds and a member's own retries: a few more).
     expect(attempts.length).toBeGreaterThanOrEqual(2);
-    expect(attempts.length).toBeLessThanOrEqual(20);
+    expect(attempts.length).toBeLessThanOrEqual(45);
     expect(await fast.redis.exists(`${prefix}:{bounded-1}`, `${prefix}:{bounded-2}`, `${prefix}:{bounded-3}`)).toBe(0);
   }, 30_000);
 

@@ -5,6 +5,8 @@ import type Redis from 'ioredis';
 import { DistributedLock, LockOptionsError, LockService, RedisLockModule, type LockHandle } from '../../lib';
 import {
   anyDuration,
+  comesTooLate,
+  isBelievableLease,
   isValidDuration,
   keysWithoutTtl,
   PROPERTY_RUNS,
@@ -66,11 +68,20 @@ describe('bad input through the Nest layer', () => {
           const options = { kind, leaseTime, waitTime } as never;
           const valid =
             (leaseTime === 'watchdog' || isValidDuration(leaseTime, { positive: true })) &&
+            isBelievableLease(leaseTime) &&
             isValidDuration(waitTime, { positive: false, infinite: true });
+          // A grant whose reply comes after its lease is never handed out: a lease of a few ms may come back
+          // empty on a busy machine, or be found never to suffice.
+          const mayComeBackEmpty = typeof leaseTime === 'number' && leaseTime < 1_000;
           await succeedsOrNamesTheOption(valid, name, async () => {
-            if (call === 'withLock') return locks.withLock(name, () => undefined, options);
-            const handle = (await locks[call](name, options)) as LockHandle;
-            await handle.release();
+            try {
+              if (call === 'withLock') return await locks.withLock(name, () => undefined, options);
+              const handle = (await locks[call](name, options)) as LockHandle | null;
+              if (handle === null && mayComeBackEmpty) return;
+              await handle!.release();
+            } catch (error) {
+              if (!(mayComeBackEmpty && valid && comesTooLate(error))) throw error;
+            }
           });
           expect(await keysWithoutTtl(redis, prefix)).toEqual([]);
           const again = await other.locks.getLock(name).tryLock();

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import type Redis from 'ioredis';
-import { LockOptionsError } from '../../lib';
+import { LockAcquireTimeoutError, LockOptionsError } from '../../lib';
 import { MAX_LEASE_MS } from '../../lib/engine/util/validation';
 
 /** Numbers near every edge of the domain, and values of the wrong type. */
@@ -76,4 +76,25 @@ export async function succeedsOrNamesTheOption(
   }
   expect(valid).toBe(true);
   return undefined;
+}
+
+/**
+ * Whether a lease (valid as a duration, or not a number: no lease given) leaves the holder any of it after
+ * the default drift margin, 1% + 2 ms (written independently of leaseEnd): a shorter one is refused.
+ */
+export function isBelievableLease(leaseTime: unknown): boolean {
+  if (typeof leaseTime !== 'number') return true;
+  const lease = Math.ceil(leaseTime);
+  return lease - Math.round(lease * 0.01) - 2 > 0;
+}
+
+/**
+ * Whether `error` is how an acquisition with a lease of a few ms may end on a busy machine, its input
+ * valid: its grants came after the lease (a wait that ran out, or one with no waitTime told the lease
+ * never suffices).
+ */
+export function comesTooLate(error: unknown): boolean {
+  return (
+    error instanceof LockAcquireTimeoutError || (error instanceof LockOptionsError && error.option === 'leaseTime')
+  );
 }

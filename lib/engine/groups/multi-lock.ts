@@ -7,6 +7,7 @@ import type { LockHandle } from '../holds/lock-handle';
 import type { LockLogger } from '../util/logger';
 import { multiLockMembers } from './multi-lock-members';
 import { checkAcquireOptions, type AcquireOptions } from '../lock/acquire-options';
+import { assertBelievableLease } from '../lock/believable-lease';
 import type { OwnerScope } from '../holds/owner-scope';
 import { MultiLockHandle } from './multi-lock-handle';
 
@@ -53,13 +54,26 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
     return this.ordered.every((lock) => lock.heldInScope(scope));
   }
 
+  private leaseNeverSuffices(options: AcquireOptions): LockOptionsError {
+    return new LockOptionsError(
+      `MultiLock "${this.name}": a leaseTime of ${String(options.leaseTime)} ms runs out before its ` +
+        `${this.ordered.length} locks can be taken, even with none held elsewhere: no attempt can ever hold ` +
+        'them all. Give a longer leaseTime, or none (the watchdog renews the locks while held).',
+      this.name,
+      { option: 'leaseTime', value: options.leaseTime },
+    );
+  }
+
   /** The first lock's client's. */
   protected get logger(): LockLogger {
     return this.locks[0].logger;
   }
 
   protected async acquire(options: AcquireOptions): Promise<MultiLockHandle | null> {
+    const given = options;
     options = checkAcquireOptions(this.name, options); // before any member is tried
+    for (const lock of this.ordered)
+      assertBelievableLease(this.name, options.leaseTime, given.leaseTime, lock.driftFactor);
     const deadline = options.waitTime === undefined ? undefined : monotonicNow() + options.waitTime;
     for (let lostRounds = 0; ; lostRounds++) {
       // An unbounded wait that keeps losing a member: this round waits for none (see LEASE_CHECK_EVERY).
@@ -81,6 +95,8 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
         }
       } catch (error) {
         await releaseAll([...held.values()]);
+        // A member whose lease can never be held here (its grants all come too late): the group's lease.
+        if (error instanceof LockOptionsError && error.option === 'leaseTime') throw this.leaseNeverSuffices(options);
         throw error;
       }
       if (busy) continue; // a member is held elsewhere: the check tells nothing, and the next round waits for it
@@ -95,13 +111,7 @@ export class MultiLock extends GroupLock<MultiLockHandle> {
       const reason: unknown = lost.signal.reason;
       if (reason instanceof LockLostError && reason.reason === 'closed') throw reason;
       if (leaseCheck && reason instanceof LockLostError && reason.reason === 'lease-expired') {
-        throw new LockOptionsError(
-          `MultiLock "${this.name}": a leaseTime of ${String(options.leaseTime)} ms runs out before its ` +
-            `${this.ordered.length} locks can be taken, even with none held elsewhere: no attempt can ever hold ` +
-            'them all. Give a longer leaseTime, or none (the watchdog renews the locks while held).',
-          this.name,
-          { option: 'leaseTime', value: options.leaseTime },
-        );
+        throw this.leaseNeverSuffices(options);
       }
       if (deadline !== undefined && monotonicNow() >= deadline) return null;
       options.signal?.throwIfAborted();

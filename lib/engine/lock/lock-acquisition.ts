@@ -1,14 +1,15 @@
 import { monotonicNow } from '../util/clock';
-import { acquireLoop, type Attempt } from '../waiting/acquire-loop';
+import { acquireLoop, type Attempt, type Refusal } from '../waiting/acquire-loop';
 import type { HeardPayload } from '../waiting/wait-ticket';
 import { closedForGood } from '../redis/connection-end';
-import { LockError, RedisUnavailableError } from '../errors';
+import { LockError, LockOptionsError, RedisUnavailableError } from '../errors';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
 import { settledWithin } from '../util/sleep';
 import { onAbort, type WaitSignal } from '../waiting/abort-fan-out';
 import type { HeldLock } from '../holds/held-lock';
 import { LockHandle } from '../holds/lock-handle';
 import { checkAcquireOptions, type AcquireOptions } from './acquire-options';
+import { assertBelievableLease } from './believable-lease';
 import type { Grant, HoldFacts, LockSide, WaitBehaviour } from './lock-side';
 import { LockCall } from './lock-call';
 
@@ -24,6 +25,15 @@ interface Taken {
  * sentinel failover fits in.
  */
 const FAILOVER_CHECK_TIMEOUTS = 3;
+
+/** At most how long a wait pauses after a grant that came too late (see grantedTooLate), ms. */
+const TOO_LATE_PAUSE_MS = 1_000;
+
+/**
+ * Grants in a row that came too late, each of a free lock (no refusal between them), after which a wait
+ * with no waitTime gives up: its lease is shorter than a grant takes to arrive, so no attempt ever holds.
+ */
+const TOO_LATE_LIMIT = 3;
 
 /** The grant went down with the master that made it: wait again on the master that serves the key now. */
 export const LOST_IN_FAILOVER = Symbol('lost in failover');
@@ -43,6 +53,8 @@ export async function acquireLock(
   waits.begin();
   try {
     const options = checkAcquireOptions(side.name, given, defaultWaitTime);
+    const { driftFactor } = side.engine.registry;
+    assertBelievableLease(side.name, options.leaseTime, (given as AcquireOptions).leaseTime, driftFactor);
     const signal = waits.signalFor(options.signal);
     // One owner for the whole call, also when it waits anew (see acquireOnce): outside any scope it is the
     // call's own, and a wait's traces in Redis (a writer's intent) are named by it.
@@ -204,6 +216,10 @@ export class LockAcquisition {
    * (a longer lease a failover lost is a grant lost, see run()).
    */
   private lengthenedFrom?: number;
+  /** The take-back of a grant that came too late (see grantedTooLate), until the next attempt. */
+  private undoing?: Promise<void>;
+  /** Grants that came too late since the last refusal or kept grant (see TOO_LATE_LIMIT). */
+  private tooLateInARow = 0;
   private readonly attemptOnce = (payload: HeardPayload | undefined, othersWaiting: boolean) =>
     this.attempt(payload, othersWaiting);
 
@@ -276,8 +292,15 @@ export class LockAcquisition {
       this.unknown = undefined;
       if (grant) {
         const hold = { leaseMs, watched, sentAt, label, holdId, firstLease: undefined };
-        return { acquired: true, value: { held: this.record(holder, grant, hold), holdId } };
+        const held = this.record(holder, grant, hold);
+        if (held.expiresAt <= monotonicNow()) return this.grantedTooLate(held, holder, holdId, sentAt);
+        return { acquired: true, value: { held, holdId } };
       }
+    }
+    if (this.undoing) {
+      // A grant taken back may share what this attempt sends (a semaphore wait's member): it lands first.
+      await side.bounded(this.undoing, 'lock');
+      this.undoing = undefined;
     }
     side.turns()?.attempting();
     const holder = side.holderFor(owner);
@@ -293,6 +316,7 @@ export class LockAcquisition {
       throw error;
     }
     if (!result.acquired) {
+      this.tooLateInARow = 0;
       if (!this.refusedBefore && options.waitTime !== 0) {
         side.engine.lockEvent('waiting', () => ({ name: side.name, kind: side.kind, owner, label }));
       }
@@ -305,7 +329,36 @@ export class LockAcquisition {
     const firstLease = value.handedOver?.firstLease;
     const hold = { leaseMs, watched, sentAt, label, holdId: taken, firstLease };
     const held = this.record(value.holder ?? holder, value, hold);
+    if (held.expiresAt <= monotonicNow()) return this.grantedTooLate(held, value.holder ?? holder, taken, sentAt);
+    this.tooLateInARow = 0;
     return { acquired: true, value: { held, holdId: taken } };
+  }
+
+  /**
+   * A grant whose reply came when the lease the holder would believe had already ended (a slow reply,
+   * a short leaseTime; counted from when its attempt was sent, less the drift): Redis may have let it
+   * run out and granted the lock to another. Never handed out: its hold is taken back by its id (nothing
+   * else of the owner's), and the wait goes on as after a refusal, within its waitTime.
+   */
+  private grantedTooLate(held: HeldLock, holder: string, holdId: string, sentAt: number): Refusal {
+    // A record of earlier holds too: their lease, believed to the same end, is over as well.
+    if (held.holdCount > 1) held.markLost('lease-expired');
+    else held.forget();
+    this.undoing = this.undoInBackground(holder, this.request.leaseMs, holdId);
+    const { leaseMs, options } = this.request;
+    if (++this.tooLateInARow >= TOO_LATE_LIMIT && options.waitTime === undefined) {
+      const { name } = this.side;
+      throw new LockOptionsError(
+        `leaseTime ${leaseMs} ms ran out ${TOO_LATE_LIMIT} times in a row before its grant's reply arrived (the ` +
+          `last after ${Math.round(monotonicNow() - sentAt)} ms), with lock "${name}" free: no attempt can hold it ` +
+          'over this connection. Give a longer lease (or a waitTime to keep trying).',
+        name,
+        { option: 'leaseTime', value: options.leaseTime },
+      );
+    }
+    // Not again at once: a reply that slow may come as slowly next time. The lease, doubling while it goes
+    // on (a release here wakes the wait sooner).
+    return { acquired: false, ttl: Math.min(leaseMs * 2 ** (this.tooLateInARow - 1), TOO_LATE_PAUSE_MS) };
   }
 
   /** Records the grant (see LockSide.recordHold), noting whether it re-entered and lengthened our lease. */
@@ -355,7 +408,7 @@ export class LockAcquisition {
    * failed over), retrying through the outage until it lands or the lease is certainly over; the same
    * owner's next grant waits for it.
    */
-  private undoInBackground(holder: string, leaseMs: number, holdId: string): void {
+  private undoInBackground(holder: string, leaseMs: number, holdId: string): Promise<void> {
     const { side } = this;
     const { redis, operationTimeout, registry } = side.engine;
     const until = monotonicNow() + leaseMs + operationTimeout;
@@ -366,5 +419,6 @@ export class LockAcquisition {
       () => undefined,
     );
     registry.inFlightFor(side.keys.lock, holder, sent);
+    return sent;
   }
 }

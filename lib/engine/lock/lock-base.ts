@@ -309,6 +309,11 @@ export abstract class LockBase implements ReleaseReplayer {
     return this.engine.logger;
   }
 
+  /** @internal The share of each lease its client gives up to clock drift (see leaseEnd): a MultiLock checks its lease against it. */
+  get driftFactor(): number {
+    return this.engine.registry.driftFactor;
+  }
+
   /** @internal The client's Redis connection: a MultiLock orders and merges its locks by deployment. */
   get redis(): RedisClient {
     return this.engine.redis;
