@@ -15,9 +15,10 @@
 -- ARGV[5]  publish command    'publish' or 'spublish'
 -- ARGV[6]  client id of the caller's process (its channel)
 -- ARGV[7]  mode               'once' (a single attempt: never queues), 'wait' (a refused caller queues),
---                             'queued' (refused before); with 'wait' or 'queued' the caller may be queued
---                             already (an earlier attempt or copy whose reply was lost queued it): it is
---                             never handed its own permits here, and leaves the queue if granted
+--                             'queued' (refused before); in any mode the caller may be queued already (an
+--                             earlier attempt of its wait, or a copy whose reply was lost, queued it: a
+--                             wait's later attempt is 'once' while its client resubscribes): it is never
+--                             handed its own permits here, and leaves the queue if granted
 --                             (a claim of a member held already, with nothing else taken, is
 --                             semaphore-claim-5.lua's: it runs on a full Redis)
 -- ARGV[8]  idle key TTL in ms how long the fencing counter and the limit outlive a lease (see fencing.lua)
@@ -75,7 +76,6 @@ local q = {
 }
 local available = freePermits(holdsKey, limit, now)
 local entry = queueEntry(client, member)
-local mayBeQueued = mode ~= 'once'
 if redis.call('zscore', holdsKey, member) then
   -- Held already (this attempt sent again, or permits handed to it): the lease is this call's from now.
   -- An attempt never shortens it (a copy of it sent again must not cut a lease its caller has extended
@@ -83,7 +83,7 @@ if redis.call('zscore', holdsKey, member) then
   redis.call('zadd', holdsKey, 'gt', now + lease, member)
   keepAtLeast(holdsKey, lease)
   if limitStored then keepFence(limitKey, lease + q.idle) end -- the stored limit outlives the hold, as at a first grant
-  if mayBeQueued then leaveQueue(q, entry) end
+  leaveQueue(q, entry)
   -- A new token, not the counter as it is: that is the last one handed out, maybe to another hold
   -- since (the same release's next hand-over, a newcomer's grant). The token this hold got when it
   -- was handed over went out in a message this caller did not believe, and is not stored.
@@ -93,7 +93,7 @@ end
 -- holds set's own expiry dropped unseen), up to this caller's own place.
 -- Not past the caller's own entry, if it is queued: a hand-over to it here would be recorded and then
 -- queued again below (a hold that is also a waiter, handed its permits anew after its release).
-if mayBeQueued then q.self = entry end
+q.self = entry
 available = handOverFree(q, available)
 if tonumber(redis.call('zscore', KEYS[7], member) or '0') > now then
   -- Released lately: a late copy of an attempt whose acquisition is over. It must take nothing.
@@ -102,7 +102,7 @@ end
 if permits <= available then
   redis.call('zadd', holdsKey, now + lease, member)
   keepAtLeast(holdsKey, lease)
-  if mayBeQueued then leaveQueue(q, entry) end
+  leaveQueue(q, entry)
   local keep = lease + q.idle
   if limitStored then keepFence(limitKey, keep) end
   return {'granted', nextToken(fenceKey, keep), available - permits}

@@ -383,6 +383,29 @@ describe('semaphore lua scripts', () => {
     }
   });
 
+  it('semaphore-acquire-7: a single attempt of a wait that is still queued leaves the queue when granted, so its release does not hand its permits back to it', async () => {
+    const k = keys();
+    expect((await acquire(k, '1:holder', 1, 5_000, 1))[0]).toBe('granted');
+    // The wait's first attempt: refused and queued under client c1.
+    expect((await acquire(k, '1:waiter', 1, 5_000, 1, 'c1'))[0]).toBe('refused');
+    // Released while nobody listens on c1's channel: the entry keeps its place, nothing is handed to it.
+    expect(await release(k, '1:holder', 1)).toBe('released');
+    // A later attempt of that wait made as a single one (its client resubscribing) is granted.
+    const once = { idleKeyTtl: IDLE_KEY_TTL, member: '1:waiter', permits: 1, leaseMs: 5_000, configuredLimit: 1 };
+    const modes = { publish: 'publish', clientId: 'c1', mode: 'once', acceptanceLease: ACCEPTANCE } as const;
+    expect((await SEMAPHORE_ACQUIRE.run(redis, k, { ...once, ...modes, staleWaiterTimeout: 5_000 }))[0]).toBe(
+      'granted',
+    );
+    expect(await redis.zcard(k.waiting)).toBe(0);
+    const heard = await listen(k, 'c1');
+    expect(await release(k, '1:waiter', 1)).toBe('released');
+    // Nothing of it is held again, and the permit is free for anyone.
+    expect(await redis.zscore(k.holds, '1:waiter')).toBeNull();
+    expect((await acquire(k, '1:other', 1, 5_000, 1))[0]).toBe('granted');
+    expect(await heard.heard()).toEqual([]);
+    await heard.close();
+  });
+
   it('renew-many-n: renews a live permit with server time, not an expired or foreign one, beside other kinds', async () => {
     const k = keys();
     await acquire(k, '1:a', 1, 1_000);
