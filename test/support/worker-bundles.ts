@@ -2,7 +2,7 @@
  * Test workers (test/workers/*.ts) bundled once per jest run into plain JavaScript, so that each of
  * the hundreds of worker processes a run starts loads one file with node instead of the library's
  * TypeScript through tsx's loader (about 1 s of CPU per process on this machine, against 0.3 s).
- * The bundles live in .scratch/test-workers/ inside the repository, so that the library's Lua loader
+ * The bundles live in .scratch/test-workers/ (test-workers-<shift>/ under a port shift) inside the repository, so that the library's Lua loader
  * (which looks for lua/ above its own file) and node_modules resolve as from the sources. A worker
  * without a bundle (a jest run that skipped the global setup) runs under tsx as before.
  */
@@ -12,7 +12,12 @@ import { build } from 'esbuild';
 
 const ROOT = join(__dirname, '..', '..');
 export const WORKERS_DIR = join(ROOT, 'test', 'workers');
-const BUNDLE_DIR = join(ROOT, '.scratch', 'test-workers');
+// One directory per port shift: two runs on one checkout (REDIS_TOPOLOGY_PORT_SHIFT) each build their own.
+const BUNDLE_DIR = join(
+  ROOT,
+  '.scratch',
+  `test-workers${process.env.REDIS_TOPOLOGY_PORT_SHIFT ? `-${process.env.REDIS_TOPOLOGY_PORT_SHIFT}` : ''}`,
+);
 
 /** Builds every worker's bundle afresh (the global setup calls it before any test runs). */
 export async function bundleWorkers(entryPoints: string[]): Promise<void> {
