@@ -57,8 +57,13 @@ export const messages = {
 
   unboundMethod: (owner: string) =>
     `${owner} is decorated with @DistributedLock() but no initialised RedisLockModule knows this instance. ` +
-    'Call it on a provider or controller of an application that imports RedisLockModule, after app.init() ' +
-    '(or from onModuleInit), and not after app.close().',
+    'Call it on a provider or controller of an application that imports RedisLockModule (into its own module, ' +
+    'unless the RedisLockModule is global), after app.init() (or from onModuleInit), and not after app.close().',
+
+  ambiguousLockModule: (className: string, count: number) =>
+    `${className} has @DistributedLock() methods and its module can inject ${count} RedisLockModules, so ` +
+    'which one locks them is ambiguous. Give its module exactly one: import RedisLockModule.forRoot({ …, ' +
+    'isGlobal: false }) into each feature module that locks, and keep the other ones out of its imports.',
 
   closing: (name?: string) =>
     `The application is shutting down: RedisLockModule takes no new lock${name ? ` (asked for "${name}")` : ''}.`,
@@ -72,9 +77,16 @@ export const messages = {
     `The caller of the call holding lock "${name}" went away before its work ended; the lock is kept until ` +
     'that work stops.',
 
+  callEnded: (name: string) =>
+    `The result of the call holding lock "${name}" ended while work it started still ran; the lock is kept ` +
+    'until that work stops.',
+
   workStillPending: (name: string, count: number, seconds: number) =>
-    `Lock "${name}" is still held ${seconds} s after its caller went away: ${count} promise(s) its work started ` +
-    "have not settled. End that work on the lock's signal.",
+    `Lock "${name}" is still held ${seconds} s after its call ended or its caller went away: ${count} promise(s) ` +
+    "its work started have not settled. End that work on the lock's signal.",
+
+  workNotAFunction: (got: string) =>
+    `withLock() runs a function holding the lock, got ${got}. Pass the work as a function: withLock(name, () => work()).`,
 
   missingThis: (owner: string) =>
     `${owner} was called without its instance (\`this\` is undefined). Call it as a method, or bind it first.`,

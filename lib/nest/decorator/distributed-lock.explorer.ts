@@ -1,11 +1,13 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import type { Module } from '@nestjs/core/injector/module';
 import { LockOptionsError } from '../../engine/errors';
 import { LockClient } from '../../engine/client/lock-client';
 import { lockSpecOf } from './lock-spec';
 import { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { methodBindings } from './method-bindings';
+import { lockModulesVisibleFrom } from './visible-lock-modules';
 import { DISTRIBUTED_LOCK_METADATA } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
 
@@ -59,8 +61,13 @@ export class DistributedLockExplorer implements OnModuleInit {
     this.explored = true;
     methodBindings.removePending(this);
     try {
-      for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
-        this.exploreInstance(wrapper);
+      const providers = this.discovery.getProviders();
+      // Every RedisLockModule of the application, and this one: each binds only what can inject it.
+      const runtimes = providers.filter((wrapper) => wrapper.token === RedisLockRuntime);
+      const lockModules = runtimes.flatMap((wrapper) => wrapper.host ?? []);
+      const own = runtimes.find((wrapper) => wrapper.instance === this.runtime)?.host;
+      for (const wrapper of [...this.discovery.getControllers(), ...providers]) {
+        this.exploreInstance(wrapper, own, lockModules);
       }
     } catch (error) {
       this.failure = error;
@@ -68,7 +75,7 @@ export class DistributedLockExplorer implements OnModuleInit {
     }
   }
 
-  private exploreInstance(wrapper: InstanceWrapper): void {
+  private exploreInstance(wrapper: InstanceWrapper, own: Module | undefined, lockModules: Module[]): void {
     const instance: unknown = wrapper.instance;
     if (!instance || typeof instance !== 'object') return;
     const prototype = Object.getPrototypeOf(instance) as Record<string, unknown> | null;
@@ -88,7 +95,7 @@ export class DistributedLockExplorer implements OnModuleInit {
     if (!hasLockedHandlers && Reflect.getMetadata(DISTRIBUTED_LOCK_METADATA, classRef) !== undefined) {
       throw new LockOptionsError(messages.classLevelWithoutHandlers((classRef as { name: string }).name));
     }
-    if (!hasLockedMethods) return;
+    if (!hasLockedMethods || !this.locksFor(wrapper, own, lockModules)) return;
     if (wrapper.isDependencyTreeStatic()) {
       methodBindings.bindInstance(instance, this.runtime);
       this.boundInstances.push(instance);
@@ -96,5 +103,20 @@ export class DistributedLockExplorer implements OnModuleInit {
       methodBindings.bindClass(classRef, this.runtime);
       this.boundClasses.push(classRef);
     }
+  }
+
+  /**
+   * Whether this module locks `wrapper`'s decorated methods: its module can inject this RedisLockModule
+   * (as it would inject LockService), and no other one, which would leave the choice to chance.
+   */
+  private locksFor(wrapper: InstanceWrapper, own: Module | undefined, lockModules: Module[]): boolean {
+    if (!own || !wrapper.host) return true;
+    const visible = lockModulesVisibleFrom(wrapper.host, lockModules);
+    if (!visible.includes(own)) return false;
+    if (visible.length > 1) {
+      const className = (wrapper.metatype as { name?: string } | null)?.name ?? String(wrapper.name);
+      throw new LockOptionsError(messages.ambiguousLockModule(className, visible.length));
+    }
+    return true;
   }
 }

@@ -106,11 +106,25 @@ function lookup(sources: KeySources, path: readonly string[]): unknown {
   let value: unknown = sources[path[0] as KeyRoot];
   for (const segment of path.slice(1)) {
     if (value === null || value === undefined) return undefined;
-    // Own properties only: "{params.constructor}" must not reach Object.prototype.
-    if (!Object.prototype.hasOwnProperty.call(value, segment)) return undefined;
-    value = (value as Record<string, unknown>)[segment];
+    value = property(value, segment);
   }
   return value;
+}
+
+/**
+ * An own property of `value`, or a getter its class defines (an ORM entity's, a Passport user's `id`).
+ * Nothing of Object.prototype ("{params.constructor}", "{body.__proto__}") and no method is read.
+ */
+function property(value: unknown, segment: string): unknown {
+  if (Object.prototype.hasOwnProperty.call(value, segment)) return (value as Record<string, unknown>)[segment];
+  if (typeof value !== 'object') return undefined;
+  for (let proto = Object.getPrototypeOf(value) as object | null; proto; proto = Object.getPrototypeOf(proto)) {
+    if (proto === Object.prototype) return undefined;
+    const found = Object.getOwnPropertyDescriptor(proto, segment);
+    // The nearest definition wins: a method there hides a getter further up.
+    if (found) return found.get ? (found.get.call(value) as unknown) : undefined;
+  }
+  return undefined;
 }
 
 function scalar(template: string, placeholder: KeyPlaceholder, value: unknown): string {

@@ -1,4 +1,4 @@
-import { isObservable, from, throwError } from 'rxjs';
+import { catchError, defer, EMPTY, from, isObservable, throwError, type Observable } from 'rxjs';
 import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
 import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { messages } from '../redis-lock.messages';
@@ -39,16 +39,7 @@ export function lockingMethod(prototype: object, methodName: string, original: A
     if (returnsObservable) {
       const runtime = runtimeFor(this, spec);
       if (runtime instanceof Error) return throwError(() => runtime);
-      return lockedObservable({
-        runtime,
-        spec,
-        name: () => methodLockName(spec, args),
-        run: () => {
-          const result = call();
-          return isObservable(result) ? result : from(Promise.resolve(result));
-        },
-        newScope: spec.newScope,
-      });
+      return lockedMethodObservable(runtime, spec, args, call);
     }
     return runLocked(this, spec, args, () => {
       const result = call();
@@ -60,6 +51,39 @@ export function lockingMethod(prototype: object, methodName: string, original: A
   Object.defineProperty(wrapper, WRAPPED, { value: true });
   copyMetadata(original, wrapper);
   return wrapper;
+}
+
+/** A method returning an Observable, locked while it is subscribed; `onBusy: 'skip'` completes it unrun. */
+function lockedMethodObservable(
+  runtime: RedisLockRuntime,
+  spec: LockSpec,
+  args: unknown[],
+  call: () => unknown,
+): Observable<unknown> {
+  return defer(() => {
+    let ran = false;
+    let names: string[] = [];
+    const locked = lockedObservable({
+      runtime,
+      spec,
+      name: async () => (names = await methodLockName(spec, args)),
+      run: () => {
+        ran = true;
+        const result = call();
+        return isObservable(result) ? result : from(Promise.resolve(result));
+      },
+      newScope: spec.newScope,
+    });
+    if (spec.onBusy !== 'skip') return locked;
+    return locked.pipe(
+      catchError((error: unknown) => {
+        // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
+        if (!(error instanceof LockAcquireTimeoutError) || ran) throw error;
+        runtime.logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
+        return EMPTY;
+      }),
+    );
+  });
 }
 
 async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: () => unknown): Promise<unknown> {

@@ -28,7 +28,7 @@ import {
   type WithLockCallOptions,
 } from './lock-service.options';
 import { currentScope, nestedSection, runAsCriticalSection } from '../../engine/holds/owner-scope';
-import { assertOptionsObject } from '../../engine/util/validation';
+import { assertOptionsObject, show } from '../../engine/util/validation';
 import { withLock } from '../../engine/lock/with-lock';
 import { REDIS_LOCK_MODULE_OPTIONS } from '../redis-lock.constants';
 import { messages } from '../redis-lock.messages';
@@ -125,7 +125,10 @@ export class LockService {
     fn: (lock: ActiveLock) => Promise<T> | T,
     options: WithLockCallOptions = {},
   ): Promise<T> {
-    assertOptionsObject(typeof name === 'string' ? name : String(name), options);
+    const key = typeof name === 'string' ? name : String(name);
+    assertOptionsObject(key, options);
+    // Checked before anything is locked: a lock taken for a call that cannot run is a wasted round trip.
+    if (typeof fn !== 'function') throw new LockOptionsError(messages.workNotAFunction(show(fn)), key);
     const { newScope, ...rest } = options;
     return this.lifecycle.track(
       (async () =>
