@@ -93,3 +93,4 @@ export type { RedisRefusal } from './engine/errors';
 export { LockKeyError } from './nest/errors/lock-key-error';
 export { LockModuleClosedError } from './nest/errors/lock-module-closed-error';
 export { LockCallCancelledError } from './nest/errors/lock-call-cancelled-error';
+export { LockCallEndedError } from './nest/errors/lock-call-ended-error';

@@ -1,6 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isObservable } from 'rxjs';
-import type { PendingWork } from './pending-work';
 
 /**
  * One call of a decorated handler by Nest, made by the interceptor. The method's wrapper claims it
@@ -11,8 +9,6 @@ export interface HandlerInvocation {
   readonly handler: object;
   claimed: boolean;
   settled?: Promise<void>;
-  /** The promises the call's work started (see PendingWork): counted only while its result may be an Observable. */
-  work?: PendingWork;
 }
 
 // Process-wide by nature: it carries one call from the interceptor to the method's wrapper along the
@@ -60,14 +56,13 @@ export function claimInvocation(handler: object): HandlerInvocation | undefined 
   return invocation;
 }
 
+/**
+ * Records a returned Promise. Its settling does not end the work: promises it started (a step that lost
+ * a `Promise.race`) keep the lock until they settle too (see PendingWork).
+ */
 export function recordResult<T>(invocation: HandlerInvocation, result: T): T {
-  const { work } = invocation;
   // Only real promises: calling then() on a lazy thenable would run it a second time.
-  if (result instanceof Promise) {
-    // A Promise's settling is the end of its work, unless it resolves to an Observable (an async @Sse).
-    const stopUnlessObservable = (value: unknown) => isObservable(value) || work?.stop();
-    invocation.settled = result.then(stopUnlessObservable, () => work?.stop()).then(noop);
-  } else if (!isObservable(result)) work?.stop();
+  if (result instanceof Promise) invocation.settled = result.then(noop, noop);
   return result;
 }
 

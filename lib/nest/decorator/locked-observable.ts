@@ -8,9 +8,11 @@ import { runWithActiveLock } from '../service/active-lock.store';
 import { cancellableLock, type ServiceHold } from '../service/service-hold';
 import { abortAtShutdown } from '../service/until-shutdown';
 import { LockCallCancelledError } from '../errors/lock-call-cancelled-error';
+import { LockCallEndedError } from '../errors/lock-call-ended-error';
 import { messages } from '../redis-lock.messages';
 import { outsideWork, PendingWork } from './pending-work';
 import { runInvocation, type HandlerInvocation } from './handler-invocation';
+import { lockedIterator } from './locked-iterator';
 import type { LockSpec } from './lock-spec';
 
 export interface LockedObservableOptions<T> {
@@ -30,7 +32,7 @@ export interface LockedObservableOptions<T> {
   mapError?: (error: unknown) => unknown;
 }
 
-/** How long a lock waits for the work of a call whose caller left before the log says so (then every as long again). */
+/** How long a lock waits for the work of a call that ended (or whose caller left) before the log says so (then every as long again). */
 const PENDING_WORK_WARN_MS = 30_000;
 
 /**
@@ -42,8 +44,11 @@ const PENDING_WORK_WARN_MS = 30_000;
  * When the caller unsubscribes first (a client that disconnected), the work's `signal` aborts with
  * LockCallCancelledError and the work's Observable is unsubscribed (its timers and subscriptions end
  * there), but the lock stays until what cannot be cancelled has stopped: the handler's Promise, every
- * promise the work started (see PendingWork). A stream emitted as a value (a StreamableFile, a Readable)
- * keeps the lock until it has been sent or destroyed.
+ * promise the work started (see PendingWork). So when the result ends while such promises still run (a
+ * `timeout()`, a `race()`): the signal aborts with LockCallEndedError, the caller gets the result, and
+ * the lock stays until they settle. A stream emitted as a value (a StreamableFile, a Readable) keeps
+ * the lock until it has been sent or destroyed, an async iterator (a GraphQL subscription's events)
+ * until it has ended or been closed (see lockedIterator).
  */
 export function lockedObservable<T>(options: LockedObservableOptions<T>): Observable<T> {
   const { runtime, spec, invocation } = options;
@@ -60,7 +65,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     let ended = false;
     /** The caller left before that. */
     let cancelled = false;
-    /** When each stream emitted as a value has been sent or destroyed. */
+    /** When each stream emitted as a value has been sent or destroyed, each async iterator has ended. */
     const streams: Promise<void>[] = [];
     let released: Promise<void> | undefined;
     let acquiredAt = 0;
@@ -68,14 +73,23 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
     let finish!: () => void;
     lifecycle.track(new Promise<void>((resolve) => (finish = resolve)));
 
-    const release = (): Promise<void> => {
+    /** `leftover`: the work's result ended while promises it started still run (their signal aborted now). */
+    const release = (leftover?: () => void): Promise<void> => {
       const held = handle;
       if (!held) return Promise.resolve();
       // Outside the work's chain: the release's own promises are not the work's.
       return (released ??= outsideWork(async () => {
         await invocation?.settled;
-        if (cancelled && pending) await settledOrWarn(pending, held.lock, logger);
+        // First the streams and iterators: what they run is the work, not what outlives it.
         await Promise.all(streams);
+        if (pending && (cancelled || (await pending.outlivesResult()))) {
+          if (!cancelled) {
+            const { name } = held.lock;
+            cancel.abort(new LockCallEndedError(messages.callEnded(name), name));
+            leftover?.();
+          }
+          await settledOrWarn(pending, held.lock, logger);
+        }
         pending?.stop();
         holdTimes.record(spec, monotonicNow() - acquiredAt);
         await held.release().catch((error: Error) => warnReleaseFailed(logger, held.lock.name, error));
@@ -83,12 +97,31 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
         finish();
       }));
     };
-    /** The work ended: release, then tell the caller; a stream being sent is released after it instead. */
+    /** The caller left before the work ended: its signal aborts, and the lock waits for the work to stop. */
+    const cancelCall = () => {
+      cancelled = true;
+      const { name } = handle!.lock;
+      cancel.abort(new LockCallCancelledError(messages.callCancelled(name), name));
+    };
+    /**
+     * The work ended: release, then tell the caller. A stream being sent, an async iterator being read,
+     * or promises the work started that still run, are released after instead: the caller gets its
+     * result (a timeout's error, the iterator) at once.
+     */
     const end = (forward: () => void) => {
       ended = true;
-      if (streams.length === 0) return void release().then(forward);
-      forward();
-      void release();
+      if (streams.length > 0) {
+        forward();
+        return void release();
+      }
+      let forwarded = false;
+      const forwardOnce = () => {
+        if (forwarded) return;
+        forwarded = true;
+        forward();
+      };
+      // Outside the work's chain: a promise of its own waiting for the release would hold the release up.
+      outsideWork(() => void release(forwardOnce).then(forwardOnce));
     };
 
     const lockOptions = {
@@ -123,13 +156,14 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
           const { lock, stop } = cancellableLock(handle.lock, cancel.signal);
           stopSignal = stop;
           pending = PendingWork.start();
-          if (invocation) invocation.work = pending;
           const subscribe = () =>
             options.run().subscribe({
               next: (value) => {
                 const sent = streamSent(value);
-                if (sent) streams.push(sent);
-                subscriber.next(value);
+                const events = sent ? undefined : lockedIterator(value, cancelCall);
+                const ended = sent ?? events?.ended;
+                if (ended) streams.push(ended);
+                subscriber.next(events ? (events.iterator as T) : value);
               },
               error: (error: unknown) => end(() => subscriber.error(error)),
               complete: () => end(() => subscriber.complete()),
@@ -157,11 +191,7 @@ export function lockedObservable<T>(options: LockedObservableOptions<T>): Observ
       // Only a wait still under way has anything to abort: an abort with no reason builds a DOMException
       // (a stack trace), about 45 µs of every decorated request when it ran at every teardown.
       if (!handle) waiting.abort();
-      if (handle && !ended) {
-        cancelled = true;
-        const { name } = handle.lock;
-        cancel.abort(new LockCallCancelledError(messages.callCancelled(name), name));
-      }
+      if (handle && !ended) cancelCall();
       work?.unsubscribe();
       void release();
     };

@@ -3,11 +3,12 @@ import { promiseHooks } from 'node:v8';
 
 /**
  * The promises a locked call's work has started and that have not settled yet: what still runs after
- * its caller went away. Unsubscribing an Observable cancels its timers and subscriptions, but not a
- * promise it waits for (`from(this.work())`, `switchMap(() => this.step())`), so the lock is kept
- * until those settle. A promise counts when it is created inside the work's async call chain (V8's
- * promise hooks, installed only while some call is tracked: they cost every promise of the process a
- * function call meanwhile).
+ * its caller went away, or after its result ended (`from(this.step()).pipe(timeout(1_000))`,
+ * `Promise.race([this.step(), sleep(1_000)])`). Unsubscribing an Observable cancels its timers and
+ * subscriptions, but not a promise it waits for (`from(this.work())`, `switchMap(() => this.step())`),
+ * so the lock is kept until those settle. A promise counts when it is created inside the work's async
+ * call chain (V8's promise hooks, installed only while some call is tracked: they cost every promise of
+ * the process a function call meanwhile).
  */
 export class PendingWork {
   private readonly pending = new Set<Promise<unknown>>();
@@ -19,7 +20,7 @@ export class PendingWork {
     return current.run(this, fn);
   }
 
-  /** Promises created from now on no longer count (the work turned out to be a plain value or promise). */
+  /** Promises created from now on no longer count (the lock is being released). */
   stop(): void {
     if (!this.tracking) return;
     this.tracking = false;
@@ -31,6 +32,18 @@ export class PendingWork {
   settled(): Promise<void> {
     if (this.pending.size === 0) return Promise.resolve();
     return new Promise<void>((resolve) => (this.onIdle = resolve));
+  }
+
+  /**
+   * Whether a promise of the work still runs once the callbacks queued so far have run: the promise of
+   * a `then` callback that ended the work (`from(promise)` completing) settles a moment after it.
+   */
+  async outlivesResult(): Promise<boolean> {
+    if (this.pending.size === 0) return false;
+    let turn!: NodeJS.Immediate;
+    await Promise.race([this.settled(), new Promise((resolve) => (turn = setImmediate(resolve)))]);
+    clearImmediate(turn);
+    return this.pending.size > 0;
   }
 
   /** How many promises of the work are still pending. */
