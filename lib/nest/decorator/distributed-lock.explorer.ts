@@ -96,7 +96,17 @@ export class DistributedLockExplorer implements OnModuleInit {
       throw new LockOptionsError(messages.classLevelWithoutHandlers((classRef as { name: string }).name));
     }
     if (!hasLockedMethods || !this.locksFor(wrapper, own, lockModules)) return;
-    if (wrapper.isDependencyTreeStatic()) {
+    if (wrapper.isTransient) {
+      // Each consumer has an instance of its own: those made at bootstrap are bound as they are; those
+      // a request-scoped consumer gets later, by class (as request-scoped providers are).
+      for (const made of wrapper.getStaticTransientInstances()) {
+        if (!made || typeof made.instance !== 'object' || made.instance === null) continue;
+        methodBindings.bindInstance(made.instance, this.runtime);
+        this.boundInstances.push(made.instance);
+      }
+      methodBindings.bindClass(classRef, this.runtime);
+      this.boundClasses.push(classRef);
+    } else if (wrapper.isDependencyTreeStatic()) {
       methodBindings.bindInstance(instance, this.runtime);
       this.boundInstances.push(instance);
     } else {
