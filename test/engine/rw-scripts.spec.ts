@@ -44,7 +44,7 @@ describe('read-write lock scripts: every hold has an id of its own', () => {
       CLAIM_ATTEMPT.run(
         redis,
         { lock: k.write, grants: k.writeGrants, fence: k.fence },
-        { holdId, owner, leaseMs: 5000 },
+        { holdId, owner, leaseMs: 5000, idleKeyTtl: IDLE_KEY_TTL },
       ),
     count: (k, owner) => redis.hget(k.write, owner),
   };

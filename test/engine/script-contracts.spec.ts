@@ -156,7 +156,9 @@ describe('script contracts', () => {
         },
         'not-locked',
       ),
-      call(catalog.CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1', leaseMs: 5000 }, ['cancelled']),
+      call(catalog.CLAIM_ATTEMPT, { holdId: 'h1', owner: 'c:1', leaseMs: 5000, idleKeyTtl: IDLE_KEY_TTL }, [
+        'cancelled',
+      ]),
       call(catalog.PASS_WAKE, { clientId: 'c', publish, message: 'm' }, false),
       call(catalog.FORCE_UNLOCK, { publish, message: 'm', callId: 'f1' }, false),
       call(

@@ -497,7 +497,9 @@ describe('lua scripts', () => {
       await redis.del(k.lock); // its lease ran out (the record outlives it)
       expect(await attempt(k, 'o', 'new')).toEqual(['granted', FENCE_SEED + 2, 0]);
       expect((await attempt(k, 'o', 'old'))[0]).toBe('refused'); // a late copy is no repeat of a live hold
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'old', owner: 'o', leaseMs: 5000 })).toEqual(['cancelled']);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, k, { holdId: 'old', owner: 'o', leaseMs: 5000, idleKeyTtl: 60_000 }),
+      ).toEqual(['cancelled']);
       expect(await unlock(k, 'o', 'pass', 'c', 'old')).toBe('not-owner'); // nor can it release the new hold
       expect(await redis.hget(k.lock, 'o')).toBe('1');
       expect(await unlock(k, 'o', 'pass', 'c', 'new')).toBe('released');
@@ -546,16 +548,36 @@ describe('lua scripts', () => {
       const k = keys();
       await seedFence(redis, k.fence);
       await attempt(k, 'o', 'landed');
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o', leaseMs: 5000 })).toEqual([
-        'granted',
-        FENCE_SEED + 1,
-      ]);
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'late', owner: 'o', leaseMs: 5000 })).toEqual(['cancelled']);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, k, { holdId: 'landed', owner: 'o', leaseMs: 5000, idleKeyTtl: 60_000 }),
+      ).toEqual(['granted', FENCE_SEED + 1]);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, k, { holdId: 'late', owner: 'o', leaseMs: 5000, idleKeyTtl: 60_000 }),
+      ).toEqual(['cancelled']);
       expect((await attempt(k, 'o', 'late'))[0]).toBe('refused'); // the late copy takes nothing
       expect(await redis.hget(k.lock, 'o')).toBe('1');
-      await expect(CLAIM_ATTEMPT.run(redis, k, { holdId: '', owner: 'o', leaseMs: 5000 })).rejects.toThrow(
-        /BADARG hold id/,
-      );
+      await expect(
+        CLAIM_ATTEMPT.run(redis, k, { holdId: '', owner: 'o', leaseMs: 5000, idleKeyTtl: 60_000 }),
+      ).rejects.toThrow(/BADARG hold id/);
+    });
+
+    it("claim-attempt-3: a claim that lengthens the lease keeps the fencing counter (the holds' epoch) past it", async () => {
+      const k = keys();
+      // A short first lease and a 1 ms idle TTL: the counter is kept a little past 100 ms only.
+      const grant = {
+        leaseMs: 100,
+        owner: 'o',
+        clientId: 'c',
+        waiting: 'once',
+        holdId: 'short',
+        idleKeyTtl: 1,
+      } as const;
+      expect((await LOCK.run(redis, k, grant))[0]).toBe('granted');
+      const claim = { holdId: 'short', owner: 'o', leaseMs: 10_000, idleKeyTtl: 1 };
+      expect((await CLAIM_ATTEMPT.run(redis, k, claim))[0]).toBe('granted');
+      expect(await redis.pttl(k.lock)).toBeGreaterThan(9_000);
+      // The counter outlives the hold it numbers: with it gone, the hold's record would read as ended.
+      expect(await redis.pttl(k.fence)).toBeGreaterThanOrEqual(await redis.pttl(k.lock));
     });
 
     it('uncontended grants and releases keep the records a hold needs, and no more than 256 ended ones plus the live hold', async () => {
@@ -803,9 +825,9 @@ describe('lua scripts', () => {
       expect(await attempt('h2')).toEqual(reentry);
       expect(await count()).toBe('2');
       // An attempt cancelled before it landed (claim-attempt-3) takes nothing when its copy comes.
-      expect(await CLAIM_ATTEMPT.run(redis, fair, { holdId: 'h3', owner: 'c:1', leaseMs: 5000 })).toEqual([
-        'cancelled',
-      ]);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, fair, { holdId: 'h3', owner: 'c:1', leaseMs: 5000, idleKeyTtl: 60_000 }),
+      ).toEqual(['cancelled']);
       expect((await attempt('h3'))[0]).toBe('refused');
       expect(await count()).toBe('2');
       await expect(attempt('')).rejects.toThrow(/BADARG hold id/);

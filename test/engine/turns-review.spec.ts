@@ -50,7 +50,9 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
     const k = lockKeys(prefix, `force-${++n}`);
     expect((await attempt(k, 'b', 'hb'))[0]).toBe('granted');
     // a's attempt is unanswered: a's client cancels it before its next one.
-    expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'ha', owner: 'a', leaseMs: 30_000 })).toEqual(['cancelled']);
+    expect(
+      await CLAIM_ATTEMPT.run(redis, k, { holdId: 'ha', owner: 'a', leaseMs: 30_000, idleKeyTtl: 60_000 }),
+    ).toEqual(['cancelled']);
     expect(await FORCE_UNLOCK.run(redis, k, { publish: 'publish', message: 'force', callId: 'f1' })).toBe(true);
     // The cancelled attempt's copy arrives: it must take nothing.
     expect((await attempt(k, 'a', 'ha'))[0]).toBe('refused');
@@ -179,7 +181,9 @@ describe('reentrant lock: late repeats of attempts and releases', () => {
       expect((await wait(k, 'p:1', 'hp', 'P'))[0]).toBe('refused'); // the copy
       expect(await redis.exists(k.lock)).toBe(0);
       expect(await redis.get(k.next)).toBe('turn:P');
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'hp', owner: 'p:1', leaseMs: 30_000 })).toEqual(['cancelled']);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, k, { holdId: 'hp', owner: 'p:1', leaseMs: 30_000, idleKeyTtl: 60_000 }),
+      ).toEqual(['cancelled']);
       expect(await redis.hget(k.grants, 'hp')).toBe('r'); // the claim keeps what the release recorded
     });
   });

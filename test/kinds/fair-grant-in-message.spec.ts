@@ -347,10 +347,9 @@ describe('FairLock: the grant travels in the hand-over message', () => {
       const token = Number(await redis.get(k.fence));
       // The registering attempt's reply was lost: the claim finds its hold, and makes the lease the
       // claimed attempt's (the caller counts it from when that attempt was sent).
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'h1', owner: 'o1', leaseMs: 10_000 })).toEqual([
-        'granted',
-        token,
-      ]);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, k, { holdId: 'h1', owner: 'o1', leaseMs: 10_000, idleKeyTtl: 60_000 }),
+      ).toEqual(['granted', token]);
       expect(await redis.pttl(k.lock)).toBeGreaterThan(settings.acceptanceLease);
       // A later attempt of that wait is told the hold it was handed, not granted a second one.
       expect(await attempt('o1', 'c1:w1', 'h1-later')).toEqual(['granted', token, 'h1']);
@@ -387,7 +386,9 @@ describe('FairLock: the grant travels in the hand-over message', () => {
 
     it('a wait whose registered id was cancelled, or whose lease is shorter than the acceptance lease, is offered the lock and accepts it', async () => {
       await queueTwo();
-      expect(await CLAIM_ATTEMPT.run(redis, k, { holdId: 'h1', owner: 'o1', leaseMs: 10_000 })).toEqual(['cancelled']);
+      expect(
+        await CLAIM_ATTEMPT.run(redis, k, { holdId: 'h1', owner: 'o1', leaseMs: 10_000, idleKeyTtl: 60_000 }),
+      ).toEqual(['cancelled']);
       await release('x', 'hx');
       await eventually(() => heard.length === 1);
       const token = await redis.get(k.fence);

@@ -230,7 +230,9 @@ describe('ReadWriteLock under review', () => {
       // asked about before the next attempt, or taken back when the caller gives up (see LockAcquisition).
       if (settled === 'claimed') {
         const keys = { lock: k.write, grants: k.writeGrants, fence: k.fence };
-        expect(await CLAIM_ATTEMPT.run(redis, keys, { holdId: 'h1', owner: 'writer', leaseMs })).toEqual(['cancelled']);
+        expect(
+          await CLAIM_ATTEMPT.run(redis, keys, { holdId: 'h1', owner: 'writer', leaseMs, idleKeyTtl: 60_000 }),
+        ).toEqual(['cancelled']);
       } else {
         const undo = { owner: 'writer', holdId: 'h1', leaseMs, publish, which: 'one' } as const;
         expect(await WRITE_UNLOCK.run(redis, k, undo)).toBe('not-locked');

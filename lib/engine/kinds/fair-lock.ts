@@ -265,7 +265,14 @@ export class FairLock extends HashLock {
    */
   protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
     // Its lease made at least leaseMs: a hand-over may have recorded a hold under this id with a short one.
-    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder, leaseMs }));
+    return claimedGrant(
+      await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, {
+        holdId,
+        owner: holder,
+        leaseMs,
+        idleKeyTtl: this.engine.idleKeyTtl,
+      }),
+    );
   }
 
   /**

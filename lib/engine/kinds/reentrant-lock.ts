@@ -58,7 +58,14 @@ export class ReentrantLock extends HashLock {
    * attempt for good (claim-attempt-3.lua).
    */
   protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
-    return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, { holdId, owner: holder, leaseMs }));
+    return claimedGrant(
+      await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, {
+        holdId,
+        owner: holder,
+        leaseMs,
+        idleKeyTtl: this.engine.idleKeyTtl,
+      }),
+    );
   }
 }
 

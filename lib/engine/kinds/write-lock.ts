@@ -104,7 +104,7 @@ export class WriteLock extends ReadWriteSide {
    */
   protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
     const { write: lock, writeGrants: grants, fence } = this.rw;
-    const args = { holdId, owner: holder, leaseMs };
+    const args = { holdId, owner: holder, leaseMs, idleKeyTtl: this.engine.idleKeyTtl };
     return claimedGrant(await CLAIM_ATTEMPT.run(this.engine.redis, { lock, grants, fence }, args));
   }
 

@@ -70,7 +70,7 @@ export const UNLOCK = defineScript({
 export const CLAIM_ATTEMPT = defineScript({
   file: 'claim-attempt-3.lua',
   keys: ['lock', 'grants', 'fence'],
-  args: { holdId: str, owner: str, leaseMs: num },
+  args: { holdId: str, owner: str, leaseMs: num, idleKeyTtl: num },
   reply: asIs<ClaimReply>,
 });
 
