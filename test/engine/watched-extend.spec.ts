@@ -1,5 +1,6 @@
-import type { LockHandle } from '../../lib';
+import { RedLock, type LockHandle } from '../../lib';
 import { lockClient, sleep, testPrefix, type TestClient } from '../support/engine';
+import { sharedTopology } from '../support/topologies';
 
 /**
  * extend(leaseTime) on a hold the watchdog renews sets the lease in Redis at once, shorter or not. The
@@ -66,6 +67,24 @@ describe('extend(leaseTime) on a watched hold', () => {
     },
     20_000,
   );
+
+  it('RedLock: set to 300 ms on every master, each renews in time and the RedLock follows: no loss is told', async () => {
+    const masters = sharedTopology('multi').masters.map((m) =>
+      lockClient({ port: m.port, keyPrefix: prefix, watchdogTimeout: 9_000 }),
+    );
+    open.push(...masters);
+    const redLock = new RedLock(
+      masters.map((c) => c.locks),
+      'watched-extend-redlock',
+    );
+    const holder = await redLock.lock();
+    await holder.extend(300);
+    await sleep(800);
+    const pttls = await Promise.all(masters.map((c) => c.redis.pttl(`${prefix}:{watched-extend-redlock}`)));
+    expect(holder.signal.aborted).toBe(false);
+    expect(pttls.filter((ms) => ms > 1_000).length).toBeGreaterThanOrEqual(3);
+    expect(await holder.release()).toBe('released');
+  }, 20_000);
 
   it('a longer lease set on a watched hold is kept, and the watchdog goes on renewing after it', async () => {
     const lock = holderClient.locks.getLock('watched-extend-longer');

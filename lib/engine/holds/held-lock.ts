@@ -262,6 +262,7 @@ export class HeldLock {
   }
 
   private renewFirstLease(): void {
+    if (this.holdCount === 0) return; // its last release was sent meanwhile: nothing to renew or lose
     const left = this.expiresAt - monotonicNow();
     // Woken past the end (a stalled process): the lease may be over in Redis already.
     if (left <= 0) return this.markLost('lease-expired');
@@ -283,7 +284,8 @@ export class HeldLock {
   /** The first lease's renewal failed: the hold is lost at that lease's end, if not told so already. */
   private firstLeaseFailed(): void {
     this.clearFirstLease();
-    if (this.lost) return;
+    // Lost already, or given back while the renewal was on its way: no loss to tell.
+    if (this.lost || this.holdCount === 0) return;
     const left = this.expiresAt - monotonicNow();
     if (left <= 0) return this.markLost('lease-expired');
     this.firstLeaseTimer = setTimeout(() => this.markLost('lease-expired'), left);

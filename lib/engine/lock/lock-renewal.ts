@@ -60,6 +60,8 @@ export async function extendHold(
     throw new LockLostError(side.name, held.owner, 'not-owner');
   }
   held.leaseSet(sentAt, leaseMs, leaseTime !== undefined);
+  // A RedLock follows its votes' leases: a renewal of one made here (its own first-lease renewal) counts.
+  held.onRenewed?.(sentAt, leaseMs);
   if (!held.watched) {
     held.leaseMs = leaseMs;
     held.armExpiry();
