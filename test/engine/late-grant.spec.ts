@@ -119,3 +119,42 @@ describe('a grant whose reply comes after its lease', () => {
     30_000,
   );
 });
+
+/**
+ * The same, when the late grant is still live in Redis as its reply comes (inside the holder's drift
+ * margin, made wide here): a semaphore wait's next attempt sends the same member, and takes the permits
+ * that member still holds as its own, instead of being refused as a copy of a finished acquisition.
+ */
+describe('a semaphore grant whose reply comes after its lease, still live in Redis', () => {
+  const prefix = testPrefix();
+  const redis = connect();
+  let proxy: ReplyDroppingProxy;
+  let slow: TestClient;
+
+  beforeAll(async () => {
+    proxy = await ReplyDroppingProxy.start({ host: '127.0.0.1', port: singlePort() });
+    // Half of each lease is given up to drift: a reply 700 ms late is too late for a 1 s lease Redis still holds.
+    slow = lockClient({ keyPrefix: prefix, port: proxy.port, driftFactor: 0.5 });
+    await (await slow.locks.getSemaphore('warm-up', { permits: 2 }).acquire({ leaseTime: 5_000 })).release();
+  });
+  afterAll(async () => {
+    proxy.delayReplies(0);
+    await slow.close();
+    await proxy.close();
+    redis.disconnect();
+  });
+
+  it('the wait goes on and gets the free permits within its waitTime', async () => {
+    const semaphore = slow.locks.getSemaphore('late-live', { permits: 2 });
+    proxy.delayReplies(700);
+    const outcome = semaphore.tryAcquire({ waitTime: 2_500, leaseTime: 1_000 });
+    // Granted in Redis; its reply is on the way, late. The next attempts are answered at once.
+    await eventually(async () => (await redis.exists(semaphore.keys.holds)) === 1, 5_000, 2);
+    proxy.delayReplies(0);
+    const handle = await outcome;
+    expect(handle).not.toBeNull();
+    expect(handle!.signal.aborted).toBe(false);
+    expect(await redis.zrange(semaphore.keys.holds, 0, -1)).toEqual([handle!.owner]);
+    expect(await handle!.release()).toBe('released');
+  }, 30_000);
+});

@@ -89,6 +89,9 @@ export class PermitLock extends LockBase {
 
   private renewed?: readonly string[];
 
+  /** Every attempt of one wait sends the same member, and takes the permits it finds held by it. */
+  protected override readonly retryAdoptsHold = true;
+
   /** Every attempt of one wait sends the same member: a hand-over to it names it. */
   protected override holderFor(owner: string): string {
     return (this.member ??= this.newMember(owner));

@@ -338,14 +338,18 @@ export class LockAcquisition {
    * A grant whose reply came when the lease the holder would believe had already ended (a slow reply,
    * a short leaseTime; counted from when its attempt was sent, less the drift): Redis may have let it
    * run out and granted the lock to another. Never handed out: its hold is taken back by its id (nothing
-   * else of the owner's), and the wait goes on as after a refusal, within its waitTime.
+   * else of the owner's), or left to the wait's next attempt (see LockSide.retryAdoptsHold), and the
+   * wait goes on as after a refusal, within its waitTime.
    */
   private grantedTooLate(held: HeldLock, holder: string, holdId: string, sentAt: number): Refusal {
     // A record of earlier holds too: their lease, believed to the same end, is over as well.
     if (held.holdCount > 1) held.markLost('lease-expired');
     else held.forget();
-    this.undoing = this.undoInBackground(holder, this.request.leaseMs, holdId);
     const { leaseMs, options } = this.request;
+    // Left for the wait's next attempt when that takes it as its own; a single attempt has none.
+    if (!this.side.retryAdoptsHold || options.waitTime === 0) {
+      this.undoing = this.undoInBackground(holder, leaseMs, holdId);
+    }
     if (++this.tooLateInARow >= TOO_LATE_LIMIT && options.waitTime === undefined) {
       const { name } = this.side;
       throw new LockOptionsError(

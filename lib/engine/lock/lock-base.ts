@@ -74,6 +74,7 @@ export abstract class LockBase implements ReleaseReplayer {
       turns: () => this.turns,
       bounded: (operation, what) => this.bounded(operation, what),
       holderFor: (owner) => this.holderFor(owner),
+      retryAdoptsHold: this.retryAdoptsHold,
       // Outside any scope every acquisition gets its own owner, so unrelated callers never share a hold
       // (an id unique across processes and restarts, as a hold's is; cheaper than a UUID per acquisition).
       ownerFor: (explicit) => explicit ?? this.scopeOwner() ?? `${this.engine.clientId}:${this.engine.newHoldId()}`,
@@ -162,6 +163,9 @@ export abstract class LockBase implements ReleaseReplayer {
   protected holderFor(owner: string): string {
     return owner;
   }
+
+  /** See LockSide.retryAdoptsHold. */
+  protected readonly retryAdoptsHold: boolean = false;
 
   /**
    * An attempt whose reply never came (the connection dropped, a failover) may have been granted.

@@ -90,6 +90,12 @@ export interface LockSide {
   bounded<T>(operation: Promise<T>, what: string): Promise<T>;
   /** The id a grant is recorded and released under: the owner, or a token per attempt (simple lock). */
   holderFor(owner: string): string;
+  /**
+   * A later attempt of the same wait sends the same holder and takes a hold it finds under it as its own
+   * (a semaphore wait's member): a grant that came too late is left for it, not taken back (see
+   * LockAcquisition.grantedTooLate); a wait that ends without the lock gives it back (abandonWait).
+   */
+  readonly retryAdoptsHold: boolean;
   /** The owner an acquisition holds for: `explicit`, else the current scope's, else a fresh one. */
   ownerFor(explicit: string | undefined): string;
   /** The lease when the caller gives none; undefined = the watchdog's lease, renewed while held. */
