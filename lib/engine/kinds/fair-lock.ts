@@ -12,7 +12,7 @@ import {
   type WaitBehaviour,
 } from '../lock/lock-base';
 import type { LockCall } from '../lock/lock-call';
-import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
+import { releaseCallOf } from '../holds/hold-id-calls';
 import type { HandOver } from '../turns/process-turns';
 import { checkDuration, TIMEOUT_RULE } from '../util/validation';
 import { retryWhileUnreachable } from '../redis/retry-while-unreachable';
@@ -21,14 +21,7 @@ import type { LeaseFrom } from '../util/server-clock';
 import { handOverFirstLease } from '../holds/hand-over-lease';
 import { FairWait, parseHandOver, type HandOverMessage } from './fair-hand-over';
 import { isGivenUpWaitOf, rememberGivenUpWait } from '../waiting/given-up-waits';
-import {
-  CLAIM_ATTEMPT,
-  FAIR_ABANDON,
-  FAIR_ACCEPT,
-  FAIR_FORCE_UNLOCK,
-  FAIR_LOCK,
-  FAIR_UNLOCK,
-} from '../scripts/catalog';
+import { FAIR_ABANDON, FAIR_ACCEPT, FAIR_FORCE_UNLOCK, FAIR_LOCK, FAIR_UNLOCK } from '../scripts/catalog';
 
 export interface FairLockOptions {
   /**
@@ -257,22 +250,6 @@ export class FairLock extends HashLock {
       acceptanceLease: this.acceptanceLease,
       publish: this.engine.publishCommand,
     });
-  }
-
-  /**
-   * Claims the unanswered attempt's hold if it landed (a grant, a re-entry or an accepted hand-off), or
-   * cancels the attempt for good, so that a copy of it still on its way takes nothing (claim-attempt-3.lua).
-   */
-  protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
-    // Its lease made at least leaseMs: a hand-over may have recorded a hold under this id with a short one.
-    return claimedGrant(
-      await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, {
-        holdId,
-        owner: holder,
-        leaseMs,
-        idleKeyTtl: this.engine.idleKeyTtl,
-      }),
-    );
   }
 
   /**

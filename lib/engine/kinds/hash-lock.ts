@@ -1,5 +1,7 @@
 import type { RenewalKind } from '../holds/held-lock';
-import { LockBase } from '../lock/lock-base';
+import { claimedGrant } from '../holds/hold-id-calls';
+import { LockBase, type Grant } from '../lock/lock-base';
+import { CLAIM_ATTEMPT } from '../scripts/catalog';
 
 /**
  * What the reentrant and fair locks share, and only that: the lock is one hash of owner -> hold
@@ -15,6 +17,16 @@ export abstract class HashLock extends LockBase {
   }
 
   private lockAndGrants?: readonly string[];
+
+  /**
+   * Claims the unanswered attempt's hold if it landed (a grant, a re-entry or an accepted hand-off; its
+   * lease made at least `leaseMs`: a hand-over may have recorded it with a short one), or cancels the
+   * attempt for good, so that a copy of it still on its way takes nothing (claim-attempt-3.lua).
+   */
+  protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
+    const { redis, idleKeyTtl } = this.engine;
+    return claimedGrant(await CLAIM_ATTEMPT.run(redis, this.keys, { holdId, owner: holder, leaseMs, idleKeyTtl }));
+  }
 
   /** Whether the current lock scope's owner holds this lock. */
   async isHeldByCurrentScope(): Promise<boolean> {

@@ -3,8 +3,8 @@ import type { LockKindName } from '../client/lock-events';
 import { HashLock } from './hash-lock';
 import { attemptOutcome, type Grant, type RawRelease, type AttemptRequest, waitingFlag } from '../lock/lock-base';
 import type { HandOver } from '../turns/process-turns';
-import { claimedGrant, releaseCallOf } from '../holds/hold-id-calls';
-import { CLAIM_ATTEMPT, LOCK, UNLOCK } from '../scripts/catalog';
+import { releaseCallOf } from '../holds/hold-id-calls';
+import { LOCK, UNLOCK } from '../scripts/catalog';
 import type { TurnAttemptReply } from '../scripts/replies';
 
 /**
@@ -51,21 +51,6 @@ export class ReentrantLock extends HashLock {
       clientId,
       turnMs: this.turnMsFor(handOver),
     });
-  }
-
-  /**
-   * Claims the unanswered attempt's hold if it landed (its lease made at least `leaseMs`), or cancels the
-   * attempt for good (claim-attempt-3.lua).
-   */
-  protected async grantOfUnknownAttempt(holder: string, holdId: string, leaseMs: number): Promise<Grant | undefined> {
-    return claimedGrant(
-      await CLAIM_ATTEMPT.run(this.engine.redis, this.keys, {
-        holdId,
-        owner: holder,
-        leaseMs,
-        idleKeyTtl: this.engine.idleKeyTtl,
-      }),
-    );
   }
 }
 
