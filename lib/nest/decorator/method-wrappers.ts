@@ -1,4 +1,4 @@
-import { catchError, defer, EMPTY, from, isObservable, throwError, type Observable } from 'rxjs';
+import { catchError, defer, EMPTY, from, isObservable, lastValueFrom, throwError, type Observable } from 'rxjs';
 import { LockAcquireTimeoutError, LockError, LockOptionsError } from '../../engine/errors';
 import type { RedisLockRuntime } from '../module/redis-lock.runtime';
 import { messages } from '../redis-lock.messages';
@@ -41,11 +41,18 @@ export function lockingMethod(prototype: object, methodName: string, original: A
       if (runtime instanceof Error) return throwError(() => runtime);
       return lockedMethodObservable(runtime, spec, args, call);
     }
-    return runLocked(this, spec, args, () => {
+    const notObservable = () => {
       const result = call();
       if (isObservable(result)) throw new LockOptionsError(messages.observableNotDeclared(spec.owner));
       return result;
-    });
+    };
+    if (spec.handlerType === 'graphql') return runLocked(this, spec, args, notObservable);
+    // A job's, a consumer's, a service's method: its work is followed as a handler's is (see
+    // lockedObservable): promises it started still running when its result settles keep the lock, and a
+    // returned async iterator keeps it until it ends.
+    const runtime = runtimeFor(this, spec);
+    if (runtime instanceof Error) return Promise.reject(runtime);
+    return lastValueFrom(lockedMethodObservable(runtime, spec, args, notObservable), { defaultValue: undefined });
   };
   Object.defineProperty(wrapper, 'name', { value: original.name });
   Object.defineProperty(wrapper, WRAPPED, { value: true });
