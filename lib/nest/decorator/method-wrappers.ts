@@ -46,7 +46,7 @@ export function lockingMethod(prototype: object, methodName: string, original: A
       if (isObservable(result)) throw new LockOptionsError(messages.observableNotDeclared(spec.owner));
       return result;
     };
-    if (spec.handlerType === 'graphql') return runLocked(this, spec, args, notObservable);
+    if (spec.handlerType === 'graphql') return lockedResolverCall(this, spec, args, notObservable);
     // A job's, a consumer's, a service's method: its work is followed as a handler's is (see
     // lockedObservable): promises it started still running when its result settles keep the lock, and a
     // returned async iterator keeps it until it ends.
@@ -93,16 +93,23 @@ function lockedMethodObservable(
   });
 }
 
-async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: () => unknown): Promise<unknown> {
+/**
+ * A GraphQL resolver Nest calls without the interceptor (a field resolver, a direct call): locked over
+ * its arguments, its lock failures told as the interceptor tells them.
+ */
+async function lockedResolverCall(
+  self: unknown,
+  spec: LockSpec,
+  args: unknown[],
+  call: () => unknown,
+): Promise<unknown> {
   const runtime = runtimeFor(self, spec);
   if (runtime instanceof Error) throw runtime;
-  const { locks, logger } = runtime;
   let ran = false;
-  let names: string[] = [];
   try {
-    names = await methodLockName(spec, args);
+    const names = await methodLockName(spec, args);
     const locked = () =>
-      locks.withLock(names, () => ((ran = true), call()), {
+      runtime.locks.withLock(names, () => ((ran = true), call()), {
         kind: spec.kind,
         waitTime: spec.waitTime,
         leaseTime: spec.leaseTime,
@@ -111,15 +118,12 @@ async function runLocked(self: unknown, spec: LockSpec, args: unknown[], call: (
         permits: spec.permits,
         mode: spec.mode,
       });
-    // A resolver Nest calls without the interceptor is a request in flight all the same: its wait ends
-    // as closing starts (see LockService.shutdownSignal), or closing the server would wait for it.
-    return await (spec.handlerType === 'graphql' ? runAsHandlerCall(spec, locked) : locked());
+    // A request in flight all the same: its wait ends as closing starts (see LockService.shutdownSignal),
+    // or closing the server would wait for it.
+    return await runAsHandlerCall(spec, locked);
   } catch (error) {
-    if (spec.handlerType === 'graphql' && !ran) throw graphqlFailure(runtime, spec, error);
-    // Only a wait that ran out: the method's own LockAcquireTimeoutError (a nested lock) did run it.
-    if (spec.onBusy !== 'skip' || !(error instanceof LockAcquireTimeoutError) || ran) throw error;
-    logger.debug?.(messages.skippedBusy(spec.owner, names.join('+')));
-    return undefined;
+    if (!ran) throw graphqlFailure(runtime, spec, error);
+    throw error;
   }
 }
 
